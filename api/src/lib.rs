@@ -1,0 +1,1 @@
+//! Tartan resource and interface types.

@@ -1,0 +1,2 @@
+//! Tartan's BGP speaker.
+pub mod model;
