@@ -1,1 +1,2 @@
 //! Tartan resource and interface types.
+pub mod bgp;

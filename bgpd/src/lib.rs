@@ -1,2 +1,8 @@
 //! Tartan's BGP speaker.
+pub mod config;
+pub mod control;
+pub mod kernel;
 pub mod model;
+pub mod net;
+pub mod rib;
+pub mod wire;

@@ -1,3 +1,13 @@
 //! Tartan's lab: network namespaces, links and processes for tests, demos
-//! and benchmarks, each uniquely named and removed by a drop guard.
+//! and benchmarks, each uniquely named and removed by a drop guard; real
+//! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
+pub mod bgpload;
 pub mod netns;
+pub mod peers;
+pub mod process;
+pub mod tempdir;
+pub mod topo;
+
+pub use process::Daemon;
+pub use tempdir::TempDir;
+pub use topo::{Family, KernelRoute, Pair, kernel_routes, ping, wait_kernel_route};

@@ -98,7 +98,11 @@ impl Netns {
     /// Pids of every process inside the namespace.
     pub fn pids(&self) -> Vec<i32> {
         ip(&["netns", "pids", &self.name])
-            .map(|s| s.split_whitespace().filter_map(|p| p.parse().ok()).collect())
+            .map(|s| {
+                s.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -124,7 +128,17 @@ pub fn veth(a: &Netns, a_addrs: &[&str], b: &Netns, b_addrs: &[&str]) -> Result<
     let an = unique_name("va");
     let bn = unique_name("vb");
     ip(&[
-        "link", "add", &an, "netns", a.name(), "type", "veth", "peer", "name", &bn, "netns",
+        "link",
+        "add",
+        &an,
+        "netns",
+        a.name(),
+        "type",
+        "veth",
+        "peer",
+        "name",
+        &bn,
+        "netns",
         b.name(),
     ])?;
     for (ns, dev, addrs) in [(a, &an, a_addrs), (b, &bn, b_addrs)] {

@@ -1,0 +1,146 @@
+use super::*;
+
+const GOOD: &str = r#"
+router_id = "10.0.0.1"
+asn = 65000
+cluster_id = "1.1.1.1"
+
+[listen]
+addresses = ["10.0.0.1"]
+port = 1179
+
+[kernel]
+install = false
+
+[[neighbor]]
+address = "10.0.0.2"
+asn = 65001
+password = "s3cret"
+max_prefix = 100
+families = ["ipv4-unicast", "ipv6-unicast"]
+
+[[neighbor]]
+address = "fd00::2"
+asn = 65000
+route_reflector_client = true
+passive = true
+hold_time = 9
+
+[[announce]]
+prefix = "10.1.0.0/24"
+communities = ["65000:100", "no-export"]
+large_communities = ["65000:1:2"]
+"#;
+
+#[test]
+fn parses_a_full_file_with_defaults() {
+    let c = parse("t.toml", GOOD).unwrap();
+    assert_eq!(c.asn, 65000);
+    assert_eq!(c.cluster_id, "1.1.1.1".parse::<Ipv4Addr>().unwrap());
+    assert_eq!(c.listen, vec!["10.0.0.1:1179".parse().unwrap()]);
+    assert!(!c.kernel_install);
+    assert_eq!(c.graceful_restart.restart_time, 120);
+    assert_eq!(c.neighbors.len(), 2);
+    let ebgp = &c.neighbors[0];
+    assert_eq!(ebgp.multihop, 1);
+    assert_eq!(ebgp.hold_time, 90);
+    assert!(ebgp.graceful_restart);
+    assert_eq!(ebgp.password.as_deref(), Some("s3cret"));
+    assert_eq!(
+        ebgp.families,
+        vec![Family::Ipv4Unicast, Family::Ipv6Unicast]
+    );
+    let ibgp = &c.neighbors[1];
+    assert_eq!(ibgp.families, vec![Family::Ipv6Unicast]);
+    assert!(ibgp.route_reflector_client && ibgp.passive);
+    assert_eq!(ibgp.hold_time, 9);
+    assert_eq!(c.announce[0].communities, vec![0xFDE8_0064, 0xFFFF_FF01]);
+    assert_eq!(c.announce[0].large_communities, vec![[65000, 1, 2]]);
+}
+
+#[test]
+fn minimal_file_listens_on_179_everywhere() {
+    let c = parse("t", "router_id = \"1.2.3.4\"\nasn = 4200000000\n").unwrap();
+    assert_eq!(c.listen, vec!["[::]:179".parse().unwrap()]);
+    assert!(c.kernel_install);
+    assert_eq!(c.cluster_id, c.router_id);
+}
+
+fn error_of(text: &str) -> ConfigError {
+    parse("bgpd.toml", text).unwrap_err()
+}
+
+#[test]
+fn errors_name_the_key_and_the_line() {
+    let cases: &[(&str, usize, &str)] = &[
+        ("router_id = \"1.2.3.4\"\nasn = 1\nbogus = 1\n", 3, "bogus"),
+        ("router_id = \"1.2.3.4\"\nasn = \"x\"\n", 2, "asn"),
+        ("router_id = \"1.2.3\"\nasn = 1\n", 1, "router_id"),
+        ("router_id = \"1.2.3.4\"\nasn = 23456\n", 2, "AS_TRANS"),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nhold_time = 2\n",
+            6,
+            "hold_time",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 3\n",
+            7,
+            "twice",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nfamilies = [\"ipv4-multicast\"]\n",
+            6,
+            "ipv4-multicast",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\npasive = true\n",
+            6,
+            "pasive",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nroute_reflector_client = true\n",
+            4,
+            "iBGP",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[announce]]\nprefix = \"10.0.0.1/24\"\n",
+            4,
+            "host bits",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[announce]]\nprefix = \"10.0.0.0/24\"\ncommunities = [\"1:99999\"]\n",
+            5,
+            "99999",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[announce]]\nprefix = \"10.0.0.0/24\"\nnext_hop = \"fd00::1\"\n",
+            4,
+            "other address family",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[graceful_restart]\nrestart_time = 5000\n",
+            4,
+            "12-bit",
+        ),
+        ("router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]\n", 3, ""),
+    ];
+    for (text, line, needle) in cases {
+        let e = error_of(text);
+        assert_eq!(e.line, *line, "wrong line for {text:?}: {e}");
+        assert!(
+            e.to_string().contains(needle),
+            "{e} should mention {needle:?}"
+        );
+        assert!(e.to_string().starts_with("bgpd.toml:"), "{e}");
+    }
+}
+
+#[test]
+fn description_change_keeps_the_session() {
+    let c = parse("t", GOOD).unwrap();
+    let mut n = c.neighbors[0].clone();
+    n.description = Some("renamed".into());
+    assert!(c.neighbors[0].session_settings_equal(&n));
+    n.hold_time = 30;
+    assert!(!c.neighbors[0].session_settings_equal(&n));
+}

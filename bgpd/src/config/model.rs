@@ -1,0 +1,72 @@
+//! The checked configuration, with every default filled in.
+use crate::model::Family;
+use ipnet::IpNet;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub router_id: Ipv4Addr,
+    pub asn: u32,
+    /// RFC 4456 cluster id; the router id when not set.
+    pub cluster_id: Ipv4Addr,
+    /// Where to accept sessions. Empty: accept nothing (every neighbor
+    /// is then dialled by us).
+    pub listen: Vec<SocketAddr>,
+    pub kernel_install: bool,
+    pub graceful_restart: GracefulRestart,
+    /// How long to wait before dialling a neighbor again.
+    pub connect_retry: Duration,
+    pub neighbors: Vec<Neighbor>,
+    pub announce: Vec<Announce>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct GracefulRestart {
+    /// Restart time we advertise (RFC 4724 4.2): how long peers should keep
+    /// our routes while we restart.
+    pub restart_time: u16,
+    /// How long after start we wait for every peer's End-of-RIB before
+    /// removing stale kernel routes anyway.
+    pub stale_routes_time: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Neighbor {
+    pub address: IpAddr,
+    pub port: u16,
+    pub asn: u32,
+    pub description: Option<String>,
+    pub passive: bool,
+    pub password: Option<String>,
+    /// RFC 5082: send with TTL 255 and accept only TTL 255 (one hop).
+    pub ttl_security: bool,
+    /// eBGP TTL (hops); 1 for directly connected peers.
+    pub multihop: u8,
+    pub route_reflector_client: bool,
+    pub hold_time: u16,
+    pub graceful_restart: bool,
+    pub max_prefix: Option<u32>,
+    pub families: Vec<Family>,
+    pub next_hop_self: bool,
+    /// Source address for our outgoing connection.
+    pub local_address: Option<IpAddr>,
+}
+
+impl Neighbor {
+    /// Settings whose change needs the session to be reset (everything
+    /// except the description).
+    pub fn session_settings_equal(&self, other: &Neighbor) -> bool {
+        let mut a = self.clone();
+        a.description = other.description.clone();
+        a == *other
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Announce {
+    pub prefix: IpNet,
+    pub communities: Vec<u32>,
+    pub large_communities: Vec<[u32; 3]>,
+    pub next_hop: Option<IpAddr>,
+}

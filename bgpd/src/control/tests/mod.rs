@@ -1,0 +1,5 @@
+//! Server tests over real sockets, with a fake daemon.
+mod api;
+mod metrics;
+mod support;
+mod view;

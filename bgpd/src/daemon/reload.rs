@@ -1,0 +1,85 @@
+//! SIGHUP: read the file again and apply only the difference. A file that
+//! does not parse, or that changes what needs a restart, changes nothing.
+use super::instance::Daemon;
+use crate::config::{self, Config};
+use crate::wire::Notification;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tracing::{error, info};
+
+/// Settings a running speaker cannot take over: they define the sessions
+/// and sockets themselves.
+fn restart_needed(old: &Config, new: &Config) -> Option<&'static str> {
+    if old.router_id != new.router_id {
+        Some("router_id")
+    } else if old.asn != new.asn {
+        Some("asn")
+    } else if old.cluster_id != new.cluster_id {
+        Some("cluster_id")
+    } else if old.listen != new.listen {
+        Some("listen")
+    } else if old.kernel_install != new.kernel_install {
+        Some("kernel.install")
+    } else {
+        None
+    }
+}
+
+impl Daemon {
+    pub(super) fn reload(&mut self) {
+        let path = self.options.config_path.clone();
+        let label = path.display().to_string();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                error!(file = %label, error = %e, "reload failed: cannot read the file; keeping the running configuration");
+                return;
+            }
+        };
+        let new = match config::parse(&label, &text) {
+            Ok(c) => c,
+            Err(e) => {
+                error!(error = %e, "reload failed; keeping the running configuration");
+                return;
+            }
+        };
+        if let Some(key) = restart_needed(&self.config, &new) {
+            error!(key, "reload refused: changing {key} needs a restart of tartan-bgpd; keeping the running configuration");
+            return;
+        }
+        let old = std::mem::replace(&mut self.config, new.clone());
+        let mut by_addr: HashMap<_, _> = new.neighbors.iter().map(|n| (n.address, n)).collect();
+        let current: Vec<_> = self
+            .peers
+            .iter()
+            .map(|(id, p)| (*id, p.neighbor.clone()))
+            .collect();
+        let (mut added, mut removed, mut changed) = (0, 0, 0);
+        for (id, n) in current {
+            match by_addr.remove(&n.address) {
+                None => {
+                    // RFC 4486: Peer De-configured.
+                    self.remove_peer(id, Notification::new(6, 3, vec![]));
+                    removed += 1;
+                }
+                Some(new_n) if !n.session_settings_equal(new_n) => {
+                    // RFC 4486: Other Configuration Change.
+                    self.remove_peer(id, Notification::new(6, 6, vec![]));
+                    self.add_peer(Arc::new(new_n.clone()));
+                    changed += 1;
+                }
+                Some(new_n) => {
+                    if let Some(p) = self.peers.get_mut(&id) {
+                        p.neighbor = Arc::new(new_n.clone());
+                    }
+                }
+            }
+        }
+        for n in new.neighbors.iter().filter(|n| by_addr.contains_key(&n.address)) {
+            self.add_peer(Arc::new(n.clone()));
+            added += 1;
+        }
+        self.next_origin_changes(&old, &new);
+        info!(added, removed, changed, "configuration reloaded");
+    }
+}

@@ -1,0 +1,227 @@
+//! The control API's view of the instance: requests travel to the
+//! instance task over a channel and are answered from its state.
+use super::instance::Daemon;
+use crate::control::{ControlSource, PathFlags, SourceUnavailable, path_view};
+use crate::model::Family;
+use crate::rib::LOCAL;
+use crate::session::State;
+use crate::wire::msg_type;
+use ipnet::IpNet;
+use std::collections::BTreeMap;
+use tartan_api::bgp::{
+    GracefulRestartStatus, KernelCounts, MessageCounts, MessageTypeCounts, PeerKind, PeerStatus,
+    PrefixCounts, RouteCounts, RouteEntry, SessionState, SpeakerStatus,
+};
+use tokio::sync::{mpsc, oneshot};
+
+pub enum ControlRequest {
+    Peers(oneshot::Sender<Vec<PeerStatus>>),
+    Routes(Option<Family>, Option<IpNet>, oneshot::Sender<Vec<RouteEntry>>),
+    Status(oneshot::Sender<SpeakerStatus>),
+}
+
+/// Cheap to clone; what `control::serve_unix` is given.
+#[derive(Clone)]
+pub struct ControlHandle {
+    tx: mpsc::Sender<ControlRequest>,
+}
+
+impl ControlHandle {
+    pub(super) fn new(tx: mpsc::Sender<ControlRequest>) -> Self {
+        ControlHandle { tx }
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> ControlRequest) -> Result<T, SourceUnavailable> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(make(tx)).await.map_err(|_| SourceUnavailable)?;
+        rx.await.map_err(|_| SourceUnavailable)
+    }
+}
+
+impl ControlSource for ControlHandle {
+    async fn peers(&self) -> Result<Vec<PeerStatus>, SourceUnavailable> {
+        self.ask(ControlRequest::Peers).await
+    }
+    async fn routes(&self, family: Option<Family>, prefix: Option<IpNet>) -> Result<Vec<RouteEntry>, SourceUnavailable> {
+        self.ask(|tx| ControlRequest::Routes(family, prefix, tx)).await
+    }
+    async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
+        self.ask(ControlRequest::Status).await
+    }
+}
+
+pub(super) fn answer(d: &Daemon, req: ControlRequest) {
+    match req {
+        ControlRequest::Peers(tx) => {
+            let _ = tx.send(peers(d));
+        }
+        ControlRequest::Routes(f, p, tx) => {
+            let _ = tx.send(routes(d, f, p));
+        }
+        ControlRequest::Status(tx) => {
+            let _ = tx.send(status(d));
+        }
+    }
+}
+
+fn session_state(s: State) -> SessionState {
+    match s {
+        State::Idle => SessionState::Idle,
+        State::Connect => SessionState::Connect,
+        State::Active => SessionState::Active,
+        State::OpenSent => SessionState::OpenSent,
+        State::OpenConfirm => SessionState::OpenConfirm,
+        State::Established => SessionState::Established,
+    }
+}
+
+fn type_counts(get: impl Fn(u8) -> u64) -> MessageTypeCounts {
+    MessageTypeCounts {
+        open: get(msg_type::OPEN),
+        update: get(msg_type::UPDATE),
+        notification: get(msg_type::NOTIFICATION),
+        keepalive: get(msg_type::KEEPALIVE),
+        route_refresh: get(msg_type::ROUTE_REFRESH),
+    }
+}
+
+fn peers(d: &Daemon) -> Vec<PeerStatus> {
+    let mut out: Vec<PeerStatus> = d
+        .peers
+        .iter()
+        .map(|(id, p)| {
+            let n = &p.neighbor;
+            let c = &p.link.counters;
+            let neg = c.negotiated();
+            let counts = d.rib.counts(*id);
+            PeerStatus {
+                address: n.address,
+                port: Some(n.port),
+                asn: n.asn,
+                local_asn: d.config.asn,
+                kind: if n.asn == d.config.asn { PeerKind::Ibgp } else { PeerKind::Ebgp },
+                state: session_state(c.state()),
+                uptime_seconds: c.uptime().map(|u| u.as_secs()),
+                router_id: neg.as_ref().map(|n| n.peer_router_id),
+                hold_time: neg.as_ref().map(|n| n.hold_time.as_secs() as u16),
+                families: neg
+                    .as_ref()
+                    .map(|n| n.families.iter().map(|f| f.to_string()).collect())
+                    .unwrap_or_else(|| n.families.iter().map(|f| f.to_string()).collect()),
+                prefixes: PrefixCounts {
+                    received: counts.received,
+                    accepted: counts.accepted,
+                    advertised: counts.advertised,
+                },
+                last_error: c.last_error(),
+                messages: MessageCounts {
+                    sent: type_counts(|t| c.sent_count(t)),
+                    received: type_counts(|t| c.received_count(t)),
+                },
+                graceful_restart: neg.as_ref().and_then(|n| n.peer_graceful_restart.as_ref()).map(|g| {
+                    GracefulRestartStatus {
+                        restart_time: g.restart_time,
+                        peer_restarting: g.restarting,
+                        preserved_families: g
+                            .families
+                            .iter()
+                            .filter(|(_, f)| *f)
+                            .map(|(fam, _)| fam.to_string())
+                            .collect(),
+                        stale_routes: counts.stale,
+                    }
+                }),
+                rr_client: n.route_reflector_client,
+                description: n.description.clone(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|p| p.address);
+    out
+}
+
+fn routes(d: &Daemon, family: Option<Family>, prefix: Option<IpNet>) -> Vec<RouteEntry> {
+    let addr_of = |peer| {
+        if peer == LOCAL {
+            None
+        } else {
+            d.peers.get(&peer).map(|p| p.neighbor.address)
+        }
+    };
+    let families: Vec<Family> = match (family, prefix) {
+        (_, Some(p)) => vec![Family::of(&p)],
+        (Some(f), None) => vec![f],
+        (None, None) => Family::ALL.to_vec(),
+    };
+    let mut out = Vec::new();
+    for f in families {
+        for r in d.rib.routes(f) {
+            if prefix.is_some_and(|p| p != r.prefix) {
+                continue;
+            }
+            out.push(RouteEntry {
+                prefix: r.prefix,
+                family: f.to_string(),
+                paths: r
+                    .paths
+                    .iter()
+                    .map(|p| {
+                        path_view(
+                            &p.attrs,
+                            addr_of(p.peer),
+                            PathFlags {
+                                best: p.best,
+                                multipath: p.multipath,
+                                stale: p.stale,
+                            },
+                        )
+                    })
+                    .collect(),
+            });
+        }
+    }
+    out.sort_by_key(|r| r.prefix);
+    out
+}
+
+fn status(d: &Daemon) -> SpeakerStatus {
+    let mut routes = BTreeMap::new();
+    for f in Family::ALL {
+        let (prefixes, paths) = d.rib.table_size(f);
+        routes.insert(
+            f.to_string(),
+            RouteCounts {
+                prefixes: prefixes as u64,
+                paths: paths as u64,
+            },
+        );
+    }
+    let kernel = d
+        .kernel
+        .as_ref()
+        .map(|k| {
+            let s = k.stats();
+            KernelCounts {
+                installed: s.installed,
+                removed: s.removed,
+                failed: s.failed,
+            }
+        })
+        .unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let up = d.started.elapsed().as_secs();
+    SpeakerStatus {
+        router_id: d.config.router_id,
+        asn: d.config.asn,
+        peers: d.peers.len(),
+        established_peers: d.peers.values().filter(|p| p.up.is_some()).count(),
+        routes,
+        kernel,
+        started_at: now.saturating_sub(up),
+        uptime_seconds: up,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}

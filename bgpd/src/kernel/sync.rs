@@ -1,0 +1,202 @@
+//! [`KernelSync`]: the RIB's non-blocking door to the kernel.
+//!
+//! The RIB calls [`KernelSync::set`] for every best-route change. Changes go
+//! into a map keyed by prefix behind a mutex, and a [`Notify`] wakes the
+//! background task, which swaps the whole map out and applies it as one
+//! batch. A map rather than a channel because it coalesces by itself: a
+//! prefix that flaps a thousand times while the kernel is busy costs one
+//! slot and one kernel write, and memory stays bounded by the number of
+//! prefixes instead of growing with the churn. `set` takes the lock only to
+//! insert, never awaits, and so never blocks the RIB.
+use super::netlink::Kernel;
+use super::route::{KernelRoute, Nexthop, canonical};
+use super::sync_task;
+use ipnet::IpNet;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::{Notify, watch};
+use tracing::info;
+
+/// Counters since the task started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelStats {
+    /// Routes created or replaced.
+    pub installed: u64,
+    /// Routes deleted (withdrawn, or stale after a restart).
+    pub removed: u64,
+    /// Kernel writes that failed (e.g. ENETUNREACH); they are retried.
+    pub failed: u64,
+    /// Replaces skipped because a route of another protocol holds the key.
+    pub refused: u64,
+}
+
+/// What the RIB asked for, not yet applied. `None` removes the route.
+pub(crate) type Pending = HashMap<IpNet, Option<Vec<Nexthop>>>;
+
+#[derive(Debug, Default)]
+pub(crate) struct State {
+    pub pending: Pending,
+    /// Start-time routes not set since; [`KernelSync::flush_stale`]
+    /// deletes what is left.
+    pub stale: HashSet<IpNet>,
+    /// Bumped by every change; the task reports the value it has applied.
+    pub queued: u64,
+    pub shutdown: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub installed: AtomicU64,
+    pub removed: AtomicU64,
+    pub failed: AtomicU64,
+    pub refused: AtomicU64,
+}
+
+impl Counters {
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub wake: Notify,
+    pub counters: Counters,
+    /// The last `queued` value applied; closed when the task ends.
+    applied: watch::Receiver<u64>,
+}
+
+impl Shared {
+    /// The state, even if a thread panicked while holding the lock: every
+    /// update leaves it consistent.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The RIB's handle on the kernel sync task. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct KernelSync {
+    shared: Arc<Shared>,
+}
+
+/// Owns the background task. Dropping it aborts the task (routes stay in
+/// the kernel); [`KernelSyncHandle::shutdown`] applies what is queued first.
+#[derive(Debug)]
+#[must_use = "dropping the handle stops the kernel sync task"]
+pub struct KernelSyncHandle {
+    shared: Arc<Shared>,
+    task: Option<tokio::task::JoinHandle<Kernel>>,
+}
+
+impl KernelSync {
+    /// Starts the task on the current tokio runtime. `initial` is what
+    /// [`Kernel::list_own`] found at start: those routes stay in place
+    /// until [`KernelSync::flush_stale`].
+    pub fn spawn(kernel: Kernel, initial: Vec<KernelRoute>) -> (KernelSync, KernelSyncHandle) {
+        let (applied_tx, applied_rx) = watch::channel(0);
+        let state = State {
+            stale: initial.iter().map(|r| r.prefix.trunc()).collect(),
+            ..State::default()
+        };
+        info!(
+            kept = state.stale.len(),
+            "kernel sync started; keeping routes from the previous run"
+        );
+        let shared = Arc::new(Shared {
+            state: Mutex::new(state),
+            wake: Notify::new(),
+            counters: Counters::default(),
+            applied: applied_rx,
+        });
+        let task = tokio::spawn(sync_task::run(kernel, shared.clone(), applied_tx));
+        (
+            KernelSync {
+                shared: shared.clone(),
+            },
+            KernelSyncHandle {
+                shared,
+                task: Some(task),
+            },
+        )
+    }
+
+    /// Sets the route for `prefix` (`None` or no next hops: remove it).
+    /// Never blocks: the change is applied by the task, coalesced with
+    /// later changes to the same prefix.
+    pub fn set(&self, prefix: IpNet, nexthops: Option<Vec<Nexthop>>) {
+        let prefix = prefix.trunc();
+        let nexthops = nexthops.map(canonical).filter(|h| !h.is_empty());
+        {
+            let mut st = self.shared.lock();
+            st.stale.remove(&prefix);
+            st.pending.insert(prefix, nexthops);
+            st.queued += 1;
+        }
+        self.shared.wake.notify_one();
+    }
+
+    /// Deletes the start-time routes that were not set since, and returns
+    /// once that is done. Call it when the RIB has converged (End-of-RIB
+    /// from every peer, or a timeout).
+    pub async fn flush_stale(&self) {
+        let target = {
+            let mut st = self.shared.lock();
+            let stale: Vec<IpNet> = st.stale.drain().collect();
+            info!(
+                stale = stale.len(),
+                "removing routes not re-learned since start"
+            );
+            for prefix in stale {
+                st.pending.entry(prefix).or_insert(None);
+            }
+            st.queued += 1;
+            st.queued
+        };
+        self.shared.wake.notify_one();
+        self.wait_applied(target).await;
+    }
+
+    /// Returns once every change made before the call has been applied
+    /// (or has failed and been counted).
+    pub async fn wait_idle(&self) {
+        let target = self.shared.lock().queued;
+        self.wait_applied(target).await;
+    }
+
+    async fn wait_applied(&self, target: u64) {
+        let mut rx = self.shared.applied.clone();
+        // An error means the task is gone: nothing more will be applied.
+        let _ = rx.wait_for(|&applied| applied >= target).await;
+    }
+
+    pub fn stats(&self) -> KernelStats {
+        let c = &self.shared.counters;
+        KernelStats {
+            installed: c.installed.load(Ordering::Relaxed),
+            removed: c.removed.load(Ordering::Relaxed),
+            failed: c.failed.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl KernelSyncHandle {
+    /// Applies what is queued, stops the task and gives the kernel handle
+    /// back. Installed routes stay (graceful restart keeps forwarding).
+    pub async fn shutdown(mut self) -> Option<Kernel> {
+        self.shared.lock().shutdown = true;
+        self.shared.wake.notify_one();
+        self.task.take()?.await.ok()
+    }
+}
+
+impl Drop for KernelSyncHandle {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! The RIB's operations: sessions coming and going, UPDATEs in, batches
+//! out.
+
+use super::Rib;
+use super::attrs::AttrTable;
+use super::decision;
+use super::engine::Ctx;
+use super::export::exportable;
+use super::output::Drain;
+use super::peers::{LOCAL_IDX, Peers, fam_index, info_in};
+use super::table::{Addr, Path, PeerIdx, Table};
+use super::types::{Changes, ImportError, LOCAL, LocalConfig, OutBatch, PeerConfig, PeerId};
+use crate::model::{Family, PathAttrs};
+use ipnet::IpNet;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// A table and the rest of the RIB, borrowed apart.
+struct Parts<'a> {
+    ctx: Ctx<'a>,
+    v4: &'a mut Table<Ipv4Addr>,
+    v6: &'a mut Table<Ipv6Addr>,
+    removed: &'a mut Vec<Path>,
+}
+
+impl Rib {
+    pub fn new(local: LocalConfig) -> Rib {
+        Rib {
+            local,
+            attrs: AttrTable::default(),
+            peers: Peers::new(),
+            v4: Table::default(),
+            v6: Table::default(),
+            scratch: Vec::new(),
+            removed: Vec::new(),
+        }
+    }
+
+    fn parts<'a>(&'a mut self, changes: &'a mut Changes) -> Parts<'a> {
+        Parts {
+            ctx: Ctx {
+                attrs: &mut self.attrs,
+                peers: &mut self.peers,
+                scratch: &mut self.scratch,
+                changes,
+            },
+            v4: &mut self.v4,
+            v6: &mut self.v6,
+            removed: &mut self.removed,
+        }
+    }
+
+    fn done(&mut self, mut changes: Changes) -> Changes {
+        changes.peers_with_output = self.peers.take_touched();
+        changes
+    }
+
+    /// A session reached Established. Queues the full table for it (the
+    /// initial advertisement). A peer marked stale keeps its paths.
+    pub fn peer_up(&mut self, peer: PeerConfig) -> Changes {
+        let changes = Changes::default();
+        if peer.id == LOCAL {
+            return changes;
+        }
+        let Some(x) = self.peers.get_or_add(peer.id) else {
+            return changes;
+        };
+        self.drop_output(x);
+        let on = [
+            peer.families.contains(&Family::Ipv4Unicast),
+            peer.families.contains(&Family::Ipv6Unicast),
+        ];
+        if let Some(info) = self.peers.info_mut(x) {
+            info.cfg = Some(peer);
+            info.up = true;
+            info.counts.received = 0;
+            info.counts.advertised = 0;
+        }
+        self.peers.set_output(x, on);
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v4, x);
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x);
+        self.done(changes)
+    }
+
+    /// The session is gone: its paths are removed (withdrawn from others).
+    pub fn peer_down(&mut self, peer: PeerId) -> Changes {
+        let mut changes = Changes::default();
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return changes;
+        };
+        self.drop_output(x);
+        let p = self.parts(&mut changes);
+        let (mut ctx, removed) = (p.ctx, p.removed);
+        remove_peer_paths(&mut ctx, p.v4, x, false, removed);
+        remove_peer_paths(&mut ctx, p.v6, x, false, removed);
+        self.peers.remove(x);
+        self.done(changes)
+    }
+
+    /// RFC 4724 (helper side): the peer restarted. Its paths stay, flagged
+    /// stale, until re-announced or swept; output to it stops until it is
+    /// up again.
+    pub fn mark_stale(&mut self, peer: PeerId) {
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return;
+        };
+        self.drop_output(x);
+        if let Some(info) = self.peers.info_mut(x) {
+            info.up = false;
+        }
+        for i in 0..self.v4.slot_count() {
+            self.v4.mark_stale(i, x);
+        }
+        for i in 0..self.v6.slot_count() {
+            self.v6.mark_stale(i, x);
+        }
+    }
+
+    /// End-of-RIB (for `family`) or the restart timer (None: all families):
+    /// drops the peer's paths still stale.
+    pub fn sweep_stale(&mut self, peer: PeerId, family: Option<Family>) -> Changes {
+        let mut changes = Changes::default();
+        let Some(x) = self.peers.idx(peer) else {
+            return changes;
+        };
+        let p = self.parts(&mut changes);
+        let (mut ctx, removed) = (p.ctx, p.removed);
+        if family.is_none_or(|f| f == Family::Ipv4Unicast) {
+            remove_peer_paths(&mut ctx, p.v4, x, true, removed);
+        }
+        if family.is_none_or(|f| f == Family::Ipv6Unicast) {
+            remove_peer_paths(&mut ctx, p.v6, x, true, removed);
+        }
+        self.done(changes)
+    }
+
+    /// An UPDATE's announcements: `prefixes` with `attrs` from `peer`.
+    ///
+    /// Import rules: from eBGP, LOCAL_PREF is ignored (RFC 4271 5.1.5) and
+    /// ORIGINATOR_ID / CLUSTER_LIST discarded (RFC 7606 7.9, 7.10); a path
+    /// with a loop — our AS in an eBGP AS_PATH, our router id as
+    /// ORIGINATOR_ID or our cluster id in CLUSTER_LIST (RFC 4456 8) — is
+    /// dropped and counted, and withdraws what the peer sent before for
+    /// those prefixes. Prefixes of families not negotiated are ignored.
+    /// Over the peer's max-prefix limit, nothing is applied.
+    pub fn announce(
+        &mut self,
+        peer: PeerId,
+        mut attrs: PathAttrs,
+        prefixes: &[IpNet],
+    ) -> Result<Changes, ImportError> {
+        let x = self
+            .peers
+            .idx(peer)
+            .filter(|&x| x != LOCAL_IDX)
+            .ok_or(ImportError::UnknownPeer(peer))?;
+        let info = self.peers.info(x);
+        let Some(cfg) = info.cfg.as_ref() else {
+            return Err(ImportError::UnknownPeer(peer));
+        };
+        let (ibgp, max_prefix) = (cfg.ibgp, cfg.max_prefix);
+        let fams = [
+            cfg.families.contains(&Family::Ipv4Unicast),
+            cfg.families.contains(&Family::Ipv6Unicast),
+        ];
+        if !ibgp {
+            attrs.local_pref = None;
+            attrs.originator_id = None;
+            attrs.cluster_list.clear();
+        }
+        let looped = (!ibgp && attrs.as_path.contains(self.local.asn))
+            || attrs.originator_id == Some(self.local.router_id)
+            || attrs.cluster_list.contains(&self.local.cluster_id);
+        if let Some(info) = self.peers.info_mut(x) {
+            info.counts.received += prefixes.len() as u64;
+        }
+        if looped {
+            if let Some(info) = self.peers.info_mut(x) {
+                info.counts.looped += prefixes.len() as u64;
+            }
+            return Ok(self.withdraw(peer, prefixes));
+        }
+        if let Some(limit) = max_prefix {
+            let accepted = self.peers.info(x).counts.accepted;
+            if accepted + prefixes.len() as u64 > u64::from(limit) {
+                let new = prefixes.iter().filter(|n| !self.has_path(x, n)).count() as u64;
+                if accepted + new > u64::from(limit) {
+                    return Err(ImportError::MaxPrefix { limit });
+                }
+            }
+        }
+        let id = self.attrs.intern(attrs, prefixes.len() as u32);
+        let mut changes = Changes::default();
+        let mut p = self.parts(&mut changes);
+        let (mut added, mut skipped) = (0u64, 0u32);
+        for net in prefixes {
+            let path = Path {
+                attr: id,
+                peer: x,
+                stale: false,
+            };
+            let new = match net.trunc() {
+                IpNet::V4(n) if fams[0] => p.ctx.upsert(p.v4, n.network(), n.prefix_len(), path),
+                IpNet::V6(n) if fams[1] => p.ctx.upsert(p.v6, n.network(), n.prefix_len(), path),
+                _ => {
+                    skipped += 1;
+                    continue;
+                }
+            };
+            added += u64::from(new);
+        }
+        p.ctx.attrs.release(id, skipped);
+        if let Some(info) = self.peers.info_mut(x) {
+            info.counts.accepted += added;
+        }
+        Ok(self.done(changes))
+    }
+
+    fn has_path(&self, x: PeerIdx, net: &IpNet) -> bool {
+        fn has<A: Addr>(t: &Table<A>, a: A, len: u8, x: PeerIdx) -> bool {
+            t.find(a, len)
+                .is_some_and(|i| t.with_paths(i, |ps| ps.iter().any(|p| p.peer == x)))
+        }
+        match net.trunc() {
+            IpNet::V4(n) => has(&self.v4, n.network(), n.prefix_len(), x),
+            IpNet::V6(n) => has(&self.v6, n.network(), n.prefix_len(), x),
+        }
+    }
+
+    /// An UPDATE's withdrawals.
+    pub fn withdraw(&mut self, peer: PeerId, prefixes: &[IpNet]) -> Changes {
+        let mut changes = Changes::default();
+        let Some(x) = self.peers.idx(peer) else {
+            return changes;
+        };
+        self.remove_prefixes(x, prefixes, &mut changes);
+        self.done(changes)
+    }
+
+    fn remove_prefixes(&mut self, x: PeerIdx, prefixes: &[IpNet], changes: &mut Changes) {
+        let p = self.parts(changes);
+        let (mut ctx, removed) = (p.ctx, p.removed);
+        for net in prefixes {
+            match net.trunc() {
+                IpNet::V4(n) => remove_one(&mut ctx, p.v4, n.network(), n.prefix_len(), x, removed),
+                IpNet::V6(n) => remove_one(&mut ctx, p.v6, n.network(), n.prefix_len(), x, removed),
+            }
+        }
+    }
+
+    /// A local route (from configuration). A next hop of `NextHop::None`
+    /// means "self": each peer gets our address on its session. Local
+    /// routes win over learned ones and never go to the kernel.
+    pub fn originate(&mut self, attrs: PathAttrs, prefix: IpNet) -> Changes {
+        let mut changes = Changes::default();
+        let id = self.attrs.intern(attrs, 1);
+        let path = Path {
+            attr: id,
+            peer: LOCAL_IDX,
+            stale: false,
+        };
+        let mut p = self.parts(&mut changes);
+        match prefix.trunc() {
+            IpNet::V4(n) => p.ctx.upsert(p.v4, n.network(), n.prefix_len(), path),
+            IpNet::V6(n) => p.ctx.upsert(p.v6, n.network(), n.prefix_len(), path),
+        };
+        self.done(changes)
+    }
+
+    pub fn unoriginate(&mut self, prefix: IpNet) -> Changes {
+        let mut changes = Changes::default();
+        self.remove_prefixes(LOCAL_IDX, &[prefix], &mut changes);
+        self.done(changes)
+    }
+
+    /// Turns export to a peer on or off (off: receive-only, as the
+    /// benchmark's injectors are). Takes effect at once: a peer that is up
+    /// gets the withdraws or announcements that follow.
+    pub fn set_export(&mut self, peer: PeerId, enabled: bool) -> Changes {
+        let changes = Changes::default();
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return changes;
+        };
+        let Some(info) = self.peers.info_mut(x) else {
+            return changes;
+        };
+        if info.export == enabled {
+            return changes;
+        }
+        info.export = enabled;
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v4, x);
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x);
+        self.done(changes)
+    }
+
+    /// Takes the peer's next batch of pending output: up to `max_prefixes`
+    /// prefixes sharing one outgoing attribute set (or one withdraw list).
+    /// None when nothing is pending.
+    pub fn take_output(&mut self, peer: PeerId, max_prefixes: usize) -> Option<OutBatch> {
+        let x = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX)?;
+        for f in Family::ALL {
+            let fi = fam_index(f);
+            let Some(mut out) = self.peers.outs[x as usize].fams[fi].take() else {
+                continue;
+            };
+            let mut emptied = Vec::new();
+            let (batch, delta) = match f {
+                Family::Ipv4Unicast => {
+                    drain(self, &self.v4, x, &mut out, max_prefixes, &mut emptied)
+                }
+                Family::Ipv6Unicast => {
+                    drain(self, &self.v6, x, &mut out, max_prefixes, &mut emptied)
+                }
+            };
+            self.peers.outs[x as usize].fams[fi] = Some(out);
+            if let Some(info) = self.peers.info_mut(x) {
+                info.counts.advertised = info.counts.advertised.saturating_add_signed(delta);
+            }
+            let mut changes = Changes::default();
+            let mut p = self.parts(&mut changes);
+            for i in emptied {
+                match f {
+                    Family::Ipv4Unicast => p.ctx.try_free(p.v4, i),
+                    Family::Ipv6Unicast => p.ctx.try_free(p.v6, i),
+                }
+            }
+            if batch.is_some() {
+                return batch;
+            }
+        }
+        None
+    }
+
+    /// Drops a peer's output state; slots it alone kept alive are freed.
+    fn drop_output(&mut self, x: PeerIdx) {
+        let mut held: [Vec<u32>; 2] = Default::default();
+        for (f, h) in held.iter_mut().enumerate() {
+            if let Some(out) = self.peers.outs[x as usize].fams[f].as_ref() {
+                h.extend(out.dirty.iter());
+                h.extend(out.adv.iter());
+            }
+        }
+        self.peers.set_output(x, [false, false]);
+        if let Some(info) = self.peers.info_mut(x) {
+            info.counts.advertised = 0;
+        }
+        let mut changes = Changes::default();
+        let mut p = self.parts(&mut changes);
+        for i in held[0].drain(..) {
+            p.ctx.try_free(p.v4, i);
+        }
+        for i in held[1].drain(..) {
+            p.ctx.try_free(p.v6, i);
+        }
+    }
+}
+
+fn drain<A: Addr>(
+    rib: &Rib,
+    table: &Table<A>,
+    x: PeerIdx,
+    out: &mut super::peers::FamilyOut,
+    max: usize,
+    emptied: &mut Vec<u32>,
+) -> (Option<OutBatch>, i64) {
+    let mut scratch = Vec::new();
+    let mut d = Drain {
+        local: &rib.local,
+        attrs: &rib.attrs,
+        peers: &rib.peers,
+        table,
+        target: x,
+        scratch: &mut scratch,
+        emptied,
+        adv_delta: 0,
+    };
+    let b = d.next(out, max);
+    (b, d.adv_delta)
+}
+
+fn remove_one<A: Addr>(
+    ctx: &mut Ctx<'_>,
+    t: &mut Table<A>,
+    addr: A,
+    len: u8,
+    x: PeerIdx,
+    removed: &mut Vec<Path>,
+) {
+    if let Some(i) = t.find(addr, len) {
+        ctx.remove_where(t, i, |p| p.peer == x, removed);
+    }
+}
+
+/// Removes all of peer `x`'s paths (only the stale ones if `stale_only`).
+fn remove_peer_paths<A: Addr>(
+    ctx: &mut Ctx<'_>,
+    t: &mut Table<A>,
+    x: PeerIdx,
+    stale_only: bool,
+    removed: &mut Vec<Path>,
+) {
+    let hit = |p: &Path| p.peer == x && (p.stale || !stale_only);
+    for i in 0..t.slot_count() {
+        if t.with_paths(i, |ps| ps.iter().any(hit)) {
+            ctx.remove_where(t, i, hit, removed);
+        }
+    }
+}
+
+/// Queues for peer `x` every prefix whose view for it may differ from what
+/// it holds: exportable now, or held now.
+fn mark_all_for<A: Addr>(
+    attrs: &AttrTable,
+    peers: &mut Peers,
+    scratch: &mut Vec<usize>,
+    t: &Table<A>,
+    x: PeerIdx,
+) {
+    let f = fam_index(A::FAMILY);
+    let Some(mut out) = peers.outs[x as usize].fams[f].take() else {
+        return;
+    };
+    let mut any = false;
+    for i in t.occupied() {
+        let best = t.with_paths(i, |ps| decision::best(ps, attrs, peers, scratch));
+        let want = best.is_some_and(|b| {
+            let e = attrs.get(b.attr);
+            exportable(
+                info_in(&peers.infos, b.peer),
+                &e.meta,
+                e.attrs.next_hop,
+                info_in(&peers.infos, x),
+                A::FAMILY,
+            )
+        });
+        if want || out.adv.get(i) {
+            any |= out.dirty.set(i);
+        }
+    }
+    let po = &mut peers.outs[x as usize];
+    po.fams[f] = Some(out);
+    po.touched |= any;
+}

@@ -1,0 +1,79 @@
+//! The 19-byte message header (RFC 4271 4.1): framing a byte stream into
+//! messages, and writing headers for the encoders.
+
+use super::notification::{Notification, header_error};
+use super::{HEADER_LEN, MAX_MESSAGE_LEN, msg_type};
+
+const MARKER: [u8; 16] = [0xff; 16];
+
+/// Framing over a receive buffer. `Ok(None)`: more bytes are needed.
+/// `Ok(Some(len))`: a whole message of `len` bytes is at `buf[..len]`.
+/// `Err`: the header is invalid; the NOTIFICATION to send (RFC 4271 6.1).
+pub fn frame(buf: &[u8]) -> Result<Option<usize>, Notification> {
+    // A bad marker is reported as soon as its first wrong byte arrives.
+    let seen = buf.len().min(MARKER.len());
+    if buf[..seen] != MARKER[..seen] {
+        return Err(Notification::new(1, header_error::NOT_SYNCHRONIZED, vec![]));
+    }
+    if buf.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let len = check_header(buf)?;
+    if buf.len() < len {
+        return Ok(None);
+    }
+    Ok(Some(len))
+}
+
+/// Checks marker, length and type of a header (at least 19 bytes) and
+/// returns the message length. The order of checks follows RFC 4271 6.1:
+/// marker, then length against the absolute bounds, then type, then the
+/// length against the minimum (or exact size) for the type.
+pub(super) fn check_header(buf: &[u8]) -> Result<usize, Notification> {
+    if buf.len() < HEADER_LEN || buf[..16] != MARKER {
+        return Err(Notification::new(1, header_error::NOT_SYNCHRONIZED, vec![]));
+    }
+    let raw_len = [buf[16], buf[17]];
+    let len = usize::from(u16::from_be_bytes(raw_len));
+    let bad_len = || Notification::new(1, header_error::BAD_LENGTH, raw_len.to_vec());
+    if !(HEADER_LEN..=MAX_MESSAGE_LEN).contains(&len) {
+        return Err(bad_len());
+    }
+    let ty = buf[18];
+    let len_ok = match ty {
+        msg_type::OPEN => len >= HEADER_LEN + 10,
+        msg_type::UPDATE => len >= HEADER_LEN + 4,
+        msg_type::NOTIFICATION => len >= HEADER_LEN + 2,
+        msg_type::KEEPALIVE => len == HEADER_LEN,
+        // RFC 7313 5 gives a wrong ROUTE-REFRESH length its own error
+        // (7/1, with the whole message as data); `decode` reports it.
+        msg_type::ROUTE_REFRESH => true,
+        _ => return Err(Notification::new(1, header_error::BAD_TYPE, vec![ty])),
+    };
+    if !len_ok {
+        return Err(bad_len());
+    }
+    Ok(len)
+}
+
+/// Starts a message: appends a header whose length is fixed up by
+/// [`finish_message`]. Returns the offset of the message in `out`.
+pub(super) fn start_message(out: &mut Vec<u8>, ty: u8) -> usize {
+    let start = out.len();
+    out.extend_from_slice(&MARKER);
+    out.extend_from_slice(&[0, 0, ty]);
+    start
+}
+
+/// Writes the length of the message that begins at `start` and runs to the
+/// end of `out`. Callers keep messages within `u16` range.
+pub(super) fn finish_message(out: &mut [u8], start: usize) {
+    let len = u16::try_from(out.len() - start).unwrap_or(u16::MAX);
+    out[start + 16..start + 18].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Appends a KEEPALIVE message (a bare header).
+pub fn encode_keepalive(out: &mut Vec<u8>) {
+    let start = start_message(out, msg_type::KEEPALIVE);
+    finish_message(out, start);
+}

@@ -1,0 +1,190 @@
+use std::net::Ipv4Addr;
+
+use super::*;
+
+fn sample(asn: u32) -> Open {
+    Open {
+        version: 4,
+        asn,
+        my_as_field: u16::try_from(asn).unwrap_or(23456),
+        hold_time: 90,
+        router_id: Ipv4Addr::new(192, 0, 2, 7),
+        caps: Capabilities {
+            families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
+            unknown_families: vec![(1, 4), (25, 70)],
+            four_octet_as: Some(asn),
+            route_refresh: true,
+            enhanced_route_refresh: true,
+            graceful_restart: Some(GracefulRestartCap {
+                restarting: true,
+                notification: true,
+                restart_time: 120,
+                families: vec![(Family::Ipv4Unicast, true), (Family::Ipv6Unicast, false)],
+            }),
+            other: vec![
+                (73, b"\x04node\x07example".to_vec()),
+                (69, vec![0, 1, 1, 3]),
+            ],
+        },
+    }
+}
+
+fn decode_open(msg: &[u8]) -> Result<Open, Notification> {
+    match decode(msg, &FOUR)? {
+        Message::Open(o) => Ok(o),
+        other => panic!("not an OPEN: {other:?}"),
+    }
+}
+
+/// An OPEN body with the given optional parameters.
+fn open_with_params(params: &[u8]) -> Vec<u8> {
+    let mut b = vec![4, 0xfd, 0xe8, 0, 90, 192, 0, 2, 7, params.len() as u8];
+    b.extend_from_slice(params);
+    message(msg_type::OPEN, &b)
+}
+
+#[test]
+fn round_trip_with_gr_and_four_octet_as() {
+    for asn in [65001, 4_200_000_001] {
+        let open = sample(asn);
+        let wire = open.encode();
+        assert_eq!(frame(&wire), Ok(Some(wire.len())));
+        let back = decode_open(&wire).unwrap();
+        assert_eq!(back, open);
+        assert_eq!(back.asn, asn);
+    }
+    // AS_TRANS in the 2-octet field for a large AS.
+    let wire = sample(4_200_000_001).encode();
+    assert_eq!(&wire[20..22], &23456u16.to_be_bytes());
+}
+
+#[test]
+fn hostname_capability_with_domain_is_kept() {
+    // zettabgp rejects this one; we keep it raw.
+    let open = sample(65001);
+    let back = decode_open(&open.encode()).unwrap();
+    assert!(back.caps.other.iter().any(|(c, _)| *c == 73));
+}
+
+#[test]
+fn without_capabilities() {
+    let wire = open_with_params(&[]);
+    let open = decode_open(&wire).unwrap();
+    assert_eq!(open.asn, 65000);
+    assert_eq!(open.caps, Capabilities::default());
+}
+
+#[test]
+fn message_checks() {
+    let mut bad_version = open_with_params(&[]);
+    bad_version[19] = 3;
+    assert_eq!(
+        decode_open(&bad_version),
+        Err(Notification::new(2, 1, vec![0, 4]))
+    );
+
+    for hold in [1u8, 2] {
+        let mut m = open_with_params(&[]);
+        m[22] = 0;
+        m[23] = hold;
+        assert_eq!(decode_open(&m), Err(Notification::new(2, 6, vec![])));
+    }
+    let mut zero_hold = open_with_params(&[]);
+    zero_hold[23] = 0;
+    assert!(decode_open(&zero_hold).is_ok());
+
+    let mut zero_id = open_with_params(&[]);
+    zero_id[24..28].copy_from_slice(&[0, 0, 0, 0]);
+    assert_eq!(decode_open(&zero_id), Err(Notification::new(2, 3, vec![])));
+}
+
+#[test]
+fn unsupported_optional_parameter_is_2_4() {
+    // Type 1 (authentication, deprecated).
+    let wire = open_with_params(&[1, 2, 0, 0]);
+    assert_eq!(decode_open(&wire), Err(Notification::new(2, 4, vec![])));
+}
+
+#[test]
+fn truncated_or_overrunning_tlvs_are_2_0() {
+    let cases: &[&[u8]] = &[
+        // Parameter length overruns the parameters.
+        &[2, 10, 65, 4, 0, 0],
+        // Capability length overruns its parameter.
+        &[2, 4, 65, 4, 0, 0],
+        // Capability header cut short.
+        &[2, 1, 65],
+        // Parameter header cut short.
+        &[2],
+        // 4-octet AS capability of the wrong length.
+        &[2, 5, 65, 3, 0, 0, 1],
+        // Multiprotocol capability of the wrong length.
+        &[2, 5, 1, 3, 0, 1, 0],
+        // Graceful restart with a partial tuple.
+        &[2, 6, 64, 4, 0, 120, 0, 1],
+        // Route refresh with a value.
+        &[2, 3, 2, 1, 0],
+    ];
+    for params in cases {
+        let wire = open_with_params(params);
+        assert_eq!(
+            decode_open(&wire),
+            Err(Notification::new(2, 0, vec![])),
+            "params {params:?}"
+        );
+    }
+    // Optional Parameters Length disagreeing with the message.
+    let mut wire = open_with_params(&[2, 2, 2, 0]);
+    wire[28] = 3;
+    assert_eq!(decode_open(&wire), Err(Notification::new(2, 0, vec![])));
+    wire[28] = 200;
+    assert_eq!(decode_open(&wire), Err(Notification::new(2, 0, vec![])));
+}
+
+#[test]
+fn extended_optional_parameters() {
+    // RFC 9072, written when the capabilities do not fit 255 bytes.
+    let mut open = sample(65001);
+    open.caps.other = (0..40)
+        .map(|i| (200 + (i % 50) as u8, vec![i as u8; 20]))
+        .collect();
+    let wire = open.encode();
+    assert_eq!(wire[28], 255);
+    assert_eq!(decode_open(&wire).unwrap(), open);
+    // Truncated extended length.
+    let body = [4, 0xfd, 0xe8, 0, 90, 192, 0, 2, 7, 255, 255, 0];
+    assert_eq!(
+        decode_open(&message(msg_type::OPEN, &body)),
+        Err(Notification::new(2, 0, vec![]))
+    );
+}
+
+#[test]
+fn multiprotocol_with_nonzero_reserved_octet() {
+    let wire = open_with_params(&[2, 6, 1, 4, 0, 2, 9, 1]);
+    assert_eq!(
+        decode_open(&wire).unwrap().caps.families,
+        vec![Family::Ipv6Unicast]
+    );
+}
+
+#[test]
+fn no_panic_on_any_truncation_or_bit_flip() {
+    let wire = sample(4_200_000_001).encode();
+    for cut in 0..wire.len() {
+        let _ = decode(&wire[..cut], &FOUR);
+        let mut m = wire[..cut.max(19)].to_vec();
+        if m.len() >= 19 {
+            let len = m.len() as u16;
+            m[16..18].copy_from_slice(&len.to_be_bytes());
+            let _ = decode(&m, &FOUR);
+        }
+    }
+    for i in 19..wire.len() {
+        for bit in 0..8 {
+            let mut m = wire.clone();
+            m[i] ^= 1 << bit;
+            let _ = decode(&m, &FOUR);
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! Tartan's benchmarks. `tartan-lab-bench bgp …` runs the BGP ingest and
+//! propagate benchmark (BENCHMARKS.md) and writes its Markdown results.
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::collections::HashMap;
+use std::time::Duration;
+use tartan_lab::bgpload::{
+    BenchOptions, DeviceKind, Environment, Topology, load_average, measure_generator,
+    render_markdown, run_bench,
+};
+
+#[derive(Parser)]
+#[command(about = "Tartan's benchmarks (run as root)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// BGP ingest and propagate: injectors → device → sink.
+    Bgp(BgpArgs),
+}
+
+#[derive(clap::Args)]
+struct BgpArgs {
+    /// Injector peers.
+    #[arg(long, default_value_t = 2)]
+    peers: u32,
+    /// Unique /24s per injector.
+    #[arg(long, default_value_t = 1000)]
+    prefixes: u32,
+    /// Runs per device (median reported).
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Devices, comma-separated: tartan, bird, gobgp, frr.
+    #[arg(long, default_value = "bird")]
+    devices: String,
+    /// Per-device run counts, e.g. `gobgp=1,frr=3`.
+    #[arg(long, default_value = "")]
+    runs_per_device: String,
+    /// Prefixes per UPDATE.
+    #[arg(long, default_value_t = 1000)]
+    per_update: usize,
+    /// Seconds to wait for one run.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Seconds between the sessions coming up and the first UPDATE.
+    #[arg(long, default_value_t = 2.0)]
+    settle: f64,
+    /// Runs of the generator against the pass-through receiver (0: skip).
+    #[arg(long, default_value_t = 3)]
+    generator_runs: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+fn main() -> Result<()> {
+    if std::env::var_os("TARTAN_LOG").is_none() {
+        // SAFETY: no other thread exists yet. tartan-bgpd's default debug
+        // logging would be part of what is measured.
+        unsafe { std::env::set_var("TARTAN_LOG", "warn") };
+    }
+    let Cli { cmd: Cmd::Bgp(a) } = Cli::parse();
+    let devices = a
+        .devices
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(DeviceKind::parse)
+        .collect::<Result<Vec<_>>>()?;
+    let mut runs_per_device = HashMap::new();
+    for kv in a
+        .runs_per_device
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+    {
+        let (k, v) = kv
+            .split_once('=')
+            .context("--runs-per-device wants device=N")?;
+        runs_per_device.insert(DeviceKind::parse(k)?, v.trim().parse()?);
+    }
+    let opts = BenchOptions {
+        peers: a.peers,
+        prefixes: a.prefixes,
+        runs: a.runs,
+        runs_per_device,
+        devices,
+        per_update: a.per_update,
+        timeout: Duration::from_secs(a.timeout),
+        settle: Duration::from_secs_f64(a.settle.max(0.0)),
+        hold_time: 180,
+    };
+    opts.plan()?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let topo = Topology::new(opts.peers)?;
+    let generator = if a.generator_runs > 0 {
+        let g = measure_generator(&topo, &opts, a.generator_runs)?;
+        eprintln!(
+            "generator: written {:?}, received {:?}",
+            g.written, g.received
+        );
+        Some(g)
+    } else {
+        None
+    };
+    let results = run_bench(&topo, &opts, |line| eprintln!("{line}"));
+    drop(topo);
+    env.load_after = load_average();
+    let md = render_markdown(&env, &opts, &results, generator.as_ref());
+    if let Some(p) = &a.out {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, &md).with_context(|| format!("write {}", p.display()))?;
+    }
+    print!("{md}");
+    Ok(())
+}
