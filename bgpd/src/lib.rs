@@ -1,8 +1,10 @@
 //! Tartan's BGP speaker.
 pub mod config;
 pub mod control;
+pub mod daemon;
 pub mod kernel;
 pub mod model;
 pub mod net;
 pub mod rib;
+pub mod session;
 pub mod wire;

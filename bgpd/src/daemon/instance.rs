@@ -4,7 +4,7 @@ use super::encode::encode_batch;
 use super::listener::{Listeners, Routes};
 use super::status::ControlRequest;
 use crate::config::{Config, Neighbor};
-use crate::kernel::{Kernel, KernelSync, Nexthop};
+use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
 use crate::model::{Family, NextHop, Origin, PathAttrs};
 use crate::rib::{Changes, ImportError, LocalConfig, PeerConfig, PeerId, Rib};
 use crate::session::{LocalParams, Negotiated, PeerCommand, PeerEvent, PeerLink, spawn_peer};
@@ -46,7 +46,6 @@ pub(super) struct UpState {
     pub initial_done: bool,
     /// Families whose End-of-RIB the peer has sent.
     pub eor_received: HashSet<Family>,
-    pub remote: SocketAddr,
 }
 
 pub struct Daemon {
@@ -54,6 +53,8 @@ pub struct Daemon {
     pub(super) options: DaemonOptions,
     pub(super) rib: Rib,
     pub(super) kernel: Option<KernelSync>,
+    /// Owns the sync task: dropping it would stop kernel updates.
+    kernel_task: Option<KernelSyncHandle>,
     pub(super) peers: HashMap<PeerId, PeerSlot>,
     pub(super) by_address: HashMap<IpAddr, PeerId>,
     pub(super) routes: Routes,
@@ -78,17 +79,20 @@ impl Daemon {
         config: Config,
         options: DaemonOptions,
     ) -> anyhow::Result<(Daemon, super::ControlHandle)> {
-        let (kernel, restarting) = if config.kernel_install {
+        let (kernel, kernel_task, restarting) = if config.kernel_install {
             let k = Kernel::connect().await?;
             let own = k.list_own().await?;
             if !own.is_empty() {
-                info!(routes = own.len(), "found routes of a previous run in the kernel; keeping them until peers have resent theirs");
+                info!(
+                    routes = own.len(),
+                    "found routes of a previous run in the kernel; keeping them until peers have resent theirs"
+                );
             }
             let restarting = !own.is_empty();
-            let (sync, _handle) = KernelSync::spawn(k, own);
-            (Some(sync), restarting)
+            let (sync, handle) = KernelSync::spawn(k, own);
+            (Some(sync), Some(handle), restarting)
         } else {
-            (None, false)
+            (None, None, false)
         };
         let routes: Routes = Default::default();
         let listeners = if config.listen.is_empty() {
@@ -110,6 +114,7 @@ impl Daemon {
             options,
             rib,
             kernel,
+            kernel_task,
             peers: HashMap::new(),
             by_address: HashMap::new(),
             routes,
@@ -182,7 +187,9 @@ impl Daemon {
 
     /// Stops a neighbor's session with `notification` and forgets it.
     pub(super) fn remove_peer(&mut self, id: PeerId, notification: Notification) {
-        let Some(slot) = self.peers.remove(&id) else { return };
+        let Some(slot) = self.peers.remove(&id) else {
+            return;
+        };
         let _ = slot.link.commands.try_send(PeerCommand::Stop(notification));
         self.routes
             .write()
@@ -227,8 +234,9 @@ impl Daemon {
         for (_, slot) in self.peers.drain() {
             slot.link.task.abort();
         }
-        if let Some(k) = self.kernel.take() {
-            k.wait_idle().await;
+        self.kernel.take();
+        if let Some(h) = self.kernel_task.take() {
+            h.shutdown().await;
         }
     }
 
@@ -292,15 +300,23 @@ impl Daemon {
                 session,
                 negotiated,
                 local,
-                remote,
                 output,
-            } => self.on_up(id, session, negotiated, local, remote, output),
-            PeerEvent::Update { id, session, update } => {
+                ..
+            } => self.on_up(id, session, negotiated, local, output),
+            PeerEvent::Update {
+                id,
+                session,
+                update,
+            } => {
                 if self.is_current(id, session) {
                     self.on_update(id, update).await;
                 }
             }
-            PeerEvent::RouteRefresh { id, session, family } => {
+            PeerEvent::RouteRefresh {
+                id,
+                session,
+                family,
+            } => {
                 if self.is_current(id, session) {
                     debug!(id, %family, "route refresh requested");
                     let c = self.rib.refresh(id, family);
@@ -308,7 +324,11 @@ impl Daemon {
                 }
             }
             PeerEvent::Pull { id, session, reply } => {
-                let bytes = if self.is_current(id, session) { self.pull(id) } else { None };
+                let bytes = if self.is_current(id, session) {
+                    self.pull(id)
+                } else {
+                    None
+                };
                 let _ = reply.send(bytes);
             }
             PeerEvent::Down {
@@ -337,10 +357,11 @@ impl Daemon {
         session: u64,
         negotiated: Negotiated,
         local: SocketAddr,
-        remote: SocketAddr,
         output: Arc<Notify>,
     ) {
-        let Some(slot) = self.peers.get_mut(&id) else { return };
+        let Some(slot) = self.peers.get_mut(&id) else {
+            return;
+        };
         let n = slot.neighbor.clone();
         let local_ip = local.ip().to_canonical();
         let (local_v4, local_v6) = match local_ip {
@@ -369,7 +390,13 @@ impl Daemon {
             let preserved: Vec<Family> = negotiated
                 .peer_graceful_restart
                 .as_ref()
-                .map(|g| g.families.iter().filter(|(_, f)| *f).map(|(fam, _)| *fam).collect())
+                .map(|g| {
+                    g.families
+                        .iter()
+                        .filter(|(_, f)| *f)
+                        .map(|(fam, _)| *fam)
+                        .collect()
+                })
                 .unwrap_or_default();
             for f in Family::ALL {
                 if !preserved.contains(&f) {
@@ -377,7 +404,8 @@ impl Daemon {
                 }
             }
             // Wait for its End-of-RIB, but not forever.
-            slot.stale_until = Some(Instant::now() + self.config.graceful_restart.stale_routes_time);
+            slot.stale_until =
+                Some(Instant::now() + self.config.graceful_restart.stale_routes_time);
         }
         slot.up = Some(UpState {
             session,
@@ -389,7 +417,6 @@ impl Daemon {
             output: output.clone(),
             initial_done: false,
             eor_received: HashSet::new(),
-            remote,
         });
         for f in sweeps {
             let c = self.rib.sweep_stale(id, Some(f));
@@ -432,9 +459,15 @@ impl Daemon {
                         let mut data = afi.to_be_bytes().to_vec();
                         data.push(safi);
                         data.extend_from_slice(&limit.to_be_bytes());
-                        warn!(peer = id, limit, "maximum prefix limit exceeded; closing the session");
+                        warn!(
+                            peer = id,
+                            limit, "maximum prefix limit exceeded; closing the session"
+                        );
                         if let Some(p) = self.peers.get(&id) {
-                            let _ = p.link.commands.try_send(PeerCommand::Reset(Notification::new(6, 1, data)));
+                            let _ = p
+                                .link
+                                .commands
+                                .try_send(PeerCommand::Reset(Notification::new(6, 1, data)));
                         }
                         return;
                     }
@@ -451,10 +484,17 @@ impl Daemon {
         debug!(peer = id, %family, "End-of-RIB received");
         let c = self.rib.sweep_stale(id, Some(family));
         self.apply(c);
-        let Some(slot) = self.peers.get_mut(&id) else { return };
+        let Some(slot) = self.peers.get_mut(&id) else {
+            return;
+        };
         if let Some(up) = slot.up.as_mut() {
             up.eor_received.insert(family);
-            if up.negotiated.families.iter().all(|f| up.eor_received.contains(f)) {
+            if up
+                .negotiated
+                .families
+                .iter()
+                .all(|f| up.eor_received.contains(f))
+            {
                 slot.stale_until = None;
             }
         }
@@ -468,19 +508,24 @@ impl Daemon {
 
     fn all_peers_resent(&self) -> bool {
         self.peers.values().all(|p| match &p.up {
-            Some(up) => up.negotiated.families.iter().all(|f| up.eor_received.contains(f)),
+            Some(up) => up
+                .negotiated
+                .families
+                .iter()
+                .all(|f| up.eor_received.contains(f)),
             None => false,
         })
     }
 
     fn on_down(&mut self, id: PeerId, graceful: bool, reason: &str) {
         let restart_time = self.peers.get(&id).and_then(|p| {
-            p.up
-                .as_ref()
+            p.up.as_ref()
                 .and_then(|u| u.negotiated.peer_graceful_restart.as_ref())
                 .map(|g| g.restart_time)
         });
-        let Some(slot) = self.peers.get_mut(&id) else { return };
+        let Some(slot) = self.peers.get_mut(&id) else {
+            return;
+        };
         slot.up = None;
         match restart_time {
             Some(t) if graceful => {
@@ -564,7 +609,9 @@ fn kernel_nexthop(nh: &NextHop) -> Option<Nexthop> {
     match nh {
         NextHop::None => None,
         NextHop::V4(a) => Some(Nexthop::new(IpAddr::V4(*a))),
-        NextHop::V6 { global, .. } if !global.is_unicast_link_local() => Some(Nexthop::new(IpAddr::V6(*global))),
+        NextHop::V6 { global, .. } if !global.is_unicast_link_local() => {
+            Some(Nexthop::new(IpAddr::V6(*global)))
+        }
         NextHop::V6 { .. } => None,
     }
 }
@@ -575,4 +622,3 @@ async fn sleep_until_opt(t: Option<Instant>) {
         None => std::future::pending().await,
     }
 }
-

@@ -70,7 +70,11 @@ async fn accept_loop(listener: Arc<TcpListener>, routes: Routes) {
             }
         };
         let ip = from.ip().to_canonical();
-        let target = routes.read().unwrap_or_else(|p| p.into_inner()).get(&ip).cloned();
+        let target = routes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&ip)
+            .cloned();
         match target {
             Some(tx) => {
                 if tx.try_send(stream).is_err() {

@@ -44,7 +44,10 @@ impl Daemon {
             }
         };
         if let Some(key) = restart_needed(&self.config, &new) {
-            error!(key, "reload refused: changing {key} needs a restart of tartan-bgpd; keeping the running configuration");
+            error!(
+                key,
+                "reload refused: changing {key} needs a restart of tartan-bgpd; keeping the running configuration"
+            );
             return;
         }
         let old = std::mem::replace(&mut self.config, new.clone());
@@ -75,7 +78,11 @@ impl Daemon {
                 }
             }
         }
-        for n in new.neighbors.iter().filter(|n| by_addr.contains_key(&n.address)) {
+        for n in new
+            .neighbors
+            .iter()
+            .filter(|n| by_addr.contains_key(&n.address))
+        {
             self.add_peer(Arc::new(n.clone()));
             added += 1;
         }

@@ -16,7 +16,11 @@ use tokio::sync::{mpsc, oneshot};
 
 pub enum ControlRequest {
     Peers(oneshot::Sender<Vec<PeerStatus>>),
-    Routes(Option<Family>, Option<IpNet>, oneshot::Sender<Vec<RouteEntry>>),
+    Routes(
+        Option<Family>,
+        Option<IpNet>,
+        oneshot::Sender<Vec<RouteEntry>>,
+    ),
     Status(oneshot::Sender<SpeakerStatus>),
 }
 
@@ -31,10 +35,17 @@ impl ControlHandle {
         ControlHandle { tx }
     }
 
-    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> ControlRequest) -> Result<T, SourceUnavailable> {
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> ControlRequest,
+    ) -> Result<T, SourceUnavailable> {
         let (tx, rx) = oneshot::channel();
-        self.tx.send(make(tx)).await.map_err(|_| SourceUnavailable)?;
-        rx.await.map_err(|_| SourceUnavailable)
+        self.tx
+            .send(make(tx))
+            .await
+            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))?;
+        rx.await
+            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))
     }
 }
 
@@ -42,8 +53,13 @@ impl ControlSource for ControlHandle {
     async fn peers(&self) -> Result<Vec<PeerStatus>, SourceUnavailable> {
         self.ask(ControlRequest::Peers).await
     }
-    async fn routes(&self, family: Option<Family>, prefix: Option<IpNet>) -> Result<Vec<RouteEntry>, SourceUnavailable> {
-        self.ask(|tx| ControlRequest::Routes(family, prefix, tx)).await
+    async fn routes(
+        &self,
+        family: Option<Family>,
+        prefix: Option<IpNet>,
+    ) -> Result<Vec<RouteEntry>, SourceUnavailable> {
+        self.ask(|tx| ControlRequest::Routes(family, prefix, tx))
+            .await
     }
     async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
         self.ask(ControlRequest::Status).await
@@ -99,7 +115,11 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                 port: Some(n.port),
                 asn: n.asn,
                 local_asn: d.config.asn,
-                kind: if n.asn == d.config.asn { PeerKind::Ibgp } else { PeerKind::Ebgp },
+                kind: if n.asn == d.config.asn {
+                    PeerKind::Ibgp
+                } else {
+                    PeerKind::Ebgp
+                },
                 state: session_state(c.state()),
                 uptime_seconds: c.uptime().map(|u| u.as_secs()),
                 router_id: neg.as_ref().map(|n| n.peer_router_id),
@@ -118,8 +138,10 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                     sent: type_counts(|t| c.sent_count(t)),
                     received: type_counts(|t| c.received_count(t)),
                 },
-                graceful_restart: neg.as_ref().and_then(|n| n.peer_graceful_restart.as_ref()).map(|g| {
-                    GracefulRestartStatus {
+                graceful_restart: neg
+                    .as_ref()
+                    .and_then(|n| n.peer_graceful_restart.as_ref())
+                    .map(|g| GracefulRestartStatus {
                         restart_time: g.restart_time,
                         peer_restarting: g.restarting,
                         preserved_families: g
@@ -128,9 +150,8 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                             .filter(|(_, f)| *f)
                             .map(|(fam, _)| fam.to_string())
                             .collect(),
-                        stale_routes: counts.stale,
-                    }
-                }),
+                        stale_routes: d.rib.stale_count(*id),
+                    }),
                 rr_client: n.route_reflector_client,
                 description: n.description.clone(),
             }
@@ -187,7 +208,7 @@ fn routes(d: &Daemon, family: Option<Family>, prefix: Option<IpNet>) -> Vec<Rout
 fn status(d: &Daemon) -> SpeakerStatus {
     let mut routes = BTreeMap::new();
     for f in Family::ALL {
-        let (prefixes, paths) = d.rib.table_size(f);
+        let (prefixes, paths) = (d.rib.prefix_count(f), d.rib.path_count(f));
         routes.insert(
             f.to_string(),
             RouteCounts {

@@ -272,6 +272,24 @@ impl Rib {
         self.done(changes)
     }
 
+    /// RFC 2918: the peer asked for our routes of `family` again. Queues
+    /// every prefix of that family for it; what is exportable goes out anew.
+    pub fn refresh(&mut self, peer: PeerId, family: Family) -> Changes {
+        let changes = Changes::default();
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return changes;
+        };
+        match family {
+            Family::Ipv4Unicast => {
+                mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v4, x)
+            }
+            Family::Ipv6Unicast => {
+                mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x)
+            }
+        }
+        self.done(changes)
+    }
+
     /// Turns export to a peer on or off (off: receive-only, as the
     /// benchmark's injectors are). Takes effect at once: a peer that is up
     /// gets the withdraws or announcements that follow.

@@ -116,3 +116,34 @@ fn peers_heap(p: &Peers) -> usize {
         .sum::<usize>()
         + p.infos.capacity() * size_of::<Option<super::peers::PeerInfo>>()
 }
+
+impl Rib {
+    /// Paths held for `family` (every peer's, ours included). Walks the
+    /// table: for status queries, not for the hot path.
+    pub fn path_count(&self, family: Family) -> usize {
+        fn count<A: Addr>(t: &Table<A>) -> usize {
+            t.occupied().map(|i| t.with_paths(i, |ps| ps.len())).sum()
+        }
+        match family {
+            Family::Ipv4Unicast => count(&self.v4),
+            Family::Ipv6Unicast => count(&self.v6),
+        }
+    }
+
+    /// Paths from `peer` flagged stale (graceful restart). Walks the table.
+    pub fn stale_count(&self, peer: PeerId) -> u64 {
+        fn count<A: Addr>(t: &Table<A>, x: super::table::PeerIdx) -> u64 {
+            t.occupied()
+                .map(|i| {
+                    t.with_paths(i, |ps| {
+                        ps.iter().filter(|p| p.peer == x && p.stale).count() as u64
+                    })
+                })
+                .sum()
+        }
+        match self.peers.idx(peer) {
+            Some(x) => count(&self.v4, x) + count(&self.v6, x),
+            None => 0,
+        }
+    }
+}

@@ -49,16 +49,18 @@ pub struct LocalParams {
 
 impl LocalParams {
     pub fn open(&self) -> Open {
-        let graceful_restart = self.graceful_restart.map(|restart_time| GracefulRestartCap {
-            restarting: self.restarting,
-            notification: false,
-            restart_time,
-            families: self
-                .families
-                .iter()
-                .map(|f| (*f, self.forwarding_preserved))
-                .collect(),
-        });
+        let graceful_restart = self
+            .graceful_restart
+            .map(|restart_time| GracefulRestartCap {
+                restarting: self.restarting,
+                notification: false,
+                restart_time,
+                families: self
+                    .families
+                    .iter()
+                    .map(|f| (*f, self.forwarding_preserved))
+                    .collect(),
+            });
         Open {
             version: 4,
             asn: self.asn,
@@ -95,7 +97,11 @@ pub struct Negotiated {
 /// session's parameters. The error is the NOTIFICATION to send.
 pub fn negotiate(local: &LocalParams, open: &Open) -> Result<Negotiated, Notification> {
     if open.asn != local.peer_asn {
-        return Err(Notification::new(2, 2, open.my_as_field.to_be_bytes().to_vec()));
+        return Err(Notification::new(
+            2,
+            2,
+            open.my_as_field.to_be_bytes().to_vec(),
+        ));
     }
     // RFC 6286 2.1: only iBGP peers must have distinct identifiers.
     if open.router_id == local.router_id && open.asn == local.asn {
@@ -220,7 +226,12 @@ mod tests {
     fn no_graceful_restart_unless_we_have_it_too() {
         let mut l = local();
         l.graceful_restart = None;
-        assert!(negotiate(&l, &peer_open()).unwrap().peer_graceful_restart.is_none());
+        assert!(
+            negotiate(&l, &peer_open())
+                .unwrap()
+                .peer_graceful_restart
+                .is_none()
+        );
     }
 
     #[test]

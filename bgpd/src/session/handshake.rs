@@ -18,8 +18,6 @@ pub struct Connection {
     pub writer: OwnedWriteHalf,
     pub local: SocketAddr,
     pub remote: SocketAddr,
-    /// The peer opened this connection to us.
-    pub incoming: bool,
 }
 
 pub struct Opened {
@@ -34,8 +32,6 @@ pub enum SessionError {
     Read(#[from] ReadError),
     #[error("write failed: {0}")]
     Write(std::io::Error),
-    #[error("hold timer expired in {0}")]
-    HoldTimer(State),
     #[error("peer sent NOTIFICATION {0}")]
     PeerNotification(Notification),
     #[error("sent NOTIFICATION {0}")]
@@ -54,7 +50,7 @@ impl SessionError {
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream, incoming: bool) -> std::io::Result<Connection> {
+    pub fn new(stream: TcpStream) -> std::io::Result<Connection> {
         let local = stream.local_addr()?;
         let remote = stream.peer_addr()?;
         stream.set_nodelay(true)?;
@@ -64,17 +60,24 @@ impl Connection {
             writer: w,
             local,
             remote,
-            incoming,
         })
     }
 
     pub async fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
-        self.writer.write_all(bytes).await.map_err(SessionError::Write)
+        self.writer
+            .write_all(bytes)
+            .await
+            .map_err(SessionError::Write)
     }
 
     /// Sends a NOTIFICATION and closes our side; the error to report.
-    pub async fn notify_and_close(&mut self, n: Notification, counters: &PeerCounters) -> SessionError {
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.writer.write_all(&n.encode())).await;
+    pub async fn notify_and_close(
+        &mut self,
+        n: Notification,
+        counters: &PeerCounters,
+    ) -> SessionError {
+        let _ =
+            tokio::time::timeout(Duration::from_secs(2), self.writer.write_all(&n.encode())).await;
         let _ = self.writer.shutdown().await;
         counters.sent(wire::msg_type::NOTIFICATION);
         SessionError::SentNotification(n)
@@ -84,17 +87,19 @@ impl Connection {
 async fn read_one(
     conn: &mut Connection,
     wait: Duration,
-    state: State,
     counters: &PeerCounters,
 ) -> Result<Message, SessionError> {
     let wait = if wait.is_zero() { OPEN_WAIT } else { wait };
     let bytes = match tokio::time::timeout(wait, conn.reader.next()).await {
-        Err(_) => return Err(conn.notify_and_close(Notification::new(4, 0, vec![]), counters).await),
+        Err(_) => {
+            return Err(conn
+                .notify_and_close(Notification::new(4, 0, vec![]), counters)
+                .await);
+        }
         Ok(Err(ReadError::Framing(n))) => return Err(conn.notify_and_close(n, counters).await),
         Ok(Err(e)) => return Err(e.into()),
         Ok(Ok(b)) => b,
     };
-    let _ = state;
     match wire::decode(bytes, &DecodeOptions::default()) {
         Ok(m) => {
             counters.received(bytes[18]);
@@ -114,11 +119,15 @@ pub async fn handshake(
     conn.send(&local.open().encode()).await?;
     counters.sent(wire::msg_type::OPEN);
     counters.set_state(State::OpenSent);
-    let open = match read_one(&mut conn, OPEN_WAIT, State::OpenSent, counters).await? {
+    let open = match read_one(&mut conn, OPEN_WAIT, counters).await? {
         Message::Open(open) => open,
         Message::Notification(n) => return Err(SessionError::PeerNotification(n)),
         // RFC 6608: unexpected message in OpenSent.
-        _ => return Err(conn.notify_and_close(Notification::new(5, 1, vec![]), counters).await),
+        _ => {
+            return Err(conn
+                .notify_and_close(Notification::new(5, 1, vec![]), counters)
+                .await);
+        }
     };
     let negotiated = match negotiate(local, &open) {
         Ok(n) => n,
@@ -129,11 +138,15 @@ pub async fn handshake(
     conn.send(&ka).await?;
     counters.sent(wire::msg_type::KEEPALIVE);
     counters.set_state(State::OpenConfirm);
-    match read_one(&mut conn, negotiated.hold_time, State::OpenConfirm, counters).await? {
+    match read_one(&mut conn, negotiated.hold_time, counters).await? {
         Message::Keepalive => {}
         Message::Notification(n) => return Err(SessionError::PeerNotification(n)),
         // RFC 6608: unexpected message in OpenConfirm.
-        _ => return Err(conn.notify_and_close(Notification::new(5, 2, vec![]), counters).await),
+        _ => {
+            return Err(conn
+                .notify_and_close(Notification::new(5, 2, vec![]), counters)
+                .await);
+        }
     }
     Ok(Opened {
         conn,

@@ -2,8 +2,8 @@
 //! connections, runs the OPEN exchange (with collision detection), and
 //! while Established moves messages between the socket and the instance.
 //! The rules are pure functions in `fsm`; the tasks only do I/O and timing.
-pub mod fsm;
 mod framed;
+pub mod fsm;
 mod handshake;
 mod peer;
 

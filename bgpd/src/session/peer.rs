@@ -113,13 +113,20 @@ impl PeerCounters {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
     }
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.last_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
     pub fn received_count(&self, msg_type: u8) -> u64 {
-        self.rx.get(usize::from(msg_type)).map_or(0, |c| c.load(Ordering::Relaxed))
+        self.rx
+            .get(usize::from(msg_type))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
     pub fn sent_count(&self, msg_type: u8) -> u64 {
-        self.tx.get(usize::from(msg_type)).map_or(0, |c| c.load(Ordering::Relaxed))
+        self.tx
+            .get(usize::from(msg_type))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
     pub fn uptime(&self) -> Option<Duration> {
         self.established_at
@@ -128,10 +135,16 @@ impl PeerCounters {
             .map(|t| t.elapsed())
     }
     pub fn negotiated(&self) -> Option<Negotiated> {
-        self.negotiated.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.negotiated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
     fn set_established(&self, n: Option<&Negotiated>) {
-        *self.established_at.lock().unwrap_or_else(|p| p.into_inner()) = n.map(|_| Instant::now());
+        *self
+            .established_at
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = n.map(|_| Instant::now());
         *self.negotiated.lock().unwrap_or_else(|p| p.into_inner()) = n.cloned();
     }
 }
@@ -227,7 +240,7 @@ impl PeerTask {
     }
 
     async fn accept_now(&mut self, stream: TcpStream) -> Option<Opened> {
-        let conn = Connection::new(stream, true).ok()?;
+        let conn = Connection::new(stream).ok()?;
         match handshake(conn, &self.local, &self.counters).await {
             Ok(o) => Some(o),
             Err(e) => {
@@ -250,12 +263,13 @@ impl PeerTask {
         Box::pin(async move {
             let peer = SocketAddr::new(n.address, n.port);
             let ttl = TtlPolicy::new(n.multihop, n.ttl_security);
-            let stream = match dial(peer, n.local_address, n.password.as_deref(), ttl, timeout).await {
-                Ok(s) => s,
-                Err(e) => return (false, Err(SessionError::Write(e))),
-            };
+            let stream =
+                match dial(peer, n.local_address, n.password.as_deref(), ttl, timeout).await {
+                    Ok(s) => s,
+                    Err(e) => return (false, Err(SessionError::Write(e))),
+                };
             tcp_up.store(true, Ordering::Relaxed);
-            let conn = match Connection::new(stream, false) {
+            let conn = match Connection::new(stream) {
                 Ok(c) => c,
                 Err(e) => return (false, Err(SessionError::Write(e))),
             };
@@ -274,7 +288,7 @@ impl PeerTask {
             if let Err(e) = ttl.apply(stream.as_fd()) {
                 return (true, Err(SessionError::Write(e)));
             }
-            let conn = match Connection::new(stream, true) {
+            let conn = match Connection::new(stream) {
                 Ok(c) => c,
                 Err(e) => return (true, Err(SessionError::Write(e))),
             };
@@ -292,8 +306,11 @@ impl PeerTask {
         let mut dialing = false;
         let mut incoming_count = 0usize;
         let mut next_dial = tokio::time::Instant::now();
-        self.counters
-            .set_state(if passive { State::Active } else { State::Connect });
+        self.counters.set_state(if passive {
+            State::Active
+        } else {
+            State::Connect
+        });
         loop {
             tokio::select! {
                 _ = tokio::time::sleep_until(next_dial), if !passive && !dialing => {
@@ -379,8 +396,24 @@ impl PeerTask {
         let mut stop = false;
         let ended: Result<Ended, SessionError> = {
             let Connection { reader, writer, .. } = &mut conn;
-            let rfut = read_loop(reader, id, session, &negotiated, &self.events, &self.counters);
-            let wfut = write_loop(writer, id, session, &negotiated, &self.events, &output, raw_rx, &self.counters);
+            let rfut = read_loop(
+                reader,
+                id,
+                session,
+                &negotiated,
+                &self.events,
+                &self.counters,
+            );
+            let wfut = write_loop(
+                writer,
+                id,
+                session,
+                &negotiated,
+                &self.events,
+                &output,
+                raw_rx,
+                &self.counters,
+            );
             tokio::pin!(rfut);
             tokio::pin!(wfut);
             loop {
@@ -413,7 +446,11 @@ impl PeerTask {
         };
         self.counters.set_established(None);
         let (graceful, reason, ended) = match ended {
-            Ok(Ended::Replaced(s)) => (true, "peer opened a new connection (restart)".to_string(), Ended::Replaced(s)),
+            Ok(Ended::Replaced(s)) => (
+                true,
+                "peer opened a new connection (restart)".to_string(),
+                Ended::Replaced(s),
+            ),
             Ok(other) => {
                 let n = Notification::new(6, 2, vec![]);
                 let e = conn.notify_and_close(n, &self.counters).await;
@@ -421,7 +458,11 @@ impl PeerTask {
             }
             Err(SessionError::SentNotification(n)) => {
                 let e = conn.notify_and_close(n, &self.counters).await;
-                (false, e.to_string(), if stop { Ended::Stopped } else { Ended::Retry })
+                (
+                    false,
+                    e.to_string(),
+                    if stop { Ended::Stopped } else { Ended::Retry },
+                )
             }
             Err(e) => {
                 let graceful = gr && e.is_transport_failure();
@@ -444,8 +485,10 @@ impl PeerTask {
 }
 
 async fn reject(stream: TcpStream, counters: &PeerCounters) {
-    if let Ok(mut c) = Connection::new(stream, true) {
-        let _ = c.notify_and_close(Notification::new(6, 7, vec![]), counters).await;
+    if let Ok(mut c) = Connection::new(stream) {
+        let _ = c
+            .notify_and_close(Notification::new(6, 7, vec![]), counters)
+            .await;
     }
 }
 
@@ -484,15 +527,26 @@ async fn read_loop(
         };
         let event = match msg {
             Message::Keepalive => continue,
-            Message::Update(update) => PeerEvent::Update { id, session, update },
-            Message::RouteRefresh { family: Some(family), .. } if negotiated.families.contains(&family) => {
-                PeerEvent::RouteRefresh { id, session, family }
-            }
+            Message::Update(update) => PeerEvent::Update {
+                id,
+                session,
+                update,
+            },
+            Message::RouteRefresh {
+                family: Some(family),
+                ..
+            } if negotiated.families.contains(&family) => PeerEvent::RouteRefresh {
+                id,
+                session,
+                family,
+            },
             // RFC 2918 5: ignore a refresh for a family not negotiated.
             Message::RouteRefresh { .. } => continue,
             Message::Notification(n) => return SessionError::PeerNotification(n),
             // RFC 6608: OPEN while Established.
-            Message::Open(_) => return SessionError::SentNotification(Notification::new(5, 3, vec![])),
+            Message::Open(_) => {
+                return SessionError::SentNotification(Notification::new(5, 3, vec![]));
+            }
         };
         if events.send(event).await.is_err() {
             return SessionError::SentNotification(Notification::new(6, 2, vec![]));
@@ -528,7 +582,15 @@ async fn write_loop(
             pending_pull = false;
             loop {
                 let (tx, rx) = oneshot::channel();
-                if events.send(PeerEvent::Pull { id, session, reply: tx }).await.is_err() {
+                if events
+                    .send(PeerEvent::Pull {
+                        id,
+                        session,
+                        reply: tx,
+                    })
+                    .await
+                    .is_err()
+                {
                     return SessionError::SentNotification(Notification::new(6, 2, vec![]));
                 }
                 match rx.await {

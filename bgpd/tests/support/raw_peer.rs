@@ -56,10 +56,18 @@ impl RawPeer {
     pub fn recv(&mut self, timeout: Duration, skip_keepalives: bool) -> Result<Received> {
         let deadline = Instant::now() + timeout;
         loop {
-            if let Some(len) = wire::frame(&self.buf).map_err(|n| anyhow::anyhow!("speaker sent a bad header: {n}"))? {
+            if let Some(len) = wire::frame(&self.buf)
+                .map_err(|n| anyhow::anyhow!("speaker sent a bad header: {n}"))?
+            {
                 let msg: Vec<u8> = self.buf.drain(..len).collect();
-                let m = wire::decode(&msg, &DecodeOptions { four_octet_as: true, ..Default::default() })
-                    .map_err(|n| anyhow::anyhow!("speaker sent a message we cannot decode: {n}"))?;
+                let m = wire::decode(
+                    &msg,
+                    &DecodeOptions {
+                        four_octet_as: true,
+                        ..Default::default()
+                    },
+                )
+                .map_err(|n| anyhow::anyhow!("speaker sent a message we cannot decode: {n}"))?;
                 if skip_keepalives && matches!(m, Message::Keepalive) {
                     continue;
                 }
@@ -74,17 +82,29 @@ impl RawPeer {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Ok(Received::Closed),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
                     return Ok(Received::TimedOut);
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(Received::Closed),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return Ok(Received::Closed);
+                }
                 Err(e) => return Err(e.into()),
             }
         }
     }
 
     /// Runs the OPEN exchange as AS `asn`; returns the speaker's OPEN.
-    pub fn establish(&mut self, asn: u32, router_id: Ipv4Addr, families: &[Family]) -> Result<Open> {
+    pub fn establish(
+        &mut self,
+        asn: u32,
+        router_id: Ipv4Addr,
+        families: &[Family],
+    ) -> Result<Open> {
         let open = Open {
             version: 4,
             asn,
@@ -131,7 +151,9 @@ impl RawPeer {
         loop {
             match self.recv(quiet, true)? {
                 Received::Message(Message::Update(u)) => out.push(u),
-                Received::Message(Message::Notification(n)) => bail!("speaker sent NOTIFICATION {n}"),
+                Received::Message(Message::Notification(n)) => {
+                    bail!("speaker sent NOTIFICATION {n}")
+                }
                 Received::Message(_) => {}
                 Received::TimedOut => return Ok(out),
                 Received::Closed => bail!("speaker closed the session"),
