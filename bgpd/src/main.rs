@@ -77,10 +77,12 @@ fn main() -> std::process::ExitCode {
 
 async fn run(args: Args, cfg: config::Config) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
+    let metrics = Arc::new(Metrics::new());
     let (daemon, control) = Daemon::start(
         cfg,
         DaemonOptions {
             config_path: args.config.clone(),
+            metrics: metrics.clone(),
         },
     )
     .await
@@ -99,7 +101,6 @@ async fn run(args: Args, cfg: config::Config) -> anyhow::Result<()> {
         }
     });
     let metrics_task = args.metrics.map(|addr| {
-        let metrics = Arc::new(Metrics::new());
         let stop = stopped(stop_rx.clone());
         tokio::spawn(async move {
             if let Err(e) = serve_metrics(addr, metrics, stop).await {

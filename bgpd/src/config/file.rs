@@ -109,6 +109,8 @@ struct RawNeighbor {
     families: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     next_hop_self: bool,
+    #[serde(default = "yes")]
+    export: bool,
     local_address: Option<IpAddr>,
 }
 
@@ -289,6 +291,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             max_prefix: n.max_prefix.map(|m| m.into_inner()),
             families,
             next_hop_self: n.next_hop_self,
+            export: n.export,
             local_address: n.local_address,
         });
     }

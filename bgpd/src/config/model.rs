@@ -49,6 +49,8 @@ pub struct Neighbor {
     pub max_prefix: Option<u32>,
     pub families: Vec<Family>,
     pub next_hop_self: bool,
+    /// Send routes to this neighbor (false: receive only).
+    pub export: bool,
     /// Source address for our outgoing connection.
     pub local_address: Option<IpAddr>,
 }

@@ -4,6 +4,7 @@ use super::encode::encode_batch;
 use super::listener::{Listeners, Routes};
 use super::status::ControlRequest;
 use crate::config::{Config, Neighbor};
+use crate::control::Metrics;
 use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
 use crate::model::{Family, NextHop, Origin, PathAttrs};
 use crate::rib::{Changes, ImportError, LocalConfig, PeerConfig, PeerId, Rib};
@@ -25,6 +26,8 @@ const PULL_BYTES: usize = 256 * 1024;
 pub struct DaemonOptions {
     /// The file SIGHUP re-reads.
     pub config_path: PathBuf,
+    /// Where the Prometheus series live (served by `control::serve_metrics`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// A neighbor as the instance sees it.
@@ -167,6 +170,7 @@ impl Daemon {
             self.local_params(&n),
             self.config.connect_retry,
             self.events_tx.clone(),
+            self.options.metrics.peer(n.address),
         );
         self.routes
             .write()
@@ -196,6 +200,7 @@ impl Daemon {
             .unwrap_or_else(|p| p.into_inner())
             .remove(&slot.neighbor.address);
         self.by_address.remove(&slot.neighbor.address);
+        self.options.metrics.remove_peer(slot.neighbor.address);
         if let Some(l) = &self.listeners
             && slot.neighbor.password.is_some()
         {
@@ -219,6 +224,7 @@ impl Daemon {
             }
         };
         tokio::pin!(shutdown);
+        let mut gauges = tokio::time::interval(Duration::from_secs(5));
         loop {
             let deadline = self.next_deadline();
             tokio::select! {
@@ -228,6 +234,7 @@ impl Daemon {
                 Some(req) = self.control_rx.recv() => self.on_control(req),
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => self.reload(),
                 _ = sleep_until_opt(deadline) => self.on_timers().await,
+                _ = gauges.tick() => self.refresh_gauges(),
             }
         }
         info!("shutting down; kernel routes stay for the next start");
@@ -237,6 +244,29 @@ impl Daemon {
         self.kernel.take();
         if let Some(h) = self.kernel_task.take() {
             h.shutdown().await;
+        }
+    }
+
+    /// Gauges that are cheaper to read now and then than to keep current.
+    fn refresh_gauges(&self) {
+        let m = &self.options.metrics;
+        for (id, p) in &self.peers {
+            let c = self.rib.counts(*id);
+            p.link
+                .counters
+                .metrics()
+                .set_prefixes(tartan_api::bgp::PrefixCounts {
+                    received: c.received,
+                    accepted: c.accepted,
+                    advertised: c.advertised,
+                });
+        }
+        for f in Family::ALL {
+            m.set_rib_prefixes(f, self.rib.prefix_count(f) as u64);
+        }
+        if let Some(k) = &self.kernel {
+            let s = k.stats();
+            m.set_kernel_installed(s.installed);
         }
     }
 
@@ -273,6 +303,11 @@ impl Daemon {
     async fn flush_kernel_stale(&mut self) {
         self.kernel_stale_until = None;
         self.restarting = false;
+        // The peer tasks hold the R bit they put in OPEN; later sessions
+        // must not claim a restart.
+        for p in self.peers.values() {
+            let _ = p.link.commands.try_send(PeerCommand::RestartDone);
+        }
         if let Some(k) = &self.kernel {
             k.flush_stale().await;
         }
@@ -424,6 +459,10 @@ impl Daemon {
         }
         let c = self.rib.peer_up(cfg);
         self.apply(c);
+        if !n.export {
+            let c = self.rib.set_export(id, false);
+            self.apply(c);
+        }
         output.notify_one();
     }
 
@@ -434,6 +473,9 @@ impl Daemon {
         };
         if let Some(why) = &update.treat_as_withdraw {
             self.treat_as_withdraw += 1;
+            if let Some(p) = self.peers.get(&id) {
+                p.link.counters.metrics().inc_treat_as_withdraw();
+            }
             warn!(peer = id, reason = %why, withdrawn = update.withdrawn.len(), "malformed UPDATE treated as withdraw (RFC 7606)");
         }
         for d in &update.discarded {
@@ -547,7 +589,7 @@ impl Daemon {
     fn pull(&mut self, id: PeerId) -> Option<Vec<u8>> {
         let (opts, counters) = {
             let slot = self.peers.get(&id)?;
-            (slot.up.as_ref()?.encode.clone(), slot.link.counters.clone())
+            (slot.up.as_ref()?.encode, slot.link.counters.clone())
         };
         let mut out = Vec::new();
         let mut messages = 0;

@@ -4,13 +4,11 @@ use super::instance::Daemon;
 use crate::control::{ControlSource, PathFlags, SourceUnavailable, path_view};
 use crate::model::Family;
 use crate::rib::LOCAL;
-use crate::session::State;
-use crate::wire::msg_type;
 use ipnet::IpNet;
 use std::collections::BTreeMap;
 use tartan_api::bgp::{
-    GracefulRestartStatus, KernelCounts, MessageCounts, MessageTypeCounts, PeerKind, PeerStatus,
-    PrefixCounts, RouteCounts, RouteEntry, SessionState, SpeakerStatus,
+    GracefulRestartStatus, KernelCounts, PeerKind, PeerStatus, PrefixCounts, RouteCounts,
+    RouteEntry, SpeakerStatus,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -80,27 +78,6 @@ pub(super) fn answer(d: &Daemon, req: ControlRequest) {
     }
 }
 
-fn session_state(s: State) -> SessionState {
-    match s {
-        State::Idle => SessionState::Idle,
-        State::Connect => SessionState::Connect,
-        State::Active => SessionState::Active,
-        State::OpenSent => SessionState::OpenSent,
-        State::OpenConfirm => SessionState::OpenConfirm,
-        State::Established => SessionState::Established,
-    }
-}
-
-fn type_counts(get: impl Fn(u8) -> u64) -> MessageTypeCounts {
-    MessageTypeCounts {
-        open: get(msg_type::OPEN),
-        update: get(msg_type::UPDATE),
-        notification: get(msg_type::NOTIFICATION),
-        keepalive: get(msg_type::KEEPALIVE),
-        route_refresh: get(msg_type::ROUTE_REFRESH),
-    }
-}
-
 fn peers(d: &Daemon) -> Vec<PeerStatus> {
     let mut out: Vec<PeerStatus> = d
         .peers
@@ -120,7 +97,7 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                 } else {
                     PeerKind::Ebgp
                 },
-                state: session_state(c.state()),
+                state: c.state().into(),
                 uptime_seconds: c.uptime().map(|u| u.as_secs()),
                 router_id: neg.as_ref().map(|n| n.peer_router_id),
                 hold_time: neg.as_ref().map(|n| n.hold_time.as_secs() as u16),
@@ -134,10 +111,7 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                     advertised: counts.advertised,
                 },
                 last_error: c.last_error(),
-                messages: MessageCounts {
-                    sent: type_counts(|t| c.sent_count(t)),
-                    received: type_counts(|t| c.received_count(t)),
-                },
+                messages: c.message_counts(),
                 graceful_restart: neg
                     .as_ref()
                     .and_then(|n| n.peer_graceful_restart.as_ref())

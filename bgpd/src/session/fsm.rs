@@ -31,6 +31,20 @@ impl fmt::Display for State {
     }
 }
 
+impl From<State> for tartan_api::bgp::SessionState {
+    fn from(s: State) -> Self {
+        use tartan_api::bgp::SessionState as S;
+        match s {
+            State::Idle => S::Idle,
+            State::Connect => S::Connect,
+            State::Active => S::Active,
+            State::OpenSent => S::OpenSent,
+            State::OpenConfirm => S::OpenConfirm,
+            State::Established => S::Established,
+        }
+    }
+}
+
 /// What we say about ourselves in OPEN, and what we expect of the peer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalParams {

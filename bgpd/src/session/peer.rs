@@ -5,6 +5,7 @@ use super::framed::ReadError;
 use super::fsm::{LocalParams, Negotiated, State, keep_incoming};
 use super::handshake::{Connection, Opened, SessionError, handshake};
 use crate::config::Neighbor;
+use crate::control::{MessageType, PeerMetrics};
 use crate::model::Family;
 use crate::net::{TtlPolicy, dial};
 use crate::wire::{self, DecodeOptions, Message, Notification};
@@ -13,9 +14,10 @@ use futures::stream::FuturesUnordered;
 use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use tartan_api::bgp::MessageCounts;
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tracing::{debug, info, warn};
@@ -68,36 +70,53 @@ pub enum PeerCommand {
     Reset(Notification),
     /// Ask the peer to send its routes of this family again (RFC 2918).
     RouteRefresh(Family),
+    /// Our graceful restart is over: later OPENs clear the R bit (RFC 4724 3).
+    RestartDone,
 }
 
-/// Per-neighbor counters shared between the task and the status readers.
-#[derive(Debug, Default)]
+/// Per-neighbor state shared between the task and the status readers.
+/// Message counts live in the peer's Prometheus series, so they are
+/// counted once and read by both the metrics endpoint and the control API.
+#[derive(Debug)]
 pub struct PeerCounters {
     state: AtomicU8,
-    /// Messages received and sent, indexed by message type 1..=5.
-    rx: [AtomicU64; 6],
-    tx: [AtomicU64; 6],
+    metrics: PeerMetrics,
     last_error: Mutex<Option<String>>,
     established_at: Mutex<Option<Instant>>,
     negotiated: Mutex<Option<Negotiated>>,
 }
 
 impl PeerCounters {
+    pub fn new(metrics: PeerMetrics) -> Self {
+        PeerCounters {
+            state: AtomicU8::new(State::Idle as u8),
+            metrics,
+            last_error: Mutex::default(),
+            established_at: Mutex::default(),
+            negotiated: Mutex::default(),
+        }
+    }
+    pub fn metrics(&self) -> &PeerMetrics {
+        &self.metrics
+    }
     pub fn received(&self, msg_type: u8) {
-        if let Some(c) = self.rx.get(usize::from(msg_type)) {
-            c.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = MessageType::from_code(msg_type) {
+            self.metrics.inc_received(t);
         }
     }
     pub fn sent(&self, msg_type: u8) {
         self.sent_n(msg_type, 1);
     }
     pub fn sent_n(&self, msg_type: u8, n: u64) {
-        if let Some(c) = self.tx.get(usize::from(msg_type)) {
-            c.fetch_add(n, Ordering::Relaxed);
+        if let Some(t) = MessageType::from_code(msg_type) {
+            for _ in 0..n {
+                self.metrics.inc_sent(t);
+            }
         }
     }
     pub fn set_state(&self, s: State) {
         self.state.store(s as u8, Ordering::Relaxed);
+        self.metrics.set_state(s.into());
     }
     pub fn state(&self) -> State {
         match self.state.load(Ordering::Relaxed) {
@@ -118,15 +137,8 @@ impl PeerCounters {
             .unwrap_or_else(|p| p.into_inner())
             .clone()
     }
-    pub fn received_count(&self, msg_type: u8) -> u64 {
-        self.rx
-            .get(usize::from(msg_type))
-            .map_or(0, |c| c.load(Ordering::Relaxed))
-    }
-    pub fn sent_count(&self, msg_type: u8) -> u64 {
-        self.tx
-            .get(usize::from(msg_type))
-            .map_or(0, |c| c.load(Ordering::Relaxed))
+    pub fn message_counts(&self) -> MessageCounts {
+        self.metrics.message_counts()
     }
     pub fn uptime(&self) -> Option<Duration> {
         self.established_at
@@ -175,10 +187,11 @@ pub fn spawn_peer(
     local: LocalParams,
     connect_retry: Duration,
     events: mpsc::Sender<PeerEvent>,
+    metrics: PeerMetrics,
 ) -> PeerLink {
     let (cmd_tx, cmd_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(4);
-    let counters = Arc::new(PeerCounters::default());
+    let counters = Arc::new(PeerCounters::new(metrics));
     let task = PeerTask {
         id,
         neighbor,
@@ -230,7 +243,11 @@ impl PeerTask {
                     tokio::select! {
                         _ = tokio::time::sleep(self.connect_retry) => {}
                         s = self.incoming.recv() => replacement = s,
-                        c = self.commands.recv() => if matches!(c, None | Some(PeerCommand::Stop(_))) { break },
+                        c = self.commands.recv() => match c {
+                            None | Some(PeerCommand::Stop(_)) => break,
+                            Some(PeerCommand::RestartDone) => self.local.restarting = false,
+                            Some(_) => {}
+                        },
                     }
                 }
             }
@@ -357,6 +374,7 @@ impl PeerTask {
                 }
                 c = self.commands.recv() => match c {
                     None | Some(PeerCommand::Stop(_)) => return None,
+                    Some(PeerCommand::RestartDone) => self.local.restarting = false,
                     Some(_) => {}
                 },
             }
@@ -427,6 +445,7 @@ impl PeerTask {
                             break Err(SessionError::SentNotification(n));
                         }
                         Some(PeerCommand::Reset(n)) => break Err(SessionError::SentNotification(n)),
+                        Some(PeerCommand::RestartDone) => self.local.restarting = false,
                         Some(PeerCommand::RouteRefresh(f)) => {
                             let mut b = Vec::new();
                             wire::encode_route_refresh(f, &mut b);
@@ -503,7 +522,6 @@ async fn read_loop(
 ) -> SessionError {
     let opts = DecodeOptions {
         four_octet_as: negotiated.four_octet_as,
-        ..Default::default()
     };
     let hold = negotiated.hold_time;
     loop {

@@ -85,9 +85,8 @@ impl DeviceKind {
                  neighbor-set of the injectors (default accept); no zebra"
             }
             DeviceKind::Tartan => {
-                "passive peers, `[kernel] install = false`; tartan-bgpd has no export \
-                 filters yet, so it also sends every route back to the other injectors \
-                 (they read and discard them) — extra work the other devices do not do"
+                "passive peers, `[kernel] install = false`, `export = false` towards \
+                 each injector"
             }
         }
     }
@@ -139,7 +138,17 @@ impl Device {
                         bin.display()
                     );
                 }
-                Device::Tartan(Tartan::start(ns, &bin, &c, &TartanOptions::default())?)
+                // Receive only from injectors, as the other devices are set up.
+                let options = TartanOptions {
+                    receive_only: c
+                        .neighbors
+                        .iter()
+                        .filter(|n| n.remote_as != SINK_AS)
+                        .map(|n| n.address)
+                        .collect(),
+                    ..TartanOptions::default()
+                };
+                Device::Tartan(Tartan::start(ns, &bin, &c, &options)?)
             }
         })
     }

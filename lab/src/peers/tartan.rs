@@ -27,6 +27,8 @@ pub struct TartanOptions {
     /// Graceful restart: our restart time and how long we keep stale routes.
     pub restart_time: Option<u16>,
     pub stale_routes_time: Option<u64>,
+    /// Neighbors we only receive from (`export = false`).
+    pub receive_only: Vec<IpAddr>,
 }
 
 impl Default for TartanOptions {
@@ -38,6 +40,7 @@ impl Default for TartanOptions {
             ttl_security: false,
             restart_time: None,
             stale_routes_time: None,
+            receive_only: Vec::new(),
         }
     }
 }
@@ -101,6 +104,9 @@ pub fn render(c: &BgpConfig, o: &TartanOptions) -> String {
         }
         if let Some(m) = o.max_prefix.get(&n.address) {
             let _ = writeln!(s, "max_prefix = {m}");
+        }
+        if o.receive_only.contains(&n.address) {
+            let _ = writeln!(s, "export = false");
         }
         if o.ttl_security {
             let _ = writeln!(s, "ttl_security = true");
