@@ -262,6 +262,15 @@ const WELL_KNOWN_COMMUNITIES: [(u32, &str); 9] = [
 ];
 
 /// Text form of an RFC 1997 community: a well-known name or `"asn:value"`.
+/// The value of a well-known community name (`no-export`, …), the inverse
+/// of what [`format_community`] prints for it.
+pub fn well_known_community(name: &str) -> Option<u32> {
+    WELL_KNOWN_COMMUNITIES
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(v, _)| *v)
+}
+
 pub fn format_community(c: u32) -> String {
     match WELL_KNOWN_COMMUNITIES.iter().find(|(v, _)| *v == c) {
         Some((_, name)) => (*name).to_string(),

@@ -1,13 +1,12 @@
-//! Text forms of communities, as operators write them in config and read
-//! them in `tartanctl`: `65000:100`, `no-export`, `65000:1:2` (large).
-use super::well_known;
+//! Communities as operators write them in config: `65000:100`, a
+//! well-known name such as `no-export`, `65000:1:2` (large). The text forms
+//! `tartanctl` prints come from `tartan_api::bgp`, which holds the one table
+//! of well-known names both directions use.
+use tartan_api::bgp::well_known_community;
 
 pub fn parse_community(s: &str) -> Result<u32, String> {
-    match s {
-        "no-export" => return Ok(well_known::NO_EXPORT),
-        "no-advertise" => return Ok(well_known::NO_ADVERTISE),
-        "no-export-subconfed" => return Ok(well_known::NO_EXPORT_SUBCONFED),
-        _ => {}
+    if let Some(v) = well_known_community(s) {
+        return Ok(v);
     }
     let (hi, lo) = s
         .split_once(':')
@@ -19,15 +18,6 @@ pub fn parse_community(s: &str) -> Result<u32, String> {
         .parse()
         .map_err(|_| format!("community {s:?}: {lo:?} is not a number 0-65535"))?;
     Ok((u32::from(hi) << 16) | u32::from(lo))
-}
-
-pub fn format_community(c: u32) -> String {
-    match c {
-        well_known::NO_EXPORT => "no-export".into(),
-        well_known::NO_ADVERTISE => "no-advertise".into(),
-        well_known::NO_EXPORT_SUBCONFED => "no-export-subconfed".into(),
-        _ => format!("{}:{}", c >> 16, c & 0xffff),
-    }
 }
 
 pub fn parse_large_community(s: &str) -> Result<[u32; 3], String> {
@@ -44,13 +34,10 @@ pub fn parse_large_community(s: &str) -> Result<[u32; 3], String> {
     Ok(out)
 }
 
-pub fn format_large_community(c: &[u32; 3]) -> String {
-    format!("{}:{}:{}", c[0], c[1], c[2])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tartan_api::bgp::{format_community, format_large_community};
 
     #[test]
     fn communities_round_trip() {
@@ -71,6 +58,6 @@ mod tests {
             [4200000000, 1, 2]
         );
         assert!(parse_large_community("1:2").is_err());
-        assert_eq!(format_large_community(&[1, 2, 3]), "1:2:3");
+        assert_eq!(format_large_community([1, 2, 3]), "1:2:3");
     }
 }
