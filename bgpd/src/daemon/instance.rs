@@ -71,7 +71,6 @@ pub struct Daemon {
     pub(super) restarting: bool,
     kernel_stale_until: Option<Instant>,
     pub(super) started: Instant,
-    pub(super) treat_as_withdraw: u64,
 }
 
 impl Daemon {
@@ -129,7 +128,6 @@ impl Daemon {
             restarting,
             kernel_stale_until,
             started: Instant::now(),
-            treat_as_withdraw: 0,
         };
         for a in &config.announce {
             let c = d.rib.originate(announce_attrs(a), a.prefix);
@@ -472,7 +470,6 @@ impl Daemon {
             None => return,
         };
         if let Some(why) = &update.treat_as_withdraw {
-            self.treat_as_withdraw += 1;
             if let Some(p) = self.peers.get(&id) {
                 p.link.counters.metrics().inc_treat_as_withdraw();
             }
