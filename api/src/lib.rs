@@ -1,2 +1,15 @@
-//! Tartan resource and interface types.
+//! Tartan's object model and datastore.
+//!
+//! - [`kind`]: every kind Tartan stores or reads and its names.
+//! - [`resources`]: the typed `tartan.dev/v1` resources (CRDs).
+//! - [`validate`]: checks with messages a person can act on.
+//! - [`store`]: the `Datastore` trait and its etcd, Kubernetes and
+//!   in-memory backends; watch with resume.
+//! - [`bgp`]: wire types of bgpd's control API.
 pub mod bgp;
+pub mod kind;
+pub mod resources;
+pub mod store;
+pub mod validate;
+
+pub use kind::Kind;

@@ -1,0 +1,1 @@
+//! `tartan.dev/v1` resources (being written).

@@ -1,0 +1,1 @@
+//! etcd backend (being written).

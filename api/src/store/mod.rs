@@ -1,0 +1,154 @@
+//! The datastore: one interface over etcd and the Kubernetes API.
+//!
+//! Objects travel as [`DynamicObject`]s in Kubernetes shape (apiVersion,
+//! kind, metadata, spec); [`typed`] converts them to and from the typed
+//! resources. Every write is checked against the object's
+//! `metadata.resourceVersion` where one is given (compare-and-swap), and
+//! every backend hands out the same errors, so callers never look at which
+//! store they talk to.
+//!
+//! A backend implements the raw calls of [`Datastore`]; [`watch::watch`]
+//! builds the consumer's watch on top of them: list, then watch from the
+//! list's revision, relisting when the store says the revision is gone
+//! (etcd compaction, Kubernetes 410 Gone) and reporting to its consumer only
+//! the difference, so no event is lost or repeated.
+
+pub mod error;
+pub mod etcd;
+pub mod kube;
+pub mod memory;
+pub mod typed;
+pub mod watch;
+
+use std::fmt;
+
+pub use ::kube::core::DynamicObject;
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+pub use error::StoreError;
+
+use crate::kind::Kind;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Names one object. `namespace` is `None` exactly for cluster-scoped kinds.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(kind: Kind, namespace: Option<&str>, name: &str) -> Self {
+        ObjectKey {
+            kind,
+            namespace: namespace.map(str::to_string),
+            name: name.to_string(),
+        }
+    }
+
+    /// The key of an object, read from its apiVersion/kind and metadata.
+    pub fn of(obj: &DynamicObject) -> Result<Self> {
+        let types = obj
+            .types
+            .as_ref()
+            .ok_or_else(|| StoreError::BadObject("apiVersion and kind are required".into()))?;
+        let kind = Kind::from_type(&types.api_version, &types.kind).ok_or_else(|| {
+            StoreError::BadObject(format!(
+                "unknown kind {:?} in apiVersion {:?}",
+                types.kind, types.api_version
+            ))
+        })?;
+        let name = obj
+            .metadata
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| StoreError::BadObject(format!("{kind}: metadata.name is required")))?;
+        let namespace = if kind.info().namespaced {
+            Some(
+                obj.metadata
+                    .namespace
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| "default".to_string()),
+            )
+        } else {
+            None
+        };
+        Ok(ObjectKey {
+            kind,
+            namespace,
+            name,
+        })
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.namespace {
+            Some(ns) => write!(f, "{} {}/{}", self.kind, ns, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// A consistent listing of one kind: the objects and the store revision they
+/// were read at, from which a watch continues.
+#[derive(Clone, Debug, Default)]
+pub struct Listing {
+    pub items: Vec<DynamicObject>,
+    pub revision: String,
+}
+
+/// One change as a backend's raw watch reports it.
+#[derive(Clone, Debug)]
+pub enum RawEvent {
+    /// Created or changed: the object as it now is.
+    Put(DynamicObject),
+    /// Deleted: the object as it last was (at least its key; its
+    /// resourceVersion is the revision of the deletion).
+    Deleted(DynamicObject),
+    /// Nothing changed for this kind up to this revision (a Kubernetes
+    /// bookmark, an etcd progress notify).
+    Progress(String),
+}
+
+/// What to watch: one kind, optionally one namespace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchScope {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+}
+
+/// The calls every backend implements. Conventions:
+/// - `create` fails with [`StoreError::AlreadyExists`] if the name is taken.
+/// - `update` requires `metadata.resourceVersion` and fails with
+///   [`StoreError::Conflict`] if the stored object has another one;
+///   [`StoreError::NotFound`] if it is gone.
+/// - `delete` with `Some(rv)` deletes only that version (else `Conflict`).
+/// - Returned objects carry the store's resourceVersion (and, on create, a
+///   uid and creationTimestamp).
+/// - A raw watch ends with [`StoreError::Expired`] when the revision it
+///   watches from is no longer available; other errors end it too.
+/// - Transient failures (store unreachable) are [`StoreError::Unavailable`]
+///   after the backend's own retries; callers may retry them.
+#[async_trait]
+pub trait Datastore: Send + Sync + 'static {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject>;
+    /// All objects of a kind; of one namespace if `namespace` is given.
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing>;
+    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject>;
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject>;
+    async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()>;
+    /// Changes after `revision` (exclusive), in order.
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<BoxStream<'static, Result<RawEvent>>>;
+    /// A short name for logs: `etcd://127.0.0.1:2379`, `kubernetes`, `memory`.
+    fn describe(&self) -> String;
+}

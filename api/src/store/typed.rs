@@ -1,0 +1,107 @@
+//! Typed access: the `tartan.dev/v1` resources and the Kubernetes kinds as
+//! their Rust types, over any [`Datastore`].
+
+use async_trait::async_trait;
+use serde::{Serialize, de::DeserializeOwned};
+
+use super::{Datastore, DynamicObject, ObjectKey, Result, StoreError};
+use crate::kind::Kind;
+
+/// A type stored in the datastore as one [`Kind`].
+pub trait Resource:
+    ::kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static
+{
+    const KIND: Kind;
+}
+
+/// The object in its dynamic (stored) shape, with apiVersion and kind set.
+pub fn to_dynamic<T: Resource>(r: &T) -> Result<DynamicObject> {
+    let mut v =
+        serde_json::to_value(r).map_err(|e| StoreError::BadObject(format!("{}: {e}", T::KIND)))?;
+    if let Some(map) = v.as_object_mut() {
+        map.insert("apiVersion".into(), T::KIND.api_version().into());
+        map.insert("kind".into(), T::KIND.info().name.into());
+    }
+    serde_json::from_value(v).map_err(|e| StoreError::BadObject(format!("{}: {e}", T::KIND)))
+}
+
+/// The typed object; an error names the object when its stored shape does
+/// not fit the type (a hand-edited etcd value, say).
+pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
+    let name = o.metadata.name.clone().unwrap_or_default();
+    let v = serde_json::to_value(o).map_err(|e| StoreError::BadObject(e.to_string()))?;
+    serde_json::from_value(v).map_err(|e| {
+        StoreError::BadObject(format!("stored {} {name:?} does not parse: {e}", T::KIND))
+    })
+}
+
+/// Typed versions of the [`Datastore`] calls.
+#[async_trait]
+pub trait TypedStore {
+    async fn get_typed<T: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<T>;
+    async fn list_typed<T: Resource>(&self, namespace: Option<&str>) -> Result<(Vec<T>, String)>;
+    async fn create_typed<T: Resource>(&self, r: &T) -> Result<T>;
+    async fn update_typed<T: Resource>(&self, r: &T) -> Result<T>;
+    async fn delete_typed<T: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<()>;
+}
+
+#[async_trait]
+impl<S: Datastore + ?Sized> TypedStore for S {
+    async fn get_typed<T: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<T> {
+        from_dynamic(self.get(&ObjectKey::new(T::KIND, namespace, name)).await?)
+    }
+
+    async fn list_typed<T: Resource>(&self, namespace: Option<&str>) -> Result<(Vec<T>, String)> {
+        let l = self.list(T::KIND, namespace).await?;
+        let items = l
+            .items
+            .into_iter()
+            .map(from_dynamic)
+            .collect::<Result<Vec<T>>>()?;
+        Ok((items, l.revision))
+    }
+
+    async fn create_typed<T: Resource>(&self, r: &T) -> Result<T> {
+        from_dynamic(self.create(to_dynamic(r)?).await?)
+    }
+
+    async fn update_typed<T: Resource>(&self, r: &T) -> Result<T> {
+        from_dynamic(self.update(to_dynamic(r)?).await?)
+    }
+
+    async fn delete_typed<T: Resource>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        resource_version: Option<&str>,
+    ) -> Result<()> {
+        self.delete(&ObjectKey::new(T::KIND, namespace, name), resource_version)
+            .await
+    }
+}
+
+macro_rules! kube_kind {
+    ($ty:ty, $kind:ident) => {
+        impl Resource for $ty {
+            const KIND: Kind = Kind::$kind;
+        }
+    };
+}
+
+kube_kind!(k8s_openapi::api::core::v1::Node, Node);
+kube_kind!(k8s_openapi::api::core::v1::Namespace, Namespace);
+kube_kind!(k8s_openapi::api::core::v1::Pod, Pod);
+kube_kind!(k8s_openapi::api::core::v1::Service, Service);
+kube_kind!(
+    k8s_openapi::api::discovery::v1::EndpointSlice,
+    EndpointSlice
+);
+kube_kind!(
+    k8s_openapi::api::networking::v1::NetworkPolicy,
+    KubeNetworkPolicy
+);

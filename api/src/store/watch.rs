@@ -1,0 +1,1 @@
+//! Watch with resume (being written).

@@ -1,0 +1,1 @@
+//! Validation (being written).
