@@ -1,0 +1,165 @@
+//! Calls that ride out an outage: a wrapper that retries a backend's
+//! transient failures ([`StoreError::Unavailable`]) with backoff, for as
+//! long as its caller is willing to wait. Daemons wait forever (a store
+//! outage must not need a restart); `tartanctl` gives up after a while and
+//! says why.
+//!
+//! A retried `create` whose first attempt reached the store but whose answer
+//! was lost comes back as `AlreadyExists`, and a retried `update` as
+//! `Conflict`: the caller sees the same errors as for a race with another
+//! writer, and handles them the same way (read again).
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use backon::{BackoffBuilder, ExponentialBuilder};
+use futures::stream::BoxStream;
+use tracing::warn;
+
+use super::{
+    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+};
+use crate::kind::Kind;
+
+pub struct Retrying<S> {
+    inner: S,
+    /// Give up after this long; `None` retries for ever.
+    give_up_after: Option<Duration>,
+}
+
+impl<S: Datastore> Retrying<S> {
+    pub fn new(inner: S, give_up_after: Option<Duration>) -> Self {
+        Retrying {
+            inner,
+            give_up_after,
+        }
+    }
+
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    async fn run<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: std::future::Future<Output = Result<T>> + Send,
+        T: Send,
+    {
+        let start = Instant::now();
+        let mut delays = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(200))
+            .with_max_delay(Duration::from_secs(5))
+            .with_jitter()
+            .without_max_times()
+            .build();
+        loop {
+            match call().await {
+                Err(e) if e.is_transient() => {
+                    let delay = delays.next().unwrap_or(Duration::from_secs(5));
+                    if let Some(limit) = self.give_up_after
+                        && start.elapsed() + delay > limit
+                    {
+                        return Err(StoreError::Unavailable(format!(
+                            "{e} (gave up after {:.0?} of retries)",
+                            start.elapsed()
+                        )));
+                    }
+                    warn!(store = %self.inner.describe(), error = %e, retry_in = ?delay, "{what} failed; retrying");
+                    tokio::time::sleep(delay).await;
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl<S: Datastore> Datastore for Retrying<S> {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+        self.run("get", || self.inner.get(key)).await
+    }
+
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
+        self.run("list", || self.inner.list(kind, namespace)).await
+    }
+
+    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.run("create", || self.inner.create(obj.clone())).await
+    }
+
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.run("update", || self.inner.update(obj.clone())).await
+    }
+
+    async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
+        self.run("delete", || self.inner.delete(key, resource_version))
+            .await
+    }
+
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<BoxStream<'static, Result<RawEvent>>> {
+        // The watch layer has its own backoff; starting a watch is not
+        // retried here so that it sees Expired and outages promptly.
+        self.inner.watch_raw(scope, revision).await
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::memory::MemoryStore;
+
+    fn pool(name: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "IPPool",
+            "metadata": {"name": name}, "spec": {"cidr": "10.0.0.0/16"}
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn write_during_outage_completes_after_it() {
+        let mem = MemoryStore::new();
+        let store = std::sync::Arc::new(Retrying::new(mem.clone(), None));
+        mem.set_unavailable(true);
+        let s = store.clone();
+        let write = tokio::spawn(async move { s.create(pool("a")).await });
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert!(!write.is_finished(), "write should still be retrying");
+        mem.set_unavailable(false);
+        let created = write.await.unwrap().unwrap();
+        assert_eq!(created.metadata.name.as_deref(), Some("a"));
+        assert!(
+            mem.get(&ObjectKey::new(Kind::IpPool, None, "a"))
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn bounded_retry_gives_up_with_reason() {
+        let mem = MemoryStore::new();
+        mem.set_unavailable(true);
+        let store = Retrying::new(mem, Some(Duration::from_secs(10)));
+        let err = store.list(Kind::IpPool, None).await.unwrap_err();
+        assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+        assert!(err.to_string().contains("gave up"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn errors_that_are_answers_are_not_retried() {
+        let store = Retrying::new(MemoryStore::new(), None);
+        let err = store
+            .get(&ObjectKey::new(Kind::IpPool, None, "nope"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)));
+    }
+}
