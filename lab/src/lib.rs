@@ -2,6 +2,7 @@
 //! and benchmarks, each uniquely named and removed by a drop guard; real
 //! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
 pub mod bgpload;
+pub mod etcd;
 pub mod netns;
 pub mod peers;
 pub mod process;

@@ -13,6 +13,7 @@
 //! (etcd compaction, Kubernetes 410 Gone) and reporting to its consumer only
 //! the difference, so no event is lost or repeated.
 
+pub mod connect;
 pub mod error;
 pub mod etcd;
 pub mod kube;
@@ -27,6 +28,7 @@ pub use ::kube::core::DynamicObject;
 use async_trait::async_trait;
 use futures::stream::BoxStream;
 
+pub use connect::{StoreSpec, connect};
 pub use error::StoreError;
 
 use crate::kind::Kind;

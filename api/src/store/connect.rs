@@ -1,0 +1,170 @@
+//! Choosing and opening a datastore from one string, as the daemons and
+//! `tartanctl` take it (`--datastore`, `TARTAN_DATASTORE`):
+//! `etcd://HOST:PORT[,HOST:PORT…]`, `kubernetes`, or `memory` (an empty
+//! in-process store, for tests and trying things out).
+//!
+//! Every store opened here validates Tartan objects before writing them
+//! (etcd has no API server to do it) and retries transient failures.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+
+use super::retry::Retrying;
+use super::{
+    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+};
+use crate::kind::Kind;
+
+/// A parsed `--datastore` value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StoreSpec {
+    /// Client endpoints, `host:port` each.
+    Etcd(Vec<String>),
+    Kubernetes,
+    Memory,
+}
+
+impl FromStr for StoreSpec {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = |why: &str| {
+            StoreError::BadObject(format!(
+                "datastore {s:?}: {why}; expected etcd://HOST:PORT[,HOST:PORT...], kubernetes or memory"
+            ))
+        };
+        let s = s.trim();
+        if s == "kubernetes" || s == "k8s" {
+            return Ok(StoreSpec::Kubernetes);
+        }
+        if s == "memory" {
+            return Ok(StoreSpec::Memory);
+        }
+        let Some(rest) = s.strip_prefix("etcd://") else {
+            return Err(bad("unknown kind of datastore"));
+        };
+        let mut endpoints = Vec::new();
+        for ep in rest.split(',') {
+            let ep = ep.trim().trim_end_matches('/');
+            let (host, port) = ep
+                .rsplit_once(':')
+                .ok_or_else(|| bad(&format!("endpoint {ep:?} has no port")))?;
+            if host.is_empty() {
+                return Err(bad(&format!("endpoint {ep:?} has no host")));
+            }
+            port.parse::<u16>().map_err(|_| {
+                bad(&format!(
+                    "endpoint {ep:?}: port {port:?} is not a number 1-65535"
+                ))
+            })?;
+            endpoints.push(ep.to_string());
+        }
+        Ok(StoreSpec::Etcd(endpoints))
+    }
+}
+
+impl fmt::Display for StoreSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreSpec::Etcd(eps) => write!(f, "etcd://{}", eps.join(",")),
+            StoreSpec::Kubernetes => f.write_str("kubernetes"),
+            StoreSpec::Memory => f.write_str("memory"),
+        }
+    }
+}
+
+/// Open the store `spec` names. `give_up_after`: how long calls retry an
+/// unreachable store (`None`: for ever, as daemons do).
+pub async fn connect(spec: &str, give_up_after: Option<Duration>) -> Result<Arc<dyn Datastore>> {
+    let spec: StoreSpec = spec.parse()?;
+    let backend: Box<dyn Datastore> = match spec {
+        StoreSpec::Etcd(endpoints) => Box::new(super::etcd::EtcdStore::connect(&endpoints).await?),
+        StoreSpec::Kubernetes => Box::new(super::kube::KubeStore::connect().await?),
+        StoreSpec::Memory => Box::new(super::memory::MemoryStore::new()),
+    };
+    Ok(Arc::new(Retrying::new(Checked(backend), give_up_after)))
+}
+
+/// Validates Tartan objects before they are written.
+pub struct Checked(pub Box<dyn Datastore>);
+
+fn check(obj: &DynamicObject) -> Result<()> {
+    crate::validate::validate(obj).map_err(|e| StoreError::Invalid(e.to_string()))
+}
+
+#[async_trait]
+impl Datastore for Checked {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+        self.0.get(key).await
+    }
+
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
+        self.0.list(kind, namespace).await
+    }
+
+    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        check(&obj)?;
+        self.0.create(obj).await
+    }
+
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        check(&obj)?;
+        self.0.update(obj).await
+    }
+
+    async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
+        self.0.delete(key, resource_version).await
+    }
+
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<BoxStream<'static, Result<RawEvent>>> {
+        self.0.watch_raw(scope, revision).await
+    }
+
+    fn describe(&self) -> String {
+        self.0.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse() {
+        assert_eq!(
+            "etcd://127.0.0.1:2379,10.0.0.2:2379"
+                .parse::<StoreSpec>()
+                .unwrap(),
+            StoreSpec::Etcd(vec!["127.0.0.1:2379".into(), "10.0.0.2:2379".into()])
+        );
+        assert_eq!(
+            "etcd://[::1]:2379".parse::<StoreSpec>().unwrap(),
+            StoreSpec::Etcd(vec!["[::1]:2379".into()])
+        );
+        assert_eq!(
+            "kubernetes".parse::<StoreSpec>().unwrap(),
+            StoreSpec::Kubernetes
+        );
+        for bad in [
+            "",
+            "etcd://",
+            "etcd://host",
+            "etcd://:2379",
+            "etcd://h:99999",
+            "consul://x:1",
+            "http://h:1",
+        ] {
+            let e = bad.parse::<StoreSpec>().unwrap_err().to_string();
+            assert!(e.contains("expected etcd://"), "{bad}: {e}");
+        }
+    }
+}

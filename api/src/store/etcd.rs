@@ -1,1 +1,0 @@
-//! etcd backend (being written).

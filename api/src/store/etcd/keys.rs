@@ -1,0 +1,109 @@
+//! Where objects live in etcd: `/tartan/<kind segment>/<namespace>/<name>`
+//! for namespaced kinds and `/tartan/<kind segment>/<name>` for cluster-wide
+//! ones (segments in [`crate::kind`]). Names and namespaces never contain
+//! `/`, so a prefix read of one kind (or one namespace) cannot see another.
+
+use crate::kind::Kind;
+use crate::store::{ObjectKey, StoreError};
+
+pub const ROOT: &str = "/tartan/";
+
+/// The prefix holding every object of `kind`, or of `kind` in `namespace`.
+pub fn prefix(kind: Kind, namespace: Option<&str>) -> String {
+    let seg = kind.info().key_segment;
+    match namespace {
+        Some(ns) if kind.info().namespaced => format!("{ROOT}{seg}/{ns}/"),
+        _ => format!("{ROOT}{seg}/"),
+    }
+}
+
+fn check_part(what: &str, s: &str, key: &ObjectKey) -> Result<(), StoreError> {
+    if s.is_empty() || s.contains('/') || s == "." || s == ".." {
+        return Err(StoreError::BadObject(format!(
+            "{key}: {what} {s:?} may not be empty or contain '/'"
+        )));
+    }
+    Ok(())
+}
+
+/// The etcd key of one object.
+pub fn key(k: &ObjectKey) -> Result<String, StoreError> {
+    check_part("name", &k.name, k)?;
+    match (&k.namespace, k.kind.info().namespaced) {
+        (Some(ns), true) => {
+            check_part("namespace", ns, k)?;
+            Ok(format!("{}{}", prefix(k.kind, Some(ns)), k.name))
+        }
+        (None, false) => Ok(format!("{}{}", prefix(k.kind, None), k.name)),
+        (None, true) => Err(StoreError::BadObject(format!(
+            "{k}: a namespace is required"
+        ))),
+        (Some(_), false) => Err(StoreError::BadObject(format!(
+            "{k}: {} is cluster-wide; no namespace",
+            k.kind
+        ))),
+    }
+}
+
+/// The namespace and name an etcd key under `kind`'s prefix stands for.
+pub fn parse(kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
+    let s = std::str::from_utf8(raw).ok()?;
+    let rest = s.strip_prefix(&prefix(kind, None))?;
+    if kind.info().namespaced {
+        let (ns, name) = rest.split_once('/')?;
+        (!ns.is_empty() && !name.is_empty() && !name.contains('/'))
+            .then(|| (Some(ns.to_string()), name.to_string()))
+    } else {
+        (!rest.is_empty() && !rest.contains('/')).then(|| (None, rest.to_string()))
+    }
+}
+
+/// The end of the key range starting at `prefix` (etcd's "prefix" range).
+pub fn range_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    // The prefixes all end in '/', so the last byte can be incremented.
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        let k = ObjectKey::new(Kind::NetworkPolicy, Some("prod"), "deny-all");
+        let s = key(&k).unwrap();
+        assert_eq!(s, "/tartan/networkpolicies/prod/deny-all");
+        assert_eq!(
+            parse(Kind::NetworkPolicy, s.as_bytes()),
+            Some((Some("prod".into()), "deny-all".into()))
+        );
+        let k = ObjectKey::new(Kind::Node, None, "n1");
+        assert_eq!(key(&k).unwrap(), "/tartan/k8s/nodes/n1");
+        assert_eq!(parse(Kind::IpPool, b"/tartan/k8s/nodes/n1"), None);
+    }
+
+    #[test]
+    fn bad_keys_are_refused() {
+        for k in [
+            ObjectKey::new(Kind::IpPool, None, "a/b"),
+            ObjectKey::new(Kind::IpPool, None, ""),
+            ObjectKey::new(Kind::IpPool, Some("ns"), "a"),
+            ObjectKey::new(Kind::Pod, None, "a"),
+            ObjectKey::new(Kind::Pod, Some("x/y"), "a"),
+            ObjectKey::new(Kind::Pod, Some(".."), "a"),
+        ] {
+            assert!(key(&k).is_err(), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn prefixes_do_not_overlap() {
+        assert_eq!(range_end("/tartan/ippools/"), b"/tartan/ippools0".to_vec());
+        // A namespace prefix does not match a longer namespace name.
+        assert!(!"/tartan/k8s/pods/ab/x".starts_with(&prefix(Kind::Pod, Some("a"))));
+    }
+}

@@ -1,0 +1,307 @@
+//! The etcd backend: each object is one key ([`keys`]) holding the object's
+//! JSON without its resourceVersion; the key's `mod_revision` is the
+//! resourceVersion, and the store revision of a read is the listing's
+//! revision. Writes that must not race are etcd transactions comparing the
+//! key's revision, so compare-and-swap costs one round trip.
+//!
+//! The client is given every endpoint of the cluster; its channel balances
+//! over them and reconnects by itself when members go away and come back.
+//! Calls made while no member answers fail as [`StoreError::Unavailable`]
+//! (and are retried by [`crate::store::retry`]).
+
+pub mod keys;
+mod watch;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, GetOptions, KeyValue, Txn, TxnOp, TxnOpResponse,
+    TxnResponse,
+};
+use futures::stream::BoxStream;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use tracing::warn;
+
+use super::{
+    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+};
+use crate::kind::Kind;
+
+#[derive(Clone)]
+pub struct EtcdStore {
+    client: Client,
+    endpoints: Vec<String>,
+}
+
+/// How long one call may take before it counts as the store being away.
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) fn map_err(e: etcd_client::Error) -> StoreError {
+    use etcd_client::Error as E;
+    match e {
+        E::TransportError(e) => StoreError::Unavailable(e.to_string()),
+        E::IoError(e) => StoreError::Unavailable(e.to_string()),
+        E::GRpcStatus(s) => match s.code() {
+            tonic::Code::Unavailable
+            | tonic::Code::DeadlineExceeded
+            | tonic::Code::Cancelled
+            | tonic::Code::Unknown
+            | tonic::Code::ResourceExhausted
+            | tonic::Code::Aborted => {
+                StoreError::Unavailable(format!("{}: {}", code_name(s.code()), s.message()))
+            }
+            _ if s.message().contains("compacted") => StoreError::Expired(s.message().to_string()),
+            c => StoreError::Backend(format!("{}: {}", code_name(c), s.message())),
+        },
+        other => StoreError::Backend(other.to_string()),
+    }
+}
+
+fn code_name(c: tonic::Code) -> String {
+    format!("{c:?}")
+}
+
+fn endpoint_url(e: &str) -> String {
+    if e.starts_with("http://") || e.starts_with("https://") {
+        e.to_string()
+    } else {
+        format!("http://{e}")
+    }
+}
+
+/// The stored object at `kv`, with resourceVersion set.
+pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
+    let mut obj: DynamicObject = serde_json::from_slice(kv.value()).map_err(|e| {
+        StoreError::BadObject(format!(
+            "etcd key {} does not hold a {kind} object: {e}",
+            String::from_utf8_lossy(kv.key())
+        ))
+    })?;
+    let (namespace, name) = keys::parse(kind, kv.key()).ok_or_else(|| {
+        StoreError::BadObject(format!(
+            "etcd key {} is not a {kind} key",
+            String::from_utf8_lossy(kv.key())
+        ))
+    })?;
+    // The key is the truth for identity, whatever the value says.
+    obj.metadata.name = Some(name);
+    obj.metadata.namespace = namespace;
+    obj.metadata.resource_version = Some(kv.mod_revision().to_string());
+    if obj.types.is_none() {
+        obj.types = Some(::kube::core::TypeMeta {
+            api_version: kind.api_version(),
+            kind: kind.info().name.to_string(),
+        });
+    }
+    Ok(obj)
+}
+
+fn encode(obj: &DynamicObject) -> Result<Vec<u8>> {
+    let mut stored = obj.clone();
+    stored.metadata.resource_version = None;
+    serde_json::to_vec(&stored).map_err(|e| StoreError::BadObject(e.to_string()))
+}
+
+fn parse_rv(key: &ObjectKey, rv: &str) -> Result<i64> {
+    rv.parse::<i64>()
+        .ok()
+        .filter(|r| *r > 0)
+        .ok_or_else(|| StoreError::Conflict {
+            key: key.clone(),
+            expected: rv.to_string(),
+        })
+}
+
+/// The object the failed branch of a compare read back, if any.
+fn current(resp: &TxnResponse) -> Option<KeyValue> {
+    resp.op_responses().into_iter().find_map(|r| match r {
+        TxnOpResponse::Get(g) => g.kvs().first().cloned(),
+        _ => None,
+    })
+}
+
+/// The store revision a successful write transaction made: the
+/// transaction's own header (nested responses carry none).
+fn put_revision(resp: &TxnResponse) -> Option<i64> {
+    resp.header().map(|h| h.revision()).filter(|r| *r > 0)
+}
+
+impl EtcdStore {
+    /// Connect to a cluster given its client endpoints (`host:port` or
+    /// URLs). Fails only when none answers within the connect timeout.
+    pub async fn connect(endpoints: &[String]) -> Result<Self> {
+        if endpoints.is_empty() {
+            return Err(StoreError::BadObject("no etcd endpoints given".into()));
+        }
+        let urls: Vec<String> = endpoints.iter().map(|e| endpoint_url(e)).collect();
+        let opts = ConnectOptions::new()
+            .with_connect_timeout(Duration::from_secs(3))
+            .with_timeout(CALL_TIMEOUT)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true)
+            .with_require_leader(true);
+        let client = Client::connect(&urls, Some(opts)).await.map_err(map_err)?;
+        Ok(EtcdStore {
+            client,
+            endpoints: endpoints.to_vec(),
+        })
+    }
+
+    /// The underlying client, for harness work (compaction, status).
+    pub fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
+        self.client.kv_client().txn(txn).await.map_err(map_err)
+    }
+}
+
+#[async_trait]
+impl Datastore for EtcdStore {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+        let k = keys::key(key)?;
+        let resp = self
+            .client
+            .kv_client()
+            .get(k, None)
+            .await
+            .map_err(map_err)?;
+        match resp.kvs().first() {
+            Some(kv) => decode(key.kind, kv),
+            None => Err(StoreError::NotFound(key.clone())),
+        }
+    }
+
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
+        let prefix = keys::prefix(kind, namespace);
+        let end = keys::range_end(&prefix);
+        let resp = self
+            .client
+            .kv_client()
+            .get(prefix.clone(), Some(GetOptions::new().with_range(end)))
+            .await
+            .map_err(map_err)?;
+        let revision = resp.header().map(|h| h.revision()).unwrap_or(0).to_string();
+        let mut items = Vec::with_capacity(resp.kvs().len());
+        for kv in resp.kvs() {
+            // One unreadable value (written by hand, say) must not hide
+            // every other object from every node: skip it, loudly.
+            match decode(kind, kv) {
+                Ok(o) => items.push(o),
+                Err(e) => warn!(error = %e, "skipping unreadable object"),
+            }
+        }
+        Ok(Listing { items, revision })
+    }
+
+    async fn create(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        let key = ObjectKey::of(&obj)?;
+        let k = keys::key(&key)?;
+        obj.metadata.namespace = key.namespace.clone();
+        obj.metadata.uid = Some(uuid::Uuid::new_v4().to_string());
+        obj.metadata.creation_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
+        obj.metadata.generation = Some(1);
+        let value = encode(&obj)?;
+        let txn = Txn::new()
+            .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(k, value, None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return Err(StoreError::AlreadyExists(key));
+        }
+        let rev = put_revision(&resp)
+            .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+        obj.metadata.resource_version = Some(rev.to_string());
+        Ok(obj)
+    }
+
+    async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        let key = ObjectKey::of(&obj)?;
+        let k = keys::key(&key)?;
+        let Some(expected) = obj.metadata.resource_version.clone() else {
+            return Err(StoreError::BadObject(format!(
+                "{key}: update needs metadata.resourceVersion"
+            )));
+        };
+        let rev = parse_rv(&key, &expected)?;
+        obj.metadata.namespace = key.namespace.clone();
+        // Identity fields are the stored object's, not the writer's: read
+        // them under the same compare so they cannot be changed by update.
+        let old = self
+            .client
+            .kv_client()
+            .get(k.clone(), None)
+            .await
+            .map_err(map_err)?;
+        let Some(old_kv) = old.kvs().first() else {
+            return Err(StoreError::NotFound(key));
+        };
+        if old_kv.mod_revision() != rev {
+            return Err(StoreError::Conflict { key, expected });
+        }
+        if let Ok(stored) = decode(key.kind, old_kv) {
+            obj.metadata.uid = stored.metadata.uid;
+            obj.metadata.creation_timestamp = stored.metadata.creation_timestamp;
+            let spec_changed = stored.data.get("spec") != obj.data.get("spec");
+            let generation = stored.metadata.generation.unwrap_or(1);
+            obj.metadata.generation = Some(if spec_changed {
+                generation + 1
+            } else {
+                generation
+            });
+        }
+        let value = encode(&obj)?;
+        let txn = Txn::new()
+            .when([Compare::mod_revision(k.clone(), CompareOp::Equal, rev)])
+            .and_then([TxnOp::put(k.clone(), value, None)])
+            .or_else([TxnOp::get(k, None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return match current(&resp) {
+                Some(_) => Err(StoreError::Conflict { key, expected }),
+                None => Err(StoreError::NotFound(key)),
+            };
+        }
+        let rev = put_revision(&resp)
+            .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+        obj.metadata.resource_version = Some(rev.to_string());
+        Ok(obj)
+    }
+
+    async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
+        let k = keys::key(key)?;
+        let compare = match resource_version {
+            Some(rv) => Compare::mod_revision(k.clone(), CompareOp::Equal, parse_rv(key, rv)?),
+            None => Compare::create_revision(k.clone(), CompareOp::Greater, 0),
+        };
+        let txn = Txn::new()
+            .when([compare])
+            .and_then([TxnOp::delete(k.clone(), None)])
+            .or_else([TxnOp::get(k, None)]);
+        let resp = self.txn(txn).await?;
+        if resp.succeeded() {
+            return Ok(());
+        }
+        match (current(&resp), resource_version) {
+            (Some(_), Some(rv)) => Err(StoreError::Conflict {
+                key: key.clone(),
+                expected: rv.to_string(),
+            }),
+            _ => Err(StoreError::NotFound(key.clone())),
+        }
+    }
+
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<BoxStream<'static, Result<RawEvent>>> {
+        watch::open(self.client.clone(), scope.clone(), revision).await
+    }
+
+    fn describe(&self) -> String {
+        format!("etcd://{}", self.endpoints.join(","))
+    }
+}

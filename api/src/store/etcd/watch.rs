@@ -1,0 +1,117 @@
+//! etcd's watch as the raw event stream the generic watch layer resumes:
+//! puts and deletes under one kind's (or one namespace's) prefix, progress
+//! notifications as [`RawEvent::Progress`], compaction as
+//! [`StoreError::Expired`], and a broken connection as an error that ends
+//! the stream.
+
+use std::collections::VecDeque;
+
+use etcd_client::{Client, EventType, WatchOptions, WatchResponse};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tracing::warn;
+
+use super::{decode, keys, map_err};
+use crate::kind::Kind;
+use crate::store::{DynamicObject, RawEvent, Result, StoreError, WatchScope};
+
+pub(super) async fn open(
+    mut client: Client,
+    scope: WatchScope,
+    revision: &str,
+) -> Result<BoxStream<'static, Result<RawEvent>>> {
+    let from: i64 = revision.parse().map_err(|_| {
+        StoreError::BadObject(format!("etcd revision {revision:?} is not a number"))
+    })?;
+    let prefix = keys::prefix(scope.kind, scope.namespace.as_deref());
+    let opts = WatchOptions::new()
+        .with_range(keys::range_end(&prefix))
+        .with_start_revision(from + 1)
+        .with_prev_key()
+        .with_progress_notify();
+    let stream = client.watch(prefix, Some(opts)).await.map_err(map_err)?;
+    let state = (
+        stream,
+        VecDeque::<Result<RawEvent>>::new(),
+        false,
+        scope.kind,
+    );
+    Ok(futures::stream::unfold(
+        state,
+        |(mut stream, mut ready, mut done, kind)| async move {
+            loop {
+                if let Some(item) = ready.pop_front() {
+                    return Some((item, (stream, ready, done, kind)));
+                }
+                if done {
+                    return None;
+                }
+                match stream.message().await {
+                    Ok(Some(resp)) => done = translate(kind, &resp, &mut ready),
+                    Ok(None) => {
+                        ready.push_back(Err(StoreError::Unavailable(
+                            "etcd closed the watch".into(),
+                        )));
+                        done = true;
+                    }
+                    Err(e) => {
+                        ready.push_back(Err(map_err(e)));
+                        done = true;
+                    }
+                }
+            }
+        },
+    )
+    .boxed())
+}
+
+/// Turn one watch response into events; true when the watch is over.
+fn translate(kind: Kind, resp: &WatchResponse, out: &mut VecDeque<Result<RawEvent>>) -> bool {
+    if resp.canceled() {
+        if resp.compact_revision() > 0 {
+            out.push_back(Err(StoreError::Expired(
+                resp.compact_revision().to_string(),
+            )));
+        } else {
+            out.push_back(Err(StoreError::Unavailable(format!(
+                "etcd cancelled the watch: {}",
+                resp.cancel_reason()
+            ))));
+        }
+        return true;
+    }
+    if resp.events().is_empty() {
+        if !resp.created()
+            && let Some(h) = resp.header()
+        {
+            out.push_back(Ok(RawEvent::Progress(h.revision().to_string())));
+        }
+        return false;
+    }
+    for ev in resp.events() {
+        let Some(kv) = ev.kv() else { continue };
+        match ev.event_type() {
+            EventType::Put => match decode(kind, kv) {
+                Ok(o) => out.push_back(Ok(RawEvent::Put(o))),
+                Err(e) => warn!(error = %e, "watch: skipping unreadable object"),
+            },
+            EventType::Delete => {
+                let mut obj = match ev.prev_kv().map(|p| decode(kind, p)) {
+                    Some(Ok(o)) => o,
+                    // No readable previous value: the key alone names it.
+                    _ => match keys::parse(kind, kv.key()) {
+                        Some((namespace, name)) => {
+                            let mut o = DynamicObject::new(&name, &kind.api_resource());
+                            o.metadata.namespace = namespace;
+                            o
+                        }
+                        None => continue,
+                    },
+                };
+                obj.metadata.resource_version = Some(kv.mod_revision().to_string());
+                out.push_back(Ok(RawEvent::Deleted(obj)));
+            }
+        }
+    }
+    false
+}

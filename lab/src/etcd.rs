@@ -1,0 +1,254 @@
+//! Real etcd servers on loopback for tests, the lab and benchmarks: one
+//! member or a three-member cluster, each with its own ports and data
+//! directory; members can be killed, stopped and started again with their
+//! data. Everything is stopped and removed when the guard is dropped.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use nix::sys::signal::Signal;
+
+use crate::netns::run;
+use crate::process::Daemon;
+use crate::tempdir::TempDir;
+
+/// The etcd binary (Debian's etcd-server), overridable for other installs.
+pub fn etcd_binary() -> String {
+    std::env::var("TARTAN_ETCD").unwrap_or_else(|_| "/usr/bin/etcd".to_string())
+}
+
+struct Member {
+    name: String,
+    client: SocketAddr,
+    peer: SocketAddr,
+    daemon: Option<Daemon>,
+}
+
+/// A running etcd cluster on 127.0.0.1.
+pub struct EtcdCluster {
+    members: Vec<Member>,
+    token: String,
+    data: TempDir,
+}
+
+/// A port nobody listens on right now (the OS's choice).
+fn free_port() -> Result<SocketAddr> {
+    let l = TcpListener::bind("127.0.0.1:0").context("find a free port")?;
+    Ok(l.local_addr()?)
+}
+
+impl EtcdCluster {
+    pub fn single() -> Result<Self> {
+        Self::start_cluster(1)
+    }
+
+    pub fn three() -> Result<Self> {
+        Self::start_cluster(3)
+    }
+
+    fn start_cluster(n: usize) -> Result<Self> {
+        let data = TempDir::new("etcd")?;
+        let token = format!(
+            "tartan-{}-{}",
+            std::process::id(),
+            data.path().display().to_string().len()
+        );
+        let mut members = Vec::new();
+        for i in 0..n {
+            members.push(Member {
+                name: format!("m{i}"),
+                client: free_port()?,
+                peer: free_port()?,
+                daemon: None,
+            });
+        }
+        let mut cluster = EtcdCluster {
+            members,
+            token,
+            data,
+        };
+        for i in 0..n {
+            cluster.spawn(i)?;
+        }
+        for i in 0..n {
+            cluster.wait_healthy(i, Duration::from_secs(30))?;
+        }
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) -> Result<()> {
+        let initial: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}=http://{}", m.name, m.peer))
+            .collect();
+        let m = &self.members[i];
+        let dir = self.data.join(&m.name);
+        let mut cmd = Command::new(etcd_binary());
+        cmd.args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(&dir)
+            .args(["--listen-client-urls", &format!("http://{}", m.client)])
+            .args(["--advertise-client-urls", &format!("http://{}", m.client)])
+            .args(["--listen-peer-urls", &format!("http://{}", m.peer)])
+            .args([
+                "--initial-advertise-peer-urls",
+                &format!("http://{}", m.peer),
+            ])
+            .args(["--initial-cluster", &initial.join(",")])
+            .args(["--initial-cluster-token", &self.token])
+            .args(["--initial-cluster-state", "new"])
+            // Short election timings: a killed member is noticed quickly.
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .args(["--log-level", "warn"]);
+        let name = format!("etcd-{}", m.name);
+        let daemon = Daemon::start(&name, cmd)?;
+        self.members[i].daemon = Some(daemon);
+        Ok(())
+    }
+
+    /// Client endpoints, `127.0.0.1:PORT` each, in member order.
+    pub fn client_endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client.to_string()).collect()
+    }
+
+    /// `etcd://a,b,c` for `--datastore`.
+    pub fn datastore_spec(&self) -> String {
+        format!("etcd://{}", self.client_endpoints().join(","))
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// SIGKILL one member; its data stays for `start`.
+    pub fn kill(&mut self, i: usize) -> Result<()> {
+        let d = self
+            .members
+            .get_mut(i)
+            .and_then(|m| m.daemon.take())
+            .context("no such running member")?;
+        d.kill(Signal::SIGKILL)?;
+        drop(d);
+        Ok(())
+    }
+
+    /// Stop one member cleanly; its data stays for `start`.
+    pub fn stop(&mut self, i: usize) -> Result<()> {
+        let d = self
+            .members
+            .get_mut(i)
+            .and_then(|m| m.daemon.take())
+            .context("no such running member")?;
+        d.stop();
+        Ok(())
+    }
+
+    /// Start a stopped member again on its old ports and data, and wait
+    /// until it is healthy.
+    pub fn start(&mut self, i: usize) -> Result<()> {
+        if i >= self.members.len() {
+            bail!("no member {i}");
+        }
+        if self.members[i].daemon.is_some() {
+            bail!("member {i} is running");
+        }
+        self.spawn(i)?;
+        self.wait_healthy(i, Duration::from_secs(30))
+    }
+
+    pub fn is_running(&self, i: usize) -> bool {
+        self.members
+            .get(i)
+            .and_then(|m| m.daemon.as_ref())
+            .is_some_and(|d| d.is_running())
+    }
+
+    /// Compact the store's history up to `revision` (inclusive of older
+    /// ones): watches from before it then fail as compacted.
+    pub fn compact(&self, revision: i64) -> Result<()> {
+        let ep = self.running_endpoint()?;
+        run(Command::new("etcdctl").args(["--endpoints", &ep, "compact", &revision.to_string()]))
+            .map(|_| ())
+            .context("etcdctl compact")
+    }
+
+    /// The current revision of the store.
+    pub fn revision(&self) -> Result<i64> {
+        let ep = self.running_endpoint()?;
+        let out = run(Command::new("etcdctl").args([
+            "--endpoints",
+            &ep,
+            "endpoint",
+            "status",
+            "-w",
+            "json",
+        ]))?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&out.stdout).context("etcdctl status output")?;
+        v.get(0)
+            .and_then(|s| s.pointer("/Status/header/revision"))
+            .and_then(|r| r.as_i64())
+            .context("no revision in etcdctl status")
+    }
+
+    fn running_endpoint(&self) -> Result<String> {
+        self.members
+            .iter()
+            .find(|m| m.daemon.is_some())
+            .map(|m| m.client.to_string())
+            .context("no etcd member is running")
+    }
+
+    /// Wait until member `i` answers `/health` with true.
+    pub fn wait_healthy(&self, i: usize, limit: Duration) -> Result<()> {
+        let m = &self.members[i];
+        let deadline = Instant::now() + limit;
+        loop {
+            if health(m.client).unwrap_or(false) {
+                return Ok(());
+            }
+            if let Some(d) = &m.daemon
+                && !d.is_running()
+            {
+                bail!("etcd {} exited:\n{}", m.name, d.log_tail(20));
+            }
+            if Instant::now() > deadline {
+                let log = m
+                    .daemon
+                    .as_ref()
+                    .map(|d| d.log_tail(20))
+                    .unwrap_or_default();
+                bail!("etcd {} not healthy after {limit:?}:\n{log}", m.name);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// GET /health on a client port.
+fn health(addr: SocketAddr) -> Result<bool> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(300))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    let ok_status = body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200");
+    Ok(ok_status && body.contains("\"true\""))
+}
+
+impl Drop for EtcdCluster {
+    fn drop(&mut self) {
+        // Daemons stop in their own drops; the data directory goes last.
+        for m in &mut self.members {
+            m.daemon.take();
+        }
+    }
+}
