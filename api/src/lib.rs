@@ -5,8 +5,10 @@
 //! - [`validate`]: checks with messages a person can act on.
 //! - [`store`]: the `Datastore` trait and its etcd, Kubernetes and
 //!   in-memory backends; watch with resume.
+//! - [`examples`]: a valid object of every kind.
 //! - [`bgp`]: wire types of bgpd's control API.
 pub mod bgp;
+pub mod examples;
 pub mod kind;
 pub mod resources;
 pub mod store;

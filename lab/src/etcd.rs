@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use nix::sys::signal::Signal;
 
-use crate::netns::run;
 use crate::process::Daemon;
 use crate::tempdir::TempDir;
 
@@ -174,36 +173,49 @@ impl EtcdCluster {
     /// Compact the store's history up to `revision` (inclusive of older
     /// ones): watches from before it then fail as compacted.
     pub fn compact(&self, revision: i64) -> Result<()> {
-        let ep = self.running_endpoint()?;
-        run(Command::new("etcdctl").args(["--endpoints", &ep, "compact", &revision.to_string()]))
-            .map(|_| ())
-            .context("etcdctl compact")
+        let addr = self.running_member()?;
+        post_json(
+            addr,
+            "/v3/kv/compaction",
+            &format!("{{\"revision\":\"{revision}\",\"physical\":true}}"),
+        )
+        .context("compact")?;
+        Ok(())
     }
 
     /// The current revision of the store.
     pub fn revision(&self) -> Result<i64> {
-        let ep = self.running_endpoint()?;
-        let out = run(Command::new("etcdctl").args([
-            "--endpoints",
-            &ep,
-            "endpoint",
-            "status",
-            "-w",
-            "json",
-        ]))?;
-        let v: serde_json::Value =
-            serde_json::from_slice(&out.stdout).context("etcdctl status output")?;
-        v.get(0)
-            .and_then(|s| s.pointer("/Status/header/revision"))
-            .and_then(|r| r.as_i64())
-            .context("no revision in etcdctl status")
+        let v = self.status(self.running_member()?)?;
+        v.pointer("/header/revision")
+            .and_then(as_i64)
+            .context("no revision in etcd status")
     }
 
-    fn running_endpoint(&self) -> Result<String> {
+    /// The index of the member that leads the cluster now.
+    pub fn leader(&self) -> Result<usize> {
+        for (i, m) in self.members.iter().enumerate() {
+            if m.daemon.is_none() {
+                continue;
+            }
+            let v = self.status(m.client)?;
+            let me = v.pointer("/header/member_id").and_then(as_u64);
+            let leader = v.get("leader").and_then(as_u64);
+            if me.is_some() && me == leader {
+                return Ok(i);
+            }
+        }
+        bail!("no running member says it is the leader")
+    }
+
+    fn status(&self, addr: SocketAddr) -> Result<serde_json::Value> {
+        post_json(addr, "/v3/maintenance/status", "{}").context("etcd status")
+    }
+
+    fn running_member(&self) -> Result<SocketAddr> {
         self.members
             .iter()
             .find(|m| m.daemon.is_some())
-            .map(|m| m.client.to_string())
+            .map(|m| m.client)
             .context("no etcd member is running")
     }
 
@@ -242,6 +254,36 @@ fn health(addr: SocketAddr) -> Result<bool> {
     s.read_to_string(&mut body)?;
     let ok_status = body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200");
     Ok(ok_status && body.contains("\"true\""))
+}
+
+/// The gRPC gateway renders 64-bit numbers as strings.
+fn as_i64(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64().or_else(|| v.as_str()?.parse().ok())
+}
+
+fn as_u64(v: &serde_json::Value) -> Option<u64> {
+    v.as_u64().or_else(|| v.as_str()?.parse().ok())
+}
+
+/// POST a JSON body to etcd's HTTP gateway and return the JSON answer.
+fn post_json(addr: SocketAddr, path: &str, body: &str) -> Result<serde_json::Value> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        s,
+        "POST {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer)?;
+    let (head, payload) = answer.split_once("\r\n\r\n").context("no HTTP answer")?;
+    if !(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")) {
+        bail!(
+            "{path}: {}: {payload}",
+            head.lines().next().unwrap_or_default()
+        );
+    }
+    serde_json::from_str(payload).with_context(|| format!("{path}: not JSON: {payload}"))
 }
 
 impl Drop for EtcdCluster {

@@ -39,13 +39,26 @@ impl<S: Datastore> Retrying<S> {
         &self.inner
     }
 
-    async fn run<T, F, Fut>(&self, what: &str, mut call: F) -> Result<T>
+    /// The stored object, if its content is exactly `written` (labels,
+    /// annotations and everything outside metadata).
+    async fn ours(&self, key: &ObjectKey, written: &DynamicObject) -> Option<DynamicObject> {
+        let stored = self.run("get", || self.inner.get(key)).await.0.ok()?;
+        let same = stored.data == written.data
+            && stored.metadata.labels == written.metadata.labels
+            && stored.metadata.annotations == written.metadata.annotations;
+        same.then_some(stored)
+    }
+
+    /// Call until the answer is not transient; also says whether an
+    /// earlier attempt failed in a way that leaves its outcome unknown.
+    async fn run<T, F, Fut>(&self, what: &str, mut call: F) -> (Result<T>, bool)
     where
         F: FnMut() -> Fut + Send,
         Fut: std::future::Future<Output = Result<T>> + Send,
         T: Send,
     {
         let start = Instant::now();
+        let mut retried = false;
         let mut delays = ExponentialBuilder::default()
             .with_min_delay(Duration::from_millis(200))
             .with_max_delay(Duration::from_secs(5))
@@ -59,15 +72,19 @@ impl<S: Datastore> Retrying<S> {
                     if let Some(limit) = self.give_up_after
                         && start.elapsed() + delay > limit
                     {
-                        return Err(StoreError::Unavailable(format!(
-                            "{e} (gave up after {:.0?} of retries)",
-                            start.elapsed()
-                        )));
+                        return (
+                            Err(StoreError::Unavailable(format!(
+                                "{e} (gave up after {:.0?} of retries)",
+                                start.elapsed()
+                            ))),
+                            retried,
+                        );
                     }
                     warn!(store = %self.inner.describe(), error = %e, retry_in = ?delay, "{what} failed; retrying");
                     tokio::time::sleep(delay).await;
+                    retried = true;
                 }
-                other => return other,
+                other => return (other, retried),
             }
         }
     }
@@ -76,24 +93,46 @@ impl<S: Datastore> Retrying<S> {
 #[async_trait]
 impl<S: Datastore> Datastore for Retrying<S> {
     async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
-        self.run("get", || self.inner.get(key)).await
+        self.run("get", || self.inner.get(key)).await.0
     }
 
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
-        self.run("list", || self.inner.list(kind, namespace)).await
+        self.run("list", || self.inner.list(kind, namespace))
+            .await
+            .0
     }
 
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
-        self.run("create", || self.inner.create(obj.clone())).await
+        match self.run("create", || self.inner.create(obj.clone())).await {
+            // An attempt that timed out may have been applied: if what is
+            // stored now is what we wrote, that attempt was ours.
+            (Err(StoreError::AlreadyExists(key)), true) => self
+                .ours(&key, &obj)
+                .await
+                .ok_or(StoreError::AlreadyExists(key)),
+            (r, _) => r,
+        }
     }
 
     async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
-        self.run("update", || self.inner.update(obj.clone())).await
+        match self.run("update", || self.inner.update(obj.clone())).await {
+            (Err(StoreError::Conflict { key, expected }), true) => self
+                .ours(&key, &obj)
+                .await
+                .ok_or(StoreError::Conflict { key, expected }),
+            (r, _) => r,
+        }
     }
 
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
-        self.run("delete", || self.inner.delete(key, resource_version))
+        match self
+            .run("delete", || self.inner.delete(key, resource_version))
             .await
+        {
+            // Gone after an attempt whose outcome was unknown: it was ours.
+            (Err(StoreError::NotFound(_)), true) => Ok(()),
+            (r, _) => r,
+        }
     }
 
     async fn watch_raw(
@@ -161,5 +200,102 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::NotFound(_)));
+    }
+
+    /// Applies each write, then reports the first of each kind of call as
+    /// lost (the answer never came back), as a dropped connection would.
+    struct LostAnswers {
+        mem: MemoryStore,
+        lost: std::sync::Mutex<std::collections::HashSet<&'static str>>,
+    }
+
+    impl LostAnswers {
+        fn lose(&self, call: &'static str) -> bool {
+            self.lost.lock().unwrap().insert(call)
+        }
+    }
+
+    #[async_trait]
+    impl Datastore for LostAnswers {
+        async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+            self.mem.get(key).await
+        }
+        async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
+            self.mem.list(kind, namespace).await
+        }
+        async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+            let r = self.mem.create(obj).await;
+            if self.lose("create") {
+                Err(StoreError::Unavailable("answer lost".into()))
+            } else {
+                r
+            }
+        }
+        async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+            let r = self.mem.update(obj).await;
+            if self.lose("update") {
+                Err(StoreError::Unavailable("answer lost".into()))
+            } else {
+                r
+            }
+        }
+        async fn delete(&self, key: &ObjectKey, rv: Option<&str>) -> Result<()> {
+            let r = self.mem.delete(key, rv).await;
+            if self.lose("delete") {
+                Err(StoreError::Unavailable("answer lost".into()))
+            } else {
+                r
+            }
+        }
+        async fn watch_raw(
+            &self,
+            scope: &WatchScope,
+            revision: &str,
+        ) -> Result<BoxStream<'static, Result<RawEvent>>> {
+            self.mem.watch_raw(scope, revision).await
+        }
+        fn describe(&self) -> String {
+            "lost-answers".into()
+        }
+    }
+
+    /// A write whose answer was lost was applied: its retry must not report
+    /// AlreadyExists / Conflict / NotFound for the caller's own write.
+    #[tokio::test(start_paused = true)]
+    async fn retried_writes_whose_first_answer_was_lost_succeed() {
+        let mem = MemoryStore::new();
+        let store = Retrying::new(
+            LostAnswers {
+                mem: mem.clone(),
+                lost: Default::default(),
+            },
+            None,
+        );
+        let created = store
+            .create(pool("a"))
+            .await
+            .expect("create after a lost answer");
+        let mut changed = created.clone();
+        changed.data["spec"]["cidr"] = "10.1.0.0/16".into();
+        let updated = store
+            .update(changed)
+            .await
+            .expect("update after a lost answer");
+        assert_eq!(updated.data["spec"]["cidr"], "10.1.0.0/16");
+        let key = ObjectKey::new(Kind::IpPool, None, "a");
+        store
+            .delete(&key, updated.metadata.resource_version.as_deref())
+            .await
+            .expect("delete after a lost answer");
+        assert!(mem.get(&key).await.is_err());
+        // Someone else's object under the same name is still a conflict.
+        mem.create(pool("b")).await.unwrap();
+        let mut other = pool("b");
+        other.data["spec"]["cidr"] = "10.9.0.0/16".into();
+        let plain = Retrying::new(mem.clone(), None);
+        assert!(matches!(
+            plain.create(other).await,
+            Err(StoreError::AlreadyExists(_))
+        ));
     }
 }

@@ -1,0 +1,547 @@
+//! The etcd backend against real etcd servers (Debian's etcd-server) on
+//! loopback: every kind round-trips with compare-and-swap, a watch stays
+//! exact through churn and compaction, and clients ride out a stopped
+//! store and a killed cluster member.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tartan_api::examples::{example, modified};
+use tartan_api::kind::Kind;
+use tartan_api::store::etcd::EtcdStore;
+use tartan_api::store::watch::{WatchEvent, watch};
+use tartan_api::store::{
+    Datastore, DynamicObject, ObjectKey, RawEvent, StoreError, WatchScope, connect,
+};
+use tartan_lab::etcd::EtcdCluster;
+
+type View = BTreeMap<(Option<String>, String), u64>;
+
+fn rv(o: &DynamicObject) -> u64 {
+    o.metadata
+        .resource_version
+        .as_deref()
+        .and_then(|r| r.parse().ok())
+        .expect("stored objects carry a numeric resourceVersion")
+}
+
+fn local(o: &DynamicObject) -> (Option<String>, String) {
+    (
+        o.metadata.namespace.clone(),
+        o.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// A watch consumer that checks every event against what it already has:
+/// no Added twice, no Modified going backwards or repeating, no Deleted of
+/// something it does not have.
+#[derive(Default)]
+struct Consumer {
+    view: View,
+    events: u64,
+    synced: u32,
+}
+
+impl Consumer {
+    fn apply(&mut self, e: WatchEvent) {
+        self.events += 1;
+        match e {
+            WatchEvent::Added(o) => {
+                let prev = self.view.insert(local(&o), rv(&o));
+                assert!(prev.is_none(), "Added twice: {:?}", local(&o));
+            }
+            WatchEvent::Modified(o) => {
+                let new = rv(&o);
+                let prev = self.view.insert(local(&o), new);
+                let prev = prev.unwrap_or_else(|| panic!("Modified unknown {:?}", local(&o)));
+                assert!(new > prev, "Modified {:?}: {prev} -> {new}", local(&o));
+            }
+            WatchEvent::Deleted(o) => {
+                assert!(
+                    self.view.remove(&local(&o)).is_some(),
+                    "Deleted unknown {:?}",
+                    local(&o)
+                );
+            }
+            WatchEvent::Synced { .. } => self.synced += 1,
+        }
+    }
+}
+
+async fn store_view(store: &dyn Datastore, kind: Kind) -> (View, u64) {
+    let l = store.list(kind, None).await.expect("list");
+    let view = l.items.iter().map(|o| (local(o), rv(o))).collect();
+    (view, l.revision.parse().expect("numeric revision"))
+}
+
+/// Runs a watch in a task until told to stop, then hands back its consumer.
+struct Watcher {
+    stop: tokio::sync::watch::Sender<u64>,
+    task: tokio::task::JoinHandle<(Consumer, u64)>,
+}
+
+impl Watcher {
+    fn start(store: Arc<dyn Datastore>, kind: Kind) -> Self {
+        let (stop, mut stop_rx) = tokio::sync::watch::channel(0u64);
+        let task = tokio::spawn(async move {
+            let mut w = watch(
+                store,
+                WatchScope {
+                    kind,
+                    namespace: None,
+                },
+            );
+            let mut c = Consumer::default();
+            loop {
+                // Stop once told to and caught up to the revision given.
+                let target = *stop_rx.borrow();
+                let at = w
+                    .revision()
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .unwrap_or(0);
+                if target > 0 && at >= target {
+                    break;
+                }
+                tokio::select! {
+                    e = w.next() => c.apply(e),
+                    _ = stop_rx.changed() => {}
+                }
+            }
+            (c, w.lists())
+        });
+        Watcher { stop, task }
+    }
+
+    /// Wait until the watch has seen everything up to `revision`.
+    async fn finish(self, revision: u64) -> (Consumer, u64) {
+        self.stop.send_replace(revision);
+        tokio::time::timeout(Duration::from_secs(120), self.task)
+            .await
+            .expect("the watch never caught up with the store")
+            .expect("watch task")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_round_trips_with_compare_and_swap() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = connect(&etcd.datastore_spec(), Some(Duration::from_secs(20)))
+        .await
+        .expect("connect");
+    for kind in Kind::all() {
+        let obj = example(kind, "round-trip");
+        let created = store
+            .create(obj.clone())
+            .await
+            .unwrap_or_else(|e| panic!("create {kind}: {e}"));
+        assert!(created.metadata.uid.is_some(), "{kind}: no uid");
+        assert!(created.metadata.creation_timestamp.is_some());
+        let key = ObjectKey::of(&created).unwrap();
+        match store.create(obj.clone()).await {
+            Err(StoreError::AlreadyExists(k)) => assert_eq!(k, key),
+            other => panic!("{kind}: second create gave {other:?}"),
+        }
+
+        let got = store.get(&key).await.expect("get");
+        assert_eq!(got.data, obj.data, "{kind}: content changed on the way");
+        assert_eq!(got.metadata.labels, obj.metadata.labels);
+        assert_eq!(got.metadata.annotations, obj.metadata.annotations);
+        assert_eq!(
+            got.metadata.resource_version,
+            created.metadata.resource_version
+        );
+        assert_eq!(got.metadata.uid, created.metadata.uid);
+        let listed = store.list(kind, None).await.expect("list");
+        assert_eq!(listed.items.len(), 1, "{kind}");
+        assert!(listed.revision.parse::<u64>().unwrap() >= rv(&created));
+
+        let updated = store.update(modified(&got, 1)).await.expect("update");
+        assert!(rv(&updated) > rv(&got));
+        assert_eq!(
+            updated.metadata.uid, created.metadata.uid,
+            "update kept uid"
+        );
+        let reread = store.get(&key).await.unwrap();
+        assert_eq!(
+            reread
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("tartan.dev/revision")),
+            Some(&"1".to_string())
+        );
+
+        // The stale version loses, for update and delete alike.
+        match store.update(modified(&got, 2)).await {
+            Err(StoreError::Conflict { key: k, expected }) => {
+                assert_eq!(k, key);
+                assert_eq!(expected, rv(&got).to_string());
+            }
+            other => panic!("{kind}: stale update gave {other:?}"),
+        }
+        let stale = rv(&got).to_string();
+        assert!(matches!(
+            store.delete(&key, Some(&stale)).await,
+            Err(StoreError::Conflict { .. })
+        ));
+        assert!(store.get(&key).await.is_ok(), "a failed delete deleted");
+
+        let current = rv(&updated).to_string();
+        store.delete(&key, Some(&current)).await.expect("delete");
+        assert!(matches!(
+            store.get(&key).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(matches!(
+            store.delete(&key, None).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert!(matches!(
+            store.update(updated.clone()).await,
+            Err(StoreError::NotFound(_))
+        ));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespaces_scope_lists_and_keys() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    for ns in ["a", "ab", "b"] {
+        let mut o = example(Kind::NetworkPolicy, "p");
+        o.metadata.namespace = Some(ns.into());
+        store.create(o).await.unwrap();
+    }
+    // "a" must not match "ab": keys end the namespace with a separator.
+    let l = store.list(Kind::NetworkPolicy, Some("a")).await.unwrap();
+    assert_eq!(l.items.len(), 1);
+    assert_eq!(l.items[0].metadata.namespace.as_deref(), Some("a"));
+    assert_eq!(
+        store
+            .list(Kind::NetworkPolicy, None)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        3
+    );
+    assert_eq!(
+        store
+            .list(Kind::GlobalNetworkPolicy, None)
+            .await
+            .unwrap()
+            .items
+            .len(),
+        0
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn raw_watch_from_a_compacted_revision_is_expired() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let mut o = store.create(example(Kind::IpPool, "p")).await.unwrap();
+    let first = rv(&o);
+    for i in 0..5 {
+        o = store.update(modified(&o, i)).await.unwrap();
+    }
+    let scope = WatchScope {
+        kind: Kind::IpPool,
+        namespace: None,
+    };
+    // Before compaction, the history is there: five puts after `first`.
+    let mut raw = store.watch_raw(&scope, &first.to_string()).await.unwrap();
+    let mut puts = 0;
+    while puts < 5 {
+        match tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut raw))
+            .await
+        {
+            Ok(Some(Ok(RawEvent::Put(_)))) => puts += 1,
+            Ok(Some(Ok(RawEvent::Progress(_)))) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    drop(raw);
+
+    etcd.compact(rv(&o) as i64).unwrap();
+    let r = match store.watch_raw(&scope, &first.to_string()).await {
+        Err(e) => Err(e),
+        Ok(mut s) => {
+            tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut s))
+                .await
+                .expect("no answer")
+                .expect("stream ended without a word")
+        }
+    };
+    assert!(matches!(r, Err(StoreError::Expired(_))), "got {r:?}");
+}
+
+/// 10,000 creates, updates and deletes over 400 names from two writers
+/// while a watch follows. Half way, the watch's connection is cut and, while
+/// it is away, the history is compacted past the revision it had reached:
+/// it must relist. Its consumer's view must end equal to the store, and the
+/// consumer's checks catch any duplicate or lost event on the way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_stays_exact_through_churn_and_compaction() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let etcd_store: Arc<dyn Datastore> =
+        Arc::new(EtcdStore::connect(&etcd.client_endpoints()).await.unwrap());
+    let link = Arc::new(Link::new(etcd_store.clone()));
+    let watcher = Watcher::start(link.clone(), Kind::NetworkPolicy);
+
+    let started = Instant::now();
+    let writers: Vec<_> = (0..2u64)
+        .map(|w| {
+            let store = etcd_store.clone();
+            tokio::spawn(async move { churn(store, w, 5_000, 200).await })
+        })
+        .collect();
+    let compacted = loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if etcd.revision().unwrap() > 4_000 {
+            link.cut();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let rev = etcd.revision().unwrap();
+            etcd.compact(rev).unwrap();
+            link.restore();
+            break rev;
+        }
+    };
+    for w in writers {
+        w.await.unwrap();
+    }
+    let (want, revision) = store_view(etcd_store.as_ref(), Kind::NetworkPolicy).await;
+    let (consumer, lists) = watcher.finish(revision).await;
+    eprintln!(
+        "10k ops in {:?}; compacted at {compacted}; watch saw {} events, listed {lists} times",
+        started.elapsed(),
+        consumer.events
+    );
+    assert!(lists >= 2, "the compaction should have forced a relist");
+    assert_eq!(
+        consumer.view, want,
+        "the watch's view differs from the store"
+    );
+    assert!(consumer.synced >= 2);
+}
+
+/// A store whose watch connections can be cut and kept down, as a network
+/// blip would; everything else passes through.
+struct Link {
+    inner: Arc<dyn Datastore>,
+    up: tokio::sync::watch::Sender<bool>,
+}
+
+impl Link {
+    fn new(inner: Arc<dyn Datastore>) -> Self {
+        Link {
+            inner,
+            up: tokio::sync::watch::channel(true).0,
+        }
+    }
+
+    fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    fn restore(&self) {
+        self.up.send_replace(true);
+    }
+}
+
+#[async_trait::async_trait]
+impl Datastore for Link {
+    async fn get(&self, key: &ObjectKey) -> tartan_api::store::Result<DynamicObject> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+    ) -> tartan_api::store::Result<tartan_api::store::Listing> {
+        if !*self.up.borrow() {
+            return Err(StoreError::Unavailable("link cut by the test".into()));
+        }
+        self.inner.list(kind, namespace).await
+    }
+    async fn create(&self, obj: DynamicObject) -> tartan_api::store::Result<DynamicObject> {
+        self.inner.create(obj).await
+    }
+    async fn update(&self, obj: DynamicObject) -> tartan_api::store::Result<DynamicObject> {
+        self.inner.update(obj).await
+    }
+    async fn delete(&self, key: &ObjectKey, rv: Option<&str>) -> tartan_api::store::Result<()> {
+        self.inner.delete(key, rv).await
+    }
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> tartan_api::store::Result<
+        futures::stream::BoxStream<'static, tartan_api::store::Result<RawEvent>>,
+    > {
+        if !*self.up.borrow() {
+            return Err(StoreError::Unavailable("link cut by the test".into()));
+        }
+        let raw = self.inner.watch_raw(scope, revision).await?;
+        let mut up = self.up.subscribe();
+        let cut = async move {
+            let _ = up.wait_for(|u| !*u).await;
+        };
+        Ok(futures::StreamExt::boxed(futures::StreamExt::take_until(
+            raw,
+            Box::pin(cut),
+        )))
+    }
+    fn describe(&self) -> String {
+        "link".into()
+    }
+}
+
+/// `ops` writes by writer `w` over `names` names of its own, choosing
+/// create, update or delete by what it knows exists; returns what it
+/// believes is stored.
+async fn churn(store: Arc<dyn Datastore>, w: u64, ops: u32, names: u64) -> HashMap<String, u64> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ (w + 1);
+    let mut rng = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut live: HashMap<String, DynamicObject> = HashMap::new();
+    for i in 0..ops {
+        let name = format!("w{w}-p{}", rng() % names);
+        let ns = if rng() % 2 == 0 { "even" } else { "odd" };
+        match live.remove(&name) {
+            None => {
+                let mut o = example(Kind::NetworkPolicy, &name);
+                o.metadata.namespace = Some(ns.into());
+                let o = store.create(o).await.expect("create");
+                live.insert(name, o);
+            }
+            Some(o) if rng() % 3 == 0 => {
+                let key = ObjectKey::of(&o).unwrap();
+                store
+                    .delete(&key, o.metadata.resource_version.as_deref())
+                    .await
+                    .expect("delete");
+            }
+            Some(o) => {
+                let o = store.update(modified(&o, i)).await.expect("update");
+                live.insert(name, o);
+            }
+        }
+    }
+    live.into_iter().map(|(k, o)| (k, rv(&o))).collect()
+}
+
+/// How long the outage test keeps etcd down (the 60 s; shorter
+/// with TARTAN_ETCD_OUTAGE_SECS for a quick local run).
+fn outage() -> Duration {
+    let secs = std::env::var("TARTAN_ETCD_OUTAGE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    Duration::from_secs(secs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_survive_etcd_stopped_and_restarted() {
+    let mut etcd = EtcdCluster::single().expect("start etcd");
+    // Clients as daemons open it: retrying for ever.
+    let store = connect(&etcd.datastore_spec(), None)
+        .await
+        .expect("connect");
+    for i in 0..20 {
+        store
+            .create(example(Kind::IpPool, &format!("before-{i}")))
+            .await
+            .unwrap();
+    }
+    let watcher = Watcher::start(store.clone(), Kind::IpPool);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    etcd.stop(0).unwrap();
+    let down = Instant::now();
+    // Writes issued while the store is down wait and complete after.
+    let writes: Vec<_> = (0..10)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .create(example(Kind::IpPool, &format!("during-{i}")))
+                    .await
+            })
+        })
+        .collect();
+    tokio::time::sleep(outage()).await;
+    assert!(
+        writes.iter().all(|w| !w.is_finished()),
+        "a write finished while etcd was down"
+    );
+    etcd.start(0).unwrap();
+    eprintln!("etcd was down {:?}", down.elapsed());
+    for w in writes {
+        tokio::time::timeout(Duration::from_secs(60), w)
+            .await
+            .expect("a write never completed after etcd came back")
+            .unwrap()
+            .expect("a write failed after etcd came back");
+    }
+    store.create(example(Kind::IpPool, "after")).await.unwrap();
+
+    let (want, revision) = store_view(store.as_ref(), Kind::IpPool).await;
+    assert_eq!(want.len(), 31);
+    let (consumer, _) = watcher.finish(revision).await;
+    assert_eq!(
+        consumer.view, want,
+        "the watch missed changes across the outage"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_member_cluster_keeps_working_with_a_member_killed() {
+    let mut etcd = EtcdCluster::three().expect("start three etcd members");
+    let store = connect(&etcd.datastore_spec(), None)
+        .await
+        .expect("connect");
+    let watcher = Watcher::start(store.clone(), Kind::BgpPeer);
+
+    let writer = {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut written = Vec::new();
+            for i in 0..300 {
+                let name = format!("peer-{i}");
+                let o = store
+                    .create(example(Kind::BgpPeer, &name))
+                    .await
+                    .expect("create");
+                written.push(o);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            written
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Kill the leader: the hardest member to lose.
+    let leader = etcd.leader().unwrap();
+    etcd.kill(leader).unwrap();
+    eprintln!("killed member {leader} (the leader)");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let written = tokio::time::timeout(Duration::from_secs(120), writer)
+        .await
+        .expect("writes stalled with one member down")
+        .unwrap();
+    etcd.start(leader).unwrap();
+
+    let (want, revision) = store_view(store.as_ref(), Kind::BgpPeer).await;
+    assert_eq!(want.len(), 300, "a write that succeeded is missing");
+    for o in &written {
+        assert_eq!(want.get(&local(o)), Some(&rv(o)), "{:?}", local(o));
+    }
+    let (consumer, _) = watcher.finish(revision).await;
+    assert_eq!(consumer.view, want, "the watch missed changes");
+}
