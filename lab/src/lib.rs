@@ -6,6 +6,7 @@ pub mod etcd;
 pub mod netns;
 pub mod peers;
 pub mod process;
+pub mod storebench;
 pub mod tempdir;
 pub mod topo;
 

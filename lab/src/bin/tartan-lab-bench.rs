@@ -20,6 +20,27 @@ struct Cli {
 enum Cmd {
     /// BGP ingest and propagate: injectors → device → sink.
     Bgp(BgpArgs),
+    /// Datastore: list of many objects and watch delivery latency on etcd.
+    Datastore(DatastoreArgs),
+}
+
+#[derive(clap::Args)]
+struct DatastoreArgs {
+    /// Objects to list.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+    /// Times the list is repeated (median reported).
+    #[arg(long, default_value_t = 7)]
+    list_runs: usize,
+    /// Updates whose delivery through a watch is timed.
+    #[arg(long, default_value_t = 1_000)]
+    writes: usize,
+    /// Milliseconds between timed updates.
+    #[arg(long, default_value_t = 5)]
+    pace_ms: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -62,7 +83,10 @@ fn main() -> Result<()> {
         // logging would be part of what is measured.
         unsafe { std::env::set_var("TARTAN_LOG", "warn") };
     }
-    let Cli { cmd: Cmd::Bgp(a) } = Cli::parse();
+    let a = match Cli::parse().cmd {
+        Cmd::Bgp(a) => a,
+        Cmd::Datastore(a) => return datastore(a),
+    };
     let devices = a
         .devices
         .split(',')
@@ -109,11 +133,35 @@ fn main() -> Result<()> {
     drop(topo);
     env.load_after = load_average();
     let md = render_markdown(&env, &opts, &results, generator.as_ref());
-    if let Some(p) = &a.out {
+    write_out(a.out.as_deref(), &md)
+}
+
+fn datastore(a: DatastoreArgs) -> Result<()> {
+    use tartan_lab::storebench::{StoreBenchOptions, render_markdown, run};
+    let opts = StoreBenchOptions {
+        objects: a.objects,
+        list_runs: a.list_runs.max(1),
+        writes: a.writes.max(1),
+        pace: Duration::from_millis(a.pace_ms),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let r = rt.block_on(run(&opts))?;
+    env.load_after = load_average();
+    let md = render_markdown(&env, &opts, &r);
+    write_out(a.out.as_deref(), &md)
+}
+
+fn write_out(out: Option<&std::path::Path>, md: &str) -> Result<()> {
+    if let Some(p) = out {
         if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
-        std::fs::write(p, &md).with_context(|| format!("write {}", p.display()))?;
+        std::fs::write(p, md).with_context(|| format!("write {}", p.display()))?;
     }
     print!("{md}");
     Ok(())
