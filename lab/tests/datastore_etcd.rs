@@ -205,6 +205,35 @@ async fn every_kind_round_trips_with_compare_and_swap() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_objects_are_refused_before_reaching_etcd() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = connect(&etcd.datastore_spec(), Some(Duration::from_secs(20)))
+        .await
+        .expect("connect");
+    let mut bad = example(Kind::IpPool, "bad");
+    bad.data["spec"]["blockSize"] = 40.into();
+    match store.create(bad).await {
+        Err(StoreError::Invalid(m)) => {
+            assert!(m.contains("IPPool") && m.contains("spec.blockSize"), "{m}")
+        }
+        other => panic!("an invalid pool was not refused: {other:?}"),
+    }
+    let good = store.create(example(Kind::IpPool, "good")).await.unwrap();
+    let mut worse = good.clone();
+    worse.data["spec"]["ipipMode"] = "Sometimes".into();
+    assert!(matches!(
+        store.update(worse).await,
+        Err(StoreError::Invalid(_))
+    ));
+    let l = store.list(Kind::IpPool, None).await.unwrap();
+    assert_eq!(l.items.len(), 1, "only the valid pool is stored");
+    assert_eq!(
+        l.items[0].data, good.data,
+        "the refused update changed nothing"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespaces_scope_lists_and_keys() {
     let etcd = EtcdCluster::single().expect("start etcd");
     let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();

@@ -1,1 +1,57 @@
-//! `tartan.dev/v1` resources (being written).
+//! The typed `tartan.dev/v1` resources, one file per kind, and their CRDs.
+//!
+//! Each spec has a `check()` that returns every semantic problem with
+//! field paths from `spec`; [`crate::validate::validate`] runs it after
+//! parsing. Defaults are written in each field's documentation (which
+//! becomes the CRD's description).
+
+pub mod bgpconfiguration;
+pub mod bgpfilter;
+pub mod bgppeer;
+pub mod common;
+pub mod community;
+pub mod crd;
+pub mod ipam;
+pub mod ippool;
+pub mod ipreservation;
+pub mod node;
+pub mod policy;
+mod policy_values;
+
+pub use bgpconfiguration::{BgpConfiguration, BgpConfigurationSpec};
+pub use bgpfilter::{BgpFilter, BgpFilterSpec};
+pub use bgppeer::{BgpPeer, BgpPeerSpec};
+pub use common::{SecretKeyRef, SecretSource};
+pub use crd::crds;
+pub use ipam::{
+    BlockAffinity, BlockAffinitySpec, IpamBlock, IpamBlockSpec, IpamHandle, IpamHandleSpec,
+    block_name,
+};
+pub use ippool::{IpPool, IpPoolSpec};
+pub use ipreservation::{IpReservation, IpReservationSpec};
+pub use node::NodeBgp;
+pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
+
+use crate::kind::Kind;
+use crate::store::typed::Resource;
+
+macro_rules! tartan_resource {
+    ($($ty:ty => $kind:ident),* $(,)?) => {
+        $(impl Resource for $ty {
+            const KIND: Kind = Kind::$kind;
+        })*
+    };
+}
+
+tartan_resource!(
+    IpPool => IpPool,
+    IpReservation => IpReservation,
+    BgpConfiguration => BgpConfiguration,
+    BgpPeer => BgpPeer,
+    BgpFilter => BgpFilter,
+    NetworkPolicy => NetworkPolicy,
+    GlobalNetworkPolicy => GlobalNetworkPolicy,
+    IpamBlock => IpamBlock,
+    IpamHandle => IpamHandle,
+    BlockAffinity => BlockAffinity,
+);

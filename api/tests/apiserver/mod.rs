@@ -387,6 +387,8 @@ impl FakeApiServer {
     }
 }
 
+// Short-lived, one at a time: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Ev {
     Raw(Option<tartan_api::store::Result<RawEvent>>),
     Tick,

@@ -1,0 +1,223 @@
+//! BGPFilter: import and export rules for BGP sessions.
+
+use ipnet::IpNet;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Problem, Problems, parse_network};
+use super::community::Community;
+
+/// What a matching rule does with the route.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum FilterAction {
+    Accept,
+    Reject,
+}
+
+/// How a rule's `cidr` is compared with a route's prefix: `Equal` /
+/// `NotEqual` the very prefix, `In` / `NotIn` within it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum MatchOperator {
+    Equal,
+    NotEqual,
+    In,
+    NotIn,
+}
+
+/// Where a route came from. `RemotePeers`: learned from a BGP peer (not
+/// this node's own blocks).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum RouteSource {
+    RemotePeers,
+}
+
+/// Import and export rules, per address family, for the BGP sessions of
+/// the BGPPeers that name this filter. Rules are tried in order; the first
+/// that matches decides. Routes no rule matches are accepted.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[kube(
+    group = "tartan.dev",
+    version = "v1",
+    kind = "BGPFilter",
+    plural = "bgpfilters",
+    root = "BgpFilter",
+    derive = "PartialEq",
+    doc = "Import and export rules for BGP sessions."
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BgpFilterSpec {
+    /// Rules for IPv4 routes sent to peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub export_v4: Vec<BgpFilterRule>,
+    /// Rules for IPv4 routes learned from peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_v4: Vec<BgpFilterRule>,
+    /// Rules for IPv6 routes sent to peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub export_v6: Vec<BgpFilterRule>,
+    /// Rules for IPv6 routes learned from peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub import_v6: Vec<BgpFilterRule>,
+}
+
+/// One filter rule: all the given conditions must match.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.cidr) || has(self.matchOperator)", "message": "matchOperator is required when cidr is set"}
+]))]
+pub struct BgpFilterRule {
+    /// The prefix routes are compared with; of the list's address family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cidr: Option<String>,
+    /// Match only routes whose prefix length is in this range.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_length: Option<PrefixLength>,
+    /// How cidr is compared; required with cidr.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_operator: Option<MatchOperator>,
+    /// Where the route came from. Default: anywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<RouteSource>,
+    /// Accept or Reject the route.
+    pub action: FilterAction,
+    /// Communities to add to or remove from accepted routes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub communities: Option<CommunityChanges>,
+    /// AS numbers to prepend to the AS path of accepted exported routes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub as_path_prepend: Vec<u32>,
+}
+
+/// A range of prefix lengths, bounds included.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.min) || !has(self.max) || self.min <= self.max", "message": "min is greater than max"}
+]))]
+pub struct PrefixLength {
+    /// Default: the rule's cidr prefix length, or 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<u8>,
+    /// Default: 32 for IPv4, 128 for IPv6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<u8>,
+}
+
+/// Community values (`AA:NN`, `A:B:C` or a well-known name) to add and
+/// remove.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CommunityChanges {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub add: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+}
+
+impl BgpFilterSpec {
+    /// Every problem with this spec; fields are named from `spec`.
+    pub fn check(&self) -> Vec<Problem> {
+        let mut p = Problems::default();
+        for (list, rules, v6, export) in [
+            ("exportV4", &self.export_v4, false, true),
+            ("importV4", &self.import_v4, false, false),
+            ("exportV6", &self.export_v6, true, true),
+            ("importV6", &self.import_v6, true, false),
+        ] {
+            for (i, r) in rules.iter().enumerate() {
+                r.check(&format!("spec.{list}[{i}]"), v6, export, &mut p);
+            }
+        }
+        p.0
+    }
+}
+
+impl BgpFilterRule {
+    fn check(&self, f: &str, v6: bool, export: bool, p: &mut Problems) {
+        let (family, max_len) = if v6 { ("IPv6", 128) } else { ("IPv4", 32) };
+        let mut min_len = 0;
+        if let Some(c) = &self.cidr {
+            let field = format!("{f}.cidr");
+            if let Some(net) = p.take(&field, parse_network(c)) {
+                if matches!(net, IpNet::V6(_)) != v6 {
+                    p.add(
+                        field,
+                        format!("{c:?} is not {family}; this list holds {family} rules only"),
+                    );
+                } else {
+                    min_len = net.prefix_len();
+                }
+            }
+            if self.match_operator.is_none() {
+                p.add(
+                    format!("{f}.matchOperator"),
+                    "missing; a rule with cidr needs Equal, NotEqual, In or NotIn",
+                );
+            }
+        } else if self.match_operator.is_some() {
+            p.add(
+                format!("{f}.matchOperator"),
+                "is set without cidr; give the cidr it compares with",
+            );
+        }
+        if let Some(pl) = &self.prefix_length {
+            for (name, v) in [("min", pl.min), ("max", pl.max)] {
+                if let Some(v) = v {
+                    if v > max_len {
+                        p.add(
+                            format!("{f}.prefixLength.{name}"),
+                            format!("{v} is out of range for {family}; allowed 0 to {max_len}"),
+                        );
+                    } else if v < min_len {
+                        p.add(
+                            format!("{f}.prefixLength.{name}"),
+                            format!(
+                                "{v} is shorter than the cidr's prefix /{min_len}; no route within it matches"
+                            ),
+                        );
+                    }
+                }
+            }
+            if let (Some(lo), Some(hi)) = (pl.min, pl.max)
+                && lo > hi
+            {
+                p.add(
+                    format!("{f}.prefixLength"),
+                    format!("min {lo} is greater than max {hi}"),
+                );
+            }
+        }
+        if let Some(c) = &self.communities {
+            if self.action != FilterAction::Accept {
+                p.add(
+                    format!("{f}.communities"),
+                    "only an Accept rule can change communities",
+                );
+            }
+            for (name, vals) in [("add", &c.add), ("remove", &c.remove)] {
+                for (j, v) in vals.iter().enumerate() {
+                    p.take(
+                        &format!("{f}.communities.{name}[{j}]"),
+                        v.parse::<Community>(),
+                    );
+                }
+            }
+        }
+        if !self.as_path_prepend.is_empty() {
+            let field = format!("{f}.asPathPrepend");
+            if !export {
+                p.add(&field, "only export rules can prepend to the AS path");
+            } else if self.action != FilterAction::Accept {
+                p.add(&field, "only an Accept rule can prepend to the AS path");
+            }
+            for (j, asn) in self.as_path_prepend.iter().enumerate() {
+                p.take(
+                    &format!("{field}[{j}]"),
+                    super::common::check_as_number(*asn),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! A node's BGP settings, kept as annotations on its Kubernetes Node:
+//!
+//! | annotation | value |
+//! |---|---|
+//! | `tartan.dev/bgp-ipv4-address` | the node's IPv4 BGP address with its prefix, e.g. `10.0.0.5/24` |
+//! | `tartan.dev/bgp-ipv6-address` | the node's IPv6 BGP address with its prefix, e.g. `fd00::5/64` |
+//! | `tartan.dev/bgp-as-number` | the node's AS, overriding BGPConfiguration `asNumber` |
+//! | `tartan.dev/route-reflector-cluster-id` | dotted IPv4; a node with it is a route reflector |
+//!
+//! The prefix tells which other nodes share the node's subnet (for
+//! `CrossSubnet` encapsulation).
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+
+use ipnet::{IpNet, Ipv4Net, Ipv6Net};
+use k8s_openapi::api::core::v1::Node;
+
+use super::common::{Problems, check_as_number};
+use crate::validate::Invalid;
+
+pub const BGP_IPV4_ADDRESS: &str = "tartan.dev/bgp-ipv4-address";
+pub const BGP_IPV6_ADDRESS: &str = "tartan.dev/bgp-ipv6-address";
+pub const BGP_AS_NUMBER: &str = "tartan.dev/bgp-as-number";
+pub const ROUTE_REFLECTOR_CLUSTER_ID: &str = "tartan.dev/route-reflector-cluster-id";
+
+/// A node's BGP settings, from its annotations; each is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeBgp {
+    /// IPv4 address and the prefix of its subnet.
+    pub ipv4_address: Option<Ipv4Net>,
+    /// IPv6 address and the prefix of its subnet.
+    pub ipv6_address: Option<Ipv6Net>,
+    /// The node's own AS, overriding the cluster's.
+    pub as_number: Option<u32>,
+    /// Set on route reflectors: their cluster ID (RFC 4456).
+    pub route_reflector_cluster_id: Option<Ipv4Addr>,
+}
+
+impl NodeBgp {
+    /// The settings of `node`; an error lists every bad annotation.
+    pub fn from_node(node: &Node) -> Result<NodeBgp, Invalid> {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        let empty = BTreeMap::new();
+        let ann = node.metadata.annotations.as_ref().unwrap_or(&empty);
+        NodeBgp::from_annotations(name, ann)
+    }
+
+    /// The settings in a Node's annotations; `name` is for messages.
+    pub fn from_annotations(
+        name: &str,
+        annotations: &BTreeMap<String, String>,
+    ) -> Result<NodeBgp, Invalid> {
+        let mut p = Problems::default();
+        let mut out = NodeBgp::default();
+        let field = |key: &str| format!("metadata.annotations[{key}]");
+        if let Some(v) = annotations.get(BGP_IPV4_ADDRESS) {
+            match parse_interface_address(v) {
+                Ok(IpNet::V4(n)) => out.ipv4_address = Some(n),
+                Ok(IpNet::V6(_)) => p.add(
+                    field(BGP_IPV4_ADDRESS),
+                    format!("{v:?} is IPv6; put it in {BGP_IPV6_ADDRESS}"),
+                ),
+                Err(e) => p.add(field(BGP_IPV4_ADDRESS), e),
+            }
+        }
+        if let Some(v) = annotations.get(BGP_IPV6_ADDRESS) {
+            match parse_interface_address(v) {
+                Ok(IpNet::V6(n)) => out.ipv6_address = Some(n),
+                Ok(IpNet::V4(_)) => p.add(
+                    field(BGP_IPV6_ADDRESS),
+                    format!("{v:?} is IPv4; put it in {BGP_IPV4_ADDRESS}"),
+                ),
+                Err(e) => p.add(field(BGP_IPV6_ADDRESS), e),
+            }
+        }
+        if let Some(v) = annotations.get(BGP_AS_NUMBER) {
+            match v.parse::<u32>() {
+                Ok(asn) => match check_as_number(asn) {
+                    Ok(()) => out.as_number = Some(asn),
+                    Err(e) => p.add(field(BGP_AS_NUMBER), e),
+                },
+                Err(_) => p.add(
+                    field(BGP_AS_NUMBER),
+                    format!("{v:?} is not an AS number; allowed a whole number 1 to 4294967295"),
+                ),
+            }
+        }
+        if let Some(v) = annotations.get(ROUTE_REFLECTOR_CLUSTER_ID) {
+            match v.parse::<Ipv4Addr>() {
+                Ok(id) => out.route_reflector_cluster_id = Some(id),
+                Err(_) => p.add(
+                    field(ROUTE_REFLECTOR_CLUSTER_ID),
+                    format!(
+                        "{v:?} is not a cluster ID; expected a dotted IPv4 value such as 244.0.0.1"
+                    ),
+                ),
+            }
+        }
+        if p.0.is_empty() {
+            Ok(out)
+        } else {
+            Err(Invalid {
+                object: format!("Node {name:?}"),
+                problems: p.0,
+            })
+        }
+    }
+
+    /// Whether the node is a route reflector.
+    pub fn is_route_reflector(&self) -> bool {
+        self.route_reflector_cluster_id.is_some()
+    }
+}
+
+/// An interface address with its prefix length, e.g. `10.0.0.5/24`.
+fn parse_interface_address(s: &str) -> Result<IpNet, String> {
+    let net: IpNet = s.parse().map_err(|_| {
+        if s.parse::<std::net::IpAddr>().is_ok() {
+            format!("{s:?} has no prefix length; write the address with its subnet's, e.g. {s}/24")
+        } else {
+            format!("{s:?} is not an address with a prefix length, e.g. 10.0.0.5/24 or fd00::5/64")
+        }
+    })?;
+    let a = net.addr();
+    if a.is_unspecified() || a.is_multicast() || a.is_loopback() {
+        return Err(format!(
+            "{s:?} is not a usable node address; give the node's unicast address"
+        ));
+    }
+    Ok(net)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ann(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn reads_every_annotation() {
+        let b = NodeBgp::from_annotations(
+            "n1",
+            &ann(&[
+                (BGP_IPV4_ADDRESS, "10.0.0.5/24"),
+                (BGP_IPV6_ADDRESS, "fd00::5/64"),
+                (BGP_AS_NUMBER, "65010"),
+                (ROUTE_REFLECTOR_CLUSTER_ID, "244.0.0.1"),
+                ("unrelated", "x"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(b.ipv4_address, Some("10.0.0.5/24".parse().unwrap()));
+        assert_eq!(b.ipv6_address, Some("fd00::5/64".parse().unwrap()));
+        assert_eq!(b.as_number, Some(65010));
+        assert!(b.is_route_reflector());
+        assert_eq!(
+            NodeBgp::from_annotations("n1", &BTreeMap::new()),
+            Ok(NodeBgp::default())
+        );
+    }
+
+    #[test]
+    fn every_bad_annotation_is_reported() {
+        let e = NodeBgp::from_annotations(
+            "n1",
+            &ann(&[
+                (BGP_IPV4_ADDRESS, "10.0.0.5"),
+                (BGP_IPV6_ADDRESS, "10.0.0.6/24"),
+                (BGP_AS_NUMBER, "0"),
+                (ROUTE_REFLECTOR_CLUSTER_ID, "cluster-1"),
+            ]),
+        )
+        .unwrap_err();
+        assert_eq!(e.object, "Node \"n1\"");
+        assert_eq!(e.problems.len(), 4, "{e}");
+    }
+}

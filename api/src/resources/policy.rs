@@ -1,0 +1,390 @@
+//! Tartan's policies: NetworkPolicy (one namespace) and GlobalNetworkPolicy
+//! (the whole cluster), and the rules they share.
+
+use std::collections::HashSet;
+
+use ipnet::IpNet;
+use kube::CustomResource;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Problem, Problems, all_selector, check_selector, parse_network_or_address};
+pub use super::policy_values::{Port, Protocol};
+
+/// What a rule does with the packets it matches. `Allow` and `Deny` end
+/// evaluation; `Pass` skips to the next tier of policies (or the profile);
+/// `Log` logs and goes on to the next rule.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+pub enum Action {
+    Allow,
+    Deny,
+    Pass,
+    Log,
+}
+
+/// A direction of traffic a policy governs, seen from the selected endpoints.
+#[derive(
+    Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
+)]
+pub enum PolicyType {
+    Ingress,
+    Egress,
+}
+
+/// Policy for the pods of one namespace. Policies apply in ascending
+/// `order` (those without an order last); within a policy, rules apply in
+/// the order written.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "tartan.dev",
+    version = "v1",
+    kind = "NetworkPolicy",
+    plural = "networkpolicies",
+    root = "NetworkPolicy",
+    namespaced,
+    derive = "PartialEq",
+    shortname = "tnp",
+    doc = "Ordered Allow/Deny/Pass/Log policy for the pods of one namespace."
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkPolicySpec {
+    /// Where this policy stands among others: lower applies first.
+    /// Default: after every policy that has an order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<f64>,
+    /// The pods (in this namespace) the policy applies to. Default `all()`.
+    #[serde(default = "all_selector")]
+    pub selector: String,
+    /// Directions the policy governs. Default: Ingress when there are
+    /// ingress rules or no egress rules, plus Egress when there are egress
+    /// rules. A governed direction with no rules denies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<PolicyType>,
+    /// Rules for traffic to the selected pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ingress: Vec<Rule>,
+    /// Rules for traffic from the selected pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<Rule>,
+}
+
+/// Policy for endpoints anywhere in the cluster, and for hosts. Policies
+/// apply in ascending `order` together with namespaced NetworkPolicies.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[kube(
+    group = "tartan.dev",
+    version = "v1",
+    kind = "GlobalNetworkPolicy",
+    plural = "globalnetworkpolicies",
+    root = "GlobalNetworkPolicy",
+    derive = "PartialEq",
+    shortname = "gnp",
+    doc = "Ordered Allow/Deny/Pass/Log policy for endpoints across the cluster."
+)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GlobalNetworkPolicySpec {
+    /// Where this policy stands among others: lower applies first.
+    /// Default: after every policy that has an order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<f64>,
+    /// The endpoints the policy applies to. Default `all()`.
+    #[serde(default = "all_selector")]
+    pub selector: String,
+    /// Limits the policy to endpoints in the namespaces this selects.
+    /// Default: all namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<String>,
+    /// Directions the policy governs. Default: Ingress when there are
+    /// ingress rules or no egress rules, plus Egress when there are egress
+    /// rules. A governed direction with no rules denies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<PolicyType>,
+    /// Rules for traffic to the selected endpoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ingress: Vec<Rule>,
+    /// Rules for traffic from the selected endpoints.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<Rule>,
+}
+
+/// One rule: every condition given must match for `action` to apply.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Rule {
+    pub action: Action,
+    /// IP protocol: TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to
+    /// 255. Required for ports; ICMP or ICMPv6 for icmp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// Match packets of any protocol but this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_protocol: Option<Protocol>,
+    /// 4 or 6: match only this IP version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 4, max = 6))]
+    pub ip_version: Option<u8>,
+    /// ICMP type and code to match (protocol ICMP or ICMPv6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icmp: Option<IcmpMatch>,
+    /// ICMP type and code not to match.
+    #[serde(default, rename = "notICMP", skip_serializing_if = "Option::is_none")]
+    pub not_icmp: Option<IcmpMatch>,
+    /// Conditions on the packet's source.
+    #[serde(default, skip_serializing_if = "EntityRule::is_empty")]
+    pub source: EntityRule,
+    /// Conditions on the packet's destination.
+    #[serde(default, skip_serializing_if = "EntityRule::is_empty")]
+    pub destination: EntityRule,
+}
+
+/// An ICMP type, and optionally a code within it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IcmpMatch {
+    /// ICMP type, 0 to 254.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 254))]
+    pub icmp_type: Option<u8>,
+    /// ICMP code, 0 to 255; needs type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<u8>,
+}
+
+/// Conditions on one end of a packet. Every field given must match.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EntityRule {
+    /// The address is in one of these networks (CIDRs or addresses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nets: Vec<String>,
+    /// The address is in none of these networks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_nets: Vec<String>,
+    /// The endpoint matches this selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// The endpoint does not match this selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_selector: Option<String>,
+    /// The endpoint's namespace matches this selector. Default in a
+    /// NetworkPolicy: the policy's own namespace (when selector is given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_selector: Option<String>,
+    /// The port is one of these: numbers, `lo:hi` ranges or named ports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
+    /// The port is none of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_ports: Vec<Port>,
+}
+
+impl EntityRule {
+    pub fn is_empty(&self) -> bool {
+        *self == EntityRule::default()
+    }
+}
+
+/// The directions a policy governs: `types` if given, else from its rules.
+pub fn effective_types(types: &[PolicyType], ingress: &[Rule], egress: &[Rule]) -> Vec<PolicyType> {
+    if !types.is_empty() {
+        let mut t = types.to_vec();
+        t.sort();
+        t.dedup();
+        return t;
+    }
+    let mut t = Vec::new();
+    if !ingress.is_empty() || egress.is_empty() {
+        t.push(PolicyType::Ingress);
+    }
+    if !egress.is_empty() {
+        t.push(PolicyType::Egress);
+    }
+    t
+}
+
+impl NetworkPolicySpec {
+    pub fn effective_types(&self) -> Vec<PolicyType> {
+        effective_types(&self.types, &self.ingress, &self.egress)
+    }
+
+    /// Every problem with this spec; fields are named from `spec`.
+    pub fn check(&self) -> Vec<Problem> {
+        let mut p = Problems::default();
+        check_policy(
+            &self.selector,
+            &self.types,
+            &self.ingress,
+            &self.egress,
+            &mut p,
+        );
+        p.0
+    }
+}
+
+impl GlobalNetworkPolicySpec {
+    pub fn effective_types(&self) -> Vec<PolicyType> {
+        effective_types(&self.types, &self.ingress, &self.egress)
+    }
+
+    /// Every problem with this spec; fields are named from `spec`.
+    pub fn check(&self) -> Vec<Problem> {
+        let mut p = Problems::default();
+        check_policy(
+            &self.selector,
+            &self.types,
+            &self.ingress,
+            &self.egress,
+            &mut p,
+        );
+        if let Some(s) = &self.namespace_selector {
+            check_selector("spec.namespaceSelector", s, &mut p);
+        }
+        p.0
+    }
+}
+
+fn check_policy(
+    selector: &str,
+    types: &[PolicyType],
+    ingress: &[Rule],
+    egress: &[Rule],
+    p: &mut Problems,
+) {
+    check_selector("spec.selector", selector, p);
+    let mut seen = HashSet::new();
+    for (i, t) in types.iter().enumerate() {
+        if !seen.insert(t) {
+            p.add(format!("spec.types[{i}]"), format!("{t:?} is listed twice"));
+        }
+    }
+    if !types.is_empty() {
+        for (field, rules, t) in [
+            ("spec.ingress", ingress, PolicyType::Ingress),
+            ("spec.egress", egress, PolicyType::Egress),
+        ] {
+            if !rules.is_empty() && !types.contains(&t) {
+                p.add(
+                    field,
+                    format!("rules are given but spec.types leaves out {t:?}, so they would never apply; add {t:?} to types"),
+                );
+            }
+        }
+    }
+    for (field, rules) in [("spec.ingress", ingress), ("spec.egress", egress)] {
+        for (i, r) in rules.iter().enumerate() {
+            r.check(&format!("{field}[{i}]"), p);
+        }
+    }
+}
+
+impl Rule {
+    /// A rule with only an action.
+    pub fn new(action: Action) -> Self {
+        Rule {
+            action,
+            protocol: None,
+            not_protocol: None,
+            ip_version: None,
+            icmp: None,
+            not_icmp: None,
+            source: EntityRule::default(),
+            destination: EntityRule::default(),
+        }
+    }
+
+    fn check(&self, f: &str, p: &mut Problems) {
+        if let (Some(a), Some(b)) = (self.protocol, self.not_protocol)
+            && a.number() == b.number()
+        {
+            p.add(
+                format!("{f}.notProtocol"),
+                format!("{b} is also the rule's protocol; the rule could never match"),
+            );
+        }
+        if let Some(v) = self.ip_version
+            && v != 4
+            && v != 6
+        {
+            p.add(
+                format!("{f}.ipVersion"),
+                format!("{v} is not an IP version; allowed 4 or 6"),
+            );
+        }
+        for (name, m) in [("icmp", &self.icmp), ("notICMP", &self.not_icmp)] {
+            let Some(m) = m else { continue };
+            let field = format!("{f}.{name}");
+            match self.protocol {
+                Some(proto) if proto.is_icmp() => {
+                    let wants = if proto.number() == 1 { 4 } else { 6 };
+                    if self.ip_version.is_some_and(|v| v != wants) {
+                        p.add(
+                            format!("{f}.ipVersion"),
+                            format!("protocol {proto} is for IPv{wants}; ipVersion must be {wants} or left out"),
+                        );
+                    }
+                }
+                _ => p.add(&field, format!("{name} needs protocol ICMP or ICMPv6")),
+            }
+            if m.icmp_type == Some(255) {
+                p.add(
+                    format!("{field}.type"),
+                    "255 is out of range; allowed 0 to 254",
+                );
+            }
+            if m.code.is_some() && m.icmp_type.is_none() {
+                p.add(
+                    format!("{field}.code"),
+                    "code needs type; give the ICMP type too",
+                );
+            }
+        }
+        for (name, e) in [("source", &self.source), ("destination", &self.destination)] {
+            e.check(&format!("{f}.{name}"), self, p);
+        }
+    }
+}
+
+impl EntityRule {
+    fn check(&self, f: &str, rule: &Rule, p: &mut Problems) {
+        for (name, nets) in [("nets", &self.nets), ("notNets", &self.not_nets)] {
+            for (i, n) in nets.iter().enumerate() {
+                let field = format!("{f}.{name}[{i}]");
+                let Some(net) = p.take(&field, parse_network_or_address(n)) else {
+                    continue;
+                };
+                let v = if matches!(net, IpNet::V4(_)) { 4 } else { 6 };
+                if let Some(want) = rule.ip_version
+                    && want != v
+                {
+                    p.add(
+                        field,
+                        format!("{n:?} is IPv{v} but the rule's ipVersion is {want}"),
+                    );
+                }
+            }
+        }
+        for (name, s) in [
+            ("selector", &self.selector),
+            ("notSelector", &self.not_selector),
+            ("namespaceSelector", &self.namespace_selector),
+        ] {
+            if let Some(s) = s {
+                check_selector(&format!("{f}.{name}"), s, p);
+            }
+        }
+        for (name, ports) in [("ports", &self.ports), ("notPorts", &self.not_ports)] {
+            if ports.is_empty() {
+                continue;
+            }
+            if !rule.protocol.is_some_and(Protocol::has_ports) {
+                p.add(
+                    format!("{f}.{name}"),
+                    "ports need protocol TCP, UDP, SCTP or UDPLite in the same rule",
+                );
+            }
+            for (i, port) in ports.iter().enumerate() {
+                p.take(&format!("{f}.{name}[{i}]"), port.check());
+            }
+        }
+    }
+}

@@ -1,0 +1,650 @@
+//! `validate` on objects as people write them (YAML): every bad one is
+//! rejected with a message naming the field and what is wrong; every good
+//! one passes and survives the typed round trip.
+
+use k8s_openapi::api::core::v1::Node;
+use serde_json::Value;
+use tartan_api::Kind;
+use tartan_api::resources::*;
+use tartan_api::store::DynamicObject;
+use tartan_api::store::typed::{Resource, from_dynamic, to_dynamic};
+use tartan_api::validate::validate;
+
+fn parse(text: &str) -> DynamicObject {
+    let v: Value = serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+    serde_json::from_value(v).unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+/// A cluster-wide Tartan object in flow-style YAML.
+fn cluster(kind: &str, name: &str, spec: &str) -> String {
+    format!("{{apiVersion: tartan.dev/v1, kind: {kind}, metadata: {{name: {name}}}, spec: {spec}}}")
+}
+
+/// A namespaced Tartan NetworkPolicy in namespace `default`.
+fn tnp(name: &str, spec: &str) -> String {
+    format!(
+        "{{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {{name: {name}, namespace: default}}, spec: {spec}}}"
+    )
+}
+
+fn pool(spec: &str) -> String {
+    cluster("IPPool", "pool-a", spec)
+}
+fn bgpconfig(spec: &str) -> String {
+    cluster("BGPConfiguration", "default", spec)
+}
+fn peer(spec: &str) -> String {
+    cluster("BGPPeer", "tor", spec)
+}
+fn filter(spec: &str) -> String {
+    cluster("BGPFilter", "f", spec)
+}
+fn block(spec: &str) -> String {
+    cluster("IPAMBlock", "10-0-0-0-30", spec)
+}
+fn node(annotations: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-a\n  annotations:\n{annotations}\n"
+    )
+}
+
+/// (object text, a substring the error must contain).
+fn bad_objects() -> Vec<(String, &'static str)> {
+    vec![
+        // IPPool
+        (
+            pool("{cidr: 10.244.0.0/16, blockSize: 33}"),
+            "spec.blockSize: 33 is out of range for an IPv4 pool; allowed 20 to 32",
+        ),
+        (
+            pool("{cidr: 'fd00:10::/56', blockSize: 64}"),
+            "spec.blockSize: 64 is out of range for an IPv6 pool; allowed 116 to 128",
+        ),
+        (
+            pool("{cidr: 10.0.0.0/28}"),
+            "spec.blockSize: 26 is shorter than the pool's prefix /28",
+        ),
+        (
+            pool("{cidr: 10.244.0.0/16, ipipMode: Always, vxlanMode: CrossSubnet}"),
+            "spec.vxlanMode: both ipipMode and vxlanMode are set; choose one encapsulation",
+        ),
+        (
+            pool("{cidr: 'fd00:10::/56', ipipMode: CrossSubnet}"),
+            "spec.ipipMode: IPIP carries IPv4 only",
+        ),
+        (
+            pool("{cidr: 10.244.1.0/16}"),
+            "spec.cidr: \"10.244.1.0/16\" has host bits set; the network is 10.244.0.0/16",
+        ),
+        (
+            pool("{cidr: 10.244.0.1}"),
+            "spec.cidr: \"10.244.0.1\" is an address, not a CIDR; add its prefix length, e.g. 10.244.0.1/32",
+        ),
+        (
+            pool("{cidrr: 10.244.0.0/16}"),
+            "spec.cidrr: unknown field; allowed fields: cidr, blockSize, ipipMode, vxlanMode, natOutgoing, disabled, disableBGPExport, nodeSelector",
+        ),
+        (
+            pool("{cidr: 10.244.0.0/16, ipipMode: Sometimes}"),
+            "spec.ipipMode: \"Sometimes\" is not an encapsulation mode; allowed Never, Always, CrossSubnet",
+        ),
+        (pool("{blockSize: 26}"), "spec.cidr: missing; it is required"),
+        (
+            pool("{cidr: 10.244.0.0/16, natOutgoing: 'yes'}"),
+            "spec.natOutgoing: string \"yes\" is the wrong type; expected true or false",
+        ),
+        (
+            pool("{cidr: 10.244.0.0/16, blockSize: 300}"),
+            "spec.blockSize: 300 is out of range; allowed 0 to 255",
+        ),
+        (
+            cluster("IPPool", "Pool_A", "{cidr: 10.244.0.0/16}"),
+            "metadata.name: \"Pool_A\" is not a valid name",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: p, namespace: default}, spec: {cidr: 10.0.0.0/16}}".into(),
+            "metadata.namespace: \"default\" is set but IPPool is cluster-wide",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: p}, sepc: {cidr: 10.0.0.0/16}}".into(),
+            "sepc: unknown field; allowed fields: apiVersion, kind, metadata, spec",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: p}}".into(),
+            "spec: missing; the object needs a spec",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: IPPools, metadata: {name: p}, spec: {}}".into(),
+            "kind: \"IPPools\" in apiVersion \"tartan.dev/v1\" is not a kind Tartan knows",
+        ),
+        // IPReservation
+        (
+            cluster("IPReservation", "r", "{reservedCIDRs: []}"),
+            "spec.reservedCIDRs: is empty; list at least one CIDR or address",
+        ),
+        (
+            cluster("IPReservation", "r", "{reservedCIDRs: [10.0.0.1, 10.0.0.300]}"),
+            "spec.reservedCIDRs[1]: \"10.0.0.300\" is neither a CIDR nor an address",
+        ),
+        // BGPConfiguration
+        (
+            bgpconfig("{asNumber: 0}"),
+            "spec.asNumber: 0 is not an AS number; allowed 1 to 4294967295",
+        ),
+        (
+            bgpconfig("{asNumber: 23456}"),
+            "spec.asNumber: 23456 is AS_TRANS",
+        ),
+        (
+            bgpconfig("{listenPort: 0}"),
+            "spec.listenPort: 0 is not a port; allowed 1 to 65535",
+        ),
+        (
+            bgpconfig("{communities: [{name: big, value: '65536:1'}]}"),
+            "spec.communities[0].value: \"65536:1\": a standard community's halves are 0 to 65535",
+        ),
+        (
+            bgpconfig(
+                "{communities: [{name: gold, value: '64512:100'}], prefixAdvertisements: [{cidr: 10.244.0.0/16, communities: [gold, silver]}]}",
+            ),
+            "spec.prefixAdvertisements[0].communities[1]: \"silver\" is neither a name from spec.communities nor a community value",
+        ),
+        (
+            bgpconfig("{gracefulRestartTime: 5000s}"),
+            "spec.gracefulRestartTime: 5000s is out of range; allowed 1s to 4095s",
+        ),
+        (
+            bgpconfig("{gracefulRestartTime: 2 minutes}"),
+            "spec.gracefulRestartTime: \"2 minutes\" is not a duration",
+        ),
+        (
+            bgpconfig("{nodeMeshPassword: {secretKeyRef: {name: bgp, key: 'pass word'}}}"),
+            "spec.nodeMeshPassword.secretKeyRef.key: \"pass word\" is not a Secret key",
+        ),
+        (
+            cluster("BGPConfiguration", "node.", "{listenPort: 1179}"),
+            "metadata.name: a per-node BGPConfiguration is named node.<nodename>",
+        ),
+        // BGPPeer
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, peerSelector: has(route-reflector)}"),
+            "spec.peerSelector: both peerIP and peerSelector are set; choose one",
+        ),
+        (
+            peer("{asNumber: 65001}"),
+            "spec.peerIP: missing; set peerIP (a router) or peerSelector (nodes)",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1}"),
+            "spec.asNumber: missing; a peer at peerIP needs its AS number",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, node: node-a, nodeSelector: all()}"),
+            "spec.nodeSelector: both node and nodeSelector are set; choose one",
+        ),
+        (
+            peer("{peerIP: '192.0.2.1:0', asNumber: 65001}"),
+            "spec.peerIP: \"192.0.2.1:0\": port 0 is not allowed",
+        ),
+        (
+            peer("{peerIP: router-1, asNumber: 65001}"),
+            "spec.peerIP: \"router-1\" is not a peer address; expected 192.0.2.1, 2001:db8::1, 192.0.2.1:179 or [2001:db8::1]:179",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, nextHopMode: Myself}"),
+            "spec.nextHopMode: \"Myself\" is not a next-hop mode; allowed Auto, Self, Keep",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, maxRestartTime: 4096s}"),
+            "spec.maxRestartTime: 4096s is out of range; allowed 0s to 4095s",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, ttlSecurity: 0}"),
+            "spec.ttlSecurity: 0 hops is out of range; allowed 1 to 255",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, filters: [export-only, export-only]}"),
+            "spec.filters[1]: \"export-only\" is listed twice",
+        ),
+        // BGPFilter
+        (
+            filter("{exportV4: [{cidr: 'fd00::/64', matchOperator: In, action: Accept}]}"),
+            "spec.exportV4[0].cidr: \"fd00::/64\" is not IPv4; this list holds IPv4 rules only",
+        ),
+        (
+            filter("{importV4: [{cidr: 10.0.0.0/8, action: Reject}]}"),
+            "spec.importV4[0].matchOperator: missing; a rule with cidr needs Equal, NotEqual, In or NotIn",
+        ),
+        (
+            filter("{importV6: [{prefixLength: {min: 64, max: 48}, action: Reject}]}"),
+            "spec.importV6[0].prefixLength: min 64 is greater than max 48",
+        ),
+        (
+            filter("{importV4: [{prefixLength: {max: 33}, action: Reject}]}"),
+            "spec.importV4[0].prefixLength.max: 33 is out of range for IPv4; allowed 0 to 32",
+        ),
+        (
+            filter(
+                "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 8}, action: Accept}]}",
+            ),
+            "spec.exportV4[0].prefixLength.min: 8 is shorter than the cidr's prefix /16",
+        ),
+        (
+            filter("{exportV4: [{action: Reject, communities: {add: ['64512:1']}}]}"),
+            "spec.exportV4[0].communities: only an Accept rule can change communities",
+        ),
+        (
+            filter("{importV4: [{action: Accept, asPathPrepend: [65000]}]}"),
+            "spec.importV4[0].asPathPrepend: only export rules can prepend to the AS path",
+        ),
+        (
+            filter("{importV4: [{cidr: 10.0.0.0/8, matchOperator: In}]}"),
+            "spec.importV4[0].action: missing; it is required",
+        ),
+        (
+            filter("{exportV6: [{action: Drop}]}"),
+            "spec.exportV6[0].action: \"Drop\" is not an action; allowed Accept, Reject",
+        ),
+        // NetworkPolicy
+        (
+            tnp("allow-dns", "{ingress: [{action: Allow2}]}"),
+            "spec.ingress[0].action: \"Allow2\" is not an action; allowed Allow, Deny, Pass, Log",
+        ),
+        (
+            tnp("web", "{ingress: [{action: Allow, destination: {ports: [80]}}]}"),
+            "spec.ingress[0].destination.ports: ports need protocol TCP, UDP, SCTP or UDPLite",
+        ),
+        (
+            tnp("ping", "{ingress: [{action: Allow, protocol: TCP, icmp: {type: 8}}]}"),
+            "spec.ingress[0].icmp: icmp needs protocol ICMP or ICMPv6",
+        ),
+        (
+            tnp("ping", "{ingress: [{action: Allow, protocol: ICMP, icmp: {code: 0}}]}"),
+            "spec.ingress[0].icmp.code: code needs type",
+        ),
+        (
+            tnp("ping6", "{ingress: [{action: Allow, protocol: ICMPv6, ipVersion: 4, icmp: {type: 128}}]}"),
+            "spec.ingress[0].ipVersion: protocol ICMPv6 is for IPv6",
+        ),
+        (
+            tnp("gre", "{egress: [{action: Allow, protocol: GRE2}]}"),
+            "spec.egress[0].protocol: \"GRE2\" is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255",
+        ),
+        (
+            tnp("proto0", "{egress: [{action: Allow, protocol: 0}]}"),
+            "spec.egress[0].protocol: 0 is not a protocol",
+        ),
+        (
+            tnp("range", "{ingress: [{action: Allow, protocol: TCP, destination: {ports: ['90:80']}}]}"),
+            "spec.ingress[0].destination.ports[0]: \"90:80\" is an empty range",
+        ),
+        (
+            tnp("big-port", "{ingress: [{action: Allow, protocol: UDP, source: {notPorts: [70000]}}]}"),
+            "spec.ingress[0].source.notPorts[0]: 70000 is not a port; allowed 1 to 65535",
+        ),
+        (
+            tnp("named", "{ingress: [{action: Allow, protocol: TCP, destination: {ports: [Web_Port]}}]}"),
+            "spec.ingress[0].destination.ports[0]: \"Web_Port\" is not a port",
+        ),
+        (
+            tnp("types", "{types: [Ingress], egress: [{action: Deny}]}"),
+            "spec.egress: rules are given but spec.types leaves out Egress",
+        ),
+        (
+            tnp("types", "{types: [Ingress, Sideways]}"),
+            "spec.types[1]: \"Sideways\" is not a policy type; allowed Ingress, Egress",
+        ),
+        (
+            tnp("v5", "{ingress: [{action: Allow, ipVersion: 5}]}"),
+            "spec.ingress[0].ipVersion: 5 is not an IP version; allowed 4 or 6",
+        ),
+        (
+            tnp("mixed", "{ingress: [{action: Allow, ipVersion: 4, source: {nets: ['fd00::/64']}}]}"),
+            "spec.ingress[0].source.nets[0]: \"fd00::/64\" is IPv6 but the rule's ipVersion is 4",
+        ),
+        (
+            tnp("typo", "{ingress: [{action: Allow, protocol: TCP, destination: {port: [80]}}]}"),
+            "spec.ingress[0].destination.port: unknown field; allowed fields: nets, notNets, selector, notSelector, namespaceSelector, ports, notPorts",
+        ),
+        (
+            tnp("ctl", "{selector: \"app == 'a'\\tx\"}"),
+            "spec.selector: contains the control character '\\t'",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {name: np}, spec: {}}".into(),
+            "metadata.namespace: missing; a NetworkPolicy lives in a namespace",
+        ),
+        (
+            "{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {name: np, namespace: Default}, spec: {}}".into(),
+            "metadata.namespace: \"Default\" is not a DNS label",
+        ),
+        // GlobalNetworkPolicy
+        (
+            cluster(
+                "GlobalNetworkPolicy",
+                "g",
+                "{ingress: [{action: Allow, protocol: ICMP, notICMP: {type: 255}}]}",
+            ),
+            "spec.ingress[0].notICMP.type: 255 is out of range; allowed 0 to 254",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{types: [Egress, Egress]}"),
+            "spec.types[1]: Egress is listed twice",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{order: high}"),
+            "spec.order: string \"high\" is the wrong type; expected a number",
+        ),
+        // IPAMBlock
+        (
+            block("{cidr: 10.0.0.0/30, allocations: [null, null], unallocated: [0, 1]}"),
+            "spec.allocations: has 2 entries but 10.0.0.0/30 holds 4 addresses; one entry per address",
+        ),
+        (
+            block("{cidr: 10.0.0.0/30, allocations: [null, null, null, null], unallocated: [0, 4]}"),
+            "spec.unallocated[1]: 4 is past the block's end; ordinals run 0 to 3",
+        ),
+        (
+            block(
+                "{cidr: 10.0.0.0/30, allocations: [0, null, null, null], unallocated: [0, 1, 2, 3], attributes: [{handleID: h1}]}",
+            ),
+            "spec.unallocated[0]: address 0 is both allocated and unallocated",
+        ),
+        (
+            block("{cidr: 10.0.0.0/30, allocations: [1, null, null, null], unallocated: [1, 2, 3]}"),
+            "spec.allocations[0]: 1 is not an index into attributes, which has 0 entries",
+        ),
+        (
+            block(
+                "{cidr: 10.0.0.0/30, affinity: node-a, allocations: [null, null, null, null], unallocated: [0, 1, 2, 3]}",
+            ),
+            "spec.affinity: \"node-a\" is not an affinity; expected host:<nodename>",
+        ),
+        (
+            block("{cidr: 10.0.0.0/16, allocations: [], unallocated: []}"),
+            "spec.cidr: 10.0.0.0/16 is too large for a block",
+        ),
+        // IPAMHandle
+        (
+            cluster("IPAMHandle", "h", "{handleID: h, block: {10.0.0.1/30: 1}}"),
+            "spec.block[10.0.0.1/30]: \"10.0.0.1/30\" has host bits set",
+        ),
+        (
+            cluster("IPAMHandle", "h", "{handleID: '', block: {}}"),
+            "spec.handleID: a handle needs a printable, non-empty ID",
+        ),
+        (
+            cluster("IPAMHandle", "h", "{handleID: h, block: {10.0.0.0/30: -1}}"),
+            "spec.block[10.0.0.0/30]: -1 is out of range; allowed 0 to 4294967295",
+        ),
+        // BlockAffinity
+        (
+            cluster("BlockAffinity", "a", "{node: node-a, cidr: 10.0.0.0/26, state: Done}"),
+            "spec.state: \"Done\" is not an affinity state; allowed Pending, Confirmed, PendingDeletion",
+        ),
+        (
+            cluster("BlockAffinity", "a", "{node: Node_A, cidr: 10.0.0.0/26, state: Pending}"),
+            "spec.node: \"Node_A\" is not a valid name",
+        ),
+        // Node annotations
+        (
+            node("    tartan.dev/bgp-ipv4-address: 10.0.0.5"),
+            "metadata.annotations[tartan.dev/bgp-ipv4-address]: \"10.0.0.5\" has no prefix length",
+        ),
+        (
+            node("    tartan.dev/bgp-ipv6-address: 10.0.0.5/24"),
+            "metadata.annotations[tartan.dev/bgp-ipv6-address]: \"10.0.0.5/24\" is IPv4",
+        ),
+        (
+            node("    tartan.dev/bgp-as-number: sixty"),
+            "metadata.annotations[tartan.dev/bgp-as-number]: \"sixty\" is not an AS number",
+        ),
+        (
+            node("    tartan.dev/bgp-as-number: '23456'"),
+            "metadata.annotations[tartan.dev/bgp-as-number]: 23456 is AS_TRANS",
+        ),
+        (
+            node("    tartan.dev/route-reflector-cluster-id: rr-1"),
+            "metadata.annotations[tartan.dev/route-reflector-cluster-id]: \"rr-1\" is not a cluster ID",
+        ),
+    ]
+}
+
+#[test]
+fn bad_objects_are_rejected_with_a_precise_message() {
+    let cases = bad_objects();
+    assert!(cases.len() >= 30);
+    let mut kinds = std::collections::HashSet::new();
+    let mut failures = Vec::new();
+    for (text, want) in &cases {
+        let obj = parse(text);
+        if let Some(t) = &obj.types {
+            kinds.insert(t.kind.clone());
+        }
+        match validate(&obj) {
+            Ok(()) => failures.push(format!("accepted: {text}")),
+            Err(e) => {
+                let msg = e.to_string();
+                if !msg.contains(want) {
+                    failures.push(format!("{text}\n  wanted: {want}\n  got:    {msg}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    for k in Kind::tartan().chain([Kind::Node]) {
+        assert!(kinds.contains(k.info().name), "no bad {k} in the table");
+    }
+}
+
+#[test]
+fn errors_name_the_object() {
+    let e = validate(&parse(&tnp("allow-dns", "{ingress: [{action: Allow2}]}"))).unwrap_err();
+    assert_eq!(e.object, "NetworkPolicy \"default/allow-dns\"");
+    let e = validate(&parse(&pool("{cidr: 10.244.0.0/16, blockSize: 33}"))).unwrap_err();
+    assert_eq!(e.object, "IPPool \"pool-a\"");
+    assert!(
+        e.to_string()
+            .starts_with("IPPool \"pool-a\" is invalid: spec.blockSize: ")
+    );
+}
+
+#[test]
+fn semantic_problems_are_all_reported() {
+    let e = validate(&parse(&peer(
+        "{peerIP: '192.0.2.1:0', ttlSecurity: 0, node: a, nodeSelector: all(), filters: [X]}",
+    )))
+    .unwrap_err();
+    let fields: Vec<&str> = e.problems.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.peerIP",
+            "spec.asNumber",
+            "spec.nodeSelector",
+            "spec.ttlSecurity",
+            "spec.filters[0]"
+        ],
+        "{e}"
+    );
+}
+
+#[test]
+fn kubernetes_kinds_other_than_node_annotations_are_not_checked() {
+    // A Pod with an odd name and fields: the API server's business.
+    let pod = parse(
+        "{apiVersion: v1, kind: Pod, metadata: {name: Odd_Name, namespace: default}, spec: {whatever: 1}}",
+    );
+    assert_eq!(validate(&pod), Ok(()));
+    // A Node's other annotations are not Tartan's.
+    let n = parse(&node("    example.com/anything: '!!'"));
+    assert_eq!(validate(&n), Ok(()));
+}
+
+fn good_objects() -> Vec<String> {
+    vec![
+        // Defaults omitted.
+        pool("{cidr: 10.244.0.0/16}"),
+        pool(
+            "{cidr: 'fd00:10:244::/56', blockSize: 122, vxlanMode: CrossSubnet, natOutgoing: true, disableBGPExport: true, nodeSelector: \"zone == 'a'\"}",
+        ),
+        cluster(
+            "IPReservation",
+            "routers",
+            "{reservedCIDRs: [10.244.0.1, 10.244.1.0/28, 'fd00::1']}",
+        ),
+        bgpconfig("{}"),
+        bgpconfig(
+            "{asNumber: 4200000000, nodeToNodeMeshEnabled: false, listenPort: 1179, serviceClusterIPs: [{cidr: 10.96.0.0/12}], serviceExternalIPs: [{cidr: 203.0.113.0/24}], serviceLoadBalancerIPs: [{cidr: 'fd00:1b::/112'}], communities: [{name: gold, value: '64512:100'}, {name: big, value: '4200000000:1:2'}], prefixAdvertisements: [{cidr: 10.244.0.0/16, communities: [gold, no-export, '65000:7']}], nodeMeshPassword: {secretKeyRef: {name: bgp-secrets, key: mesh.password}}, gracefulRestartTime: 2m}",
+        ),
+        cluster("BGPConfiguration", "node.worker-1", "{listenPort: 1179}"),
+        peer("{peerIP: 192.0.2.1, asNumber: 65001}"),
+        peer(
+            "{nodeSelector: \"rack == 'r1'\", peerIP: '[2001:db8::1]:1179', asNumber: 65001, password: {secretKeyRef: {name: bgp, key: tor}}, ttlSecurity: 1, nextHopMode: Self, maxRestartTime: 300s, filters: [export-only], sourceAddress: None}",
+        ),
+        peer("{node: node-a, peerSelector: has(route-reflector)}"),
+        filter("{}"),
+        filter(
+            "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 24, max: 32}, action: Accept, communities: {add: ['64512:1', no-export], remove: ['1:2:3']}, asPathPrepend: [64512, 64512]}, {action: Reject}], importV6: [{cidr: '::/0', matchOperator: Equal, source: RemotePeers, action: Reject}]}",
+        ),
+        tnp("empty", "{}"),
+        tnp(
+            "allow-dns",
+            "{order: 10.5, selector: \"app == 'web'\", types: [Ingress, Egress], ingress: [{action: Allow, protocol: TCP, source: {selector: \"role == 'lb'\", namespaceSelector: all()}, destination: {ports: [80, '8000:8080', http]}}, {action: Log}, {action: Deny, ipVersion: 6, protocol: ICMPv6, icmp: {type: 128, code: 0}}], egress: [{action: Allow, protocol: udp, destination: {nets: [10.96.0.10/32], notNets: ['fd00::/8'], ports: [53]}}, {action: Pass, notProtocol: 47}]}",
+        ),
+        cluster(
+            "GlobalNetworkPolicy",
+            "deny-all",
+            "{order: 1000, namespaceSelector: \"name != 'kube-system'\", types: [Ingress, Egress]}",
+        ),
+        cluster(
+            "GlobalNetworkPolicy",
+            "ping",
+            "{ingress: [{action: Allow, protocol: ICMP, notICMP: {type: 5}}, {action: Allow, protocol: 132, destination: {notPorts: [9]}}]}",
+        ),
+        block(
+            "{cidr: 10.0.0.0/30, affinity: 'host:node-a', strictAffinity: true, allocations: [null, 0, 0, null], unallocated: [3, 0], attributes: [{handleID: tartan.c0ffee, secondary: {node: node-a, pod: web-1}}]}",
+        ),
+        cluster(
+            "IPAMBlock",
+            "fd00-0-0-0-0-0-0-0-126",
+            "{cidr: 'fd00::/126', allocations: [null, null, null, null], unallocated: [0, 1, 2, 3]}",
+        ),
+        cluster(
+            "IPAMHandle",
+            "tartan.c0ffee",
+            "{handleID: tartan.c0ffee, block: {10.0.0.0/30: 2}}",
+        ),
+        cluster(
+            "BlockAffinity",
+            "node-a-10-0-0-0-30",
+            "{node: node-a, cidr: 10.0.0.0/30, state: Confirmed, deleted: false}",
+        ),
+        node(
+            "    tartan.dev/bgp-ipv4-address: 10.0.0.5/24\n    tartan.dev/bgp-ipv6-address: fd00::5/64\n    tartan.dev/bgp-as-number: '65010'\n    tartan.dev/route-reflector-cluster-id: 244.0.0.1",
+        ),
+    ]
+}
+
+/// Whether every field of `orig` is in `new` with the same meaning
+/// (`new` may add defaults; protocol names may change case).
+fn keeps(orig: &Value, new: &Value) -> bool {
+    match (orig, new) {
+        (Value::Object(a), Value::Object(b)) => a.iter().all(|(k, v)| {
+            b.get(k).is_some_and(|w| keeps(v, w)) || (v.is_null() && !b.contains_key(k))
+        }),
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(v, w)| keeps(v, w))
+        }
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Value::String(a), Value::String(b)) => a.eq_ignore_ascii_case(b),
+        (a, b) => a == b,
+    }
+}
+
+fn round_trip<T: Resource + PartialEq + std::fmt::Debug>(obj: &DynamicObject) {
+    let typed: T = from_dynamic(obj.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let back = to_dynamic(&typed).unwrap();
+    assert_eq!(validate(&back), Ok(()));
+    let again: T = from_dynamic(back.clone()).unwrap();
+    assert_eq!(again, typed);
+    let orig = serde_json::to_value(obj).unwrap();
+    let new = serde_json::to_value(&back).unwrap();
+    assert!(keeps(&orig, &new), "meaning changed:\n{orig}\n{new}");
+}
+
+#[test]
+fn good_objects_pass_and_round_trip() {
+    let cases = good_objects();
+    assert!(cases.len() >= 10);
+    let mut kinds = std::collections::HashSet::new();
+    for text in &cases {
+        let obj = parse(text);
+        assert_eq!(validate(&obj), Ok(()), "{text}");
+        let kind = Kind::from_type(
+            &obj.types.as_ref().unwrap().api_version,
+            &obj.types.as_ref().unwrap().kind,
+        )
+        .unwrap();
+        kinds.insert(kind);
+        match kind {
+            Kind::IpPool => round_trip::<IpPool>(&obj),
+            Kind::IpReservation => round_trip::<IpReservation>(&obj),
+            Kind::BgpConfiguration => round_trip::<BgpConfiguration>(&obj),
+            Kind::BgpPeer => round_trip::<BgpPeer>(&obj),
+            Kind::BgpFilter => round_trip::<BgpFilter>(&obj),
+            Kind::NetworkPolicy => round_trip::<NetworkPolicy>(&obj),
+            Kind::GlobalNetworkPolicy => round_trip::<GlobalNetworkPolicy>(&obj),
+            Kind::IpamBlock => round_trip::<IpamBlock>(&obj),
+            Kind::IpamHandle => round_trip::<IpamHandle>(&obj),
+            Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),
+            Kind::Node => {
+                let n: Node = from_dynamic(obj.clone()).unwrap();
+                let b = NodeBgp::from_node(&n).unwrap();
+                assert_eq!(b.as_number, Some(65010));
+                assert!(b.is_route_reflector());
+                assert_eq!(validate(&to_dynamic(&n).unwrap()), Ok(()));
+            }
+            other => panic!("unexpected kind {other}"),
+        }
+    }
+    for k in Kind::tartan() {
+        assert!(kinds.contains(&k), "no good {k} in the table");
+    }
+}
+
+#[test]
+fn omitted_fields_take_their_documented_defaults() {
+    let p: IpPool = from_dynamic(parse(&pool("{cidr: 10.244.0.0/16}"))).unwrap();
+    assert_eq!(p.spec.effective_block_size(), Some(26));
+    assert_eq!(p.spec.ipip_mode, ippool::EncapMode::Never);
+    assert_eq!(p.spec.vxlan_mode, ippool::EncapMode::Never);
+    assert_eq!(p.spec.node_selector, "all()");
+    assert!(!p.spec.nat_outgoing && !p.spec.disabled && !p.spec.disable_bgp_export);
+
+    let c: BgpConfiguration = from_dynamic(parse(&bgpconfig("{}"))).unwrap();
+    assert_eq!(c.spec.effective_as_number(), 64512);
+    assert_eq!(c.spec.effective_listen_port(), 179);
+    assert!(c.spec.effective_node_to_node_mesh());
+
+    let b: BgpPeer = from_dynamic(parse(&peer("{peerIP: 192.0.2.1, asNumber: 65001}"))).unwrap();
+    assert_eq!(b.spec.next_hop_mode, bgppeer::NextHopMode::Auto);
+    assert_eq!(b.spec.source_address, bgppeer::SourceAddress::UseNodeIp);
+    assert_eq!(
+        b.spec.peer_address(),
+        Some(Ok("192.0.2.1:179".parse().unwrap()))
+    );
+
+    use policy::PolicyType::{Egress, Ingress};
+    let n: NetworkPolicy = from_dynamic(parse(&tnp("e", "{}"))).unwrap();
+    assert_eq!(n.spec.selector, "all()");
+    assert_eq!(n.spec.effective_types(), [Ingress]);
+    let n: NetworkPolicy = from_dynamic(parse(&tnp("e", "{egress: [{action: Allow}]}"))).unwrap();
+    assert_eq!(n.spec.effective_types(), [Egress]);
+    let n: NetworkPolicy = from_dynamic(parse(&tnp(
+        "e",
+        "{ingress: [{action: Deny}], egress: [{action: Allow}]}",
+    )))
+    .unwrap();
+    assert_eq!(n.spec.effective_types(), [Ingress, Egress]);
+}
