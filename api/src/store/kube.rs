@@ -150,11 +150,7 @@ impl Datastore for KubeStore {
 
     async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
         let key = ObjectKey::of(&obj)?;
-        let Some(expected) = obj.metadata.resource_version.clone() else {
-            return Err(StoreError::BadObject(format!(
-                "{key}: update needs metadata.resourceVersion"
-            )));
-        };
+        let expected = key.expected_version(&obj)?;
         obj.metadata.namespace = key.namespace.clone();
         let mut o = self
             .api_for(&key)

@@ -159,11 +159,7 @@ impl Datastore for MemoryStore {
 
     async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
         let key = ObjectKey::of(&obj)?;
-        let Some(expected) = obj.metadata.resource_version.clone() else {
-            return Err(StoreError::BadObject(format!(
-                "{key}: update needs metadata.resourceVersion"
-            )));
-        };
+        let expected = key.expected_version(&obj)?;
         let expected_rv = parse_rv(&key, &expected)?;
         let mut s = self.lock_available()?;
         let Some(old) = s.objects.get(&key) else {

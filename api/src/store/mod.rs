@@ -89,6 +89,20 @@ impl ObjectKey {
     }
 }
 
+impl ObjectKey {
+    /// The resourceVersion an update of `obj` (this key's object) replaces;
+    /// updates without one are refused.
+    pub fn expected_version(&self, obj: &DynamicObject) -> Result<String> {
+        obj.metadata
+            .resource_version
+            .clone()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| {
+                StoreError::BadObject(format!("{self}: update needs metadata.resourceVersion"))
+            })
+    }
+}
+
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.namespace {

@@ -220,11 +220,7 @@ impl Datastore for EtcdStore {
     async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
         let key = ObjectKey::of(&obj)?;
         let k = keys::key(&key)?;
-        let Some(expected) = obj.metadata.resource_version.clone() else {
-            return Err(StoreError::BadObject(format!(
-                "{key}: update needs metadata.resourceVersion"
-            )));
-        };
+        let expected = key.expected_version(&obj)?;
         let rev = parse_rv(&key, &expected)?;
         obj.metadata.namespace = key.namespace.clone();
         // Identity fields are the stored object's, not the writer's: read
