@@ -1,0 +1,1 @@
+//! The CNI plugin (being written).
