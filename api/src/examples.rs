@@ -39,6 +39,11 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
         Kind::BlockAffinity => {
             json!({"spec": {"node": "node-a", "cidr": "10.244.0.0/26", "state": "Confirmed"}})
         }
+        Kind::WorkloadEndpoint => json!({"spec": {
+            "node": "node-a", "pod": "web-0", "containerID": "c0ffee", "endpoint": "eth0",
+            "interfaceName": "tar0123456789a", "ipNetworks": ["10.244.0.5/32"],
+            "ports": [{"name": "http", "protocol": "TCP", "port": 8080}]
+        }}),
         Kind::Node => json!({
             "metadata": {"annotations": {"tartan.dev/bgp-ipv4-address": "192.0.2.10/24"}},
             "spec": {"podCIDR": "10.244.0.0/24"}

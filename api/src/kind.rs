@@ -22,6 +22,7 @@ pub enum Kind {
     IpamBlock,
     IpamHandle,
     BlockAffinity,
+    WorkloadEndpoint,
     Node,
     Namespace,
     Pod,
@@ -67,7 +68,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 16] = [
+static KINDS: [KindInfo; 17] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -140,6 +141,14 @@ static KINDS: [KindInfo; 16] = [
         false,
         "blockaffinities",
         ["affinity", "affinities"]
+    ),
+    tartan_kind!(
+        WorkloadEndpoint,
+        "WorkloadEndpoint",
+        "workloadendpoints",
+        true,
+        "workloadendpoints",
+        ["wep", "weps"]
     ),
     KindInfo {
         kind: Kind::Node,

@@ -19,6 +19,7 @@ use crate::resources::common::{Problem, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpPeerSpec, BlockAffinitySpec, GlobalNetworkPolicySpec,
     IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec, NetworkPolicySpec, NodeBgp,
+    WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -172,6 +173,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::IpamBlock => spec_problems(spec, IpamBlockSpec::check),
         Kind::IpamHandle => spec_problems(spec, IpamHandleSpec::check),
         Kind::BlockAffinity => spec_problems(spec, BlockAffinitySpec::check),
+        Kind::WorkloadEndpoint => spec_problems(spec, WorkloadEndpointSpec::check),
         // Kubernetes kinds are not checked here.
         _ => vec![],
     });

@@ -20,6 +20,13 @@ fn cluster(kind: &str, name: &str, spec: &str) -> String {
     format!("{{apiVersion: tartan.dev/v1, kind: {kind}, metadata: {{name: {name}}}, spec: {spec}}}")
 }
 
+/// A WorkloadEndpoint in namespace `default`.
+fn wep(spec: &str) -> String {
+    format!(
+        "{{apiVersion: tartan.dev/v1, kind: WorkloadEndpoint, metadata: {{name: web-0.eth0, namespace: default}}, spec: {spec}}}"
+    )
+}
+
 /// A namespaced Tartan NetworkPolicy in namespace `default`.
 fn tnp(name: &str, spec: &str) -> String {
     format!(
@@ -386,6 +393,15 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             cluster("BlockAffinity", "a", "{node: Node_A, cidr: 10.0.0.0/26, state: Pending}"),
             "spec.node: \"Node_A\" is not a valid name",
         ),
+        // WorkloadEndpoint
+        (
+            wep("{node: node-a, pod: web-0, containerID: c, endpoint: eth0, interfaceName: tar0123456789abcdef, ipNetworks: [10.244.0.5/32]}"),
+            "spec.interfaceName: \"tar0123456789abcdef\" is longer than 15 characters",
+        ),
+        (
+            wep("{node: node-a, pod: web-0, containerID: c, endpoint: eth0, interfaceName: tar1, ipNetworks: [10.244.0.0/24]}"),
+            "spec.ipNetworks[0]: 10.244.0.0/24 is not a host network; use /32 or /128",
+        ),
         // Node annotations
         (
             node("    tartan.dev/bgp-ipv4-address: 10.0.0.5"),
@@ -540,6 +556,9 @@ fn good_objects() -> Vec<String> {
             "node-a-10-0-0-0-30",
             "{node: node-a, cidr: 10.0.0.0/30, state: Confirmed, deleted: false}",
         ),
+        wep(
+            "{node: node-a, pod: web-0, containerID: c0ffee, endpoint: eth0, interfaceName: tar1, ipNetworks: [10.244.0.5/32, 'fd00::5/128']}",
+        ),
         node(
             "    tartan.dev/bgp-ipv4-address: 10.0.0.5/24\n    tartan.dev/bgp-ipv6-address: fd00::5/64\n    tartan.dev/bgp-as-number: '65010'\n    tartan.dev/route-reflector-cluster-id: 244.0.0.1",
         ),
@@ -598,6 +617,7 @@ fn good_objects_pass_and_round_trip() {
             Kind::IpamBlock => round_trip::<IpamBlock>(&obj),
             Kind::IpamHandle => round_trip::<IpamHandle>(&obj),
             Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),
+            Kind::WorkloadEndpoint => round_trip::<WorkloadEndpoint>(&obj),
             Kind::Node => {
                 let n: Node = from_dynamic(obj.clone()).unwrap();
                 let b = NodeBgp::from_node(&n).unwrap();

@@ -19,6 +19,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         IpamBlock::crd(),
         IpamHandle::crd(),
         BlockAffinity::crd(),
+        WorkloadEndpoint::crd(),
     ]
     .into_iter()
     .map(tidy)

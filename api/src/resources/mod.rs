@@ -17,6 +17,7 @@ pub mod ipreservation;
 pub mod node;
 pub mod policy;
 mod policy_values;
+pub mod workload;
 
 pub use bgpconfiguration::{BgpConfiguration, BgpConfigurationSpec};
 pub use bgpfilter::{BgpFilter, BgpFilterSpec};
@@ -31,6 +32,7 @@ pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};
 pub use node::NodeBgp;
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
+pub use workload::{EndpointPort, WorkloadEndpoint, WorkloadEndpointSpec, workload_name};
 
 use crate::kind::Kind;
 use crate::store::typed::Resource;
@@ -54,4 +56,5 @@ tartan_resource!(
     IpamBlock => IpamBlock,
     IpamHandle => IpamHandle,
     BlockAffinity => BlockAffinity,
+    WorkloadEndpoint => WorkloadEndpoint,
 );
