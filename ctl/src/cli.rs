@@ -1,4 +1,6 @@
-//! The command line. Later subcommands (get/apply/ipam) hang off [`Command`].
+//! The command line: resource commands (get/apply/create/replace/delete/
+//! label) against the datastore, `bgp …` against the node's speaker, and
+//! `completion`/`version`.
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
@@ -22,13 +24,133 @@ pub struct GlobalArgs {
         value_name = "PATH"
     )]
     pub bgp_socket: PathBuf,
+
+    /// The datastore: `etcd://HOST:PORT[,HOST:PORT...]`, `kubernetes` (the
+    /// cluster of the current kubeconfig) or `memory` (an empty scratch
+    /// store, for checking files). There is no default: resource commands
+    /// refuse to guess which cluster you mean.
+    #[arg(long, global = true, env = "TARTAN_DATASTORE", value_name = "SPEC")]
+    pub datastore: Option<String>,
+
+    /// Namespace for namespaced kinds (default: `default`).
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+
+    /// Give up on an unreachable datastore after this many seconds.
+    #[arg(
+        long,
+        global = true,
+        env = "TARTAN_TIMEOUT",
+        default_value_t = 10,
+        value_name = "SECONDS"
+    )]
+    pub timeout: u64,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Show resources: a table by default, or YAML/JSON.
+    ///
+    /// KIND is a kind (IPPool), its plural (ippools) or a short name
+    /// (pool); `plural.group` picks between kinds of the same name
+    /// (networkpolicies.networking.k8s.io).
+    Get(GetArgs),
+    /// Create or update the resources in files so they match the files.
+    ///
+    /// Every document is checked first; if any is bad, nothing is written.
+    /// Labels and annotations are replaced only when the file gives them.
+    Apply(FileArgs),
+    /// Create the resources in files; fails for any that exists.
+    Create(FileArgs),
+    /// Replace existing resources with the files' versions; fails for any
+    /// that is absent. A resourceVersion in the file must match the stored
+    /// one (compare-and-swap).
+    Replace(FileArgs),
+    /// Delete resources by kind and name, or those named in files.
+    Delete(DeleteArgs),
+    /// Add, change or remove labels: `key=value` sets, `key-` removes.
+    Label(LabelArgs),
+    /// Print a shell completion script (e.g. `source <(tartanctl completion bash)`).
+    Completion(CompletionArgs),
+    /// Print tartanctl's version (and what the datastore says, if given).
+    Version,
     /// Inspect the node's BGP speaker.
     #[command(subcommand)]
     Bgp(BgpCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The kind of resource.
+    pub kind: String,
+    /// Only these names (default: all).
+    pub names: Vec<String>,
+    /// List across all namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Only objects whose labels match, e.g. `env=prod,tier!=db,!legacy`.
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Output format: a table (default), a wider table, YAML or JSON.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<GetFormat>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GetFormat {
+    Wide,
+    Yaml,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct FileArgs {
+    /// A file or directory of YAML or JSON documents (`-` reads stdin).
+    /// May be given several times.
+    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Go on after a failed write; report every failure at the end.
+    #[arg(long)]
+    pub continue_on_error: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The kind, then one or more names (or use -f).
+    #[arg(value_name = "KIND NAME")]
+    pub words: Vec<String>,
+    /// Delete the objects named in these files.
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "FILE",
+        conflicts_with = "words"
+    )]
+    pub files: Vec<PathBuf>,
+    /// Absent objects are not an error.
+    #[arg(long)]
+    pub ignore_not_found: bool,
+    /// Go on after a failed delete; report every failure at the end.
+    #[arg(long)]
+    pub continue_on_error: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LabelArgs {
+    /// The kind of resource.
+    pub kind: String,
+    /// Names, then label edits: `key=value` sets, `key-` removes.
+    #[arg(required = true, value_name = "NAME|EDIT")]
+    pub words: Vec<String>,
+    /// Allow changing the value of a label that is already set.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Subcommand)]
@@ -68,4 +190,15 @@ pub struct RoutesArgs {
     pub prefix: Option<String>,
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }
