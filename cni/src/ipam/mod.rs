@@ -92,7 +92,11 @@ impl Ipam {
     /// Release every allocation on this node whose handle is not in
     /// `valid` (handles that start with `network_prefix` only); the
     /// handles released.
-    pub async fn gc(&self, _network_prefix: &str, _valid: &HashSet<String>) -> Result<Vec<String>, IpamError> {
+    pub async fn gc(
+        &self,
+        _network_prefix: &str,
+        _valid: &HashSet<String>,
+    ) -> Result<Vec<String>, IpamError> {
         Ok(Vec::new())
     }
 
