@@ -22,7 +22,7 @@ fn frr_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
     )?;
     a.wait_established(T)?;
     b.wait_established(T)?;
-    let r = b.wait_route("192.0.2.0/24", T)?;
+    let r = b.wait_best_route("192.0.2.0/24", T)?;
     assert!(r.as_path.is_empty(), "{:?}", r.raw);
     assert_eq!(r.next_hops, vec![IpAddr::from(p.a_v4())]);
     assert!(r.best && r.valid, "{:?}", r.raw);
@@ -53,7 +53,7 @@ fn frr_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
         BgpConfig::new(p.b_v4(), 65002).neighbor(Neighbor::new(p.a_v6().into(), 65001)),
     )?;
     b.wait_established(T)?;
-    let r = b.wait_route("2001:db8:2::/48", T)?;
+    let r = b.wait_best_route("2001:db8:2::/48", T)?;
     assert_eq!(r.as_path, vec![65001]);
     assert!(
         b.routes(Family::V6)?

@@ -148,6 +148,23 @@ impl Frr {
         })
     }
 
+    /// Like [`Self::wait_route`], but waits until FRR has also selected the
+    /// path as best: a path can be listed a moment before best-path
+    /// selection has run on it.
+    pub fn wait_best_route(&self, prefix: &str, timeout: Duration) -> Result<FrrRoute> {
+        let fam = if prefix.contains(':') {
+            Family::V6
+        } else {
+            Family::V4
+        };
+        wait_for(&format!("FRR best route {prefix}"), timeout, || {
+            self.routes(fam)
+                .ok()?
+                .into_iter()
+                .find(|r| r.prefix == prefix && r.peer.is_some() && r.best)
+        })
+    }
+
     /// Kills bgpd with SIGKILL, as a crash would (zebra keeps running).
     pub fn crash_bgpd(&self) -> Result<()> {
         self.bgpd.kill(nix::sys::signal::Signal::SIGKILL)?;
