@@ -1,1 +1,0 @@
-//! The CNI plugin (being written).
