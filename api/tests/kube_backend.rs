@@ -14,71 +14,16 @@ use axum::http::Method;
 use futures::StreamExt;
 use tartan_api::examples::{example, modified};
 use tartan_api::kind::Kind;
+use tartan_api::store::conformance::{ViewChecker, place, round_trip_every_kind, version};
 use tartan_api::store::kube::KubeStore;
-use tartan_api::store::watch::{WatchEvent, watch};
-use tartan_api::store::{Datastore, DynamicObject, ObjectKey, RawEvent, StoreError, WatchScope};
-
-fn rv(o: &DynamicObject) -> u64 {
-    o.metadata
-        .resource_version
-        .as_deref()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
+use tartan_api::store::watch::watch;
+use tartan_api::store::{Datastore, ObjectKey, RawEvent, StoreError, WatchScope};
 
 #[tokio::test]
 async fn every_kind_round_trips_with_compare_and_swap() {
     let api = FakeApiServer::new().start().await;
     let store = KubeStore::from_client(api.client());
-    for kind in Kind::all() {
-        let obj = example(kind, "round-trip");
-        let created = store
-            .create(obj.clone())
-            .await
-            .unwrap_or_else(|e| panic!("create {kind}: {e}"));
-        let key = ObjectKey::of(&created).unwrap();
-        match store.create(obj.clone()).await {
-            Err(StoreError::AlreadyExists(k)) => assert_eq!(k, key),
-            other => panic!("{kind}: second create gave {other:?}"),
-        }
-        let got = store.get(&key).await.unwrap();
-        assert_eq!(got.data, obj.data, "{kind}");
-        assert_eq!(got.types, obj.types, "{kind}: apiVersion/kind");
-        let listed = store.list(kind, None).await.unwrap();
-        assert_eq!(listed.items.len(), 1);
-        assert_eq!(
-            listed.items[0].types, obj.types,
-            "{kind}: list items get apiVersion/kind"
-        );
-
-        let updated = store.update(modified(&got, 1)).await.unwrap();
-        assert!(rv(&updated) > rv(&got));
-        match store.update(modified(&got, 2)).await {
-            Err(StoreError::Conflict { key: k, expected }) => {
-                assert_eq!(k, key);
-                assert_eq!(expected, rv(&got).to_string());
-            }
-            other => panic!("{kind}: stale update gave {other:?}"),
-        }
-        let stale = rv(&got).to_string();
-        assert!(matches!(
-            store.delete(&key, Some(&stale)).await,
-            Err(StoreError::Conflict { .. })
-        ));
-        store
-            .delete(&key, Some(&rv(&updated).to_string()))
-            .await
-            .unwrap();
-        assert!(matches!(
-            store.get(&key).await,
-            Err(StoreError::NotFound(_))
-        ));
-        assert!(matches!(
-            store.delete(&key, None).await,
-            Err(StoreError::NotFound(_))
-        ));
-    }
+    round_trip_every_kind(&store).await;
 
     // The requests were shaped as the API server wants them.
     let reqs = api.requests();
@@ -153,32 +98,14 @@ async fn watch_recovers_from_410_and_stays_exact() {
     );
 
     let consumer = tokio::spawn(async move {
-        let mut view: BTreeMap<(Option<String>, String), u64> = BTreeMap::new();
-        let mut synced = 0;
+        let mut c = ViewChecker::default();
         loop {
-            let e = tokio::select! {
-                e = w.next() => e,
+            tokio::select! {
+                e = w.next() => c.apply(e),
                 _ = tokio::time::sleep(Duration::from_secs(3)) => break,
-            };
-            match e {
-                WatchEvent::Added(o) => {
-                    assert!(
-                        view.insert(key(&o), rv(&o)).is_none(),
-                        "Added twice {:?}",
-                        key(&o)
-                    );
-                }
-                WatchEvent::Modified(o) => {
-                    let prev = view.insert(key(&o), rv(&o)).expect("Modified unknown");
-                    assert!(rv(&o) > prev, "Modified repeated");
-                }
-                WatchEvent::Deleted(o) => {
-                    assert!(view.remove(&key(&o)).is_some(), "Deleted unknown")
-                }
-                WatchEvent::Synced { .. } => synced += 1,
             }
         }
-        (view, synced, w.lists())
+        (c.view, c.synced, w.lists())
     });
 
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -216,7 +143,7 @@ async fn watch_recovers_from_410_and_stays_exact() {
         .unwrap()
         .items
         .iter()
-        .map(|o| (key(o), rv(o)))
+        .map(|o| (place(o), version(o)))
         .collect();
     assert_eq!(view, want);
     assert!(synced >= 1);
@@ -243,13 +170,6 @@ async fn watch_recovers_from_410_and_stays_exact() {
         lists >= 2,
         "compaction while the watch was away should have forced a relist"
     );
-}
-
-fn key(o: &DynamicObject) -> (Option<String>, String) {
-    (
-        o.metadata.namespace.clone(),
-        o.metadata.name.clone().unwrap(),
-    )
 }
 
 /// Recorded answers, byte for byte as an API server sends them: a watch

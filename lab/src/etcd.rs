@@ -247,13 +247,8 @@ impl EtcdCluster {
 
 /// GET /health on a client port.
 fn health(addr: SocketAddr) -> Result<bool> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(300))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    s.write_all(b"GET /health HTTP/1.0\r\nHost: localhost\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    let ok_status = body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200");
-    Ok(ok_status && body.contains("\"true\""))
+    let (code, body) = exchange(addr, "GET", "/health", "")?;
+    Ok(code == 200 && body.contains("\"true\""))
 }
 
 /// The gRPC gateway renders 64-bit numbers as strings.
@@ -267,23 +262,31 @@ fn as_u64(v: &serde_json::Value) -> Option<u64> {
 
 /// POST a JSON body to etcd's HTTP gateway and return the JSON answer.
 fn post_json(addr: SocketAddr, path: &str, body: &str) -> Result<serde_json::Value> {
+    let (code, payload) = exchange(addr, "POST", path, body)?;
+    if code != 200 {
+        bail!("{path}: HTTP {code}: {payload}");
+    }
+    serde_json::from_str(&payload).with_context(|| format!("{path}: not JSON: {payload}"))
+}
+
+/// One HTTP/1.0 request to a client port: the status code and the body.
+fn exchange(addr: SocketAddr, method: &str, path: &str, body: &str) -> Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         s,
-        "POST {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )?;
     let mut answer = String::new();
     s.read_to_string(&mut answer)?;
     let (head, payload) = answer.split_once("\r\n\r\n").context("no HTTP answer")?;
-    if !(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200")) {
-        bail!(
-            "{path}: {}: {payload}",
-            head.lines().next().unwrap_or_default()
-        );
-    }
-    serde_json::from_str(payload).with_context(|| format!("{path}: not JSON: {payload}"))
+    let code = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .with_context(|| format!("no status in {head:?}"))?;
+    Ok((code, payload.to_string()))
 }
 
 impl Drop for EtcdCluster {

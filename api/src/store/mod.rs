@@ -13,6 +13,7 @@
 //! (etcd compaction, Kubernetes 410 Gone) and reporting to its consumer only
 //! the difference, so no event is lost or repeated.
 
+pub mod conformance;
 pub mod connect;
 pub mod error;
 pub mod etcd;
@@ -110,6 +111,19 @@ impl fmt::Display for ObjectKey {
             None => write!(f, "{} {}", self.kind, self.name),
         }
     }
+}
+
+/// Whether two versions of an object say the same: everything outside
+/// metadata, and the labels and annotations (an empty map and none alike).
+pub fn same_content(a: &DynamicObject, b: &DynamicObject) -> bool {
+    fn non_empty(
+        m: &Option<std::collections::BTreeMap<String, String>>,
+    ) -> Option<&std::collections::BTreeMap<String, String>> {
+        m.as_ref().filter(|m| !m.is_empty())
+    }
+    a.data == b.data
+        && non_empty(&a.metadata.labels) == non_empty(&b.metadata.labels)
+        && non_empty(&a.metadata.annotations) == non_empty(&b.metadata.annotations)
 }
 
 /// A consistent listing of one kind: the objects and the store revision they

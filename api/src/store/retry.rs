@@ -43,10 +43,7 @@ impl<S: Datastore> Retrying<S> {
     /// annotations and everything outside metadata).
     async fn ours(&self, key: &ObjectKey, written: &DynamicObject) -> Option<DynamicObject> {
         let stored = self.run("get", || self.inner.get(key)).await.0.ok()?;
-        let same = stored.data == written.data
-            && stored.metadata.labels == written.metadata.labels
-            && stored.metadata.annotations == written.metadata.annotations;
-        same.then_some(stored)
+        super::same_content(&stored, written).then_some(stored)
     }
 
     /// Call until the answer is not transient; also says whether an

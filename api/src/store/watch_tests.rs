@@ -2,12 +2,12 @@
 //! while a consumer follows, checking that the consumer's view ends equal
 //! to the store and that no event is repeated or out of order.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
 use crate::kind::Kind;
+use crate::store::conformance::{self, View, ViewChecker};
 use crate::store::memory::MemoryStore;
 
 fn policy(ns: &str, name: &str, generation: u32) -> DynamicObject {
@@ -26,77 +26,12 @@ fn scope() -> WatchScope {
     }
 }
 
-/// The consumer: applies events to its own map and checks each one makes
-/// sense against what it has.
-#[derive(Default)]
-struct Consumer {
-    view: HashMap<(Option<String>, String), u64>,
-    synced: u32,
-}
-
-impl Consumer {
-    fn apply(&mut self, e: WatchEvent) {
-        let rv = |o: &DynamicObject| {
-            o.metadata
-                .resource_version
-                .as_deref()
-                .unwrap()
-                .parse::<u64>()
-                .unwrap()
-        };
-        match e {
-            WatchEvent::Added(o) => {
-                let prev = self.view.insert(local_key(&o), rv(&o));
-                assert!(
-                    prev.is_none(),
-                    "Added for an object already there: {:?}",
-                    local_key(&o)
-                );
-            }
-            WatchEvent::Modified(o) => {
-                let new = rv(&o);
-                let prev = self.view.insert(local_key(&o), new);
-                let prev =
-                    prev.unwrap_or_else(|| panic!("Modified for unknown {:?}", local_key(&o)));
-                assert!(
-                    new > prev,
-                    "Modified went backwards or repeated: {prev} -> {new}"
-                );
-            }
-            WatchEvent::Deleted(o) => {
-                assert!(
-                    self.view.remove(&local_key(&o)).is_some(),
-                    "Deleted unknown {:?}",
-                    local_key(&o)
-                );
-            }
-            WatchEvent::Synced { .. } => self.synced += 1,
-        }
-    }
-}
-
-async fn store_view(store: &MemoryStore) -> (HashMap<(Option<String>, String), u64>, u64) {
-    let l = store.list(Kind::NetworkPolicy, None).await.unwrap();
-    let view = l
-        .items
-        .iter()
-        .map(|o| {
-            (
-                local_key(o),
-                o.metadata
-                    .resource_version
-                    .as_deref()
-                    .unwrap()
-                    .parse()
-                    .unwrap(),
-            )
-        })
-        .collect();
-    (view, l.revision.parse().unwrap())
+async fn store_view(store: &MemoryStore) -> (View, u64) {
+    conformance::store_view(store, Kind::NetworkPolicy).await
 }
 
 /// Drain events until the consumer's revision reaches `rev`.
-async fn catch_up(w: &mut Watch, c: &mut Consumer, rev: u64) {
+async fn catch_up(w: &mut Watch, c: &mut ViewChecker, rev: u64) {
     while w
         .revision()
         .and_then(|r| r.parse::<u64>().ok())
@@ -141,7 +76,7 @@ async fn compaction_while_behind_relists_with_only_the_difference() {
     let change = mem.create(policy("a", "change", 1)).await.unwrap();
     let gone = mem.create(policy("a", "gone", 1)).await.unwrap();
     let mut w = watch(Arc::new(mem.clone()), scope());
-    let mut c = Consumer::default();
+    let mut c = ViewChecker::default();
     catch_up(&mut w, &mut c, mem.revision()).await;
     assert_eq!(c.view.len(), 3);
 
@@ -192,7 +127,7 @@ async fn watch_from_compacted_revision_relists() {
     let mem = MemoryStore::new();
     let a = mem.create(policy("a", "x", 1)).await.unwrap();
     let mut w = watch(Arc::new(mem.clone()), scope());
-    let mut c = Consumer::default();
+    let mut c = ViewChecker::default();
     catch_up(&mut w, &mut c, mem.revision()).await;
     assert_eq!(w.lists(), 1);
     // The raw stream has not been opened yet (no next() since the list):
@@ -210,7 +145,7 @@ async fn churn_with_compactions_and_outages_ends_equal() {
     let store: Arc<dyn Datastore> = Arc::new(mem.clone());
     let mut w = watch(store, scope());
     let consumer = tokio::spawn(async move {
-        let mut c = Consumer::default();
+        let mut c = ViewChecker::default();
         loop {
             tokio::select! {
                 e = w.next() => c.apply(e),

@@ -1,9 +1,7 @@
 //! `apply`, `create` and `replace`: every document is read and checked
 //! first ([`super::load`]); only then are objects written, in file order.
 
-use std::collections::BTreeMap;
-
-use tartan_api::store::{DynamicObject, StoreError};
+use tartan_api::store::{DynamicObject, StoreError, same_content};
 
 use super::objects::{Check, Prepared};
 use super::{Ctx, Progress, describe, load, names};
@@ -122,20 +120,14 @@ pub fn for_apply(desired: &DynamicObject, stored: &DynamicObject) -> Option<Dyna
     if o.metadata.annotations.is_none() {
         o.metadata.annotations = stored.metadata.annotations.clone();
     }
-    let same = o.data == stored.data
-        && non_empty(&o.metadata.labels) == non_empty(&stored.metadata.labels)
-        && non_empty(&o.metadata.annotations) == non_empty(&stored.metadata.annotations);
-    (!same).then_some(o)
-}
-
-fn non_empty(m: &Option<BTreeMap<String, String>>) -> Option<&BTreeMap<String, String>> {
-    m.as_ref().filter(|m| !m.is_empty())
+    (!same_content(&o, stored)).then_some(o)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::{Value, json};
+    use std::collections::BTreeMap;
 
     fn obj(v: Value) -> DynamicObject {
         serde_json::from_value(v).unwrap()
