@@ -77,6 +77,32 @@ pub enum Command {
     /// Inspect the node's BGP speaker.
     #[command(subcommand)]
     Bgp(BgpCommand),
+    /// Address management: pools and blocks, a consistency check, release.
+    #[command(subcommand)]
+    Ipam(IpamCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IpamCommand {
+    /// Pools with their use, and blocks with the node each belongs to
+    /// (empty blocks with -o wide).
+    Show(OutputArgs),
+    /// Cross-check allocations against pod interfaces: addresses held with
+    /// no pod (leaks), pods whose address is not held for them, addresses
+    /// held twice. Exits non-zero when it finds any.
+    Check(OutputArgs),
+    /// Release an address, or every address of a handle, by hand.
+    Release(ReleaseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReleaseArgs {
+    /// The address to release, whoever holds it.
+    #[arg(long, value_name = "IP", conflicts_with = "handle")]
+    pub ip: Option<String>,
+    /// The handle (`<network>.<containerID>`) whose addresses to release.
+    #[arg(long, value_name = "HANDLE")]
+    pub handle: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -3,12 +3,14 @@
 //! - [`resource`]: get/apply/create/replace/delete/label against the
 //!   datastore.
 //! - [`bgp`]: read-only views of the node's BGP speaker.
+//! - [`ipam`]: address use, consistency check and release.
 //! - [`completion`], [`version`].
 pub mod bgp;
 pub mod bgp_client;
 pub mod cli;
 pub mod completion;
 pub mod human;
+pub mod ipam;
 pub mod output;
 pub mod resource;
 pub mod table;
@@ -37,5 +39,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Delete(a) => resource::delete::run(&Ctx::open(global).await?, a).await,
         Command::Label(a) => resource::label::run(&Ctx::open(global).await?, a).await,
+        Command::Ipam(c) => ipam::run(&Ctx::open(global).await?, c).await,
     }
 }

@@ -4,7 +4,7 @@
 //! data. Everything is stopped and removed when the guard is dropped.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -34,21 +34,27 @@ pub struct EtcdCluster {
 }
 
 /// A port nobody listens on right now (the OS's choice).
-fn free_port() -> Result<SocketAddr> {
-    let l = TcpListener::bind("127.0.0.1:0").context("find a free port")?;
+fn free_port(host: IpAddr) -> Result<SocketAddr> {
+    let l = TcpListener::bind((host, 0)).context("find a free port")?;
     Ok(l.local_addr()?)
 }
 
 impl EtcdCluster {
     pub fn single() -> Result<Self> {
-        Self::start_cluster(1)
+        Self::start_cluster(1, Ipv4Addr::LOCALHOST.into())
+    }
+
+    /// One member listening on `host` (an address of a root-namespace
+    /// interface, e.g. an underlay bridge, that node namespaces reach).
+    pub fn single_on(host: IpAddr) -> Result<Self> {
+        Self::start_cluster(1, host)
     }
 
     pub fn three() -> Result<Self> {
-        Self::start_cluster(3)
+        Self::start_cluster(3, Ipv4Addr::LOCALHOST.into())
     }
 
-    fn start_cluster(n: usize) -> Result<Self> {
+    fn start_cluster(n: usize, host: IpAddr) -> Result<Self> {
         let data = TempDir::new("etcd")?;
         let token = format!(
             "tartan-{}-{}",
@@ -59,8 +65,8 @@ impl EtcdCluster {
         for i in 0..n {
             members.push(Member {
                 name: format!("m{i}"),
-                client: free_port()?,
-                peer: free_port()?,
+                client: free_port(host)?,
+                peer: free_port(host)?,
                 daemon: None,
             });
         }

@@ -2,6 +2,8 @@
 //! and benchmarks, each uniquely named and removed by a drop guard; real
 //! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
 pub mod bgpload;
+pub mod cni;
+pub mod cnilab;
 pub mod etcd;
 pub mod netns;
 pub mod peers;
@@ -9,6 +11,7 @@ pub mod process;
 pub mod storebench;
 pub mod tempdir;
 pub mod topo;
+pub mod underlay;
 
 pub use process::Daemon;
 pub use tempdir::TempDir;

@@ -78,6 +78,21 @@ pub struct IpamBlockSpec {
     /// The block is being released; no new allocations. Default false.
     #[serde(default)]
     pub deleted: bool,
+    /// Addresses released recently, with when: they are handed out again
+    /// only after a cool-down, so that a late packet never reaches a new
+    /// pod. An entry goes when its address is allocated again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub released: Vec<ReleasedAddress>,
+}
+
+/// An address given back, and when.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReleasedAddress {
+    /// The address's ordinal in the block.
+    pub ordinal: u32,
+    /// Seconds since the Unix epoch when it was released.
+    pub at: i64,
 }
 
 /// The holder of one or more addresses in a block.
@@ -104,6 +119,7 @@ impl IpamBlockSpec {
             unallocated: (0..n).collect(),
             attributes: vec![],
             deleted: false,
+            released: vec![],
         }
     }
 
@@ -186,6 +202,14 @@ impl IpamBlockSpec {
                 Some(Some(_)) => p.add(f, format!("address {u} is both allocated and unallocated")),
                 Some(None) if !seen.insert(u) => p.add(f, format!("{u} is listed twice")),
                 Some(None) => {}
+            }
+        }
+        for (i, r) in self.released.iter().enumerate() {
+            if r.ordinal as usize >= self.allocations.len() {
+                p.add(
+                    format!("spec.released[{i}].ordinal"),
+                    format!("{} is past the block's end", r.ordinal),
+                );
             }
         }
         for (i, a) in self.attributes.iter().enumerate() {

@@ -25,8 +25,8 @@ pub use bgppeer::{BgpPeer, BgpPeerSpec};
 pub use common::{SecretKeyRef, SecretSource};
 pub use crd::crds;
 pub use ipam::{
-    BlockAffinity, BlockAffinitySpec, IpamBlock, IpamBlockSpec, IpamHandle, IpamHandleSpec,
-    block_name,
+    AffinityState, AllocationAttributes, BlockAffinity, BlockAffinitySpec, IpamBlock,
+    IpamBlockSpec, IpamHandle, IpamHandleSpec, ReleasedAddress, block_name,
 };
 pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};

@@ -1,0 +1,213 @@
+//! Which pools a node draws from, what in them is never handed out, and
+//! the candidate blocks they hold. Pure.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use tartan_api::resources::{IpPool, IpReservation};
+
+use super::block;
+
+/// An address family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    V4,
+    V6,
+}
+
+impl Family {
+    pub fn of(net: &IpNet) -> Family {
+        match net {
+            IpNet::V4(_) => Family::V4,
+            IpNet::V6(_) => Family::V6,
+        }
+    }
+
+    pub fn of_addr(a: &IpAddr) -> Family {
+        if a.is_ipv4() { Family::V4 } else { Family::V6 }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Family::V4 => "IPv4",
+            Family::V6 => "IPv6",
+        })
+    }
+}
+
+/// A pool as IPAM uses it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    pub name: String,
+    pub net: IpNet,
+    pub block_size: u8,
+}
+
+impl Pool {
+    /// `name (cidr)`, for messages.
+    pub fn describe(&self) -> String {
+        format!("{} ({})", self.name, self.net)
+    }
+}
+
+/// Why a pool was passed over, for the log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skipped {
+    pub pool: String,
+    pub why: String,
+}
+
+/// The pools of `family` this node may draw from: enabled, valid, matching
+/// `wanted` (pool names or CIDRs; empty = every pool), and selecting the
+/// node. Node selectors other than `all()` cannot be evaluated yet (the
+/// selector language arrives with policy); such pools are skipped and
+/// reported, never guessed at.
+pub fn eligible(pools: &[IpPool], family: Family, wanted: &[String]) -> (Vec<Pool>, Vec<Skipped>) {
+    let mut out = Vec::new();
+    let mut skipped = Vec::new();
+    for p in pools {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let Ok(net) = p.spec.network() else {
+            skipped.push(Skipped {
+                pool: name,
+                why: format!("its cidr {:?} does not parse", p.spec.cidr),
+            });
+            continue;
+        };
+        if Family::of(&net) != family {
+            continue;
+        }
+        if !wanted.is_empty()
+            && !wanted
+                .iter()
+                .any(|w| *w == name || w.parse::<IpNet>().ok() == Some(net))
+        {
+            continue;
+        }
+        if p.spec.disabled {
+            skipped.push(Skipped {
+                pool: name,
+                why: "it is disabled".into(),
+            });
+            continue;
+        }
+        let sel = p.spec.node_selector.trim();
+        if !(sel.is_empty() || sel == "all()") {
+            skipped.push(Skipped {
+                pool: name,
+                why: format!("its nodeSelector {sel:?} is not all(); only all() is evaluated yet"),
+            });
+            continue;
+        }
+        let Some(block_size) = p.spec.effective_block_size() else {
+            continue;
+        };
+        if block_size < net.prefix_len() || block_size > net.max_prefix_len() {
+            skipped.push(Skipped {
+                pool: name,
+                why: format!("blockSize {block_size} does not fit {net}"),
+            });
+            continue;
+        }
+        out.push(Pool {
+            name,
+            net,
+            block_size,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    (out, skipped)
+}
+
+/// Addresses never handed out from `pool`: the reservations that overlap
+/// it, and its first and last address (network- and broadcast-like).
+pub fn reserved_in(pool: &Pool, reservations: &[IpReservation]) -> Vec<IpNet> {
+    let mut out: Vec<IpNet> = reservations
+        .iter()
+        .flat_map(|r| r.spec.networks())
+        .filter(|r| pool.net.contains(r) || r.contains(&pool.net))
+        .collect();
+    let host = |a: IpAddr| IpNet::from(a);
+    out.push(host(pool.net.network()));
+    out.push(host(pool.net.broadcast()));
+    out
+}
+
+/// The pool's blocks not in `taken`, lowest first, that hold at least one
+/// address that is not reserved. Lazy: a large IPv6 pool has more blocks
+/// than could ever be listed.
+pub fn free_blocks<'a>(
+    pool: &'a Pool,
+    taken: &'a HashSet<IpNet>,
+    reserved: &'a [IpNet],
+) -> impl Iterator<Item = IpNet> + 'a {
+    pool.net
+        .subnets(pool.block_size)
+        .into_iter()
+        .flatten()
+        .filter(move |b| !taken.contains(b) && block::has_usable_address(b, reserved))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tartan_api::resources::{IpPoolSpec, IpReservationSpec};
+
+    fn pool(name: &str, cidr: &str, f: impl FnOnce(&mut IpPoolSpec)) -> IpPool {
+        let mut spec = IpPoolSpec::new(cidr);
+        f(&mut spec);
+        IpPool::new(name, spec)
+    }
+
+    #[test]
+    fn eligibility() {
+        let pools = [
+            pool("b", "10.1.0.0/16", |_| {}),
+            pool("a", "10.2.0.0/16", |s| s.block_size = Some(28)),
+            pool("off", "10.3.0.0/16", |s| s.disabled = true),
+            pool("sel", "10.4.0.0/16", |s| {
+                s.node_selector = "zone == 'a'".into()
+            }),
+            pool("v6", "fd00::/64", |_| {}),
+        ];
+        let (v4, skipped) = eligible(&pools, Family::V4, &[]);
+        let names: Vec<_> = v4.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(v4[0].block_size, 28);
+        assert_eq!(v4[1].block_size, 26);
+        assert_eq!(skipped.len(), 2);
+        assert!(skipped[1].why.contains("nodeSelector"));
+        let (v6, _) = eligible(&pools, Family::V6, &[]);
+        assert_eq!(v6[0].block_size, 122);
+        let (only, _) = eligible(&pools, Family::V4, &["10.1.0.0/16".into()]);
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].name, "b");
+    }
+
+    #[test]
+    fn edges_and_reservations_and_free_blocks() {
+        let p = Pool {
+            name: "p".into(),
+            net: "10.0.0.0/29".parse().unwrap(),
+            block_size: 31,
+        };
+        let r = IpReservation::new(
+            "r",
+            IpReservationSpec {
+                reserved_cidrs: vec!["10.0.0.2/31".into(), "192.168.0.1".into()],
+            },
+        );
+        let reserved = reserved_in(&p, &[r]);
+        assert_eq!(reserved.len(), 3);
+        let taken: HashSet<IpNet> = ["10.0.0.4/31".parse().unwrap()].into();
+        let free: Vec<String> = free_blocks(&p, &taken, &reserved)
+            .map(|b| b.to_string())
+            .collect();
+        // .0/31 keeps .1; .2/31 is all reserved; .4/31 is taken; .6/31
+        // keeps .6.
+        assert_eq!(free, ["10.0.0.0/31", "10.0.0.6/31"]);
+    }
+}

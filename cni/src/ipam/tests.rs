@@ -1,0 +1,300 @@
+//! IPAM against the in-memory store, which has the same compare-and-swap
+//! semantics as etcd. The etcd runs are in the lab's tests.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tartan_api::resources::{IpPoolSpec, IpReservationSpec};
+use tartan_api::store::connect::Checked;
+use tartan_api::store::memory::MemoryStore;
+
+use super::*;
+
+fn store() -> Arc<dyn Datastore> {
+    // Checked: every IPAM write must also pass validation.
+    Arc::new(Checked(Box::new(MemoryStore::new())))
+}
+
+async fn add_pool(s: &Arc<dyn Datastore>, name: &str, cidr: &str, block: Option<u8>) {
+    let mut spec = IpPoolSpec::new(cidr);
+    spec.block_size = block;
+    s.create_typed(&IpPool::new(name, spec)).await.unwrap();
+}
+
+fn ipam(s: &Arc<dyn Datastore>, node: &str) -> Ipam {
+    Ipam::new(s.clone(), IpamConfig::new(node))
+}
+
+fn attrs() -> BTreeMap<String, String> {
+    BTreeMap::new()
+}
+
+async fn blocks(s: &Arc<dyn Datastore>) -> Vec<IpamBlock> {
+    s.list_typed::<IpamBlock>(None).await.unwrap().0
+}
+
+#[tokio::test]
+async fn same_handle_same_address_and_distinct_otherwise() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let i = ipam(&s, "n1");
+    let a = i.assign("net.c1", &attrs()).await.unwrap();
+    let again = i.assign("net.c1", &attrs()).await.unwrap();
+    let b = i.assign("net.c2", &attrs()).await.unwrap();
+    assert_eq!(a, again);
+    assert_ne!(a, b);
+    // The pool's first address is never handed out.
+    assert_eq!(a[0].to_string(), "10.10.0.1/32");
+    let bl = blocks(&s).await;
+    assert_eq!(bl.len(), 1);
+    assert_eq!(bl[0].spec.affinity.as_deref(), Some("host:n1"));
+    let h: IpamHandle = s.get_typed(None, "net.c1").await.unwrap();
+    assert_eq!(h.spec.block.get("10.10.0.0/26"), Some(&1));
+    let aff: BlockAffinity = s.get_typed(None, "n1.10-10-0-0-26").await.unwrap();
+    assert_eq!(aff.spec.state, AffinityState::Confirmed);
+}
+
+#[tokio::test]
+async fn dual_stack_gives_one_of_each() {
+    let s = store();
+    add_pool(&s, "v4", "10.10.0.0/16", None).await;
+    add_pool(&s, "v6", "fd00:10::/64", None).await;
+    let got = ipam(&s, "n1").assign("net.c1", &attrs()).await.unwrap();
+    let text: Vec<String> = got.iter().map(|n| n.to_string()).collect();
+    assert_eq!(text, ["10.10.0.1/32", "fd00:10::1/128"]);
+}
+
+#[tokio::test]
+async fn a_required_family_without_pool_fails_and_leaves_nothing() {
+    let s = store();
+    add_pool(&s, "v4", "10.10.0.0/16", None).await;
+    let mut cfg = IpamConfig::new("n1");
+    cfg.assign_ipv6 = Some(true);
+    let e = Ipam::new(s.clone(), cfg)
+        .assign("net.c1", &attrs())
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("no IPv6 pool applies to node n1"),
+        "{e}"
+    );
+    assert!(blocks(&s).await.iter().all(|b| block::in_use(&b.spec) == 0));
+}
+
+#[tokio::test]
+async fn second_family_exhausted_undoes_the_first() {
+    let s = store();
+    add_pool(&s, "v4", "10.10.0.0/16", None).await;
+    // A /127 pool: both addresses are its edges; nothing to give.
+    add_pool(&s, "v6", "fd00::/127", Some(127)).await;
+    let e = ipam(&s, "n1").assign("net.c1", &attrs()).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            IpamError::Exhausted {
+                family: Family::V6,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(blocks(&s).await.iter().all(|b| block::in_use(&b.spec) == 0));
+}
+
+#[tokio::test]
+async fn reservations_are_never_handed_out() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/28", Some(28)).await;
+    s.create_typed(&IpReservation::new(
+        "r",
+        IpReservationSpec {
+            reserved_cidrs: vec!["10.10.0.1".into(), "10.10.0.4/30".into()],
+        },
+    ))
+    .await
+    .unwrap();
+    let i = ipam(&s, "n1");
+    let mut got = Vec::new();
+    for n in 0..9 {
+        got.push(
+            i.assign(&format!("net.c{n}"), &attrs()).await.unwrap()[0]
+                .addr()
+                .to_string(),
+        );
+    }
+    assert_eq!(
+        got,
+        [
+            "10.10.0.2",
+            "10.10.0.3",
+            "10.10.0.8",
+            "10.10.0.9",
+            "10.10.0.10",
+            "10.10.0.11",
+            "10.10.0.12",
+            "10.10.0.13",
+            "10.10.0.14"
+        ]
+    );
+    let e = i.assign("net.full", &attrs()).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("no free IPv4 address for node n1 in p (10.10.0.0/28)"),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn exhaustion_cooldown_and_recovery() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/29", Some(29)).await;
+    let mut cfg = IpamConfig::new("n1");
+    cfg.cooldown = Duration::from_secs(2);
+    let i = Ipam::new(s.clone(), cfg);
+    for n in 0..6 {
+        i.assign(&format!("net.c{n}"), &attrs()).await.unwrap();
+    }
+    assert!(matches!(
+        i.assign("net.more", &attrs()).await,
+        Err(IpamError::Exhausted { .. })
+    ));
+    let released = i.release("net.c2").await.unwrap();
+    assert_eq!(released.len(), 1);
+    // Cooling down: still exhausted, and the error says why.
+    let e = i.assign("net.more", &attrs()).await.unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("1 released address(es) are cooling down"),
+        "{e}"
+    );
+    assert!(matches!(
+        i.check_room().await,
+        Err(IpamError::Exhausted { .. })
+    ));
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    i.check_room().await.unwrap();
+    let got = i.assign("net.more", &attrs()).await.unwrap();
+    assert_eq!(got[0].addr(), released[0]);
+}
+
+#[tokio::test]
+async fn nodes_claim_their_own_blocks_then_borrow() {
+    let s = store();
+    // Two /30 blocks; the edges leave 3 addresses in each.
+    add_pool(&s, "p", "10.10.0.0/29", Some(30)).await;
+    let n1 = ipam(&s, "n1");
+    let n2 = ipam(&s, "n2");
+    let a = n1.assign("net.a", &attrs()).await.unwrap()[0];
+    let b = n2.assign("net.b", &attrs()).await.unwrap()[0];
+    assert!("10.10.0.0/30".parse::<IpNet>().unwrap().contains(&a));
+    assert!("10.10.0.4/30".parse::<IpNet>().unwrap().contains(&b));
+    // n1 fills its block, then borrows from n2's.
+    let mut got = HashSet::new();
+    for n in 0..4 {
+        got.insert(n1.assign(&format!("net.x{n}"), &attrs()).await.unwrap()[0]);
+    }
+    assert_eq!(got.len(), 4);
+    assert!(
+        got.iter()
+            .any(|g| "10.10.0.4/30".parse::<IpNet>().unwrap().contains(g))
+    );
+    // Strict affinity: no borrowing.
+    let mut cfg = IpamConfig::new("n3");
+    cfg.strict_affinity = true;
+    let e = Ipam::new(s.clone(), cfg)
+        .assign("net.s", &attrs())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("strict affinity"), "{e}");
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_assigns_get_distinct_addresses() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let mut tasks = Vec::new();
+    for n in 0..100 {
+        let s = s.clone();
+        let node = format!("n{}", n % 3);
+        tasks.push(tokio::spawn(async move {
+            let i = Ipam::new(s, IpamConfig::new(&node));
+            (
+                node,
+                i.assign(&format!("net.c{n}"), &attrs()).await.unwrap()[0],
+            )
+        }));
+    }
+    let mut seen = HashSet::new();
+    for t in tasks {
+        let (node, a) = t.await.unwrap();
+        assert!(seen.insert(a), "{a} handed out twice");
+        // Every address lies in a block affine to its node.
+        let bl = blocks(&s).await;
+        let owner = bl
+            .iter()
+            .find(|b| b.spec.network().unwrap().contains(&a))
+            .unwrap();
+        assert_eq!(owner.spec.affine_node(), Some(node.as_str()));
+    }
+    // 34 addresses per node need one /26 each: no node over-claimed.
+    assert_eq!(blocks(&s).await.len(), 3);
+}
+
+#[tokio::test]
+async fn gc_releases_what_is_not_kept_and_repairs_affinity() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let i = ipam(&s, "n1");
+    for c in ["a", "b", "c"] {
+        i.assign(&format!("net.{c}"), &attrs()).await.unwrap();
+    }
+    i.assign("other.d", &attrs()).await.unwrap();
+    // A claim whose affinity record was lost in a crash.
+    s.delete_typed::<BlockAffinity>(None, "n1.10-10-0-0-26", None)
+        .await
+        .unwrap();
+    let out = i.gc("net.", |h| h == "net.b").await.unwrap();
+    let gone: Vec<&String> = out.keys().collect();
+    assert_eq!(gone, ["net.a", "net.c"]);
+    let left: HashSet<String> = blocks(&s)
+        .await
+        .iter()
+        .flat_map(|b| block::holders(&b.spec, &b.spec.network().unwrap()).into_keys())
+        .collect();
+    assert_eq!(
+        left,
+        HashSet::from(["net.b".to_string(), "other.d".to_string()])
+    );
+    assert!(s.get_typed::<IpamHandle>(None, "net.a").await.is_err());
+    s.get_typed::<BlockAffinity>(None, "n1.10-10-0-0-26")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn release_by_address() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let i = ipam(&s, "n1");
+    let a = i.assign("net.a", &attrs()).await.unwrap()[0].addr();
+    assert_eq!(
+        i.release_address(a).await.unwrap().as_deref(),
+        Some("net.a")
+    );
+    assert_eq!(i.release_address(a).await.unwrap(), None);
+    assert!(s.get_typed::<IpamHandle>(None, "net.a").await.is_err());
+    // Releasing an unknown handle succeeds.
+    assert!(i.release("net.nobody").await.unwrap().is_empty());
+}
+
+#[test]
+fn handle_names() {
+    assert_eq!(
+        handle_object_name("k8s-pod-network.abc123"),
+        "k8s-pod-network.abc123"
+    );
+    let odd = handle_object_name("My_Net.ABC");
+    assert!(odd.starts_with("h-") && odd.len() == 42, "{odd}");
+    assert_eq!(odd, handle_object_name("My_Net.ABC"));
+}

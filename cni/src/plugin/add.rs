@@ -1,0 +1,140 @@
+//! ADD: an address from IPAM, the interface wired, the record written; and
+//! every step undone if a later one fails.
+
+use std::collections::BTreeMap;
+
+use ipnet::IpNet;
+use tracing::{info, warn};
+
+use super::context::{Context, ipam_error, wire_error};
+use super::workload;
+use crate::spec::result::{CniResult, Interface, IpConfig, Route};
+use crate::spec::{CniError, error::code};
+use crate::wire::{self, GATEWAY_V4, GATEWAY_V6, WireRequest};
+
+/// Facts about the holder kept beside each allocation.
+fn holder(cx: &Context) -> BTreeMap<String, String> {
+    let (ns, pod) = workload::pod_of(cx);
+    BTreeMap::from([
+        ("node".to_string(), cx.node.clone()),
+        ("namespace".to_string(), ns),
+        ("pod".to_string(), pod),
+    ])
+}
+
+async fn assign(cx: &Context) -> Result<Vec<IpNet>, CniError> {
+    cx.ipam
+        .assign(&cx.handle(), &holder(cx))
+        .await
+        .map_err(ipam_error)
+}
+
+/// Give back what this call took, logging (not failing) if that fails:
+/// GC will find it.
+async fn undo_assign(cx: &Context) {
+    if let Err(e) = cx.ipam.release(&cx.handle()).await {
+        warn!(handle = %cx.handle(), error = %e, "could not release after a failed ADD; GC will");
+    }
+}
+
+pub fn wire_request(cx: &Context, addresses: &[IpNet]) -> Result<WireRequest, CniError> {
+    let netns = cx
+        .inv
+        .netns
+        .clone()
+        .ok_or_else(|| CniError::new(code::INVALID_ENV, "CNI_NETNS is not set"))?;
+    Ok(WireRequest {
+        netns,
+        ifname: cx.inv.ifname.clone(),
+        host_ifname: wire::host_interface_name(&cx.inv.container_id, &cx.inv.ifname),
+        addresses: addresses.to_vec(),
+        mtu: cx.conf.mtu,
+        route_protocol: crate::ROUTE_PROTOCOL,
+    })
+}
+
+pub async fn plugin(cx: &Context) -> Result<String, CniError> {
+    let netns = cx.inv.netns.clone().unwrap_or_default();
+    if !netns.exists() {
+        return Err(CniError::new(
+            code::UNKNOWN_CONTAINER,
+            format!("network namespace {} does not exist", netns.display()),
+        ));
+    }
+    let addresses = assign(cx).await?;
+    let req = wire_request(cx, &addresses)?;
+    let wired = match wire::add(&req).await {
+        Ok(w) => w,
+        Err(e) => {
+            undo_assign(cx).await;
+            return Err(wire_error(e));
+        }
+    };
+    if let Err(e) = workload::record(cx, &wired.host_ifname, &wired.pod_mac, &addresses).await {
+        let _ = wire::del(
+            Some(&req.netns),
+            &req.ifname,
+            &req.host_ifname,
+            &addresses,
+            crate::ROUTE_PROTOCOL,
+        )
+        .await;
+        undo_assign(cx).await;
+        return Err(e);
+    }
+    info!(addresses = ?addresses, host = %wired.host_ifname, "pod wired");
+    let mut r = CniResult {
+        interfaces: vec![
+            Interface {
+                name: wired.host_ifname.clone(),
+                mac: wired.host_mac.clone(),
+                sandbox: None,
+                mtu: cx.conf.mtu,
+            },
+            Interface {
+                name: cx.inv.ifname.clone(),
+                mac: wired.pod_mac.clone(),
+                sandbox: Some(netns.display().to_string()),
+                mtu: cx.conf.mtu,
+            },
+        ],
+        ..Default::default()
+    };
+    for a in &addresses {
+        r.ips.push(IpConfig {
+            address: a.to_string(),
+            gateway: None,
+            interface: Some(1),
+        });
+    }
+    if addresses.iter().any(|a| matches!(a, IpNet::V4(_))) {
+        r.routes.push(Route {
+            dst: "0.0.0.0/0".into(),
+            gw: Some(GATEWAY_V4.to_string()),
+        });
+    }
+    if addresses.iter().any(|a| matches!(a, IpNet::V6(_))) {
+        r.routes.push(Route {
+            dst: "::/0".into(),
+            gw: Some(GATEWAY_V6.to_string()),
+        });
+    }
+    Ok(r.to_json(&cx.conf.cni_version).to_string())
+}
+
+/// `tartan-ipam` ADD: addresses only, for the main plugin to configure.
+pub async fn ipam_only(cx: &Context) -> Result<String, CniError> {
+    let addresses = assign(cx).await?;
+    let r = CniResult {
+        ips: addresses
+            .iter()
+            .map(|a| IpConfig {
+                address: a.to_string(),
+                gateway: None,
+                interface: None,
+            })
+            .collect(),
+        ..Default::default()
+    };
+    Ok(r.to_json(&cx.conf.cni_version).to_string())
+}

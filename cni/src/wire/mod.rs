@@ -1,0 +1,162 @@
+//! The kernel side of one pod interface: a veth pair whose pod end is named
+//! CNI_IFNAME inside the pod's namespace and carries the pod's /32 (/128)
+//! addresses with a default route through a link-local gateway, and whose
+//! host end answers for that gateway (proxy ARP, and a fixed MAC whose
+//! EUI-64 link-local is the IPv6 gateway) and holds a host route to the pod
+//! with Tartan's route protocol.
+
+mod check;
+mod error;
+mod host;
+mod links;
+mod netns;
+mod pod;
+
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use ipnet::IpNet;
+use sha2::{Digest, Sha256};
+
+pub use error::WireError;
+
+/// The pod's IPv4 default gateway: link-local, answered by the host end.
+pub const GATEWAY_V4: Ipv4Addr = Ipv4Addr::new(169, 254, 1, 1);
+/// The MAC of every host end.
+pub const HOST_MAC: [u8; 6] = [0xee; 6];
+/// The pod's IPv6 default gateway: the host end's own link-local address,
+/// derived (EUI-64) from [`HOST_MAC`].
+pub const GATEWAY_V6: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0xecee, 0xeeff, 0xfeee, 0xeeee);
+
+/// The host end's name: `tar` and 11 hex digits of a digest of the
+/// container ID and interface name: stable, and 14 characters (the
+/// kernel allows 15).
+pub fn host_interface_name(container_id: &str, ifname: &str) -> String {
+    let d = Sha256::digest(format!("{container_id}/{ifname}").as_bytes());
+    let hex: String = d.iter().map(|b| format!("{b:02x}")).collect();
+    format!("tar{}", &hex[..11])
+}
+
+/// `aa:bb:…` form of a MAC.
+pub fn mac_string(mac: &[u8]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// What to wire.
+#[derive(Debug, Clone)]
+pub struct WireRequest {
+    /// CNI_NETNS: `/run/netns/x` or `/proc/<pid>/ns/net`.
+    pub netns: PathBuf,
+    /// CNI_IFNAME: the name inside the pod.
+    pub ifname: String,
+    /// From [`host_interface_name`].
+    pub host_ifname: String,
+    /// The pod's addresses as /32 and /128.
+    pub addresses: Vec<IpNet>,
+    /// `None`: the kernel's default.
+    pub mtu: Option<u32>,
+    /// The protocol number of the host routes.
+    pub route_protocol: u8,
+}
+
+/// What was wired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Wired {
+    pub host_ifname: String,
+    pub host_mac: String,
+    pub pod_mac: String,
+    pub pod_ifindex: u32,
+}
+
+/// Create the pair, configure both ends; on failure, remove what was made.
+pub async fn add(req: &WireRequest) -> Result<Wired, WireError> {
+    let ns = netns::open(&req.netns)?;
+    if pod::link_exists(&ns, &req.ifname).await? {
+        return Err(WireError::AlreadyExists {
+            ifname: req.ifname.clone(),
+            netns: req.netns.display().to_string(),
+        });
+    }
+    let host = host::Host::connect()?;
+    host.remove_link(&req.host_ifname).await?;
+    host.create_pair(req, &ns).await?;
+    let done = async {
+        let (pod_ifindex, pod_mac) = pod::configure(&ns, req).await?;
+        host.configure(req).await?;
+        Ok::<_, WireError>((pod_ifindex, pod_mac))
+    }
+    .await;
+    match done {
+        Ok((pod_ifindex, pod_mac)) => Ok(Wired {
+            host_ifname: req.host_ifname.clone(),
+            host_mac: mac_string(&HOST_MAC),
+            pod_mac,
+            pod_ifindex,
+        }),
+        Err(e) => {
+            // Deleting the host end removes the pod end and the routes.
+            if let Err(u) = host.remove_link(&req.host_ifname).await {
+                tracing::warn!(error = %u, "could not undo a failed ADD");
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Remove the pair (from whichever end still exists). Idempotent: what is
+/// already gone is fine. Routes through the host end go with it.
+pub async fn del(
+    netns: Option<&Path>,
+    ifname: &str,
+    host_ifname: &str,
+    _addresses: &[IpNet],
+    _route_protocol: u8,
+) -> Result<(), WireError> {
+    if let Some(path) = netns {
+        match netns::open(path) {
+            Ok(ns) => pod::remove_link(&ns, ifname).await?,
+            Err(e) if e.is_missing_netns() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    host::Host::connect()?.remove_link(host_ifname).await
+}
+
+/// Verify that the interface is as [`add`] left it.
+pub async fn check(req: &WireRequest) -> Result<(), WireError> {
+    check::check(req).await
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn host_names_are_short_stable_and_distinct() {
+        let a = host_interface_name("abc", "eth0");
+        assert_eq!(a.len(), 14);
+        assert!(a.starts_with("tar"));
+        assert_eq!(a, host_interface_name("abc", "eth0"));
+        assert_ne!(a, host_interface_name("abd", "eth0"));
+        assert_ne!(a, host_interface_name("abc", "eth1"));
+    }
+
+    #[test]
+    fn the_v6_gateway_is_the_eui64_of_the_host_mac() {
+        let mut eui = [0u8; 8];
+        eui[..3].copy_from_slice(&HOST_MAC[..3]);
+        eui[3] = 0xff;
+        eui[4] = 0xfe;
+        eui[5..].copy_from_slice(&HOST_MAC[3..]);
+        eui[0] ^= 0x02;
+        let mut o = [0u8; 16];
+        o[0] = 0xfe;
+        o[1] = 0x80;
+        o[8..].copy_from_slice(&eui);
+        assert_eq!(Ipv6Addr::from(o), GATEWAY_V6);
+        assert_eq!(mac_string(&HOST_MAC), "ee:ee:ee:ee:ee:ee");
+    }
+}
