@@ -165,11 +165,8 @@ fn ms(d: Duration) -> String {
 pub fn render_markdown(env: &Environment, o: &StoreBenchOptions, r: &StoreBenchResult) -> String {
     let mut md = String::new();
     md.push_str("# Datastore: list and watch on etcd\n\n");
-    md.push_str(&format!(
-        "Measured {} on {} cores ({}), {}, kernel {}; load average {} before, {} after (other work on the machine slows both columns alike; compare the ratios).\n\n",
-        env.date, env.nproc, env.cpu, env.memory, env.kernel, env.load_before, env.load_after
-    ));
-    md.push_str(&format!("Command: `{}`\n\n", env.command));
+    md.push_str(&env.render());
+    md.push('\n');
     md.push_str(&format!(
         "Store: {}, one member on loopback, data on the root disk. {} NetworkPolicy objects of {} bytes of JSON each, written by 8 concurrent writers in {:.2} s.\n\n",
         r.etcd_version,

@@ -135,13 +135,16 @@ impl Ipam {
     }
 
     async fn snapshot(&self) -> Result<Snapshot, IpamError> {
-        let (pools, _) = self.store.list_typed::<IpPool>(None).await?;
-        let (reservations, _) = self.store.list_typed::<IpReservation>(None).await?;
-        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        // Three independent reads, in flight together.
+        let (pools, reservations, blocks) = tokio::try_join!(
+            self.store.list_typed::<IpPool>(None),
+            self.store.list_typed::<IpReservation>(None),
+            self.store.list_typed::<IpamBlock>(None),
+        )?;
         Ok(Snapshot {
-            pools,
-            reservations,
-            blocks,
+            pools: pools.0,
+            reservations: reservations.0,
+            blocks: blocks.0,
         })
     }
 
@@ -476,23 +479,27 @@ impl Ipam {
             }
         }
         let name = handle_object_name(handle);
+        let fresh = IpamHandle::new(
+            &name,
+            IpamHandleSpec {
+                handle_id: handle.to_string(),
+                block: counts.clone(),
+                deleted: false,
+            },
+        );
+        // Usually the handle is new: try that first (one round trip).
+        match self.store.create_typed(&fresh).await {
+            Ok(_) => return Ok(()),
+            Err(StoreError::AlreadyExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
         for attempt in 0..MAX_ATTEMPTS {
             match self.store.get_typed::<IpamHandle>(None, &name).await {
-                Err(StoreError::NotFound(_)) => {
-                    let h = IpamHandle::new(
-                        &name,
-                        IpamHandleSpec {
-                            handle_id: handle.to_string(),
-                            block: counts.clone(),
-                            deleted: false,
-                        },
-                    );
-                    match self.store.create_typed(&h).await {
-                        Ok(_) => return Ok(()),
-                        Err(StoreError::AlreadyExists(_)) => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
+                Err(StoreError::NotFound(_)) => match self.store.create_typed(&fresh).await {
+                    Ok(_) => return Ok(()),
+                    Err(StoreError::AlreadyExists(_)) => {}
+                    Err(e) => return Err(e.into()),
+                },
                 Ok(mut h) => {
                     if h.spec.handle_id != handle {
                         return Err(IpamError::Corrupt(format!(

@@ -23,6 +23,7 @@ fn holder(cx: &Context) -> BTreeMap<String, String> {
 }
 
 async fn assign(cx: &Context) -> Result<Vec<IpNet>, CniError> {
+    let _turn = cx.ipam_lock().await;
     cx.ipam
         .assign(&cx.handle(), &holder(cx))
         .await
@@ -32,6 +33,7 @@ async fn assign(cx: &Context) -> Result<Vec<IpNet>, CniError> {
 /// Give back what this call took, logging (not failing) if that fails:
 /// GC will find it.
 async fn undo_assign(cx: &Context) {
+    let _turn = cx.ipam_lock().await;
     if let Err(e) = cx.ipam.release(&cx.handle()).await {
         warn!(handle = %cx.handle(), error = %e, "could not release after a failed ADD; GC will");
     }

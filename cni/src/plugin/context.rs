@@ -75,6 +75,12 @@ impl Context {
         })
     }
 
+    /// This node's IPAM lock, held until dropped.
+    pub async fn ipam_lock(&self) -> super::lock::NodeLock {
+        let store = self.conf.datastore().unwrap_or_default();
+        super::lock::take(&self.node, store, self.conf.datastore_timeout() * 2).await
+    }
+
     /// This attachment's IPAM handle.
     pub fn handle(&self) -> String {
         self.conf.handle(&self.inv.container_id)

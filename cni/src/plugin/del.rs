@@ -29,7 +29,10 @@ pub async fn plugin(cx: &Context) -> Result<(), crate::spec::CniError> {
     if let Err(e) = &wiring {
         warn!(error = %e, "could not remove all of the interface");
     }
-    cx.ipam.release(&cx.handle()).await.map_err(ipam_error)?;
+    {
+        let _turn = cx.ipam_lock().await;
+        cx.ipam.release(&cx.handle()).await.map_err(ipam_error)?;
+    }
     if let Some(w) = held {
         workload::remove_record(cx, &w).await?;
     }
@@ -37,6 +40,7 @@ pub async fn plugin(cx: &Context) -> Result<(), crate::spec::CniError> {
 }
 
 pub async fn ipam_only(cx: &Context) -> Result<(), crate::spec::CniError> {
+    let _turn = cx.ipam_lock().await;
     cx.ipam.release(&cx.handle()).await.map_err(ipam_error)?;
     Ok(())
 }

@@ -24,11 +24,13 @@ pub async fn gc(cx: &Context, mode: Mode) -> Result<(), CniError> {
         .collect();
     let containers: HashSet<&str> = valid.iter().map(|(c, _)| c.as_str()).collect();
     let prefix = format!("{}.", cx.conf.name);
+    let turn = cx.ipam_lock().await;
     let released = cx
         .ipam
         .gc(&prefix, |h| containers.contains(container_of(h)))
         .await
         .map_err(ipam_error)?;
+    drop(turn);
     for (h, addrs) in &released {
         info!(handle = %h, addresses = ?addrs, "GC released");
     }

@@ -8,6 +8,7 @@ mod check;
 mod context;
 mod del;
 mod gc;
+mod lock;
 mod status;
 pub mod workload;
 

@@ -20,6 +20,21 @@ pub struct Environment {
 }
 
 impl Environment {
+    /// Where and when a benchmark ran, and how, as Markdown paragraphs.
+    pub fn render(&self) -> String {
+        format!(
+            "Measured {} on {} cores ({}), {}, kernel {}; load average {} before, {} after (other work on the machine slows every column alike; compare the ratios).\n\nCommand: `{}`\n",
+            self.date,
+            self.nproc,
+            self.cpu,
+            self.memory,
+            self.kernel,
+            self.load_before,
+            self.load_after,
+            self.command
+        )
+    }
+
     /// Reads the machine's description from /proc and `date`.
     pub fn detect(command: String) -> Environment {
         let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();

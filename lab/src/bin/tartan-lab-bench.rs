@@ -22,6 +22,24 @@ enum Cmd {
     Bgp(BgpArgs),
     /// Datastore: list of many objects and watch delivery latency on etcd.
     Datastore(DatastoreArgs),
+    /// CNI: ADD/DEL latency and many ADDs at once, tartan beside ptp.
+    Cni(CniArgs),
+}
+
+#[derive(clap::Args)]
+struct CniArgs {
+    /// Sequential ADD+DEL pairs per plugin.
+    #[arg(long, default_value_t = 200)]
+    sequential: usize,
+    /// ADDs started at once.
+    #[arg(long, default_value_t = 100)]
+    parallel: usize,
+    /// Runs of the parallel ADDs (median reported).
+    #[arg(long, default_value_t = 5)]
+    parallel_runs: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -86,6 +104,7 @@ fn main() -> Result<()> {
     let a = match Cli::parse().cmd {
         Cmd::Bgp(a) => a,
         Cmd::Datastore(a) => return datastore(a),
+        Cmd::Cni(a) => return cni(a),
     };
     let devices = a
         .devices
@@ -154,6 +173,20 @@ fn datastore(a: DatastoreArgs) -> Result<()> {
     env.load_after = load_average();
     let md = render_markdown(&env, &opts, &r);
     write_out(a.out.as_deref(), &md)
+}
+
+fn cni(a: CniArgs) -> Result<()> {
+    use tartan_lab::cnibench::{CniBenchOptions, render_markdown, run};
+    let opts = CniBenchOptions {
+        sequential: a.sequential.max(1),
+        parallel: a.parallel.max(1),
+        parallel_runs: a.parallel_runs.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
 }
 
 fn write_out(out: Option<&std::path::Path>, md: &str) -> Result<()> {
