@@ -112,6 +112,14 @@ fn now() -> i64 {
         .unwrap_or(0)
 }
 
+/// Addresses taken for a handle, and how many in each block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    pub handle: String,
+    pub addresses: Vec<IpNet>,
+    pub blocks: BTreeMap<String, u32>,
+}
+
 /// Everything one allocation looks at, read once.
 struct Snapshot {
     pools: Vec<IpPool>,
@@ -193,13 +201,28 @@ impl Ipam {
     }
 
     /// Addresses for `handle`, one per family that applies, as host
-    /// networks (`/32`, `/128`). The same handle asking again gets the same
-    /// addresses. On failure nothing stays allocated by this call.
+    /// networks (`/32`, `/128`), with its IPAMHandle written. The same
+    /// handle asking again gets the same addresses. On failure nothing
+    /// stays allocated by this call.
     pub async fn assign(
         &self,
         handle: &str,
         secondary: &BTreeMap<String, String>,
     ) -> Result<Vec<IpNet>, IpamError> {
+        let a = self.allocate(handle, secondary).await?;
+        self.record(&a).await?;
+        Ok(a.addresses)
+    }
+
+    /// The first half of [`Ipam::assign`]: the addresses, taken in their
+    /// blocks. [`Ipam::record`] writes the IPAMHandle; a caller may do other
+    /// work meanwhile (nothing is lost if it never does: blocks are the
+    /// truth, and GC reads them).
+    pub async fn allocate(
+        &self,
+        handle: &str,
+        secondary: &BTreeMap<String, String>,
+    ) -> Result<Allocation, IpamError> {
         let mut snap = self.snapshot().await?;
         let plan = self.plan(&snap)?;
         let mut got: Vec<(IpAddr, IpNet)> = Vec::new();
@@ -220,8 +243,23 @@ impl Ipam {
                 }
             }
         }
-        self.record_handle(handle, &snap.blocks).await?;
-        Ok(got.into_iter().map(|(a, _)| IpNet::from(a)).collect())
+        let mut counts = BTreeMap::new();
+        for b in &snap.blocks {
+            let n = block::held_by(&b.spec, handle).len();
+            if n > 0 {
+                counts.insert(b.spec.cidr.clone(), n as u32);
+            }
+        }
+        Ok(Allocation {
+            handle: handle.to_string(),
+            addresses: got.into_iter().map(|(a, _)| IpNet::from(a)).collect(),
+            blocks: counts,
+        })
+    }
+
+    /// Write the IPAMHandle of an allocation.
+    pub async fn record(&self, a: &Allocation) -> Result<(), IpamError> {
+        self.record_handle(&a.handle, &a.blocks).await
     }
 
     /// One address of `family` for `handle`, and its block's network.
@@ -470,14 +508,11 @@ impl Ipam {
     }
 
     /// Write the IPAMHandle: per block, how many addresses the handle holds.
-    async fn record_handle(&self, handle: &str, blocks: &[IpamBlock]) -> Result<(), IpamError> {
-        let mut counts = BTreeMap::new();
-        for b in blocks {
-            let n = block::held_by(&b.spec, handle).len();
-            if n > 0 {
-                counts.insert(b.spec.cidr.clone(), n as u32);
-            }
-        }
+    async fn record_handle(
+        &self,
+        handle: &str,
+        counts: &BTreeMap<String, u32>,
+    ) -> Result<(), IpamError> {
         let name = handle_object_name(handle);
         let fresh = IpamHandle::new(
             &name,

@@ -22,14 +22,6 @@ fn holder(cx: &Context) -> BTreeMap<String, String> {
     ])
 }
 
-async fn assign(cx: &Context) -> Result<Vec<IpNet>, CniError> {
-    let _turn = cx.ipam_lock().await;
-    cx.ipam
-        .assign(&cx.handle(), &holder(cx))
-        .await
-        .map_err(ipam_error)
-}
-
 /// Give back what this call took, logging (not failing) if that fails:
 /// GC will find it.
 async fn undo_assign(cx: &Context) {
@@ -51,6 +43,7 @@ pub fn wire_request(cx: &Context, addresses: &[IpNet]) -> Result<WireRequest, Cn
         host_ifname: wire::host_interface_name(&cx.inv.container_id, &cx.inv.ifname),
         addresses: addresses.to_vec(),
         mtu: cx.conf.mtu,
+        pod_mac: Some(wire::pod_mac(&cx.inv.container_id, &cx.inv.ifname)),
         route_protocol: crate::ROUTE_PROTOCOL,
     })
 }
@@ -63,27 +56,68 @@ pub async fn plugin(cx: &Context) -> Result<String, CniError> {
             format!("network namespace {} does not exist", netns.display()),
         ));
     }
-    let addresses = assign(cx).await?;
-    let req = wire_request(cx, &addresses)?;
-    let wired = match wire::add(&req).await {
-        Ok(w) => w,
+    // The Pod's labels are read while IPAM works; the interface, the
+    // handle and the record are written together. Each step is independent
+    // of the others' results, so the round trips overlap.
+    let (alloc, facts) = tokio::join!(
+        async {
+            let _turn = cx.ipam_lock().await;
+            cx.ipam.allocate(&cx.handle(), &holder(cx)).await
+        },
+        workload::pod_facts(cx),
+    );
+    let alloc = alloc.map_err(ipam_error)?;
+    let facts = match facts {
+        Ok(f) => f,
         Err(e) => {
             undo_assign(cx).await;
-            return Err(wire_error(e));
+            return Err(e);
         }
     };
-    if let Err(e) = workload::record(cx, &wired.host_ifname, &wired.pod_mac, &addresses).await {
-        let _ = wire::del(
-            Some(&req.netns),
-            &req.ifname,
-            &req.host_ifname,
-            &addresses,
-            crate::ROUTE_PROTOCOL,
-        )
-        .await;
-        undo_assign(cx).await;
-        return Err(e);
-    }
+    let addresses = alloc.addresses.clone();
+    let req = wire_request(cx, &addresses)?;
+    let pod_mac = req
+        .pod_mac
+        .map(|m| wire::mac_string(&m))
+        .unwrap_or_default();
+    let (wired, recorded, handle) = tokio::join!(
+        wire::add(&req),
+        workload::record(cx, facts, &req.host_ifname, &pod_mac, &addresses),
+        cx.ipam.record(&alloc),
+    );
+    let failure = match (&wired, &recorded, handle) {
+        (Err(_), _, _) => None,
+        (Ok(_), Err(e), _) => Some(e.clone()),
+        (Ok(_), Ok(()), Err(e)) => Some(ipam_error(e)),
+        (Ok(_), Ok(()), Ok(())) => None,
+    };
+    let wired = match (wired, failure) {
+        (Ok(w), None) => w,
+        (w, f) => {
+            // Undo in reverse: the interface, the record, the addresses.
+            if w.is_ok() {
+                let _ = wire::del(
+                    Some(&req.netns),
+                    &req.ifname,
+                    &req.host_ifname,
+                    &addresses,
+                    crate::ROUTE_PROTOCOL,
+                )
+                .await;
+            }
+            if recorded.is_ok()
+                && let Err(e) = workload::remove(cx).await
+            {
+                warn!(error = %e, "could not remove the record after a failed ADD; GC will");
+            }
+            undo_assign(cx).await;
+            return Err(match (w, f) {
+                (Err(e), _) => wire_error(e),
+                (_, Some(e)) => e,
+                (Ok(_), None) => CniError::new(code::WIRING, "ADD failed"),
+            });
+        }
+    };
     info!(addresses = ?addresses, host = %wired.host_ifname, "pod wired");
     let mut r = CniResult {
         interfaces: vec![
@@ -126,7 +160,13 @@ pub async fn plugin(cx: &Context) -> Result<String, CniError> {
 
 /// `tartan-ipam` ADD: addresses only, for the main plugin to configure.
 pub async fn ipam_only(cx: &Context) -> Result<String, CniError> {
-    let addresses = assign(cx).await?;
+    let addresses = {
+        let _turn = cx.ipam_lock().await;
+        cx.ipam
+            .assign(&cx.handle(), &holder(cx))
+            .await
+            .map_err(ipam_error)?
+    };
     let r = CniResult {
         ips: addresses
             .iter()

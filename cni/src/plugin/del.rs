@@ -10,32 +10,27 @@ use crate::wire;
 
 pub async fn plugin(cx: &Context) -> Result<(), crate::spec::CniError> {
     let host_ifname = wire::host_interface_name(&cx.inv.container_id, &cx.inv.ifname);
-    // The addresses, to remove exactly our host routes.
-    let held = workload::find(cx).await.ok().flatten();
-    let addresses: Vec<ipnet::IpNet> = held
-        .iter()
-        .flat_map(|w| w.spec.ip_networks.iter())
-        .filter_map(|a| a.parse().ok())
-        .collect();
     let netns = cx.inv.netns.as_deref().filter(|p| p.exists());
-    let wiring = wire::del(
-        netns,
-        &cx.inv.ifname,
-        &host_ifname,
-        &addresses,
-        crate::ROUTE_PROTOCOL,
-    )
-    .await;
+    // Three independent removals, in flight together.
+    let (wiring, released, record) = tokio::join!(
+        wire::del(
+            netns,
+            &cx.inv.ifname,
+            &host_ifname,
+            &[],
+            crate::ROUTE_PROTOCOL
+        ),
+        async {
+            let _turn = cx.ipam_lock().await;
+            cx.ipam.release(&cx.handle()).await
+        },
+        workload::remove(cx),
+    );
     if let Err(e) = &wiring {
         warn!(error = %e, "could not remove all of the interface");
     }
-    {
-        let _turn = cx.ipam_lock().await;
-        cx.ipam.release(&cx.handle()).await.map_err(ipam_error)?;
-    }
-    if let Some(w) = held {
-        workload::remove_record(cx, &w).await?;
-    }
+    released.map_err(ipam_error)?;
+    record?;
     wiring.map_err(wire_error)
 }
 

@@ -31,13 +31,14 @@ pub fn pod_of(cx: &Context) -> (String, String) {
     }
 }
 
+/// What the record carries from the Pod object.
+pub type PodFacts = (BTreeMap<String, String>, Vec<EndpointPort>);
+
 /// The pod's labels and named ports; empty when the Pod object does not
 /// exist (logged: policy will see an unlabelled pod).
-async fn pod_facts(
-    cx: &Context,
-    ns: &str,
-    name: &str,
-) -> Result<(BTreeMap<String, String>, Vec<EndpointPort>), CniError> {
+pub async fn pod_facts(cx: &Context) -> Result<PodFacts, CniError> {
+    let (ns, name) = pod_of(cx);
+    let (ns, name) = (ns.as_str(), name.as_str());
     if cx.inv.pod().is_none() {
         return Ok(Default::default());
     }
@@ -76,12 +77,13 @@ async fn pod_facts(
 /// Write (or overwrite) the record of this interface.
 pub async fn record(
     cx: &Context,
+    facts: PodFacts,
     host_ifname: &str,
     mac: &str,
     addresses: &[IpNet],
 ) -> Result<(), CniError> {
     let (ns, pod) = pod_of(cx);
-    let (labels, ports) = pod_facts(cx, &ns, &pod).await?;
+    let (labels, ports) = facts;
     let name = workload_name(&pod, &cx.inv.ifname);
     let mut w = WorkloadEndpoint::new(
         &name,

@@ -46,6 +46,9 @@ impl Host {
         if let Some(m) = req.mtu {
             peer = peer.mtu(m);
         }
+        if let Some(mac) = req.pod_mac {
+            peer = peer.address(mac.to_vec());
+        }
         let mut host = LinkVeth::new(&req.host_ifname, &req.ifname)
             .set_info_data(InfoData::Veth(InfoVeth::Peer(peer.build())))
             .address(HOST_MAC.to_vec());

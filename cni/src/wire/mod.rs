@@ -37,6 +37,20 @@ pub fn host_interface_name(container_id: &str, ifname: &str) -> String {
     format!("tar{}", &hex[..11])
 }
 
+/// The pod end's MAC: chosen here rather than by the kernel so that it is
+/// known before the interface exists (the record is written meanwhile).
+/// Locally administered, unicast, stable for a container and interface.
+pub fn pod_mac(container_id: &str, ifname: &str) -> [u8; 6] {
+    let d = Sha256::digest(format!("mac/{container_id}/{ifname}").as_bytes());
+    let mut m = [0u8; 6];
+    m.copy_from_slice(&d[..6]);
+    m[0] = (m[0] & 0xfc) | 0x02;
+    if m == HOST_MAC {
+        m[5] ^= 1;
+    }
+    m
+}
+
 /// `aa:bb:…` form of a MAC.
 pub fn mac_string(mac: &[u8]) -> String {
     mac.iter()
@@ -58,6 +72,8 @@ pub struct WireRequest {
     pub addresses: Vec<IpNet>,
     /// `None`: the kernel's default.
     pub mtu: Option<u32>,
+    /// The pod end's MAC; `None`: the kernel picks one.
+    pub pod_mac: Option<[u8; 6]>,
     /// The protocol number of the host routes.
     pub route_protocol: u8,
 }
@@ -142,6 +158,10 @@ mod name_tests {
         assert_eq!(a, host_interface_name("abc", "eth0"));
         assert_ne!(a, host_interface_name("abd", "eth0"));
         assert_ne!(a, host_interface_name("abc", "eth1"));
+        let m = pod_mac("abc", "eth0");
+        assert_eq!(m[0] & 0x03, 0x02, "locally administered unicast");
+        assert_eq!(m, pod_mac("abc", "eth0"));
+        assert_ne!(m, pod_mac("abc", "eth1"));
     }
 
     #[test]
