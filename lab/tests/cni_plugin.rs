@@ -484,3 +484,136 @@ fn chained_with_portmap_bandwidth_and_tuning() {
     assert!(held(&lab, &handle(&call)).is_empty());
     drop(pod);
 }
+
+/// The record carries the Pod's labels and named ports, read from the Pod
+/// object in the datastore (etcd here, as on a bare-metal fleet).
+#[test]
+fn the_record_carries_the_pods_labels_and_named_ports() {
+    let lab = CniLab::new(1).unwrap();
+    lab.add_pool("default", "10.83.0.0/16", None).unwrap();
+    let pod_obj: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web", "tier": "front"}},
+        "spec": {"containers": [{"name": "c", "ports": [
+            {"name": "http", "containerPort": 8080},
+            {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+            {"containerPort": 9000}
+        ]}]}
+    }))
+    .unwrap();
+    lab.rt.block_on(lab.store.create_typed(&pod_obj)).unwrap();
+    let rt = lab.plain(0);
+    let (_pod, call) = lab.pod("shop", "web").unwrap();
+    let r = rt.add(&call).unwrap();
+    let w: WorkloadEndpoint = lab
+        .rt
+        .block_on(lab.store.get_typed(Some("shop"), "web.eth0"))
+        .unwrap();
+    let labels = w.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(labels.get("app").map(String::as_str), Some("web"));
+    assert_eq!(labels.get("tier").map(String::as_str), Some("front"));
+    let ports: Vec<(String, String, u16)> = w
+        .spec
+        .ports
+        .iter()
+        .map(|p| (p.name.clone(), p.protocol.clone(), p.port))
+        .collect();
+    assert_eq!(
+        ports,
+        [
+            ("http".into(), "TCP".into(), 8080),
+            ("dns".into(), "UDP".into(), 53)
+        ]
+    );
+    assert_eq!(w.spec.mac.as_deref(), r["interfaces"][1]["mac"].as_str());
+    // A pod whose object does not exist is still wired, without labels.
+    let (_p2, c2) = lab.pod("shop", "ghost").unwrap();
+    rt.add(&c2).unwrap();
+    let g: WorkloadEndpoint = lab
+        .rt
+        .block_on(lab.store.get_typed(Some("shop"), "ghost.eth0"))
+        .unwrap();
+    assert!(g.metadata.labels.unwrap_or_default().is_empty());
+}
+
+/// `tartan-ipam` as the IPAM of another main plugin (Debian's macvlan, on
+/// the node's underlay interface), which calls it through CNI_PATH with
+/// the whole configuration. (ptp assumes a subnet-sized prefix and fails
+/// on the /32 addresses Tartan hands out.)
+#[test]
+fn tartan_ipam_under_another_plugin() {
+    let lab = CniLab::new(1).unwrap();
+    lab.add_pool("default", "10.84.0.0/16", None).unwrap();
+    let conflist = CniLab::conflist(
+        "1.0.0",
+        vec![json!({
+            "type": "macvlan",
+            "master": lab.underlay.node(0).ifname,
+            "mode": "bridge",
+            "ipam": {
+                "type": "tartan-ipam",
+                "datastore": lab.etcd.datastore_spec(),
+                "nodename": "node-1",
+                "releaseCooldownSeconds": 0
+            },
+            "logFile": lab.log_file().display().to_string()
+        })],
+    );
+    let rt = lab.runtime(0, conflist);
+    let (pod, call) = lab.pod("default", "p").unwrap();
+    let r = rt
+        .add(&call)
+        .unwrap_or_else(|e| panic!("{e}\n{}", lab.log()));
+    let addr = pod_address(&r);
+    assert!(addr.starts_with("10.84."), "{r}");
+    assert_eq!(held(&lab, &handle(&call)), [addr.clone()]);
+    let inside = pod.ip(&["-o", "addr", "show", "eth0"]).unwrap();
+    assert!(inside.contains(&addr), "{inside}");
+    // CHECK of tartan-ipam itself (macvlan's own CHECK insists on a
+    // gateway, which a routed /32 has none of).
+    let ipam_check = |prev: &Value| {
+        let mut conf = rt.conflist["plugins"][0].clone();
+        conf["name"] = json!(NETWORK);
+        conf["cniVersion"] = json!("1.0.0");
+        conf["prevResult"] = prev.clone();
+        exec(
+            &tartan_bin_dir().join("tartan-ipam"),
+            Some(lab.underlay.node(0).netns.name()),
+            &[
+                ("CNI_COMMAND", Some("CHECK".into())),
+                ("CNI_CONTAINERID", Some(call.container_id.clone())),
+                (
+                    "CNI_NETNS",
+                    call.netns.as_ref().map(|p| p.display().to_string()),
+                ),
+                ("CNI_IFNAME", Some("eth0".into())),
+                ("CNI_PATH", Some("/usr/lib/cni".into())),
+            ],
+            conf.to_string().as_bytes(),
+        )
+        .unwrap()
+    };
+    assert!(ipam_check(&r).success);
+    let mut wrong = r.clone();
+    wrong["ips"][0]["address"] = json!("10.84.9.9/32");
+    let failed = ipam_check(&wrong);
+    assert!(
+        !failed.success && failed.msg().contains("IPAM holds"),
+        "{failed:?}"
+    );
+    rt.del(&call, Some(&r)).unwrap();
+    rt.del(&call, Some(&r)).unwrap();
+    assert!(held(&lab, &handle(&call)).is_empty());
+}
+
+#[test]
+fn a_node_name_that_cannot_name_objects_is_refused() {
+    let lab = CniLab::new(1).unwrap();
+    lab.add_pool("default", "10.85.0.0/16", None).unwrap();
+    let mut entry = lab.tartan_entry(0, json!({}));
+    entry["nodename"] = json!("../../etc/x");
+    let rt = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));
+    let (_pod, call) = lab.pod("default", "p").unwrap();
+    let e = rt.add(&call).unwrap_err().to_string();
+    assert!(e.contains("code Some(7)") && e.contains("node name"), "{e}");
+    assert!(held(&lab, &handle(&call)).is_empty());
+}

@@ -33,6 +33,9 @@ impl Context {
                     )
                 })?,
         };
+        // The name becomes part of object names and of a lock file's path.
+        tartan_api::resources::common::dns_subdomain(&node)
+            .map_err(|e| CniError::new(code::INVALID_CONFIG, format!("node name: {e}")))?;
         let ipam_conf = conf.ipam.clone().unwrap_or_default();
         if !ipam_conf.plugin_type.is_empty() && ipam_conf.plugin_type != "tartan-ipam" {
             return Err(CniError::new(
