@@ -565,7 +565,7 @@ fn tartan_ipam_under_another_plugin() {
         .unwrap_or_else(|e| panic!("{e}\n{}", lab.log()));
     let addr = pod_address(&r);
     assert!(addr.starts_with("10.84."), "{r}");
-    assert_eq!(held(&lab, &handle(&call)), [addr.clone()]);
+    assert_eq!(held(&lab, &handle(&call)), std::slice::from_ref(&addr));
     let inside = pod.ip(&["-o", "addr", "show", "eth0"]).unwrap();
     assert!(inside.contains(&addr), "{inside}");
     // CHECK of tartan-ipam itself (macvlan's own CHECK insists on a
