@@ -83,6 +83,29 @@ pub fn render_show(usage: &[report::PoolUsage], wide: bool) -> String {
         out.push('\n');
         out.push_str(&b.render());
     }
+    // Per node: blocks held and addresses in them.
+    let mut nodes: std::collections::BTreeMap<String, (usize, usize, usize)> = Default::default();
+    for u in usage.iter().flat_map(|p| &p.blocks) {
+        let e = nodes
+            .entry(u.node.clone().unwrap_or_else(|| "-".into()))
+            .or_default();
+        e.0 += 1;
+        e.1 += u.in_use;
+        e.2 += u.size;
+    }
+    if !nodes.is_empty() {
+        let mut n = Table::new(["NODE", "BLOCKS", "IN USE", "ADDRESSES"]);
+        for (node, (blocks, in_use, size)) in nodes {
+            n.row([
+                node,
+                blocks.to_string(),
+                in_use.to_string(),
+                size.to_string(),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&n.render());
+    }
     out
 }
 

@@ -86,6 +86,19 @@ fn show_check_and_release() {
         out.contains("10.60.0.64/26") && out.contains("node-2"),
         "{out}"
     );
+    let per_node: Vec<Vec<&str>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("NODE"))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        per_node,
+        [
+            vec!["node-1", "1", "2", "64"],
+            vec!["node-2", "1", "1", "64"]
+        ]
+    );
     let (ok, json, _) = ctl(&spec, &["ipam", "show", "-o", "json"]);
     assert!(ok);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -325,7 +325,9 @@ fn pings_in_and_out_and_nothing_left_after_del() {
     let lab = CniLab::new(1).unwrap();
     lab.add_pool("default", "10.81.0.0/16", None).unwrap();
     lab.add_pool("default-v6", "fd00:81::/64", None).unwrap();
-    let rt = lab.plain(0);
+    let mut entry = lab.tartan_entry(0, json!({}));
+    entry["mtu"] = json!(1400);
+    let rt = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));
     let (pod, call) = lab.pod("default", "p").unwrap();
     let r = rt.add(&call).unwrap();
     let addr = pod_address(&r);
@@ -347,6 +349,20 @@ fn pings_in_and_out_and_nothing_left_after_del() {
     assert!(ping(node.netns.name(), &addr6), "node -> pod over IPv6");
     assert!(ping(pod.name(), "fd00:99::1"), "pod -> node over IPv6");
     rt.check(&call, &r).unwrap();
+    // The MTU from the configuration, on both ends and in the result.
+    assert!(
+        pod.ip(&["link", "show", "eth0"])
+            .unwrap()
+            .contains("mtu 1400")
+    );
+    let host = r["interfaces"][0]["name"].as_str().unwrap();
+    assert!(
+        node.netns
+            .ip(&["link", "show", host])
+            .unwrap()
+            .contains("mtu 1400")
+    );
+    assert_eq!(r["interfaces"][1]["mtu"], 1400);
     let routes = node.netns.ip(&["route", "show", "proto", "202"]).unwrap();
     assert!(routes.contains(&addr), "{routes}");
     rt.del(&call, Some(&r)).unwrap();

@@ -1,8 +1,10 @@
-//! CHECK: both ends, the pod's addresses and routes, the host routes.
+//! CHECK: both ends, the pod's addresses and routes, the host routes. The
+//! first thing found wrong is reported.
 
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+use rtnetlink::packet_route::link::{InfoKind, LinkAttribute, LinkInfo, LinkMessage};
 
 use super::error::WireError;
 use super::host::Host;
@@ -13,22 +15,24 @@ pub async fn check(req: &WireRequest) -> Result<(), WireError> {
     let ns = open(&req.netns)?;
     let r = req.clone();
     let path = ns.path.clone();
-    run_in(&ns, move |h| async move {
-        let bad = |what: String| Err(WireError::Mismatch(format!("{what} in {path}")));
+    let pod_index = run_in(&ns, move |h| async move {
+        let bad = |what: String| {
+            Err(WireError::Mismatch(format!(
+                "interface {} in {path} {what}",
+                r.ifname
+            )))
+        };
         let Some(link) = links::by_name(&h, &r.ifname).await? else {
-            return bad(format!("interface {} is missing", r.ifname));
+            return bad("is missing".into());
         };
         if !links::is_up(&link) {
-            return bad(format!("interface {} is down", r.ifname));
+            return bad("is down".into());
         }
         if let Some(want) = r.mtu
             && links::mtu(&link) != Some(want)
         {
-            return bad(format!(
-                "interface {} has MTU {:?}, not {want}",
-                r.ifname,
-                links::mtu(&link)
-            ));
+            let have = links::mtu(&link).map_or("none".into(), |m| m.to_string());
+            return bad(format!("has MTU {have}, not {want}"));
         }
         let have = links::addresses(&h, link.header.index).await?;
         for a in &r.addresses {
@@ -36,7 +40,7 @@ pub async fn check(req: &WireRequest) -> Result<(), WireError> {
                 .iter()
                 .any(|(ip, len)| *ip == a.addr() && *len == a.prefix_len())
             {
-                return bad(format!("interface {} lacks address {a}", r.ifname));
+                return bad(format!("lacks address {a}"));
             }
         }
         if r.addresses.iter().any(|a| matches!(a, IpNet::V4(_))) {
@@ -47,27 +51,33 @@ pub async fn check(req: &WireRequest) -> Result<(), WireError> {
                     && links::route_oif(m) == Some(link.header.index)
             });
             if !default {
-                return bad(format!(
-                    "no default route via {GATEWAY_V4} dev {}",
-                    r.ifname
-                ));
+                return bad(format!("has no default route via {GATEWAY_V4}"));
             }
         }
-        Ok(())
+        Ok(link.header.index)
     })
     .await?;
 
     let host = Host::connect()?;
     let name = &req.host_ifname;
+    let bad = |what: String| Err(WireError::Mismatch(format!("host interface {name} {what}")));
     let Some(link) = links::by_name(host.handle(), name).await? else {
-        return Err(WireError::Mismatch(format!(
-            "host interface {name} is missing"
-        )));
+        return bad("is missing".into());
     };
     if !links::is_up(&link) {
-        return Err(WireError::Mismatch(format!(
-            "host interface {name} is down"
-        )));
+        return bad("is down".into());
+    }
+    if !is_veth(&link) {
+        return bad("is not a veth".into());
+    }
+    // IFLA_LINK of a veth is its peer's index, in the peer's namespace.
+    if peer_index(&link) != Some(pod_index) {
+        return bad(format!("is not the peer of {} in {}", req.ifname, ns.path));
+    }
+    if let Some(want) = req.mtu
+        && links::mtu(&link) != Some(want)
+    {
+        return bad(format!("has MTU {:?}, not {want}", links::mtu(&link)));
     }
     let routes = links::routes(host.handle()).await?;
     for a in &req.addresses {
@@ -85,4 +95,20 @@ pub async fn check(req: &WireRequest) -> Result<(), WireError> {
         }
     }
     Ok(())
+}
+
+fn is_veth(l: &LinkMessage) -> bool {
+    l.attributes.iter().any(|a| match a {
+        LinkAttribute::LinkInfo(infos) => infos
+            .iter()
+            .any(|i| matches!(i, LinkInfo::Kind(InfoKind::Veth))),
+        _ => false,
+    })
+}
+
+fn peer_index(l: &LinkMessage) -> Option<u32> {
+    l.attributes.iter().find_map(|a| match a {
+        LinkAttribute::Link(i) => Some(*i),
+        _ => None,
+    })
 }

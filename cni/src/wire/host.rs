@@ -6,9 +6,9 @@ use ipnet::IpNet;
 use rtnetlink::packet_route::link::{InfoData, InfoVeth};
 use rtnetlink::packet_route::route::{RouteProtocol, RouteScope};
 use rtnetlink::{LinkMessageBuilder, LinkUnspec, LinkVeth, RouteMessageBuilder};
-use tracing::warn;
+use tracing::{debug, warn};
 
-use super::error::WireError;
+use super::error::{WireError, errno};
 use super::netns::{Ns, sysctl};
 use super::{HOST_MAC, WireRequest, links};
 
@@ -117,6 +117,48 @@ impl Host {
                 .execute()
                 .await
                 .map_err(|e| WireError::kernel(format!("host route {a} via {name}"), e))?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the host routes to `addresses` that are Tartan's (protocol
+    /// `protocol`) and go through `name`; others are left alone. Removing
+    /// the link would take them too; this also covers a link that cannot be
+    /// removed.
+    pub async fn remove_routes(
+        &self,
+        name: &str,
+        addresses: &[IpNet],
+        protocol: u8,
+    ) -> Result<(), WireError> {
+        if addresses.is_empty() {
+            return Ok(());
+        }
+        let Some(link) = links::by_name(&self.handle, name).await? else {
+            return Ok(());
+        };
+        for r in links::routes(&self.handle).await? {
+            let ours = u8::from(r.header.protocol) == protocol
+                && links::route_oif(&r) == Some(link.header.index)
+                && addresses.iter().any(|a| {
+                    links::route_dst(&r) == Some(a.addr())
+                        && r.header.destination_prefix_length == a.max_prefix_len()
+                });
+            if !ours {
+                continue;
+            }
+            let dst = links::route_dst(&r);
+            debug!(?dst, via = name, "delete host route");
+            match self.handle.route().del(r).execute().await {
+                Ok(()) => {}
+                Err(e) if matches!(errno(&e), Some(libc::ESRCH | libc::ENOENT)) => {}
+                Err(e) => {
+                    return Err(WireError::kernel(
+                        format!("delete host route {dst:?} via {name}"),
+                        e,
+                    ));
+                }
+            }
         }
         Ok(())
     }

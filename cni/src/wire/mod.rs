@@ -11,6 +11,8 @@ mod host;
 mod links;
 mod netns;
 mod pod;
+#[cfg(test)]
+mod tests;
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
@@ -122,14 +124,15 @@ pub async fn add(req: &WireRequest) -> Result<Wired, WireError> {
     }
 }
 
-/// Remove the pair (from whichever end still exists). Idempotent: what is
-/// already gone is fine. Routes through the host end go with it.
+/// Remove the pair (from whichever end still exists) and Tartan's host
+/// routes to `addresses` through it. Idempotent: what is already gone is
+/// fine. Routes through the host end would go with it anyway.
 pub async fn del(
     netns: Option<&Path>,
     ifname: &str,
     host_ifname: &str,
-    _addresses: &[IpNet],
-    _route_protocol: u8,
+    addresses: &[IpNet],
+    route_protocol: u8,
 ) -> Result<(), WireError> {
     if let Some(path) = netns {
         match netns::open(path) {
@@ -138,7 +141,10 @@ pub async fn del(
             Err(e) => return Err(e),
         }
     }
-    host::Host::connect()?.remove_link(host_ifname).await
+    let host = host::Host::connect()?;
+    host.remove_routes(host_ifname, addresses, route_protocol)
+        .await?;
+    host.remove_link(host_ifname).await
 }
 
 /// Verify that the interface is as [`add`] left it.

@@ -48,7 +48,12 @@ pub async fn configure(ns: &Ns, req: &WireRequest) -> Result<(u32, String), Wire
         if v6 {
             // The pod's own addresses skip duplicate detection (IPAM made
             // them unique), so they work at once.
-            let _ = super::netns::sysctl(&format!("net/ipv6/conf/{}/accept_dad", req.ifname), "0");
+            // (The addresses also carry IFA_F_NODAD; this covers the rest.)
+            if let Err(e) =
+                super::netns::sysctl(&format!("net/ipv6/conf/{}/accept_dad", req.ifname), "0")
+            {
+                tracing::warn!(error = %e, netns = %path, "IPv6 setting not applied");
+            }
         }
         h.link()
             .set(LinkUnspec::new_with_index(index).up().build())
