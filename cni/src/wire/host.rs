@@ -55,6 +55,7 @@ impl Host {
         if let Some(m) = req.mtu {
             host = host.mtu(m);
         }
+        debug!(host = %req.host_ifname, pod = %req.ifname, netns = %ns.path, "create veth pair");
         self.handle
             .link()
             .add(host.build())
@@ -82,7 +83,14 @@ impl Host {
         sysctl(&format!("net/ipv4/conf/{name}/proxy_arp"), "1")?;
         sysctl(&format!("net/ipv4/neigh/{name}/proxy_delay"), "0")?;
         if req.addresses.iter().any(|a| matches!(a, IpNet::V6(_))) {
-            for (key, value) in [("accept_dad", "0"), ("accept_ra", "0"), ("proxy_ndp", "1")] {
+            // addr_gen_mode 0 (EUI-64): the link-local made at "up" is
+            // GATEWAY_V6, whatever the host's default mode is.
+            for (key, value) in [
+                ("addr_gen_mode", "0"),
+                ("accept_dad", "0"),
+                ("accept_ra", "0"),
+                ("proxy_ndp", "1"),
+            ] {
                 if let Err(e) = sysctl(&format!("net/ipv6/conf/{name}/{key}"), value) {
                     warn!(error = %e, "IPv6 setting not applied");
                 }
@@ -94,6 +102,7 @@ impl Host {
             .execute()
             .await
             .map_err(|e| WireError::kernel(format!("set {name} up"), e))?;
+        debug!(host = %name, "host end up");
         let proto = RouteProtocol::from(req.route_protocol);
         for a in &req.addresses {
             let msg = match a {
@@ -110,6 +119,7 @@ impl Host {
                     .protocol(proto)
                     .build(),
             };
+            debug!(host = %name, address = %a, "host route");
             self.handle
                 .route()
                 .add(msg)

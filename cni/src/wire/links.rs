@@ -46,6 +46,7 @@ pub async fn remove(h: &Handle, name: &str) -> Result<(), WireError> {
     let Some(l) = by_name(h, name).await? else {
         return Ok(());
     };
+    tracing::debug!(link = name, "delete link");
     match h.link().del(l.header.index).execute().await {
         Ok(()) => Ok(()),
         Err(e) if errno(&e) == Some(libc::ENODEV) => Ok(()),

@@ -99,6 +99,7 @@ pub async fn add(req: &WireRequest) -> Result<Wired, WireError> {
         });
     }
     let host = host::Host::connect()?;
+    // A host end left by an ADD that crashed midway.
     host.remove_link(&req.host_ifname).await?;
     host.create_pair(req, &ns).await?;
     let done = async {
@@ -108,12 +109,15 @@ pub async fn add(req: &WireRequest) -> Result<Wired, WireError> {
     }
     .await;
     match done {
-        Ok((pod_ifindex, pod_mac)) => Ok(Wired {
-            host_ifname: req.host_ifname.clone(),
-            host_mac: mac_string(&HOST_MAC),
-            pod_mac,
-            pod_ifindex,
-        }),
+        Ok((pod_ifindex, pod_mac)) => {
+            tracing::debug!(host = %req.host_ifname, netns = %ns.path, "wired");
+            Ok(Wired {
+                host_ifname: req.host_ifname.clone(),
+                host_mac: mac_string(&HOST_MAC),
+                pod_mac,
+                pod_ifindex,
+            })
+        }
         Err(e) => {
             // Deleting the host end removes the pod end and the routes.
             if let Err(u) = host.remove_link(&req.host_ifname).await {
