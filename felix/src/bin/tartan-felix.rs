@@ -1,0 +1,72 @@
+//! `tartan-felix`: Tartan's node agent.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use tartan_felix::daemon::{Config, run};
+
+#[derive(Parser)]
+#[command(name = "tartan-felix", version, about = "Tartan's node agent")]
+struct Cli {
+    /// The datastore: etcd://HOST:PORT[,…] or kubernetes.
+    #[arg(long, env = "TARTAN_DATASTORE")]
+    datastore: String,
+    /// This node's name (default: the host name).
+    #[arg(long, env = "NODENAME")]
+    node: Option<String>,
+    /// Seconds between full comparisons of the kernel with the desired
+    /// state (drift repair).
+    #[arg(long, default_value_t = 5)]
+    resync_seconds: u64,
+    /// Seconds an unexpected route of Tartan's is left alone before removal.
+    #[arg(long, default_value_t = 10)]
+    grace_seconds: u64,
+}
+
+fn hostname() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TARTAN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let cli = Cli::parse();
+    let node = cli
+        .node
+        .or_else(hostname)
+        .context("no --node and no host name")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let store = tartan_api::store::connect(&cli.datastore, None).await?;
+        let shutdown = async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("install SIGTERM handler");
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        run(
+            Config {
+                node,
+                resync: Duration::from_secs(cli.resync_seconds.max(1)),
+                grace: Duration::from_secs(cli.grace_seconds),
+            },
+            store,
+            shutdown,
+        )
+        .await
+    })
+}

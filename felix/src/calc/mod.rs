@@ -1,0 +1,5 @@
+//! Pure calculation: from the objects felix has seen to the dataplane it
+//! wants. No I/O.
+
+pub mod routes;
+pub mod state;

@@ -1,0 +1,132 @@
+//! The routes this node should have: one per local pod address through its
+//! host interface, and a blackhole per block the node holds (so that an
+//! address of the block with no pod is dropped here rather than sent back
+//! along a default route).
+
+use std::collections::BTreeMap;
+
+use ipnet::IpNet;
+use tracing::warn;
+
+use super::state::State;
+
+/// Where a route sends traffic.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// Out of this interface, on-link.
+    Device(String),
+    /// Dropped.
+    Blackhole,
+}
+
+/// Desired routes, by destination.
+pub type Routes = BTreeMap<IpNet, Target>;
+
+/// The routes of `node` given `state`.
+pub fn desired(node: &str, state: &State) -> Routes {
+    let mut out = Routes::new();
+    for b in state.blocks.values() {
+        if b.deleted || b.affine_node() != Some(node) {
+            continue;
+        }
+        if let Ok(net) = b.network() {
+            out.insert(net, Target::Blackhole);
+        }
+    }
+    // Pod routes are more specific than their block's blackhole; they win.
+    let mut claimed: BTreeMap<IpNet, &str> = BTreeMap::new();
+    for (key, w) in &state.endpoints {
+        if w.node != node || w.interface_name.is_empty() {
+            continue;
+        }
+        for n in &w.ip_networks {
+            let Ok(net) = n.parse::<IpNet>() else {
+                warn!(endpoint = %key, network = %n, "unparsable address; no route");
+                continue;
+            };
+            let host = IpNet::from(net.addr());
+            match claimed.get(&host) {
+                // Two endpoints claim one address (a stale record): the
+                // lexically first key wins, the same on every pass.
+                Some(other) if *other <= key.as_str() => {
+                    warn!(address = %host, endpoint = %key, holder = %other, "address claimed twice; keeping the first");
+                    continue;
+                }
+                _ => {}
+            }
+            claimed.insert(host, key);
+            out.insert(host, Target::Device(w.interface_name.clone()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tartan_api::resources::{IpamBlockSpec, WorkloadEndpointSpec};
+
+    fn wep(node: &str, iface: &str, ips: &[&str]) -> WorkloadEndpointSpec {
+        WorkloadEndpointSpec {
+            node: node.into(),
+            pod: "p".into(),
+            container_id: "c".into(),
+            endpoint: "eth0".into(),
+            interface_name: iface.into(),
+            mac: None,
+            ip_networks: ips.iter().map(|s| s.to_string()).collect(),
+            ports: vec![],
+        }
+    }
+
+    fn block(cidr: &str, node: Option<&str>) -> IpamBlockSpec {
+        let mut b = IpamBlockSpec::empty(&cidr.parse().unwrap());
+        b.affinity = node.map(|n| format!("host:{n}"));
+        b
+    }
+
+    #[test]
+    fn local_pods_and_own_blocks_only() {
+        let mut s = State::default();
+        s.endpoints.insert(
+            "ns/a".into(),
+            wep("n1", "tara", &["10.0.0.2/32", "fd00::2/128"]),
+        );
+        s.endpoints
+            .insert("ns/b".into(), wep("n2", "tarb", &["10.0.0.70/32"]));
+        s.blocks
+            .insert("b1".into(), block("10.0.0.0/26", Some("n1")));
+        s.blocks
+            .insert("b2".into(), block("10.0.0.64/26", Some("n2")));
+        let mut deleted = block("10.0.0.128/26", Some("n1"));
+        deleted.deleted = true;
+        s.blocks.insert("b3".into(), deleted);
+        let r = desired("n1", &s);
+        let text: Vec<String> = r.iter().map(|(k, v)| format!("{k} {v:?}")).collect();
+        assert_eq!(
+            text,
+            [
+                "10.0.0.0/26 Blackhole",
+                "10.0.0.2/32 Device(\"tara\")",
+                "fd00::2/128 Device(\"tara\")"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_doubly_claimed_address_goes_to_one_endpoint_stably() {
+        let mut s = State::default();
+        s.endpoints
+            .insert("ns/z".into(), wep("n1", "tarz", &["10.0.0.5/32"]));
+        s.endpoints
+            .insert("ns/a".into(), wep("n1", "tara", &["10.0.0.5/32"]));
+        let r = desired("n1", &s);
+        assert_eq!(
+            r.get(&"10.0.0.5/32".parse().unwrap()),
+            Some(&Target::Device("tara".into()))
+        );
+        s.endpoints
+            .insert("ns/b".into(), wep("n1", "tarb", &["not an address"]));
+        assert_eq!(desired("n1", &s).len(), 1);
+    }
+}

@@ -1,0 +1,144 @@
+//! The agent's loop: follow the datastore, recompute, apply; and check the
+//! kernel again every `resync` so that a route removed by hand comes back.
+//! On shutdown the dataplane stays as it is: pods keep their traffic while
+//! felix restarts.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tartan_api::Kind;
+use tartan_api::resources::{IpamBlock, WorkloadEndpoint};
+use tartan_api::store::typed::from_dynamic;
+use tartan_api::store::watch::{WatchEvent, watch};
+use tartan_api::store::{Datastore, DynamicObject, WatchScope};
+use tracing::{info, warn};
+
+use crate::calc::routes::desired;
+use crate::calc::state::State;
+use crate::dataplane::routes::RouteDriver;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node: String,
+    /// How often the kernel is compared with the desired state even when
+    /// nothing changed.
+    pub resync: Duration,
+    /// How long an unexpected route of ours is left alone (a pod being
+    /// wired whose record has not arrived yet).
+    pub grace: Duration,
+}
+
+fn key(o: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        o.metadata.namespace.as_deref().unwrap_or(""),
+        o.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+/// Fold one event of the endpoint watch into the state; `true` once synced.
+fn on_endpoint(state: &mut State, ev: WatchEvent) -> bool {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            match from_dynamic::<WorkloadEndpoint>(o) {
+                Ok(w) => {
+                    state.endpoints.insert(k, w.spec);
+                }
+                Err(e) => warn!(endpoint = %k, error = %e, "unreadable endpoint ignored"),
+            }
+            false
+        }
+        WatchEvent::Deleted(o) => {
+            state.endpoints.remove(&key(&o));
+            false
+        }
+        WatchEvent::Synced { .. } => true,
+    }
+}
+
+fn on_block(state: &mut State, ev: WatchEvent) -> bool {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            match from_dynamic::<IpamBlock>(o) {
+                Ok(b) => {
+                    state.blocks.insert(k, b.spec);
+                }
+                Err(e) => warn!(block = %k, error = %e, "unreadable block ignored"),
+            }
+            false
+        }
+        WatchEvent::Deleted(o) => {
+            state.blocks.remove(&key(&o));
+            false
+        }
+        WatchEvent::Synced { .. } => true,
+    }
+}
+
+/// Run until `shutdown` completes.
+pub async fn run(
+    cfg: Config,
+    store: Arc<dyn Datastore>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let mut endpoints = watch(
+        store.clone(),
+        WatchScope {
+            kind: Kind::WorkloadEndpoint,
+            namespace: None,
+        },
+    );
+    let mut blocks = watch(
+        store,
+        WatchScope {
+            kind: Kind::IpamBlock,
+            namespace: None,
+        },
+    );
+    let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
+    let mut state = State::default();
+    let (mut endpoints_synced, mut blocks_synced) = (false, false);
+    let mut dirty = false;
+    let mut tick = tokio::time::interval(cfg.resync);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    info!(node = %cfg.node, "felix started");
+    loop {
+        tokio::select! {
+            ev = endpoints.next() => {
+                endpoints_synced |= on_endpoint(&mut state, ev);
+                dirty = true;
+            }
+            ev = blocks.next() => {
+                blocks_synced |= on_block(&mut state, ev);
+                dirty = true;
+            }
+            _ = tick.tick() => dirty = true,
+            () = &mut shutdown => {
+                info!("felix stopping; the dataplane stays as it is");
+                return Ok(());
+            }
+            // A burst of events is applied once, when it has passed.
+            () = tokio::time::sleep(Duration::from_millis(5)), if dirty => {
+                if !(endpoints_synced && blocks_synced) {
+                    continue;
+                }
+                dirty = false;
+                let want = desired(&cfg.node, &state);
+                match routes.apply(&want).await {
+                    Ok(a) if a.installed + a.removed > 0 => {
+                        info!(installed = a.installed, removed = a.removed, waiting = a.waiting, "routes updated");
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        warn!(error = %e, "route update failed; retrying at the next check");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! Drivers: read the kernel, compare with the desired state, change only
+//! the difference.
+
+pub mod plan;
+pub mod routes;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataplaneError {
+    #[error("netlink: {0}")]
+    Netlink(String),
+    #[error("{what}: {detail}")]
+    Refused { what: String, detail: String },
+}

@@ -1,0 +1,223 @@
+//! Routes in the kernel: read ours (protocol 202, main table), apply a
+//! [`Plan`](super::plan::Plan). Routes are replaced, never flushed.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::{Duration, Instant};
+
+use futures::TryStreamExt;
+use ipnet::IpNet;
+use rtnetlink::RouteMessageBuilder;
+use rtnetlink::packet_route::link::LinkAttribute;
+use rtnetlink::packet_route::route::{
+    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+};
+use tracing::{debug, info};
+
+use super::DataplaneError;
+use super::plan::{Grace, Plan, plan};
+use crate::ROUTE_PROTOCOL;
+use crate::calc::routes::{Routes, Target};
+
+/// What one pass changed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub installed: usize,
+    pub removed: usize,
+    pub waiting: usize,
+}
+
+pub struct RouteDriver {
+    handle: rtnetlink::Handle,
+    task: tokio::task::JoinHandle<()>,
+    grace: Grace,
+    wait: Duration,
+}
+
+impl Drop for RouteDriver {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn nl(e: rtnetlink::Error) -> DataplaneError {
+    DataplaneError::Netlink(e.to_string())
+}
+
+impl RouteDriver {
+    /// `wait`: how long an unexpected route of ours is left alone.
+    pub fn connect(wait: Duration) -> Result<Self, DataplaneError> {
+        let (conn, handle, _) =
+            rtnetlink::new_connection().map_err(|e| DataplaneError::Netlink(e.to_string()))?;
+        Ok(RouteDriver {
+            handle,
+            task: tokio::spawn(conn),
+            grace: Grace::default(),
+            wait,
+        })
+    }
+
+    async fn links(&self) -> Result<HashMap<u32, String>, DataplaneError> {
+        let mut s = self.handle.link().get().execute();
+        let mut out = HashMap::new();
+        while let Some(m) = s.try_next().await.map_err(nl)? {
+            if let Some(name) = m.attributes.iter().find_map(|a| match a {
+                LinkAttribute::IfName(n) => Some(n.clone()),
+                _ => None,
+            }) {
+                out.insert(m.header.index, name);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Our routes in the main table, as targets, with their messages.
+    async fn ours(
+        &self,
+        links: &HashMap<u32, String>,
+    ) -> Result<BTreeMap<IpNet, (Target, RouteMessage)>, DataplaneError> {
+        let mut out = BTreeMap::new();
+        for req in [
+            RouteMessageBuilder::<Ipv4Addr>::new().build(),
+            RouteMessageBuilder::<Ipv6Addr>::new().build(),
+        ] {
+            let mut s = self.handle.route().get(req).execute();
+            while let Some(m) = s.try_next().await.map_err(nl)? {
+                if u8::from(m.header.protocol) != ROUTE_PROTOCOL
+                    || m.header.table != RouteHeader::RT_TABLE_MAIN
+                {
+                    continue;
+                }
+                let Some(dst) = destination(&m) else { continue };
+                let target = if m.header.kind == RouteType::BlackHole {
+                    Target::Blackhole
+                } else {
+                    let oif = m.attributes.iter().find_map(|a| match a {
+                        RouteAttribute::Oif(i) => Some(*i),
+                        _ => None,
+                    });
+                    match oif.and_then(|i| links.get(&i)) {
+                        Some(name) => Target::Device(name.clone()),
+                        None => continue,
+                    }
+                };
+                out.insert(dst, (target, m));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Make the kernel's routes of ours equal `desired`.
+    pub async fn apply(&mut self, desired: &Routes) -> Result<Applied, DataplaneError> {
+        let links = self.links().await?;
+        let names: HashSet<String> = links.values().cloned().collect();
+        let by_name: HashMap<&str, u32> = links.iter().map(|(i, n)| (n.as_str(), *i)).collect();
+        let ours = self.ours(&links).await?;
+        let actual: BTreeMap<IpNet, Target> =
+            ours.iter().map(|(k, (t, _))| (*k, t.clone())).collect();
+        let Plan {
+            install,
+            remove,
+            waiting,
+        } = plan(
+            desired,
+            &actual,
+            &names,
+            &mut self.grace,
+            Instant::now(),
+            self.wait,
+        );
+        let mut applied = Applied {
+            waiting: waiting.len(),
+            ..Applied::default()
+        };
+        for (dst, target) in install {
+            let msg = route_message(dst, &target, &by_name)?;
+            self.handle
+                .route()
+                .add(msg)
+                .replace()
+                .execute()
+                .await
+                .map_err(|e| DataplaneError::Refused {
+                    what: format!("install {dst} {target:?}"),
+                    detail: e.to_string(),
+                })?;
+            info!(route = %dst, ?target, "route installed");
+            applied.installed += 1;
+        }
+        for dst in remove {
+            let Some((_, msg)) = ours.get(&dst) else {
+                continue;
+            };
+            match self.handle.route().del(msg.clone()).execute().await {
+                Ok(()) => {
+                    info!(route = %dst, "route removed");
+                    applied.removed += 1;
+                }
+                // Gone already (its interface went with the pod).
+                Err(rtnetlink::Error::NetlinkError(m))
+                    if matches!(
+                        m.raw_code().abs(),
+                        libc::ESRCH | libc::ENOENT | libc::ENODEV
+                    ) => {}
+                Err(e) => {
+                    return Err(DataplaneError::Refused {
+                        what: format!("remove {dst}"),
+                        detail: e.to_string(),
+                    });
+                }
+            }
+        }
+        if applied.waiting > 0 {
+            debug!(
+                waiting = applied.waiting,
+                "routes waiting for their interfaces"
+            );
+        }
+        Ok(applied)
+    }
+}
+
+fn destination(m: &RouteMessage) -> Option<IpNet> {
+    let addr: IpAddr = m.attributes.iter().find_map(|a| match a {
+        RouteAttribute::Destination(RouteAddress::Inet(v)) => Some(IpAddr::V4(*v)),
+        RouteAttribute::Destination(RouteAddress::Inet6(v)) => Some(IpAddr::V6(*v)),
+        _ => None,
+    })?;
+    IpNet::new(addr, m.header.destination_prefix_length).ok()
+}
+
+fn route_message(
+    dst: IpNet,
+    target: &Target,
+    by_name: &HashMap<&str, u32>,
+) -> Result<RouteMessage, DataplaneError> {
+    let proto = RouteProtocol::from(ROUTE_PROTOCOL);
+    let mut msg = match dst {
+        IpNet::V4(n) => RouteMessageBuilder::<Ipv4Addr>::new()
+            .destination_prefix(n.network(), n.prefix_len())
+            .protocol(proto)
+            .build(),
+        IpNet::V6(n) => RouteMessageBuilder::<Ipv6Addr>::new()
+            .destination_prefix(n.network(), n.prefix_len())
+            .protocol(proto)
+            .build(),
+    };
+    match target {
+        Target::Blackhole => {
+            msg.header.kind = RouteType::BlackHole;
+        }
+        Target::Device(name) => {
+            let index = by_name
+                .get(name.as_str())
+                .ok_or_else(|| DataplaneError::Refused {
+                    what: format!("install {dst}"),
+                    detail: format!("no interface {name}"),
+                })?;
+            msg.header.scope = RouteScope::Link;
+            msg.attributes.push(RouteAttribute::Oif(*index));
+        }
+    }
+    Ok(msg)
+}

@@ -1,0 +1,118 @@
+//! tartan-felix keeps a node's local routes: the blackhole of each block
+//! the node holds and each pod's route, both with protocol 202; it puts
+//! back what is removed by hand, removes stale routes of its own after a
+//! grace period, never touches routes of other protocols, and leaves the
+//! dataplane in place when it stops.
+
+use std::time::Duration;
+
+use tartan_lab::Daemon;
+use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::cnilab::CniLab;
+use tartan_lab::netns::{Netns, wait_for};
+
+fn routes(ns: &Netns) -> String {
+    ns.ip(&["route", "show", "proto", "202"]).unwrap()
+}
+
+fn wait_route(ns: &Netns, what: &str, present: bool) {
+    wait_for(what, Duration::from_secs(10), || {
+        (routes(ns).contains(what) == present).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}; routes now:\n{}", routes(ns)));
+}
+
+#[test]
+fn felix_keeps_pod_routes_and_block_blackholes() {
+    let lab = CniLab::new(1).unwrap();
+    lab.add_pool("default", "10.86.0.0/16", None).unwrap();
+    let node = &lab.underlay.node(0).netns;
+    let mut cmd = node.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+    cmd.args([
+        "--datastore",
+        &lab.etcd.datastore_spec(),
+        "--node",
+        "node-1",
+        "--resync-seconds",
+        "1",
+        "--grace-seconds",
+        "2",
+    ]);
+    let felix = Daemon::start("felix", cmd).unwrap();
+
+    let rt = lab.plain(0);
+    let (_pod, call) = lab.pod("default", "p").unwrap();
+    let r = rt.add(&call).unwrap();
+    let addr = r["ips"][0]["address"].as_str().unwrap().to_string();
+    let host = r["interfaces"][0]["name"].as_str().unwrap().to_string();
+    wait_route(node, "blackhole 10.86.0.0/26", true);
+    wait_route(
+        node,
+        &format!("{} dev {host}", addr.trim_end_matches("/32")),
+        true,
+    );
+
+    // Removed by hand: back within the resync period.
+    node.ip(&["route", "del", &addr]).unwrap();
+    wait_route(
+        node,
+        &format!("{} dev {host}", addr.trim_end_matches("/32")),
+        true,
+    );
+    node.ip(&["route", "del", "blackhole", "10.86.0.0/26"])
+        .unwrap();
+    wait_route(node, "blackhole 10.86.0.0/26", true);
+
+    // A stale route of ours goes after the grace period; other protocols'
+    // routes stay.
+    node.ip(&[
+        "route",
+        "add",
+        "10.86.200.1/32",
+        "dev",
+        "lo",
+        "proto",
+        "202",
+    ])
+    .unwrap();
+    node.ip(&[
+        "route",
+        "add",
+        "10.86.200.2/32",
+        "dev",
+        "lo",
+        "proto",
+        "201",
+    ])
+    .unwrap();
+    node.ip(&["route", "add", "10.86.200.3/32", "dev", "lo"])
+        .unwrap();
+    wait_route(node, "10.86.200.1", false);
+    let all = node.ip(&["route", "show"]).unwrap();
+    assert!(
+        all.contains("10.86.200.2") && all.contains("10.86.200.3"),
+        "{all}"
+    );
+
+    // Stopping felix leaves the dataplane as it is.
+    felix.stop();
+    let before = routes(node);
+    assert!(before.contains("blackhole 10.86.0.0/26"), "{before}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(routes(node), before);
+
+    // With felix back, a pod's deletion takes its route away.
+    let mut cmd = node.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+    cmd.args([
+        "--datastore",
+        &lab.etcd.datastore_spec(),
+        "--node",
+        "node-1",
+        "--resync-seconds",
+        "1",
+    ]);
+    let _felix = Daemon::start("felix2", cmd).unwrap();
+    rt.del(&call, Some(&r)).unwrap();
+    wait_route(node, &host, false);
+    assert!(routes(node).contains("blackhole 10.86.0.0/26"));
+}
