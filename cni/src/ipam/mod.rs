@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ipnet::IpNet;
+use k8s_openapi::api::core::v1::Node;
 use rand::Rng;
 use sha2::{Digest, Sha256};
 use tartan_api::resources::{
@@ -125,6 +126,7 @@ struct Snapshot {
     pools: Vec<IpPool>,
     reservations: Vec<IpReservation>,
     blocks: Vec<IpamBlock>,
+    node_labels: BTreeMap<String, String>,
 }
 
 /// One node's IPAM client.
@@ -149,10 +151,24 @@ impl Ipam {
             self.store.list_typed::<IpReservation>(None),
             self.store.list_typed::<IpamBlock>(None),
         )?;
+        // The node's labels, only when a pool selects nodes by them.
+        let node_labels = if pools::any_node_selector(&pools.0) {
+            match self.store.get_typed::<Node>(None, &self.cfg.node).await {
+                Ok(n) => n.metadata.labels.unwrap_or_default(),
+                Err(StoreError::NotFound(_)) => {
+                    debug!(node = %self.cfg.node, "no Node object; the node has no labels");
+                    BTreeMap::new()
+                }
+                Err(e) => return Err(e.into()),
+            }
+        } else {
+            BTreeMap::new()
+        };
         Ok(Snapshot {
             pools: pools.0,
             reservations: reservations.0,
             blocks: blocks.0,
+            node_labels,
         })
     }
 
@@ -164,7 +180,7 @@ impl Ipam {
             if assign == Some(false) {
                 continue;
             }
-            let (pools, skipped) = pools::eligible(&snap.pools, family, wanted);
+            let (pools, skipped) = pools::eligible(&snap.pools, family, wanted, &snap.node_labels);
             for s in &skipped {
                 debug!(pool = %s.pool, why = %s.why, "pool passed over");
             }
@@ -177,7 +193,12 @@ impl Ipam {
             out.push((family, pools));
         }
         if out.is_empty() {
-            let (_, skipped) = pools::eligible(&snap.pools, Family::V4, &self.cfg.ipv4_pools);
+            let (_, skipped) = pools::eligible(
+                &snap.pools,
+                Family::V4,
+                &self.cfg.ipv4_pools,
+                &snap.node_labels,
+            );
             return Err(self.no_pool(Family::V4, &skipped));
         }
         Ok(out)

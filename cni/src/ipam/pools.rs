@@ -1,11 +1,12 @@
 //! Which pools a node draws from, what in them is never handed out, and
 //! the candidate blocks they hold. Pure.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
 use tartan_api::resources::{IpPool, IpReservation};
+use tartan_policy::Selector;
 
 use super::block;
 
@@ -60,12 +61,25 @@ pub struct Skipped {
     pub why: String,
 }
 
+/// Whether some pool selects nodes by label (then the node's labels must
+/// be read).
+pub fn any_node_selector(pools: &[IpPool]) -> bool {
+    pools.iter().any(|p| {
+        let s = p.spec.node_selector.trim();
+        !(s.is_empty() || s == "all()")
+    })
+}
+
 /// The pools of `family` this node may draw from: enabled, valid, matching
-/// `wanted` (pool names or CIDRs; empty = every pool), and selecting the
-/// node. Node selectors other than `all()` cannot be evaluated yet (the
-/// selector language arrives with policy); such pools are skipped and
-/// reported, never guessed at.
-pub fn eligible(pools: &[IpPool], family: Family, wanted: &[String]) -> (Vec<Pool>, Vec<Skipped>) {
+/// `wanted` (pool names or CIDRs; empty = every pool), and whose
+/// `nodeSelector` selects the node's labels. A selector that does not parse
+/// passes the pool over (and says why), never guesses.
+pub fn eligible(
+    pools: &[IpPool],
+    family: Family,
+    wanted: &[String],
+    node_labels: &BTreeMap<String, String>,
+) -> (Vec<Pool>, Vec<Skipped>) {
     let mut out = Vec::new();
     let mut skipped = Vec::new();
     for p in pools {
@@ -94,13 +108,25 @@ pub fn eligible(pools: &[IpPool], family: Family, wanted: &[String]) -> (Vec<Poo
             });
             continue;
         }
-        let sel = p.spec.node_selector.trim();
-        if !(sel.is_empty() || sel == "all()") {
-            skipped.push(Skipped {
-                pool: name,
-                why: format!("its nodeSelector {sel:?} is not all(); only all() is evaluated yet"),
-            });
-            continue;
+        match Selector::parse(&p.spec.node_selector) {
+            Ok(sel) if sel.matches(node_labels) => {}
+            Ok(_) => {
+                skipped.push(Skipped {
+                    pool: name,
+                    why: format!(
+                        "its nodeSelector {:?} does not select this node",
+                        p.spec.node_selector
+                    ),
+                });
+                continue;
+            }
+            Err(e) => {
+                skipped.push(Skipped {
+                    pool: name,
+                    why: format!("its nodeSelector does not parse: {e}"),
+                });
+                continue;
+            }
         }
         let Some(block_size) = p.spec.effective_block_size() else {
             continue;
@@ -171,18 +197,32 @@ mod tests {
             pool("sel", "10.4.0.0/16", |s| {
                 s.node_selector = "zone == 'a'".into()
             }),
+            pool("bad", "10.5.0.0/16", |s| {
+                s.node_selector = "zone = 'a'".into()
+            }),
             pool("v6", "fd00::/64", |_| {}),
         ];
-        let (v4, skipped) = eligible(&pools, Family::V4, &[]);
+        let none = BTreeMap::new();
+        let (v4, skipped) = eligible(&pools, Family::V4, &[], &none);
         let names: Vec<_> = v4.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert_eq!(v4[0].block_size, 28);
         assert_eq!(v4[1].block_size, 26);
-        assert_eq!(skipped.len(), 2);
-        assert!(skipped[1].why.contains("nodeSelector"));
-        let (v6, _) = eligible(&pools, Family::V6, &[]);
+        assert_eq!(skipped.len(), 3);
+        assert!(
+            skipped[1].why.contains("does not select this node"),
+            "{skipped:?}"
+        );
+        assert!(skipped[2].why.contains("does not parse"), "{skipped:?}");
+        let zone_a = BTreeMap::from([("zone".to_string(), "a".to_string())]);
+        let (v4, _) = eligible(&pools, Family::V4, &[], &zone_a);
+        let names: Vec<_> = v4.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "sel"]);
+        assert!(any_node_selector(&pools));
+        assert!(!any_node_selector(&pools[..2]));
+        let (v6, _) = eligible(&pools, Family::V6, &[], &none);
         assert_eq!(v6[0].block_size, 122);
-        let (only, _) = eligible(&pools, Family::V4, &["10.1.0.0/16".into()]);
+        let (only, _) = eligible(&pools, Family::V4, &["10.1.0.0/16".into()], &none);
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].name, "b");
     }

@@ -298,3 +298,37 @@ fn handle_names() {
     assert!(odd.starts_with("h-") && odd.len() == 42, "{odd}");
     assert_eq!(odd, handle_object_name("My_Net.ABC"));
 }
+
+#[tokio::test]
+async fn pools_follow_their_node_selector() {
+    use k8s_openapi::api::core::v1::Node;
+    let s = store();
+    let mut spec = IpPoolSpec::new("10.20.0.0/16");
+    spec.node_selector = "zone == 'east'".into();
+    s.create_typed(&IpPool::new("east", spec)).await.unwrap();
+    let mut spec = IpPoolSpec::new("10.30.0.0/16");
+    spec.node_selector = "zone == 'west'".into();
+    s.create_typed(&IpPool::new("west", spec)).await.unwrap();
+    let mut node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "n1", "labels": {"zone": "west"}}
+    }))
+    .unwrap();
+    node = s.create_typed(&node).await.unwrap();
+    let i = ipam(&s, "n1");
+    let a = i.assign("net.a", &attrs()).await.unwrap()[0];
+    assert!(
+        "10.30.0.0/16".parse::<IpNet>().unwrap().contains(&a.addr()),
+        "{a}"
+    );
+    // Relabelled: the next address comes from the other pool.
+    node.metadata.labels = Some([("zone".to_string(), "east".to_string())].into());
+    s.update_typed(&node).await.unwrap();
+    let b = i.assign("net.b", &attrs()).await.unwrap()[0];
+    assert!(
+        "10.20.0.0/16".parse::<IpNet>().unwrap().contains(&b.addr()),
+        "{b}"
+    );
+    // A node with no Node object matches neither; the error says why.
+    let e = ipam(&s, "n2").assign("net.c", &attrs()).await.unwrap_err();
+    assert!(e.to_string().contains("does not select this node"), "{e}");
+}

@@ -1,0 +1,107 @@
+//! Label selectors, as operators know them from Calico:
+//!
+//! ```text
+//! all()                      every object
+//! has(k)   !has(k)           the label is set / not set
+//! k == 'v'   k != 'v'        equal / not equal (true when k is missing)
+//! k in {'a', 'b'}            one of
+//! k not in {'a', 'b'}        none of (true when k is missing)
+//! k contains 'x'   k starts with 'x'   k ends with 'x'
+//! !e   e && e   e || e   (e)
+//! ```
+//!
+//! Strings are in single or double quotes. An empty selector selects all.
+//! Parse errors say at which column (1-based) the text went wrong.
+
+mod lexer;
+mod parse;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A parsed selector.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Selector {
+    All,
+    Has(String),
+    Eq(String, String),
+    Ne(String, String),
+    In(String, BTreeSet<String>),
+    NotIn(String, BTreeSet<String>),
+    Contains(String, String),
+    StartsWith(String, String),
+    EndsWith(String, String),
+    Not(Box<Selector>),
+    And(Box<Selector>, Box<Selector>),
+    Or(Box<Selector>, Box<Selector>),
+}
+
+/// Where and why a selector does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("selector {text:?}, column {column}: {message}")]
+pub struct SelectorError {
+    pub text: String,
+    /// 1-based, in characters.
+    pub column: usize,
+    pub message: String,
+}
+
+impl Selector {
+    pub fn parse(text: &str) -> Result<Selector, SelectorError> {
+        parse::parse(text)
+    }
+
+    /// Whether an object with `labels` is selected.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let get = |k: &str| labels.get(k).map(String::as_str);
+        match self {
+            Selector::All => true,
+            Selector::Has(k) => labels.contains_key(k),
+            Selector::Eq(k, v) => get(k) == Some(v.as_str()),
+            Selector::Ne(k, v) => get(k) != Some(v.as_str()),
+            Selector::In(k, vs) => get(k).is_some_and(|x| vs.contains(x)),
+            Selector::NotIn(k, vs) => !get(k).is_some_and(|x| vs.contains(x)),
+            Selector::Contains(k, v) => get(k).is_some_and(|x| x.contains(v.as_str())),
+            Selector::StartsWith(k, v) => get(k).is_some_and(|x| x.starts_with(v.as_str())),
+            Selector::EndsWith(k, v) => get(k).is_some_and(|x| x.ends_with(v.as_str())),
+            Selector::Not(e) => !e.matches(labels),
+            Selector::And(a, b) => a.matches(labels) && b.matches(labels),
+            Selector::Or(a, b) => a.matches(labels) || b.matches(labels),
+        }
+    }
+}
+
+fn quote(s: &str) -> String {
+    if s.contains('\'') {
+        format!("\"{s}\"")
+    } else {
+        format!("'{s}'")
+    }
+}
+
+fn set(vs: &BTreeSet<String>) -> String {
+    vs.iter().map(|v| quote(v)).collect::<Vec<_>>().join(", ")
+}
+
+/// The canonical text: fully parenthesised where operators nest, so that
+/// it parses back to the same selector.
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Selector::All => f.write_str("all()"),
+            Selector::Has(k) => write!(f, "has({k})"),
+            Selector::Eq(k, v) => write!(f, "{k} == {}", quote(v)),
+            Selector::Ne(k, v) => write!(f, "{k} != {}", quote(v)),
+            Selector::In(k, vs) => write!(f, "{k} in {{{}}}", set(vs)),
+            Selector::NotIn(k, vs) => write!(f, "{k} not in {{{}}}", set(vs)),
+            Selector::Contains(k, v) => write!(f, "{k} contains {}", quote(v)),
+            Selector::StartsWith(k, v) => write!(f, "{k} starts with {}", quote(v)),
+            Selector::EndsWith(k, v) => write!(f, "{k} ends with {}", quote(v)),
+            Selector::Not(e) => write!(f, "!({e})"),
+            Selector::And(a, b) => write!(f, "({a} && {b})"),
+            Selector::Or(a, b) => write!(f, "({a} || {b})"),
+        }
+    }
+}
