@@ -2,6 +2,7 @@
 pub mod config;
 pub mod control;
 pub mod daemon;
+pub mod datastore;
 pub mod kernel;
 pub mod model;
 pub mod net;

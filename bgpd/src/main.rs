@@ -13,8 +13,21 @@ use tracing::{error, info};
 #[command(name = "tartan-bgpd", version, about = "Tartan's BGP speaker")]
 struct Args {
     /// The TOML configuration file (re-read on SIGHUP).
-    #[arg(long, short = 'c', env = "TARTAN_BGPD_CONFIG")]
-    config: PathBuf,
+    #[arg(
+        long,
+        short = 'c',
+        env = "TARTAN_BGPD_CONFIG",
+        required_unless_present = "datastore",
+        conflicts_with = "datastore"
+    )]
+    config: Option<PathBuf>,
+    /// Build the configuration from the datastore instead of a file
+    /// (etcd://HOST:PORT[,…] or kubernetes), following its changes.
+    #[arg(long, env = "TARTAN_DATASTORE")]
+    datastore: Option<String>,
+    /// This node's name, with --datastore (default: the host name).
+    #[arg(long, env = "NODENAME")]
+    node: Option<String>,
     /// The control API's Unix socket.
     #[arg(long, default_value = tartan_api::bgp::DEFAULT_SOCKET, env = "TARTAN_BGP_SOCKET")]
     socket: PathBuf,
@@ -32,14 +45,21 @@ struct Args {
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     init_logs(&args.log_format);
-    let text = match std::fs::read_to_string(&args.config) {
+    if let Some(store) = args.datastore.clone() {
+        return run_runtime(from_datastore(args, store));
+    }
+    let Some(config_path) = args.config.clone() else {
+        eprintln!("tartan-bgpd: give --config FILE or --datastore SPEC");
+        return std::process::ExitCode::from(2);
+    };
+    let text = match std::fs::read_to_string(&config_path) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("tartan-bgpd: cannot read {}: {e}", args.config.display());
+            eprintln!("tartan-bgpd: cannot read {}: {e}", config_path.display());
             return std::process::ExitCode::from(2);
         }
     };
-    let cfg = match config::parse(&args.config.display().to_string(), &text) {
+    let cfg = match config::parse(&config_path.display().to_string(), &text) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("tartan-bgpd: {e}");
@@ -49,12 +69,16 @@ fn main() -> std::process::ExitCode {
     if args.check {
         println!(
             "{}: ok ({} neighbors, {} announcements)",
-            args.config.display(),
+            config_path.display(),
             cfg.neighbors.len(),
             cfg.announce.len()
         );
         return std::process::ExitCode::SUCCESS;
     }
+    run_runtime(run(args, cfg, None))
+}
+
+fn run_runtime(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -65,7 +89,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match rt.block_on(run(args, cfg)) {
+    match rt.block_on(f) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             error!("{e:#}");
@@ -75,13 +99,41 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn run(args: Args, cfg: config::Config) -> anyhow::Result<()> {
+/// Datastore mode: wait for the first configuration the datastore yields,
+/// start with it, then apply each new one.
+async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
+    let node = match args.node.clone() {
+        Some(n) => n,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|s| s.trim().to_string())
+            .context("no --node and the host name is unreadable")?,
+    };
+    let store = tartan_api::store::connect(&spec, None)
+        .await
+        .with_context(|| format!("datastore {spec}"))?;
+    info!(node = %node, datastore = %spec, "configuration from the datastore");
+    let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(store, node, tx));
+    let first = tokio::select! {
+        c = rx.recv() => c.context("the datastore follower stopped")?,
+        _ = shutdown_signal() => return Ok(()),
+    };
+    let r = run(args, first, Some(rx)).await;
+    follower.abort();
+    r
+}
+
+async fn run(
+    args: Args,
+    cfg: config::Config,
+    updates: Option<tokio::sync::mpsc::Receiver<config::Config>>,
+) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
     let metrics = Arc::new(Metrics::new());
     let (daemon, control) = Daemon::start(
         cfg,
         DaemonOptions {
-            config_path: args.config.clone(),
+            config_path: args.config.clone().unwrap_or_default(),
             metrics: metrics.clone(),
         },
     )
@@ -108,7 +160,7 @@ async fn run(args: Args, cfg: config::Config) -> anyhow::Result<()> {
             }
         })
     });
-    daemon.run(shutdown_signal()).await;
+    daemon.run_with_updates(shutdown_signal(), updates).await;
     let _ = stop_tx.send(true);
     let _ = control_task.await;
     if let Some(t) = metrics_task {

@@ -79,6 +79,23 @@ fn on_block(state: &mut State, ev: WatchEvent) -> bool {
     }
 }
 
+/// A node routes between its pods and the network: IPv4 and IPv6
+/// forwarding on (left on at shutdown, like everything else).
+fn enable_forwarding() {
+    for (path, what) in [
+        ("/proc/sys/net/ipv4/ip_forward", "IPv4"),
+        ("/proc/sys/net/ipv6/conf/all/forwarding", "IPv6"),
+    ] {
+        match std::fs::read_to_string(path) {
+            Ok(v) if v.trim() == "1" => {}
+            _ => match std::fs::write(path, "1") {
+                Ok(()) => info!("{what} forwarding turned on"),
+                Err(e) => warn!(error = %e, "cannot turn on {what} forwarding"),
+            },
+        }
+    }
+}
+
 /// Run until `shutdown` completes.
 pub async fn run(
     cfg: Config,
@@ -99,6 +116,7 @@ pub async fn run(
             namespace: None,
         },
     );
+    enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
     let mut state = State::default();
     let (mut endpoints_synced, mut blocks_synced) = (false, false);

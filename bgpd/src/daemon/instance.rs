@@ -213,7 +213,17 @@ impl Daemon {
     /// again. On shutdown sessions are closed without NOTIFICATION and
     /// kernel routes are left in place, so that graceful-restart peers
     /// keep forwarding to us while we restart.
-    pub async fn run(mut self, shutdown: impl Future<Output = ()>) {
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        self.run_with_updates(shutdown, None).await
+    }
+
+    /// [`Daemon::run`], also taking new configurations from `updates` (the
+    /// datastore mode) and applying only their difference.
+    pub async fn run_with_updates(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut updates: Option<mpsc::Receiver<Config>>,
+    ) {
         let mut hup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -231,6 +241,7 @@ impl Daemon {
                 Some(ev) = self.events_rx.recv() => self.on_peer_event(ev).await,
                 Some(req) = self.control_rx.recv() => self.on_control(req),
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => self.reload(),
+                Some(cfg) = async { match updates.as_mut() { Some(u) => u.recv().await, None => std::future::pending().await } } => self.apply_config(cfg),
                 _ = sleep_until_opt(deadline) => self.on_timers().await,
                 _ = gauges.tick() => self.refresh_gauges(),
             }

@@ -28,6 +28,10 @@ fn restart_needed(old: &Config, new: &Config) -> Option<&'static str> {
 impl Daemon {
     pub(super) fn reload(&mut self) {
         let path = self.options.config_path.clone();
+        if path.as_os_str().is_empty() {
+            info!("SIGHUP ignored: the configuration comes from the datastore");
+            return;
+        }
         let label = path.display().to_string();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
@@ -43,6 +47,16 @@ impl Daemon {
                 return;
             }
         };
+        self.apply_config(new);
+    }
+
+    /// Take over `new` (from the file or the datastore): only neighbors
+    /// and announcements that changed are touched. Changes that need a
+    /// restart are refused, and the running configuration stays.
+    pub(super) fn apply_config(&mut self, new: Config) {
+        if new == self.config {
+            return;
+        }
         if let Some(key) = restart_needed(&self.config, &new) {
             error!(
                 key,

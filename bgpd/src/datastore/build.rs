@@ -1,0 +1,321 @@
+//! The speaker's configuration for one node, from the objects. Pure.
+//!
+//! - Mesh (BGPConfiguration `nodeToNodeMeshEnabled`, default on): iBGP with
+//!   every other node that has a BGP address.
+//! - Route reflectors: nodes with `tartan.dev/route-reflector-cluster-id`.
+//!   With the mesh off, a reflector peers with the other reflectors and
+//!   takes every other node as a client; other nodes peer with the
+//!   reflectors.
+//! - BGPPeer objects that select this node (`node`, `nodeSelector`, or all):
+//!   a router at `peerIP`, or the nodes `peerSelector` picks.
+//! - Announced: the blocks affine to this node (not those of pools with
+//!   `disableBGPExport`), and /32s (/128s) of addresses this node's pods
+//!   borrowed from other nodes' blocks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use ipnet::IpNet;
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER};
+use tartan_api::resources::{
+    BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
+};
+use tartan_policy::Selector;
+use tracing::warn;
+
+use crate::config::{Announce, Config, GracefulRestart, Neighbor};
+use crate::model::Family;
+
+/// Everything the configuration depends on.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub node: String,
+    pub nodes: Vec<Node>,
+    /// BGPConfiguration objects by name.
+    pub configs: BTreeMap<String, BgpConfigurationSpec>,
+    /// BGPPeer objects by name.
+    pub peers: BTreeMap<String, BgpPeerSpec>,
+    pub pools: Vec<IpPoolSpec>,
+    pub blocks: Vec<IpamBlockSpec>,
+    pub endpoints: Vec<WorkloadEndpointSpec>,
+}
+
+/// Why no configuration could be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("node {0} has no Node object")]
+    NoNode(String),
+    #[error("node {node} has no BGP IPv4 address (annotation tartan.dev/bgp-ipv4-address)")]
+    NoAddress { node: String },
+    #[error("node {node}: {why}")]
+    BadNode { node: String, why: String },
+}
+
+struct Peer<'a> {
+    name: &'a str,
+    bgp: NodeBgp,
+    labels: BTreeMap<String, String>,
+}
+
+fn node_name(n: &Node) -> &str {
+    n.metadata.name.as_deref().unwrap_or("")
+}
+
+/// The cluster's settings with this node's overrides.
+fn settings(inp: &Inputs) -> BgpConfigurationSpec {
+    let mut base = BgpConfigurationSpec::default();
+    let mut over = None;
+    for (name, c) in &inp.configs {
+        match ConfigScope::of(name) {
+            ConfigScope::Cluster => base = c.clone(),
+            ConfigScope::Node(n) if n == inp.node => over = Some(c.clone()),
+            _ => {}
+        }
+    }
+    match over {
+        Some(o) => base.overlay(&o),
+        None => base,
+    }
+}
+
+fn selects(sel: Option<&str>, labels: &BTreeMap<String, String>, what: &str) -> bool {
+    match sel.map(Selector::parse) {
+        None => true,
+        Some(Ok(s)) => s.matches(labels),
+        Some(Err(e)) => {
+            warn!(error = %e, "{what}: selector does not parse; it selects nothing");
+            false
+        }
+    }
+}
+
+pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
+    let me = inp
+        .nodes
+        .iter()
+        .find(|n| node_name(n) == inp.node)
+        .ok_or_else(|| BuildError::NoNode(inp.node.clone()))?;
+    let my = NodeBgp::from_node(me).map_err(|e| BuildError::BadNode {
+        node: inp.node.clone(),
+        why: e.to_string(),
+    })?;
+    let my_net = my.ipv4_address.ok_or_else(|| BuildError::NoAddress {
+        node: inp.node.clone(),
+    })?;
+    let my_ip = my_net.addr();
+    let my_labels = me.metadata.labels.clone().unwrap_or_default();
+    let s = settings(inp);
+    let cluster_as = s.as_number.unwrap_or(DEFAULT_AS_NUMBER);
+    let asn = my.as_number.unwrap_or(cluster_as);
+    let port = s.effective_listen_port();
+    let mesh = s.effective_node_to_node_mesh();
+    let restart = s.graceful_restart_seconds().unwrap_or(120).min(4095) as u16;
+    if s.node_mesh_password.is_some() {
+        warn!(
+            "nodeMeshPassword (a Secret) is not supported yet; mesh sessions run without TCP MD5"
+        );
+    }
+
+    // The other nodes with a usable BGP address.
+    let others: Vec<Peer> = inp
+        .nodes
+        .iter()
+        .filter(|n| node_name(n) != inp.node)
+        .filter_map(|n| {
+            let bgp = match NodeBgp::from_node(n) {
+                Ok(b) => b,
+                Err(e) => {
+                    warn!(node = node_name(n), error = %e, "node's BGP settings unreadable; not peering with it");
+                    return None;
+                }
+            };
+            bgp.ipv4_address?;
+            Some(Peer {
+                name: node_name(n),
+                bgp,
+                labels: n.metadata.labels.clone().unwrap_or_default(),
+            })
+        })
+        .collect();
+
+    let mut neighbors: BTreeMap<IpAddr, Neighbor> = BTreeMap::new();
+    let mut add = |n: Neighbor| {
+        neighbors.entry(n.address).or_insert(n);
+    };
+    let node_neighbor = |p: &Peer, rr_client: bool, why: &str| {
+        let addr = IpAddr::V4(
+            p.bgp
+                .ipv4_address
+                .map(|a| a.addr())
+                .unwrap_or(Ipv4Addr::UNSPECIFIED),
+        );
+        let peer_as = p.bgp.as_number.unwrap_or(cluster_as);
+        neighbor(
+            addr,
+            port,
+            peer_as,
+            asn,
+            format!("{why} {}", p.name),
+            rr_client,
+            my_ip,
+        )
+    };
+    let i_am_rr = my.route_reflector_cluster_id.is_some();
+    if mesh {
+        for p in &others {
+            add(node_neighbor(p, false, "mesh"));
+        }
+    } else {
+        for p in &others {
+            let they_rr = p.bgp.route_reflector_cluster_id.is_some();
+            match (i_am_rr, they_rr) {
+                (true, true) => add(node_neighbor(p, false, "reflector")),
+                (true, false) => add(node_neighbor(p, true, "client")),
+                (false, true) => add(node_neighbor(p, false, "reflector")),
+                (false, false) => {}
+            }
+        }
+    }
+    for (name, bp) in &inp.peers {
+        let for_me = match (&bp.node, &bp.node_selector) {
+            (Some(n), _) => *n == inp.node,
+            (None, sel) => selects(
+                sel.as_deref(),
+                &my_labels,
+                &format!("BGPPeer {name} nodeSelector"),
+            ),
+        };
+        if !for_me {
+            continue;
+        }
+        if bp.password.is_some() {
+            warn!(peer = %name, "BGPPeer passwords from Secrets are not supported yet; not peering");
+            continue;
+        }
+        if let Some(ip) = &bp.peer_ip {
+            let (addr, p) = match ip.parse::<SocketAddr>() {
+                Ok(sa) => (sa.ip(), sa.port()),
+                Err(_) => match ip.parse::<IpAddr>() {
+                    Ok(a) => (a, 179),
+                    Err(_) => {
+                        warn!(peer = %name, peer_ip = %ip, "peerIP does not parse; not peering");
+                        continue;
+                    }
+                },
+            };
+            let peer_as = bp.as_number.unwrap_or(asn);
+            let mut n = neighbor(
+                addr,
+                p,
+                peer_as,
+                asn,
+                format!("BGPPeer {name}"),
+                false,
+                my_ip,
+            );
+            n.ttl_security = bp.ttl_security.is_some();
+            add(n);
+        } else if let Some(sel) = &bp.peer_selector {
+            for p in &others {
+                if selects(
+                    Some(sel),
+                    &p.labels,
+                    &format!("BGPPeer {name} peerSelector"),
+                ) {
+                    let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();
+                    add(node_neighbor(p, rr_client, &format!("BGPPeer {name}")));
+                }
+            }
+        }
+    }
+
+    Ok(Config {
+        router_id: my_ip,
+        asn,
+        cluster_id: my.route_reflector_cluster_id.unwrap_or(my_ip),
+        listen: vec![SocketAddr::new(IpAddr::V4(my_ip), port)],
+        kernel_install: true,
+        graceful_restart: GracefulRestart {
+            restart_time: restart,
+            stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
+        },
+        connect_retry: Duration::from_secs(2),
+        neighbors: neighbors.into_values().collect(),
+        announce: announcements(inp),
+    })
+}
+
+fn neighbor(
+    address: IpAddr,
+    port: u16,
+    peer_as: u32,
+    my_as: u32,
+    description: String,
+    route_reflector_client: bool,
+    local: Ipv4Addr,
+) -> Neighbor {
+    let ibgp = peer_as == my_as;
+    Neighbor {
+        address,
+        port,
+        asn: peer_as,
+        description: Some(description),
+        passive: false,
+        password: None,
+        ttl_security: false,
+        multihop: if ibgp { 255 } else { 1 },
+        route_reflector_client,
+        // Short: a node that dies is noticed within 9 s (3 keepalives).
+        hold_time: 9,
+        graceful_restart: true,
+        max_prefix: None,
+        families: vec![match address {
+            IpAddr::V4(_) => Family::Ipv4Unicast,
+            IpAddr::V6(_) => Family::Ipv6Unicast,
+        }],
+        next_hop_self: false,
+        export: true,
+        local_address: address.is_ipv4().then_some(IpAddr::V4(local)),
+    }
+}
+
+/// The node's blocks, and /32s of addresses its pods borrowed.
+fn announcements(inp: &Inputs) -> Vec<Announce> {
+    let unexported: Vec<IpNet> = inp
+        .pools
+        .iter()
+        .filter(|p| p.disable_bgp_export)
+        .filter_map(|p| p.network().ok())
+        .collect();
+    let exported = |n: &IpNet| !unexported.iter().any(|u| u.contains(n));
+    let mut out: BTreeSet<IpNet> = BTreeSet::new();
+    let mut mine: Vec<IpNet> = Vec::new();
+    for b in &inp.blocks {
+        let Ok(net) = b.network() else { continue };
+        if b.affine_node() == Some(inp.node.as_str()) && !b.deleted {
+            mine.push(net);
+            if exported(&net) {
+                out.insert(net);
+            }
+        }
+    }
+    for w in inp.endpoints.iter().filter(|w| w.node == inp.node) {
+        for a in &w.ip_networks {
+            let Ok(n) = a.parse::<IpNet>() else { continue };
+            let host = IpNet::from(n.addr());
+            if !mine.iter().any(|m| m.contains(&host)) && exported(&host) {
+                out.insert(host);
+            }
+        }
+    }
+    out.into_iter()
+        .map(|prefix| Announce {
+            prefix,
+            communities: vec![],
+            large_communities: vec![],
+            next_hop: None,
+        })
+        .collect()
+}

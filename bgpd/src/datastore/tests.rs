@@ -1,0 +1,174 @@
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::{
+    BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec,
+};
+
+use super::build::{BuildError, Inputs, build};
+
+fn node(name: &str, ip: &str, rr: Option<&str>, labels: &[(&str, &str)]) -> Node {
+    let mut ann = BTreeMap::from([(
+        "tartan.dev/bgp-ipv4-address".to_string(),
+        format!("{ip}/24"),
+    )]);
+    if let Some(c) = rr {
+        ann.insert("tartan.dev/route-reflector-cluster-id".into(), c.into());
+    }
+    let mut n = Node::default();
+    n.metadata.name = Some(name.into());
+    n.metadata.annotations = Some(ann);
+    n.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
+    n
+}
+
+fn block(cidr: &str, node: &str) -> IpamBlockSpec {
+    let mut b = IpamBlockSpec::empty(&cidr.parse().unwrap());
+    b.affinity = Some(format!("host:{node}"));
+    b
+}
+
+fn three() -> Inputs {
+    Inputs {
+        node: "n1".into(),
+        nodes: vec![
+            node("n1", "10.0.0.1", None, &[]),
+            node("n2", "10.0.0.2", None, &[]),
+            node("n3", "10.0.0.3", None, &[]),
+        ],
+        ..Default::default()
+    }
+}
+
+fn addrs(c: &crate::config::Config) -> Vec<String> {
+    c.neighbors.iter().map(|n| n.address.to_string()).collect()
+}
+
+#[test]
+fn the_mesh_peers_every_other_node() {
+    let c = build(&three()).unwrap();
+    assert_eq!(c.router_id.to_string(), "10.0.0.1");
+    assert_eq!(c.asn, 64512);
+    assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3"]);
+    assert!(
+        c.neighbors
+            .iter()
+            .all(|n| n.asn == 64512 && !n.route_reflector_client)
+    );
+    assert_eq!(c.listen[0].to_string(), "10.0.0.1:179");
+    assert!(c.kernel_install);
+}
+
+#[test]
+fn route_reflectors_without_the_mesh() {
+    let mut i = three();
+    i.nodes.push(node("rr1", "10.0.0.11", Some("1.1.1.1"), &[]));
+    i.nodes.push(node("rr2", "10.0.0.12", Some("1.1.1.1"), &[]));
+    let off = BgpConfigurationSpec {
+        node_to_node_mesh_enabled: Some(false),
+        ..Default::default()
+    };
+    i.configs.insert("default".into(), off);
+    // A plain node peers with the reflectors only.
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.11", "10.0.0.12"]);
+    assert!(c.neighbors.iter().all(|n| !n.route_reflector_client));
+    // A reflector: the other reflector as a peer, the rest as clients.
+    i.node = "rr1".into();
+    let c = build(&i).unwrap();
+    assert_eq!(c.cluster_id.to_string(), "1.1.1.1");
+    let clients: Vec<(String, bool)> = c
+        .neighbors
+        .iter()
+        .map(|n| (n.address.to_string(), n.route_reflector_client))
+        .collect();
+    assert_eq!(
+        clients,
+        [
+            ("10.0.0.1".into(), true),
+            ("10.0.0.2".into(), true),
+            ("10.0.0.3".into(), true),
+            ("10.0.0.12".into(), false)
+        ]
+    );
+}
+
+#[test]
+fn bgp_peers_by_node_selector_and_node() {
+    let mut i = three();
+    i.nodes[0] = node("n1", "10.0.0.1", None, &[("rack", "a")]);
+    i.peers.insert("tor-a".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.node_selector = Some("rack == 'a'".into());
+        p
+    });
+    i.peers.insert("tor-b".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.253", 65002);
+        p.node_selector = Some("rack == 'b'".into());
+        p
+    });
+    i.peers.insert("only-n2".into(), {
+        let mut p = BgpPeerSpec::new("192.0.2.1:1179", 65003);
+        p.node = Some("n2".into());
+        p
+    });
+    let c = build(&i).unwrap();
+    let tor = c
+        .neighbors
+        .iter()
+        .find(|n| n.address == "10.0.0.254".parse::<IpAddr>().unwrap())
+        .unwrap();
+    assert_eq!(tor.asn, 65001);
+    assert_eq!(tor.multihop, 1, "eBGP to a directly connected router");
+    assert_eq!(c.neighbors.len(), 3, "{:?}", addrs(&c));
+    i.node = "n2".into();
+    let c = build(&i).unwrap();
+    let n = c.neighbors.iter().find(|n| n.asn == 65003).unwrap();
+    assert_eq!((n.address.to_string(), n.port), ("192.0.2.1".into(), 1179));
+}
+
+#[test]
+fn announces_own_blocks_and_borrowed_addresses_not_unexported_pools() {
+    let mut i = three();
+    i.blocks = vec![
+        block("10.244.0.0/26", "n1"),
+        block("10.244.0.64/26", "n2"),
+        block("10.250.0.0/26", "n1"),
+    ];
+    let mut private = IpPoolSpec::new("10.250.0.0/16");
+    private.disable_bgp_export = true;
+    i.pools = vec![IpPoolSpec::new("10.244.0.0/16"), private];
+    i.endpoints = vec![WorkloadEndpointSpec {
+        node: "n1".into(),
+        pod: "p".into(),
+        container_id: "c".into(),
+        endpoint: "eth0".into(),
+        interface_name: "tarx".into(),
+        mac: None,
+        // Borrowed from n2's block, and one in its own block.
+        ip_networks: vec!["10.244.0.70/32".into(), "10.244.0.5/32".into()],
+        ports: vec![],
+    }];
+    let c = build(&i).unwrap();
+    let prefixes: Vec<String> = c.announce.iter().map(|a| a.prefix.to_string()).collect();
+    assert_eq!(prefixes, ["10.244.0.0/26", "10.244.0.70/32"]);
+}
+
+#[test]
+fn a_node_without_object_or_address_is_an_error() {
+    let mut i = three();
+    i.node = "nx".into();
+    assert_eq!(build(&i).unwrap_err(), BuildError::NoNode("nx".into()));
+    i.node = "n1".into();
+    i.nodes[0].metadata.annotations = None;
+    assert!(matches!(
+        build(&i).unwrap_err(),
+        BuildError::NoAddress { .. }
+    ));
+}

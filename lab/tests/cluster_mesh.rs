@@ -1,0 +1,117 @@
+//! Three nodes, each running tartan-bgpd from the datastore and
+//! tartan-felix: the node-to-node mesh comes up from Node objects, each
+//! node learns the others' blocks with the node as next hop, and pods on
+//! different nodes reach each other with no encapsulation.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::store::typed::TypedStore;
+use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::cnilab::CniLab;
+use tartan_lab::netns::wait_for;
+use tartan_lab::{Daemon, TempDir};
+
+fn start(lab: &CniLab, i: usize, dir: &TempDir) -> (Daemon, Daemon) {
+    let ns = &lab.underlay.node(i).netns;
+    let name = CniLab::node_name(i);
+    let store = lab.etcd.datastore_spec();
+    let mut bgpd = ns.command(tartan_bin_dir().join("tartan-bgpd").to_str().unwrap());
+    bgpd.args(["--datastore", &store, "--node", &name, "--socket"])
+        .arg(dir.join(&format!("bgpd-{i}.sock")));
+    let mut felix = ns.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+    felix.args([
+        "--datastore",
+        &store,
+        "--node",
+        &name,
+        "--resync-seconds",
+        "1",
+    ]);
+    (
+        Daemon::start(&format!("bgpd-{i}"), bgpd).unwrap(),
+        Daemon::start(&format!("felix-{i}"), felix).unwrap(),
+    )
+}
+
+#[test]
+fn three_node_mesh_routes_pods_across_nodes() {
+    let lab = CniLab::new(3).unwrap();
+    lab.add_pool("default", "10.87.0.0/16", None).unwrap();
+    for i in 0..3 {
+        let n: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": CniLab::node_name(i),
+                "annotations": {
+                    "tartan.dev/bgp-ipv4-address": format!("{}/24", lab.underlay.node(i).address)
+                }
+            }
+        }))
+        .unwrap();
+        lab.rt.block_on(lab.store.create_typed(&n)).unwrap();
+    }
+    let dir = TempDir::new("mesh").unwrap();
+    let daemons: Vec<_> = (0..3).map(|i| start(&lab, i, &dir)).collect();
+    // A pod on each node.
+    let mut pods = Vec::new();
+    for i in 0..3 {
+        let (ns, call) = lab.pod("default", &format!("p{i}")).unwrap();
+        let r = lab.plain(i).add(&call).unwrap();
+        let a = r["ips"][0]["address"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("/32")
+            .to_string();
+        pods.push((ns, call, a));
+    }
+    // Each node learns the other two blocks over BGP, via the owning node.
+    let blocks: Vec<String> = (0..3).map(|i| format!("10.87.0.{}/26", i * 64)).collect();
+    for (i, (bgpd, felix)) in daemons.iter().enumerate() {
+        let ns = &lab.underlay.node(i).netns;
+        for j in (0..3).filter(|j| *j != i) {
+            // `ip route show proto 201` lists only bgpd's routes.
+            let want = format!(
+                "{} via {} dev eth0",
+                blocks[j],
+                lab.underlay.node(j).address
+            );
+            wait_for(&want, Duration::from_secs(30), || {
+                let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
+                r.contains(&want).then_some(())
+            })
+            .unwrap_or_else(|e| {
+                panic!(
+                    "node-{}: {e}\nroutes:\n{}\nbgpd:\n{}\nfelix:\n{}",
+                    i + 1,
+                    ns.ip(&["route"]).unwrap_or_default(),
+                    bgpd.log_tail(30),
+                    felix.log_tail(10)
+                )
+            });
+        }
+    }
+    // Every pod reaches every other pod.
+    let mut failures = BTreeMap::new();
+    for (from, (ns, _, _)) in pods.iter().enumerate() {
+        for (to, (_, _, addr)) in pods.iter().enumerate() {
+            if from == to {
+                continue;
+            }
+            let ok = wait_for("ping", Duration::from_secs(5), || {
+                ns.exec("ping", &["-c1", "-W1", addr]).ok()
+            })
+            .is_ok();
+            if !ok {
+                failures.insert((from, to), addr.clone());
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "pod pairs that cannot reach each other: {failures:?}"
+    );
+    for (i, (_, call, _)) in pods.iter().enumerate() {
+        lab.plain(i).del(call, None).unwrap();
+    }
+}
