@@ -153,7 +153,12 @@ impl Runtime {
             .iter()
             .map(|d| d.join(plugin_type))
             .find(|p| p.is_file())
-            .ok_or_else(|| anyhow!("plugin {plugin_type} not found in {:?}", self.path))
+            .ok_or_else(|| {
+                anyhow!(
+                    "plugin {plugin_type} not found in {:?} (Tartan's are built by `cargo build --workspace`)",
+                    self.path
+                )
+            })
     }
 
     /// The stdin of one plugin: its entry with the list's name and version,

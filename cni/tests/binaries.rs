@@ -1,0 +1,57 @@
+//! The built binaries answer VERSION and report bad calls in the spec's
+//! JSON, without root or a datastore. (Their being integration tests also
+//! makes `cargo test --workspace` build them for the lab's tests.)
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn call(bin: &str, env: &[(&str, &str)], stdin: &str) -> (bool, serde_json::Value) {
+    let mut c = Command::new(bin);
+    for k in [
+        "CNI_COMMAND",
+        "CNI_CONTAINERID",
+        "CNI_NETNS",
+        "CNI_IFNAME",
+        "CNI_PATH",
+        "CNI_ARGS",
+    ] {
+        c.env_remove(k);
+    }
+    let mut child = c
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    let out = child.wait_with_output().unwrap();
+    let v = serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
+    (out.status.success(), v)
+}
+
+#[test]
+fn both_binaries_speak_version_and_errors() {
+    for bin in [
+        env!("CARGO_BIN_EXE_tartan"),
+        env!("CARGO_BIN_EXE_tartan-ipam"),
+    ] {
+        let (ok, v) = call(
+            bin,
+            &[("CNI_COMMAND", "VERSION")],
+            r#"{"cniVersion":"1.0.0"}"#,
+        );
+        assert!(ok, "{bin}: {v}");
+        assert_eq!(v["cniVersion"], "1.1.0");
+        assert_eq!(
+            v["supportedVersions"],
+            serde_json::json!(["0.4.0", "1.0.0", "1.1.0"])
+        );
+        let (ok, v) = call(bin, &[], "{}");
+        assert!(!ok);
+        assert_eq!(v["code"], 4, "{bin}: {v}");
+        let (ok, v) = call(bin, &[("CNI_COMMAND", "STATUS")], "not json");
+        assert!(!ok);
+        assert_eq!(v["code"], 6, "{bin}: {v}");
+    }
+}
