@@ -2,6 +2,7 @@
 //! and benchmarks, each uniquely named and removed by a drop guard; real
 //! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
 pub mod bgpload;
+pub mod cluster;
 pub mod cni;
 pub mod cnibench;
 pub mod cnilab;

@@ -14,7 +14,7 @@ use crate::netns::{Netns, ip, unique_name};
 static SUBNETS: AtomicU32 = AtomicU32::new(0);
 
 /// A /24 under 10.213.0.0/16 that no interface on the host uses.
-fn free_subnet() -> Result<Ipv4Net> {
+pub fn free_subnet() -> Result<Ipv4Net> {
     let used = ip(&["-4", "-o", "addr", "show"])?;
     for _ in 0..256 {
         let n = (std::process::id() + SUBNETS.fetch_add(1, Ordering::Relaxed) * 7) % 250 + 1;

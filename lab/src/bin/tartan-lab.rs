@@ -20,15 +20,80 @@ use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route, Tartan, TartanOptions,
     about = "Tartan on one machine, in network namespaces (run as root)"
 )]
 struct Cli {
+    /// Which lab (several can live side by side).
+    #[arg(long, global = true, default_value = "tartan")]
+    name: String,
     #[command(subcommand)]
     cmd: Cmd,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Start a cluster: etcd, N node namespaces on an underlay, a default
+    /// IPPool, tartan-bgpd and tartan-felix in each node.
+    Up(UpArgs),
+    /// Remove the cluster: daemons, namespaces, bridge, state (also after
+    /// a crash).
+    Down,
+    /// Pods: add (Namespace and Pod objects, then the CNI plugin as a
+    /// kubelet calls it), del, ip.
+    #[command(subcommand)]
+    Pod(PodCmd),
+    /// Run a command in a pod's network namespace; its exit code.
+    Exec {
+        /// NS/NAME
+        pod: String,
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        cmd: Vec<String>,
+    },
+    /// Nodes, daemons, BGP sessions and pods.
+    Status {
+        /// `json` for machine reading.
+        #[arg(short = 'o', long = "output", value_parser = ["json"])]
+        output: Option<String>,
+    },
+    /// Run tartanctl against the lab's datastore.
+    Ctl {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// eBGP between tartan-bgpd and BIRD in two namespaces joined by a
     /// veth: session, kernel routes, a ping; then tear down.
     BgpDemo(DemoArgs),
+}
+
+#[derive(clap::Args)]
+struct UpArgs {
+    /// Number of nodes (node-1 … node-N).
+    #[arg(long, default_value_t = 3)]
+    nodes: usize,
+    /// mesh (so far the only one built).
+    #[arg(long, default_value = "mesh")]
+    topology: String,
+}
+
+#[derive(Subcommand)]
+enum PodCmd {
+    /// Create NS/NAME on a node and wire it.
+    Add {
+        /// NS/NAME
+        pod: String,
+        #[arg(long)]
+        node: String,
+        /// k=v,k=v
+        #[arg(long, default_value = "")]
+        labels: String,
+    },
+    /// Unwire and delete NS/NAME.
+    Del {
+        /// NS/NAME
+        pod: String,
+    },
+    /// Print NS/NAME's address.
+    Ip {
+        /// NS/NAME
+        pod: String,
+    },
 }
 
 #[derive(clap::Args)]
@@ -73,9 +138,7 @@ fn stopped() -> Result<()> {
 }
 
 fn main() -> std::process::ExitCode {
-    let Cli {
-        cmd: Cmd::BgpDemo(args),
-    } = Cli::parse();
+    let cli = Cli::parse();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         eprintln!("tartan-lab: run as root (it creates network namespaces)");
@@ -86,11 +149,82 @@ fn main() -> std::process::ExitCode {
         unsafe { std::env::set_var("TARTAN_LOG", "info") };
     }
     // Errors return through the guards, which remove what was made.
-    match bgp_demo(&args) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+    match run(cli) {
+        Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("tartan-lab: {e:#}");
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<u8> {
+    use tartan_lab::cluster::{LabState, down, pod, status, up};
+    let name = cli.name;
+    let mut say = |line: &str| println!("==> {line}");
+    match cli.cmd {
+        Cmd::BgpDemo(args) => bgp_demo(&args).map(|()| 0),
+        Cmd::Up(a) => {
+            up::up(
+                &up::UpOptions {
+                    name,
+                    nodes: a.nodes,
+                    topology: a.topology,
+                },
+                &mut say,
+            )?;
+            Ok(0)
+        }
+        Cmd::Down => down::down(&name, &mut say).map(|()| 0),
+        Cmd::Pod(PodCmd::Add {
+            pod: p,
+            node,
+            labels,
+        }) => {
+            let rec = pod::add(&name, &p, &node, &labels)?;
+            println!(
+                "pod {}/{} on {}: {}",
+                rec.namespace,
+                rec.name,
+                rec.node,
+                rec.address().unwrap_or_default()
+            );
+            Ok(0)
+        }
+        Cmd::Pod(PodCmd::Del { pod: p }) => pod::del(&name, &p).map(|()| 0),
+        Cmd::Pod(PodCmd::Ip { pod: p }) => {
+            let (ns, n) = pod::parse_ref(&p)?;
+            let rec = pod::load(&name, &ns, &n)?;
+            println!("{}", rec.address().unwrap_or_default());
+            Ok(0)
+        }
+        Cmd::Exec { pod: p, cmd } => {
+            let code = pod::exec(&name, &p, &cmd)?;
+            Ok(u8::try_from(code).unwrap_or(1))
+        }
+        Cmd::Status { output } => {
+            let st = LabState::load(&name)?;
+            let v = status::status(&st);
+            if output.as_deref() == Some("json") {
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", status::render(&v));
+            }
+            Ok(0)
+        }
+        Cmd::Ctl { args } => {
+            let st = LabState::load(&name)?;
+            let ctl = sibling("tartanctl").unwrap_or_else(|| PathBuf::from("tartanctl"));
+            let status = Command::new(ctl)
+                .arg("--datastore")
+                .arg(&st.datastore)
+                .args(&args)
+                .status()
+                .context("run tartanctl")?;
+            Ok(status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .unwrap_or(1))
         }
     }
 }

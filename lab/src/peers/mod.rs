@@ -15,7 +15,7 @@ pub use config::{BgpConfig, Neighbor, Route};
 pub use exabgp::ExaBgp;
 pub use frr::{Frr, FrrRoute};
 pub use gobgp::{Gobgp, GobgpRoute};
-pub use tartan::{Tartan, TartanOptions, bgpd_binary, render as render_tartan};
+pub use tartan::{Tartan, TartanOptions, bgpd_binary, control_get, render as render_tartan};
 
 use crate::netns::run;
 use anyhow::Result;

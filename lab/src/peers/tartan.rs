@@ -258,19 +258,7 @@ impl Tartan {
 
     /// GET on the control socket; the body as JSON.
     pub fn get(&self, path: &str) -> Result<serde_json::Value> {
-        let mut s = UnixStream::connect(&self.socket)
-            .with_context(|| format!("connect {}", self.socket.display()))?;
-        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: tartan\r\n\r\n")?;
-        let mut resp = String::new();
-        s.read_to_string(&mut resp)?;
-        let (head, body) = resp
-            .split_once("\r\n\r\n")
-            .context("malformed HTTP response")?;
-        if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
-            bail!("GET {path}: {head}\n{body}");
-        }
-        Ok(serde_json::from_str(body)?)
+        control_get(&self.socket, path)
     }
 
     pub fn peers(&self) -> Result<Vec<PeerStatus>> {
@@ -309,4 +297,21 @@ impl Tartan {
             )
         })
     }
+}
+
+/// GET on a tartan-bgpd control socket; the body as JSON.
+pub fn control_get(socket: &Path, path: &str) -> Result<serde_json::Value> {
+    let mut s =
+        UnixStream::connect(socket).with_context(|| format!("connect {}", socket.display()))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: tartan\r\n\r\n")?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let (head, body) = resp
+        .split_once("\r\n\r\n")
+        .context("malformed HTTP response")?;
+    if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
+        bail!("GET {path}: {head}\n{body}");
+    }
+    Ok(serde_json::from_str(body)?)
 }

@@ -1,0 +1,92 @@
+//! `tartan-lab down`: stop the daemons and remove the namespaces, the
+//! bridge and the state; also when the state is gone or half-written
+//! (a crash), by the names a lab's parts always have.
+
+use std::time::Duration;
+
+use anyhow::Result;
+
+use super::detached;
+use super::state::{self, LabState, Proc};
+use crate::netns::ip;
+
+/// Processes whose command line mentions the lab's state directory (its
+/// daemons all do: sockets, logs, etcd's data).
+fn stray_processes(name: &str) -> Vec<Proc> {
+    let needle = state::dir(name).display().to_string() + "/";
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+            out.push(Proc {
+                pid,
+                log: Default::default(),
+            });
+        }
+    }
+    out
+}
+
+pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
+    state::check_name(name)?;
+    let st = LabState::load(name).ok();
+    // Daemons first, so nothing re-creates what is being removed.
+    let mut procs: Vec<Proc> = Vec::new();
+    if let Some(st) = &st {
+        for n in &st.nodes {
+            procs.extend(n.bgpd.clone());
+            procs.extend(n.felix.clone());
+        }
+    }
+    procs.extend(stray_processes(name));
+    let mut seen = std::collections::HashSet::new();
+    procs.retain(|p| seen.insert(p.pid));
+    let etcd = st.as_ref().and_then(|s| s.etcd.clone());
+    if let Some(e) = &etcd {
+        procs.retain(|p| p.pid != e.pid);
+    }
+    for p in procs.iter().filter(|p| detached::alive(p)) {
+        detached::stop(p, Duration::from_secs(3));
+    }
+    if let Some(p) = &etcd
+        && detached::alive(p)
+    {
+        detached::stop(p, Duration::from_secs(3));
+    }
+    let mut removed = 0;
+    let list = ip(&["netns", "list"]).unwrap_or_default();
+    let node_prefix = format!("{name}-node-");
+    let pod_prefix = format!("{name}-pod-");
+    for line in list.lines() {
+        let ns = line.split_whitespace().next().unwrap_or("");
+        let ours = ns.starts_with(&pod_prefix)
+            || ns
+                .strip_prefix(&node_prefix)
+                .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
+        if ours && ip(&["netns", "del", ns]).is_ok() {
+            removed += 1;
+        }
+    }
+    let bridge = state::bridge_name(name);
+    if ip(&["link", "show", &bridge]).is_ok() {
+        ip(&["link", "del", &bridge])?;
+    }
+    let dir = state::dir(name);
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    say(&format!(
+        "lab {name} removed ({removed} namespaces, {} processes)",
+        procs.len() + usize::from(etcd.is_some())
+    ));
+    Ok(())
+}

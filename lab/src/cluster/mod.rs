@@ -1,0 +1,14 @@
+//! A lab cluster that outlives the command that made it: `tartan-lab up`
+//! starts etcd on an underlay bridge, makes node namespaces, applies a
+//! default IPPool and starts tartan-bgpd and tartan-felix in each node;
+//! `pod add/del`, `exec`, `status` and `down` work on it later, from the
+//! state kept in `/run/tartan-lab/<name>/`.
+
+pub mod detached;
+pub mod down;
+pub mod pod;
+pub mod state;
+pub mod status;
+pub mod up;
+
+pub use state::LabState;

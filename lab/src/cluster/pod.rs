@@ -1,0 +1,195 @@
+//! Pods in a lab, as a kubelet would make them: the Namespace and Pod
+//! objects, a network namespace, and the CNI plugin called with the node's
+//! conflist inside the node.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use serde_json::{Value, json};
+use tartan_api::store::StoreError;
+use tartan_api::store::connect;
+use tartan_api::store::typed::TypedStore;
+
+use super::state::{self, LabState};
+use super::up::runtime;
+use crate::cni::{Call, Runtime};
+use crate::netns::ip;
+
+/// `NS/NAME` (or `NAME` in `default`).
+pub fn parse_ref(s: &str) -> Result<(String, String)> {
+    let (ns, name) = s.split_once('/').unwrap_or(("default", s));
+    for part in [ns, name] {
+        tartan_api::resources::common::dns_label(part)
+            .map_err(|e| anyhow::anyhow!("pod {s:?}: {e}"))?;
+    }
+    Ok((ns.to_string(), name.to_string()))
+}
+
+/// `k=v,k=v`.
+pub fn parse_labels(s: &str) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for kv in s.split(',').filter(|x| !x.is_empty()) {
+        let (k, v) = kv
+            .split_once('=')
+            .with_context(|| format!("label {kv:?} is not key=value"))?;
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+fn result_path(lab: &str, ns: &str, pod: &str) -> PathBuf {
+    state::dir(lab)
+        .join("pods")
+        .join(format!("{ns}_{pod}.json"))
+}
+
+/// What `pod add` records, for `del`, `ip` and `status`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct PodRecord {
+    pub namespace: String,
+    pub name: String,
+    pub node: String,
+    pub netns: String,
+    pub container_id: String,
+    pub result: Value,
+}
+
+impl PodRecord {
+    pub fn address(&self) -> Option<String> {
+        self.result["ips"][0]["address"]
+            .as_str()
+            .map(|a| a.split('/').next().unwrap_or(a).to_string())
+    }
+
+    fn call(&self) -> Call {
+        Call {
+            container_id: self.container_id.clone(),
+            netns: Some(format!("/run/netns/{}", self.netns).into()),
+            ifname: "eth0".into(),
+            args: vec![
+                ("IgnoreUnknown".into(), "1".into()),
+                ("K8S_POD_NAMESPACE".into(), self.namespace.clone()),
+                ("K8S_POD_NAME".into(), self.name.clone()),
+            ],
+            capability_args: Default::default(),
+        }
+    }
+}
+
+pub fn load(lab: &str, ns: &str, pod: &str) -> Result<PodRecord> {
+    let p = result_path(lab, ns, pod);
+    let text =
+        std::fs::read_to_string(&p).with_context(|| format!("no pod {ns}/{pod} in lab {lab}"))?;
+    Ok(serde_json::from_str(&text)?)
+}
+
+pub fn list(lab: &str) -> Vec<PodRecord> {
+    let dir = state::dir(lab).join("pods");
+    let mut out: Vec<PodRecord> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).ok()?).ok())
+        .collect();
+    out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    out
+}
+
+fn runtime_for(st: &LabState, node: &str) -> Result<Runtime> {
+    let n = st.node(node)?;
+    let conflist: Value = serde_json::from_str(&std::fs::read_to_string(&n.conflist)?)?;
+    Ok(Runtime::new(conflist).in_netns(&n.netns))
+}
+
+pub fn add(lab: &str, pod_ref: &str, node: &str, labels: &str) -> Result<PodRecord> {
+    let st = LabState::load(lab)?;
+    let (ns, name) = parse_ref(pod_ref)?;
+    let labels = parse_labels(labels)?;
+    st.node(node)?;
+    if result_path(lab, &ns, &name).exists() {
+        bail!("pod {ns}/{name} exists in lab {lab}");
+    }
+    let rt = runtime()?;
+    rt.block_on(async {
+        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
+        let namespace: Namespace = serde_json::from_value(json!({
+            "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}
+        }))?;
+        match store.create_typed(&namespace).await {
+            Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
+            Err(e) => return Err(anyhow::Error::from(e)),
+        }
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "none"}]}
+        }))?;
+        store
+            .create_typed(&pod)
+            .await
+            .with_context(|| format!("create Pod {ns}/{name}"))?;
+        Ok(())
+    })?;
+    let netns = state::pod_netns(lab, &ns, &name);
+    ip(&["netns", "add", &netns])?;
+    ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+    let mut rec = PodRecord {
+        namespace: ns.clone(),
+        name: name.clone(),
+        node: node.to_string(),
+        netns: netns.clone(),
+        container_id: format!("lab_{ns}_{name}"),
+        result: Value::Null,
+    };
+    match runtime_for(&st, node).and_then(|r| r.add(&rec.call())) {
+        Ok(r) => rec.result = r,
+        Err(e) => {
+            let _ = ip(&["netns", "del", &netns]);
+            let _ = delete_pod_object(&st, &ns, &name);
+            return Err(e.context(format!("CNI ADD of {ns}/{name} on {node}")));
+        }
+    }
+    let p = result_path(lab, &ns, &name);
+    std::fs::create_dir_all(p.parent().unwrap_or(&p))?;
+    std::fs::write(&p, serde_json::to_string_pretty(&rec)?)?;
+    Ok(rec)
+}
+
+fn delete_pod_object(st: &LabState, ns: &str, name: &str) -> Result<()> {
+    runtime()?.block_on(async {
+        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
+        match store.delete_typed::<Pod>(Some(ns), name, None).await {
+            Ok(()) | Err(StoreError::NotFound(_)) => Ok(()),
+            Err(e) => Err(anyhow::Error::from(e)),
+        }
+    })
+}
+
+pub fn del(lab: &str, pod_ref: &str) -> Result<()> {
+    let st = LabState::load(lab)?;
+    let (ns, name) = parse_ref(pod_ref)?;
+    let rec = load(lab, &ns, &name)?;
+    runtime_for(&st, &rec.node)?
+        .del(&rec.call(), Some(&rec.result))
+        .with_context(|| format!("CNI DEL of {ns}/{name}"))?;
+    let _ = ip(&["netns", "del", &rec.netns]);
+    delete_pod_object(&st, &ns, &name)?;
+    std::fs::remove_file(result_path(lab, &ns, &name))?;
+    Ok(())
+}
+
+/// Run `cmd` in the pod's network namespace; its exit code.
+pub fn exec(lab: &str, pod_ref: &str, cmd: &[String]) -> Result<i32> {
+    let (ns, name) = parse_ref(pod_ref)?;
+    let rec = load(lab, &ns, &name)?;
+    let Some((prog, args)) = cmd.split_first() else {
+        bail!("no command; tartan-lab exec NS/NAME -- CMD [ARGS…]");
+    };
+    let status = std::process::Command::new("ip")
+        .args(["netns", "exec", &rec.netns, prog])
+        .args(args)
+        .status()
+        .with_context(|| format!("run {prog}"))?;
+    Ok(status.code().unwrap_or(1))
+}

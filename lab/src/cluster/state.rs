@@ -1,0 +1,126 @@
+//! What a lab is made of, saved as JSON so that later commands (and
+//! `down` after a crash) find it.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+/// Where labs keep their state.
+pub const STATE_ROOT: &str = "/run/tartan-lab";
+
+/// The default IPPool a lab applies.
+pub const DEFAULT_POOL: &str = "10.244.0.0/16";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Proc {
+    pub pid: u32,
+    pub log: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NodeState {
+    pub name: String,
+    pub netns: String,
+    pub address: Ipv4Addr,
+    pub bgpd: Option<Proc>,
+    pub felix: Option<Proc>,
+    pub bgp_socket: PathBuf,
+    pub conflist: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LabState {
+    pub name: String,
+    pub subnet: String,
+    pub gateway: Ipv4Addr,
+    pub bridge: String,
+    pub etcd: Option<Proc>,
+    /// The `--datastore` value for tartanctl and the daemons.
+    pub datastore: String,
+    pub nodes: Vec<NodeState>,
+    pub topology: String,
+}
+
+/// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it
+/// prefixes interface names, which the kernel caps at 15).
+pub fn check_name(name: &str) -> Result<()> {
+    let ok = (1..=10).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-');
+    if !ok {
+        bail!("lab name {name:?}: use 1 to 10 lower-case letters, digits and '-'");
+    }
+    Ok(())
+}
+
+pub fn dir(name: &str) -> PathBuf {
+    Path::new(STATE_ROOT).join(name)
+}
+
+pub fn bridge_name(name: &str) -> String {
+    format!("{name}-br")
+}
+
+pub fn node_netns(name: &str, node: &str) -> String {
+    format!("{name}-{node}")
+}
+
+pub fn pod_netns(name: &str, ns: &str, pod: &str) -> String {
+    format!("{name}-pod-{ns}-{pod}")
+}
+
+impl LabState {
+    pub fn path(name: &str) -> PathBuf {
+        dir(name).join("state.json")
+    }
+
+    pub fn load(name: &str) -> Result<LabState> {
+        let p = Self::path(name);
+        let text = std::fs::read_to_string(&p).with_context(|| {
+            format!(
+                "no lab named {name} (no {}); start one with `tartan-lab up`",
+                p.display()
+            )
+        })?;
+        serde_json::from_str(&text).with_context(|| format!("{} is unreadable", p.display()))
+    }
+
+    pub fn save(&self) -> Result<()> {
+        std::fs::create_dir_all(dir(&self.name))?;
+        let tmp = dir(&self.name).join("state.json.tmp");
+        std::fs::write(&tmp, serde_json::to_string_pretty(self)?)?;
+        std::fs::rename(&tmp, Self::path(&self.name))?;
+        Ok(())
+    }
+
+    pub fn node(&self, node: &str) -> Result<&NodeState> {
+        self.nodes.iter().find(|n| n.name == node).with_context(|| {
+            let names: Vec<&str> = self.nodes.iter().map(|n| n.name.as_str()).collect();
+            format!(
+                "lab {} has no node {node}; it has {}",
+                self.name,
+                names.join(", ")
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(check_name("tartan").is_ok());
+        assert!(check_name("a-1").is_ok());
+        for bad in ["", "Tartan", "x_y", "-a", "elevenchars"] {
+            assert!(check_name(bad).is_err(), "{bad}");
+        }
+        assert!(bridge_name("abcdefghij").len() <= 15);
+        assert!(node_netns("t", "node-1") == "t-node-1");
+    }
+}

@@ -1,0 +1,288 @@
+//! `tartan-lab up`: the cluster, step by step, each step saved in the
+//! state so that `down` removes whatever was made if a later one fails.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use tartan_api::resources::{IpPool, IpPoolSpec};
+use tartan_api::store::typed::TypedStore;
+use tartan_api::store::{StoreError, connect};
+
+use super::detached;
+use super::state::{self, DEFAULT_POOL, LabState, NodeState};
+use crate::cni::tartan_bin_dir;
+use crate::etcd::etcd_binary;
+use crate::netns::ip;
+use crate::peers::control_get;
+
+pub struct UpOptions {
+    pub name: String,
+    pub nodes: usize,
+    pub topology: String,
+}
+
+fn free_port(host: Ipv4Addr) -> Result<u16> {
+    Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
+}
+
+/// A current-thread runtime for the datastore calls of one command.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
+    state::check_name(&o.name)?;
+    if o.nodes == 0 || o.nodes > 50 {
+        bail!("--nodes {}: use 1 to 50", o.nodes);
+    }
+    if o.topology != "mesh" {
+        bail!(
+            "--topology {}: only mesh is built so far (rr, tor and two-subnets are not)",
+            o.topology
+        );
+    }
+    if LabState::path(&o.name).exists() {
+        bail!(
+            "lab {} exists; `tartan-lab down --name {}` removes it",
+            o.name,
+            o.name
+        );
+    }
+    let r = build(o, say);
+    if r.is_err() {
+        say("failed; removing what was made");
+        let _ = super::down::down(&o.name, &mut |_| {});
+    }
+    r
+}
+
+fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
+    let started = Instant::now();
+    let dir = state::dir(&o.name);
+    std::fs::create_dir_all(&dir)?;
+    let subnet = crate::underlay::free_subnet()?;
+    let gateway = subnet.hosts().next().context("empty subnet")?;
+    let mut st = LabState {
+        name: o.name.clone(),
+        subnet: subnet.to_string(),
+        gateway,
+        bridge: state::bridge_name(&o.name),
+        etcd: None,
+        datastore: String::new(),
+        nodes: vec![],
+        topology: o.topology.clone(),
+    };
+    st.save()?;
+
+    say(&format!("underlay {subnet} on bridge {}", st.bridge));
+    ip(&["link", "add", &st.bridge, "type", "bridge"])?;
+    ip(&[
+        "addr",
+        "add",
+        &format!("{gateway}/{}", subnet.prefix_len()),
+        "dev",
+        &st.bridge,
+    ])?;
+    ip(&["link", "set", &st.bridge, "up"])?;
+
+    let client = free_port(gateway)?;
+    let peer = free_port(Ipv4Addr::LOCALHOST)?;
+    st.datastore = format!("etcd://{gateway}:{client}");
+    say(&format!("etcd at {gateway}:{client}"));
+    let mut etcd = Command::new(etcd_binary());
+    etcd.args(["--name", "lab", "--data-dir"])
+        .arg(dir.join("etcd"))
+        .args([
+            "--listen-client-urls",
+            &format!("http://{gateway}:{client}"),
+        ])
+        .args([
+            "--advertise-client-urls",
+            &format!("http://{gateway}:{client}"),
+        ])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args([
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+        ])
+        .args(["--initial-cluster", &format!("lab=http://127.0.0.1:{peer}")])
+        .args(["--log-level", "warn"]);
+    st.etcd = Some(detached::spawn(etcd, &dir.join("etcd.log"))?);
+    st.save()?;
+
+    let rt = runtime()?;
+    let store = rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let attempt = async {
+                let s = connect(&st.datastore, Some(Duration::from_secs(2))).await?;
+                s.list_typed::<IpPool>(None).await?;
+                Ok::<_, StoreError>(s)
+            };
+            match attempt.await {
+                Ok(s) => return Ok(s),
+                Err(e) if Instant::now() > deadline => {
+                    return Err(anyhow::anyhow!("etcd did not come up: {e}"));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+    })?;
+
+    let bin = tartan_bin_dir();
+    for name in ["tartan-bgpd", "tartan-felix", "tartan", "tartan-ipam"] {
+        if !bin.join(name).is_file() {
+            bail!(
+                "{} is missing; build first (cargo build --release)",
+                bin.join(name).display()
+            );
+        }
+    }
+    for i in 1..=o.nodes {
+        let node = format!("node-{i}");
+        let netns = state::node_netns(&o.name, &node);
+        let address = subnet.hosts().nth(i).context("subnet full")?;
+        say(&format!("{node}: namespace {netns}, address {address}"));
+        ip(&["netns", "add", &netns])?;
+        st.nodes.push(NodeState {
+            name: node.clone(),
+            netns: netns.clone(),
+            address,
+            bgpd: None,
+            felix: None,
+            bgp_socket: dir.join(format!("bgpd-{node}.sock")),
+            conflist: dir.join(format!("{node}.conflist")),
+        });
+        st.save()?;
+        let outside = format!("{}-v{i}", o.name);
+        ip(&[
+            "link", "add", &outside, "type", "veth", "peer", "name", "eth0", "netns", &netns,
+        ])?;
+        ip(&["link", "set", &outside, "master", &st.bridge, "up"])?;
+        let nip = |args: &[&str]| {
+            let mut a = vec!["-n", netns.as_str()];
+            a.extend_from_slice(args);
+            ip(&a)
+        };
+        nip(&["link", "set", "lo", "up"])?;
+        nip(&[
+            "addr",
+            "add",
+            &format!("{address}/{}", subnet.prefix_len()),
+            "dev",
+            "eth0",
+        ])?;
+        nip(&["link", "set", "eth0", "up"])?;
+        nip(&["route", "add", "default", "via", &gateway.to_string()])?;
+        let n: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+            "metadata": {
+                "name": node,
+                "labels": {"kubernetes.io/hostname": node},
+                "annotations": {"tartan.dev/bgp-ipv4-address": format!("{address}/{}", subnet.prefix_len())}
+            }
+        }))?;
+        rt.block_on(store.create_typed(&n))
+            .with_context(|| format!("create Node {node}"))?;
+        let conflist = json!({
+            "cniVersion": "1.0.0",
+            "name": "tartan-lab",
+            "plugins": [{
+                "type": "tartan",
+                "datastore": st.datastore,
+                "nodename": node,
+                "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
+                "ipam": {"type": "tartan-ipam"}
+            }]
+        });
+        std::fs::write(
+            &st.nodes[i - 1].conflist,
+            serde_json::to_string_pretty(&conflist)?,
+        )?;
+    }
+    say(&format!("IPPool default-ipv4 {DEFAULT_POOL}"));
+    match rt
+        .block_on(store.create_typed(&IpPool::new("default-ipv4", IpPoolSpec::new(DEFAULT_POOL))))
+    {
+        Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
+        Err(e) => return Err(e.into()),
+    }
+
+    for i in 0..st.nodes.len() {
+        let n = st.nodes[i].clone();
+        say(&format!(
+            "{}: starting tartan-bgpd and tartan-felix",
+            n.name
+        ));
+        let mut bgpd = Command::new("ip");
+        bgpd.args(["netns", "exec", &n.netns])
+            .arg(bin.join("tartan-bgpd"))
+            .args(["--datastore", &st.datastore, "--node", &n.name, "--socket"])
+            .arg(&n.bgp_socket);
+        st.nodes[i].bgpd = Some(detached::spawn(
+            bgpd,
+            &dir.join(format!("bgpd-{}.log", n.name)),
+        )?);
+        let mut felix = Command::new("ip");
+        felix
+            .args(["netns", "exec", &n.netns])
+            .arg(bin.join("tartan-felix"))
+            .args(["--datastore", &st.datastore, "--node", &n.name]);
+        st.nodes[i].felix = Some(detached::spawn(
+            felix,
+            &dir.join(format!("felix-{}.log", n.name)),
+        )?);
+        st.save()?;
+    }
+
+    say("waiting for the BGP sessions");
+    let want = st.nodes.len() - 1;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let counts: Vec<usize> = st
+            .nodes
+            .iter()
+            .map(|n| established(&n.bgp_socket))
+            .collect();
+        if counts.iter().all(|c| *c == want) {
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "BGP sessions not all up after 60 s (established per node: {counts:?}); see the logs in {}",
+                dir.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    say(&format!(
+        "lab {} is up in {:.1} s: {} nodes, {} BGP sessions (full mesh), pool {DEFAULT_POOL}",
+        st.name,
+        started.elapsed().as_secs_f64(),
+        st.nodes.len(),
+        st.nodes.len() * want / 2
+    ));
+    say(&format!(
+        "datastore for tartanctl: --datastore {}",
+        st.datastore
+    ));
+    Ok(st)
+}
+
+/// Established sessions of the speaker behind `socket` (0 if unreachable).
+pub fn established(socket: &std::path::Path) -> usize {
+    control_get(socket, "/v1/peers")
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .map(|peers| {
+            peers
+                .iter()
+                .filter(|p| p.get("state").and_then(|s| s.as_str()) == Some("Established"))
+                .count()
+        })
+        .unwrap_or(0)
+}
