@@ -67,7 +67,7 @@ struct UpArgs {
     /// Number of nodes (node-1 … node-N).
     #[arg(long, default_value_t = 3)]
     nodes: usize,
-    /// mesh (so far the only one built).
+    /// mesh, or rr (node-1 and node-2 reflect, mesh off).
     #[arg(long, default_value = "mesh")]
     topology: String,
 }

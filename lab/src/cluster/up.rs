@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use tartan_api::resources::{IpPool, IpPoolSpec};
+use tartan_api::resources::{BgpConfiguration, BgpConfigurationSpec, IpPool, IpPoolSpec};
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
 
@@ -40,11 +40,13 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     if o.nodes == 0 || o.nodes > 50 {
         bail!("--nodes {}: use 1 to 50", o.nodes);
     }
-    if o.topology != "mesh" {
-        bail!(
-            "--topology {}: only mesh is built so far (rr, tor and two-subnets are not)",
-            o.topology
-        );
+    match o.topology.as_str() {
+        "mesh" => {}
+        "rr" if o.nodes >= 3 => {}
+        "rr" => bail!("--topology rr needs at least 3 nodes (two reflectors and a client)"),
+        other => {
+            bail!("--topology {other}: mesh and rr are built so far (tor and two-subnets are not)")
+        }
     }
     if LabState::path(&o.name).exists() {
         bail!(
@@ -179,11 +181,17 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         ])?;
         nip(&["link", "set", "eth0", "up"])?;
         nip(&["route", "add", "default", "via", &gateway.to_string()])?;
+        let mut annotations = json!({
+            "tartan.dev/bgp-ipv4-address": format!("{address}/{}", subnet.prefix_len())
+        });
+        if is_reflector(o, i) {
+            annotations["tartan.dev/route-reflector-cluster-id"] = json!(RR_CLUSTER_ID);
+        }
         let n: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
             "metadata": {
                 "name": node,
                 "labels": {"kubernetes.io/hostname": node},
-                "annotations": {"tartan.dev/bgp-ipv4-address": format!("{address}/{}", subnet.prefix_len())}
+                "annotations": annotations
             }
         }))?;
         rt.block_on(store.create_typed(&n))
@@ -203,6 +211,17 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             &st.nodes[i - 1].conflist,
             serde_json::to_string_pretty(&conflist)?,
         )?;
+    }
+    if o.topology == "rr" {
+        say("node-to-node mesh off; node-1 and node-2 are route reflectors");
+        let cfg = BgpConfiguration::new(
+            "default",
+            BgpConfigurationSpec {
+                node_to_node_mesh_enabled: Some(false),
+                ..Default::default()
+            },
+        );
+        rt.block_on(store.create_typed(&cfg))?;
     }
     say(&format!("IPPool default-ipv4 {DEFAULT_POOL}"));
     match rt
@@ -240,7 +259,9 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     }
 
     say("waiting for the BGP sessions");
-    let want = st.nodes.len() - 1;
+    let want: Vec<usize> = (1..=st.nodes.len())
+        .map(|i| expected_sessions(o, i))
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let counts: Vec<usize> = st
@@ -248,7 +269,7 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             .iter()
             .map(|n| established(&n.bgp_socket))
             .collect();
-        if counts.iter().all(|c| *c == want) {
+        if counts == want {
             break;
         }
         if Instant::now() > deadline {
@@ -260,17 +281,41 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         std::thread::sleep(Duration::from_millis(250));
     }
     say(&format!(
-        "lab {} is up in {:.1} s: {} nodes, {} BGP sessions (full mesh), pool {DEFAULT_POOL}",
+        "lab {} is up in {:.1} s: {} nodes, {} BGP sessions ({}), pool {DEFAULT_POOL}",
         st.name,
         started.elapsed().as_secs_f64(),
         st.nodes.len(),
-        st.nodes.len() * want / 2
+        want.iter().sum::<usize>() / 2,
+        if o.topology == "rr" {
+            "route reflectors node-1, node-2"
+        } else {
+            "full mesh"
+        }
     ));
     say(&format!(
         "datastore for tartanctl: --datastore {}",
         st.datastore
     ));
     Ok(st)
+}
+
+/// The route reflectors' cluster ID in the `rr` topology.
+pub const RR_CLUSTER_ID: &str = "10.255.0.1";
+
+/// In the `rr` topology, node-1 and node-2 reflect.
+fn is_reflector(o: &UpOptions, i: usize) -> bool {
+    o.topology == "rr" && i <= 2
+}
+
+/// Sessions node `i` (1-based) should have once all are up.
+fn expected_sessions(o: &UpOptions, i: usize) -> usize {
+    match o.topology.as_str() {
+        // A reflector: the other reflector and every client.
+        "rr" if is_reflector(o, i) => o.nodes - 1,
+        // A client: the two reflectors.
+        "rr" => 2,
+        _ => o.nodes - 1,
+    }
 }
 
 /// Established sessions of the speaker behind `socket` (0 if unreachable).
