@@ -1,0 +1,110 @@
+//! Every manifest in deploy/ parses strictly as its Kubernetes type: each
+//! document is read into the k8s-openapi type of its kind and written back,
+//! and must come out the same (a misspelt or misplaced field would be
+//! dropped on the way and show as a difference).
+
+use k8s_openapi::api::apps::v1::DaemonSet;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+fn same<T: DeserializeOwned + Serialize>(doc: &Value) -> Result<(), String> {
+    let typed: T = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+    let back = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    if &back == doc {
+        Ok(())
+    } else {
+        Err(format!(
+            "changed on a round trip through the type:\n  file: {doc}\n  type: {back}"
+        ))
+    }
+}
+
+fn check(doc: &Value) -> Result<&str, String> {
+    let kind = doc["kind"].as_str().ok_or("no kind")?;
+    match kind {
+        "Namespace" => same::<Namespace>(doc),
+        "ServiceAccount" => same::<ServiceAccount>(doc),
+        "ClusterRole" => same::<ClusterRole>(doc),
+        "ClusterRoleBinding" => same::<ClusterRoleBinding>(doc),
+        "DaemonSet" => same::<DaemonSet>(doc),
+        other => Err(format!("no check for kind {other}")),
+    }
+    .map(|()| kind)
+}
+
+fn documents(text: &str) -> Vec<Value> {
+    text.split("\n---")
+        .filter(|d| {
+            d.lines()
+                .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        })
+        .map(|d| serde_saphyr::from_str::<Value>(d).unwrap())
+        .collect()
+}
+
+#[test]
+fn deploy_manifests_parse_strictly() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+    let mut kinds = Vec::new();
+    for doc in documents(&text) {
+        match check(&doc) {
+            Ok(k) => kinds.push(k.to_string()),
+            Err(e) => panic!("{}: {e}", doc["metadata"]["name"]),
+        }
+    }
+    kinds.sort();
+    assert_eq!(
+        kinds,
+        [
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "DaemonSet",
+            "Namespace",
+            "ServiceAccount"
+        ]
+    );
+}
+
+#[test]
+fn a_misplaced_field_is_caught() {
+    let doc: Value = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "x"},
+        "spec": {"selector": {}, "template": {"spec": {"containers": [], "hostNetwrok": true}}}
+    });
+    assert!(check(&doc).is_err());
+}
+
+#[test]
+fn the_role_grants_writes_only_to_ipam_and_endpoints() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+    let role = documents(&text)
+        .into_iter()
+        .find(|d| d["kind"] == "ClusterRole")
+        .unwrap();
+    let role: ClusterRole = serde_json::from_value(role).unwrap();
+    for rule in role.rules.unwrap_or_default() {
+        let writes = rule
+            .verbs
+            .iter()
+            .any(|v| matches!(v.as_str(), "create" | "update" | "patch" | "delete" | "*"));
+        if writes {
+            let mut res = rule.resources.unwrap_or_default();
+            res.sort();
+            assert_eq!(
+                res,
+                [
+                    "blockaffinities",
+                    "ipamblocks",
+                    "ipamhandles",
+                    "workloadendpoints"
+                ]
+            );
+        }
+    }
+}
