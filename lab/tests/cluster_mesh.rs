@@ -111,6 +111,22 @@ fn three_node_mesh_routes_pods_across_nodes() {
         failures.is_empty(),
         "pod pairs that cannot reach each other: {failures:?}"
     );
+
+    // A node removed from the cluster: the others drop its session and its
+    // block's route at once (no waiting for the hold time).
+    lab.rt
+        .block_on(lab.store.delete_typed::<Node>(None, "node-3", None))
+        .unwrap();
+    for i in 0..2 {
+        let ns = &lab.underlay.node(i).netns;
+        wait_for("node-3's block withdrawn", Duration::from_secs(5), || {
+            let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
+            (!r.contains(&blocks[2])).then_some(())
+        })
+        .unwrap_or_else(|e| panic!("node-{}: {e}", i + 1));
+    }
+    // node-1 and node-2 still reach each other.
+    assert!(pods[0].0.exec("ping", &["-c1", "-W2", &pods[1].2]).is_ok());
     for (i, (_, call, _)) in pods.iter().enumerate() {
         lab.plain(i).del(call, None).unwrap();
     }

@@ -46,6 +46,15 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
+    /// Restart a node's tartan-bgpd or tartan-felix (SIGTERM, or SIGKILL
+    /// with --kill).
+    Restart {
+        node: String,
+        /// bgpd or felix
+        daemon: String,
+        #[arg(long)]
+        kill: bool,
+    },
     /// Nodes, daemons, BGP sessions and pods.
     Status {
         /// `json` for machine reading.
@@ -176,6 +185,11 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Cmd::Down => down::down(&name, &mut say).map(|()| 0),
+        Cmd::Restart { node, daemon, kill } => {
+            up::restart(&name, &node, up::Daemon::parse(&daemon)?, kill)?;
+            say(&format!("{node}: {daemon} restarted"));
+            Ok(0)
+        }
         Cmd::Pod(PodCmd::Add {
             pod: p,
             node,

@@ -11,8 +11,18 @@ use nix::unistd::Pid;
 
 use super::state::Proc;
 
-pub fn spawn(mut cmd: Command, log: &Path) -> Result<Proc> {
-    let out = std::fs::File::create(log).with_context(|| format!("create {}", log.display()))?;
+pub fn spawn(cmd: Command, log: &Path) -> Result<Proc> {
+    let _ = std::fs::remove_file(log);
+    spawn_appending(cmd, log)
+}
+
+/// [`spawn`], appending to the log rather than starting it afresh.
+pub fn spawn_appending(mut cmd: Command, log: &Path) -> Result<Proc> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .with_context(|| format!("open {}", log.display()))?;
     let err = out.try_clone()?;
     use std::os::unix::process::CommandExt;
     let child = cmd

@@ -72,7 +72,19 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
             || ns
                 .strip_prefix(&node_prefix)
                 .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
-        if ours && ip(&["netns", "del", ns]).is_ok() {
+        if !ours {
+            continue;
+        }
+        // Whatever still runs inside (a command started with `exec`).
+        for pid in ip(&["netns", "pids", ns]).unwrap_or_default().split_whitespace() {
+            if let Ok(pid) = pid.parse::<i32>() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+        if ip(&["netns", "del", ns]).is_ok() {
             removed += 1;
         }
     }
