@@ -76,7 +76,10 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
             continue;
         }
         // Whatever still runs inside (a command started with `exec`).
-        for pid in ip(&["netns", "pids", ns]).unwrap_or_default().split_whitespace() {
+        for pid in ip(&["netns", "pids", ns])
+            .unwrap_or_default()
+            .split_whitespace()
+        {
             if let Ok(pid) = pid.parse::<i32>() {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),

@@ -1,0 +1,146 @@
+//! eBGP to a "top-of-rack" router: a BIRD namespace on the underlay, peered
+//! with every node through one BGPPeer object. BIRD learns every node's
+//! block; a host behind BIRD reaches the pods, and the pods reach it.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::{BgpPeer, BgpPeerSpec};
+use tartan_api::store::typed::TypedStore;
+use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::cnilab::CniLab;
+use tartan_lab::netns::{Netns, veth, wait_for};
+use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route};
+use tartan_lab::{Daemon, TempDir};
+
+#[test]
+fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
+    // node-1 and node-2 are cluster nodes; the third namespace is the ToR.
+    let lab = CniLab::new(3).unwrap();
+    lab.add_pool("default", "10.88.0.0/16", None).unwrap();
+    let tor = &lab.underlay.node(2);
+    let tor_ip = tor.address;
+    for i in 0..2 {
+        let n: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": CniLab::node_name(i),
+                "annotations": {
+                    "tartan.dev/bgp-ipv4-address": format!("{}/24", lab.underlay.node(i).address)
+                }
+            }
+        }))
+        .unwrap();
+        lab.rt.block_on(lab.store.create_typed(&n)).unwrap();
+    }
+    lab.rt
+        .block_on(lab.store.create_typed(&BgpPeer::new(
+            "tor",
+            BgpPeerSpec::new(&tor_ip.to_string(), 65000),
+        )))
+        .unwrap();
+
+    // The ToR: BIRD in AS 65000, installing what it learns, announcing the
+    // network of the hosts behind it (198.51.100.0/24, routed to a host
+    // reached over a link of its own).
+    let host = Netns::new("torh").unwrap();
+    veth(&tor.netns, &["192.0.2.1/24"], &host, &["192.0.2.2/24"]).unwrap();
+    host.ip(&["addr", "add", "198.51.100.2/32", "dev", "lo"])
+        .unwrap();
+    host.ip(&["route", "add", "default", "via", "192.0.2.1"])
+        .unwrap();
+    tor.netns
+        .ip(&["route", "add", "198.51.100.0/24", "via", "192.0.2.2"])
+        .unwrap();
+    tor.netns
+        .exec("sysctl", &["-qw", "net.ipv4.ip_forward=1"])
+        .unwrap();
+    let mut cfg = BgpConfig::new(tor_ip, 65000)
+        .kernel(true)
+        .route(Route::new("198.51.100.0/24"));
+    for i in 0..2 {
+        cfg = cfg.neighbor(Neighbor::new(
+            IpAddr::V4(lab.underlay.node(i).address),
+            64512,
+        ));
+    }
+    let bird = Bird::start(&tor.netns, cfg).unwrap();
+
+    let dir = TempDir::new("tor").unwrap();
+    let mut daemons = Vec::new();
+    for i in 0..2 {
+        let ns = &lab.underlay.node(i).netns;
+        let name = CniLab::node_name(i);
+        let store = lab.etcd.datastore_spec();
+        let mut bgpd = ns.command(tartan_bin_dir().join("tartan-bgpd").to_str().unwrap());
+        bgpd.args(["--datastore", &store, "--node", &name, "--socket"])
+            .arg(dir.join(&format!("bgpd-{i}.sock")));
+        let mut felix = ns.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+        felix.args([
+            "--datastore",
+            &store,
+            "--node",
+            &name,
+            "--resync-seconds",
+            "1",
+        ]);
+        daemons.push(Daemon::start(&format!("bgpd-{i}"), bgpd).unwrap());
+        daemons.push(Daemon::start(&format!("felix-{i}"), felix).unwrap());
+    }
+    let mut pods = Vec::new();
+    for i in 0..2 {
+        let (ns, call) = lab.pod("default", &format!("p{i}")).unwrap();
+        let r = lab.plain(i).add(&call).unwrap();
+        let a = r["ips"][0]["address"]
+            .as_str()
+            .unwrap()
+            .trim_end_matches("/32")
+            .to_string();
+        pods.push((ns, call, a));
+    }
+    bird.wait_established(Duration::from_secs(30)).unwrap();
+    // Each block arrives from both nodes (each re-advertises what it
+    // learned over the mesh, with itself as next hop: Tartan does not yet
+    // keep a third-party next hop on a shared subnet), so BIRD's best path
+    // may go through either node; both are one hop from the ToR.
+    let nodes: Vec<IpAddr> = (0..2)
+        .map(|i| IpAddr::V4(lab.underlay.node(i).address))
+        .collect();
+    for block in ["10.88.0.0/26", "10.88.0.64/26"] {
+        let r = bird
+            .wait_route(block, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{e}\n{}", daemons[0].log_tail(20)));
+        assert!(
+            r.next_hop().is_some_and(|h| nodes.contains(&h)),
+            "{block}: {r:?}"
+        );
+    }
+    // The host behind the ToR reaches both pods, and they reach it.
+    let mut failures = BTreeMap::new();
+    for (pod_ns, _, addr) in &pods {
+        let there = wait_for("host -> pod", Duration::from_secs(10), || {
+            host.exec("ping", &["-c1", "-W1", "-I", "198.51.100.2", addr])
+                .ok()
+        });
+        if there.is_err() {
+            failures.insert(addr.clone(), "host -> pod");
+        }
+        let back = wait_for("pod -> host", Duration::from_secs(10), || {
+            pod_ns.exec("ping", &["-c1", "-W1", "198.51.100.2"]).ok()
+        });
+        if back.is_err() {
+            failures.insert(addr.clone(), "pod -> host");
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{failures:?}\nnode-1 routes:\n{}\nToR routes:\n{}",
+        lab.underlay
+            .node(0)
+            .netns
+            .ip(&["route"])
+            .unwrap_or_default(),
+        tor.netns.ip(&["route"]).unwrap_or_default()
+    );
+}
