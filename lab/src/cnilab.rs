@@ -13,6 +13,7 @@ use tartan_api::store::{Datastore, connect};
 use crate::cni::{Call, Runtime};
 use crate::etcd::EtcdCluster;
 use crate::netns::Netns;
+use crate::process::Daemon;
 use crate::tempdir::TempDir;
 use crate::underlay::Underlay;
 
@@ -122,6 +123,45 @@ impl CniLab {
             capability_args: Default::default(),
         };
         Ok((netns, call))
+    }
+
+    /// The Node object of node `i`, with its BGP address annotation.
+    pub fn add_node_object(&self, i: usize) -> Result<()> {
+        let n: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
+            "metadata": {
+                "name": Self::node_name(i),
+                "annotations": {
+                    "tartan.dev/bgp-ipv4-address": format!("{}/24", self.underlay.node(i).address)
+                }
+            }
+        }))?;
+        self.rt.block_on(self.store.create_typed(&n))?;
+        Ok(())
+    }
+
+    /// tartan-bgpd (from the datastore, its control socket in `dir`) and
+    /// tartan-felix (checking every second) in node `i`.
+    pub fn start_node_daemons(&self, i: usize, dir: &TempDir) -> Result<(Daemon, Daemon)> {
+        let ns = &self.underlay.node(i).netns;
+        let name = Self::node_name(i);
+        let store = self.etcd.datastore_spec();
+        let bin = crate::cni::tartan_bin_dir();
+        let mut bgpd = ns.command(&bin.join("tartan-bgpd").display().to_string());
+        bgpd.args(["--datastore", &store, "--node", &name, "--socket"])
+            .arg(dir.join(&format!("bgpd-{i}.sock")));
+        let mut felix = ns.command(&bin.join("tartan-felix").display().to_string());
+        felix.args([
+            "--datastore",
+            &store,
+            "--node",
+            &name,
+            "--resync-seconds",
+            "1",
+        ]);
+        Ok((
+            Daemon::start(&format!("bgpd-{i}"), bgpd)?,
+            Daemon::start(&format!("felix-{i}"), felix)?,
+        ))
     }
 
     /// The plugins' log, for failure messages.

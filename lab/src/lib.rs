@@ -3,6 +3,7 @@
 //! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
 pub mod bgpload;
 pub mod cluster;
+pub mod clusterbench;
 pub mod cni;
 pub mod cnibench;
 pub mod cnilab;

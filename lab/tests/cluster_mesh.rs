@@ -8,51 +8,21 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::store::typed::TypedStore;
-use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::TempDir;
 use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::wait_for;
-use tartan_lab::{Daemon, TempDir};
-
-fn start(lab: &CniLab, i: usize, dir: &TempDir) -> (Daemon, Daemon) {
-    let ns = &lab.underlay.node(i).netns;
-    let name = CniLab::node_name(i);
-    let store = lab.etcd.datastore_spec();
-    let mut bgpd = ns.command(tartan_bin_dir().join("tartan-bgpd").to_str().unwrap());
-    bgpd.args(["--datastore", &store, "--node", &name, "--socket"])
-        .arg(dir.join(&format!("bgpd-{i}.sock")));
-    let mut felix = ns.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
-    felix.args([
-        "--datastore",
-        &store,
-        "--node",
-        &name,
-        "--resync-seconds",
-        "1",
-    ]);
-    (
-        Daemon::start(&format!("bgpd-{i}"), bgpd).unwrap(),
-        Daemon::start(&format!("felix-{i}"), felix).unwrap(),
-    )
-}
 
 #[test]
 fn three_node_mesh_routes_pods_across_nodes() {
     let lab = CniLab::new(3).unwrap();
     lab.add_pool("default", "10.87.0.0/16", None).unwrap();
     for i in 0..3 {
-        let n: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": CniLab::node_name(i),
-                "annotations": {
-                    "tartan.dev/bgp-ipv4-address": format!("{}/24", lab.underlay.node(i).address)
-                }
-            }
-        }))
-        .unwrap();
-        lab.rt.block_on(lab.store.create_typed(&n)).unwrap();
+        lab.add_node_object(i).unwrap();
     }
     let dir = TempDir::new("mesh").unwrap();
-    let daemons: Vec<_> = (0..3).map(|i| start(&lab, i, &dir)).collect();
+    let daemons: Vec<_> = (0..3)
+        .map(|i| lab.start_node_daemons(i, &dir).unwrap())
+        .collect();
     // A pod on each node.
     let mut pods = Vec::new();
     for i in 0..3 {

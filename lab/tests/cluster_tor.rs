@@ -6,14 +6,12 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::{BgpPeer, BgpPeerSpec};
 use tartan_api::store::typed::TypedStore;
-use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::TempDir;
 use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::{Netns, veth, wait_for};
 use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route};
-use tartan_lab::{Daemon, TempDir};
 
 #[test]
 fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
@@ -23,16 +21,7 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
     let tor = &lab.underlay.node(2);
     let tor_ip = tor.address;
     for i in 0..2 {
-        let n: Node = serde_json::from_value(serde_json::json!({
-            "metadata": {
-                "name": CniLab::node_name(i),
-                "annotations": {
-                    "tartan.dev/bgp-ipv4-address": format!("{}/24", lab.underlay.node(i).address)
-                }
-            }
-        }))
-        .unwrap();
-        lab.rt.block_on(lab.store.create_typed(&n)).unwrap();
+        lab.add_node_object(i).unwrap();
     }
     lab.rt
         .block_on(lab.store.create_typed(&BgpPeer::new(
@@ -68,26 +57,9 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
     let bird = Bird::start(&tor.netns, cfg).unwrap();
 
     let dir = TempDir::new("tor").unwrap();
-    let mut daemons = Vec::new();
-    for i in 0..2 {
-        let ns = &lab.underlay.node(i).netns;
-        let name = CniLab::node_name(i);
-        let store = lab.etcd.datastore_spec();
-        let mut bgpd = ns.command(tartan_bin_dir().join("tartan-bgpd").to_str().unwrap());
-        bgpd.args(["--datastore", &store, "--node", &name, "--socket"])
-            .arg(dir.join(&format!("bgpd-{i}.sock")));
-        let mut felix = ns.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
-        felix.args([
-            "--datastore",
-            &store,
-            "--node",
-            &name,
-            "--resync-seconds",
-            "1",
-        ]);
-        daemons.push(Daemon::start(&format!("bgpd-{i}"), bgpd).unwrap());
-        daemons.push(Daemon::start(&format!("felix-{i}"), felix).unwrap());
-    }
+    let daemons: Vec<_> = (0..2)
+        .map(|i| lab.start_node_daemons(i, &dir).unwrap())
+        .collect();
     let mut pods = Vec::new();
     for i in 0..2 {
         let (ns, call) = lab.pod("default", &format!("p{i}")).unwrap();
@@ -110,7 +82,7 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
     for block in ["10.88.0.0/26", "10.88.0.64/26"] {
         let r = bird
             .wait_route(block, Duration::from_secs(30))
-            .unwrap_or_else(|e| panic!("{e}\n{}", daemons[0].log_tail(20)));
+            .unwrap_or_else(|e| panic!("{e}\n{}", daemons[0].0.log_tail(20)));
         assert!(
             r.next_hop().is_some_and(|h| nodes.contains(&h)),
             "{block}: {r:?}"

@@ -3,44 +3,11 @@
 
 use std::process::Command;
 
-struct Lab {
-    name: String,
-}
-
-impl Lab {
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = Command::new(env!("CARGO_BIN_EXE_tartan-lab"))
-            .arg("--name")
-            .arg(&self.name)
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-
-    #[track_caller]
-    fn ok(&self, args: &[&str]) -> String {
-        let (code, out, err) = self.run(args);
-        assert_eq!(code, 0, "tartan-lab {args:?}:\n{out}{err}");
-        out
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.run(&["down"]);
-    }
-}
+use tartan_lab::cluster::client::LabCli;
 
 #[test]
 fn up_pods_exec_status_down() {
-    let lab = Lab {
-        name: format!("tl{}", std::process::id() % 10_000_000),
-    };
+    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "tl");
     let out = lab.ok(&["up", "--nodes", "3"]);
     assert!(out.contains("3 nodes, 3 BGP sessions"), "{out}");
     let (code, _, err) = lab.run(&["up", "--nodes", "2"]);
@@ -61,8 +28,12 @@ fn up_pods_exec_status_down() {
     let b = lab.ok(&["pod", "ip", "default/b"]).trim().to_string();
     let c = lab.ok(&["pod", "ip", "other/c"]).trim().to_string();
     assert!(b.starts_with("10.244."), "{b}");
-    lab.ok(&["exec", "default/a", "--", "ping", "-c1", "-W2", &b]);
-    lab.ok(&["exec", "default/a", "--", "ping", "-c1", "-W2", &c]);
+    let soon = std::time::Duration::from_secs(10);
+    assert!(
+        lab.wait_reach("default/a", "default/b", soon),
+        "a -> b ({b})"
+    );
+    assert!(lab.wait_reach("default/a", "other/c", soon), "a -> c ({c})");
 
     let status: serde_json::Value =
         serde_json::from_str(&lab.ok(&["status", "-o", "json"])).unwrap();

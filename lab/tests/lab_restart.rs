@@ -3,94 +3,60 @@
 //! TCP connection is not broken (the dataplane stays; graceful restart
 //! keeps the peers' routes).
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-struct Lab {
-    name: String,
-}
-
-impl Lab {
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_tartan-lab"));
-        c.arg("--name").arg(&self.name);
-        c
-    }
-
-    #[track_caller]
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.cmd().args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "tartan-lab {args:?}:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.cmd().arg("down").output();
-    }
-}
+use tartan_lab::cluster::client::LabCli;
 
 #[test]
 fn restarts_lose_no_packet_and_no_connection() {
-    let lab = Lab {
-        name: format!("rs{}", std::process::id() % 10_000_000),
-    };
+    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "rs");
     lab.ok(&["up", "--nodes", "2"]);
     lab.ok(&["pod", "add", "default/a", "--node", "node-1"]);
     lab.ok(&["pod", "add", "default/b", "--node", "node-2"]);
     let b = lab.ok(&["pod", "ip", "default/b"]).trim().to_string();
-    lab.ok(&["exec", "default/a", "--", "ping", "-c1", "-W2", &b]);
+    assert!(lab.wait_reach("default/a", "default/b", Duration::from_secs(10)));
 
     // A TCP stream a -> b, and pings every 20 ms for 12 s.
-    let mut server = lab.spawn(&[
-        "exec",
-        "default/b",
-        "--",
-        "socat",
-        "-u",
-        "TCP-LISTEN:5001,reuseaddr",
-        "OPEN:/dev/null",
-    ]);
+    let mut server = lab
+        .spawn(&[
+            "exec",
+            "default/b",
+            "--",
+            "socat",
+            "-u",
+            "TCP-LISTEN:5001,reuseaddr",
+            "OPEN:/dev/null",
+        ])
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let target = format!("TCP:{b}:5001");
-    let mut client = lab.spawn(&[
-        "exec",
-        "default/a",
-        "--",
-        "socat",
-        "-u",
-        "/dev/zero",
-        &target,
-    ]);
-    let ping = lab.spawn(&[
-        "exec",
-        "default/a",
-        "--",
-        "ping",
-        "-q",
-        "-i",
-        "0.02",
-        "-c",
-        "600",
-        "-W",
-        "1",
-        &b,
-    ]);
+    let mut client = lab
+        .spawn(&[
+            "exec",
+            "default/a",
+            "--",
+            "socat",
+            "-u",
+            "/dev/zero",
+            &target,
+        ])
+        .unwrap();
+    let ping = lab
+        .spawn(&[
+            "exec",
+            "default/a",
+            "--",
+            "ping",
+            "-q",
+            "-i",
+            "0.02",
+            "-c",
+            "600",
+            "-W",
+            "1",
+            &b,
+        ])
+        .unwrap();
 
     std::thread::sleep(Duration::from_secs(2));
     lab.ok(&["restart", "node-2", "felix"]);

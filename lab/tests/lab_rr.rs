@@ -3,66 +3,13 @@
 //! other, and killing a reflector loses no reachability.
 
 use std::process::Command;
+
 use std::time::Duration;
-
-struct Lab {
-    name: String,
-}
-
-impl Lab {
-    #[track_caller]
-    fn ok(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_tartan-lab"))
-            .arg("--name")
-            .arg(&self.name)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "tartan-lab {args:?}:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn reach(&self, from: &str, to: &str) -> bool {
-        let ip = self.ok(&["pod", "ip", to]).trim().to_string();
-        Command::new(env!("CARGO_BIN_EXE_tartan-lab"))
-            .args([
-                "--name", &self.name, "exec", from, "--", "ping", "-c1", "-W2", &ip,
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-
-    fn all_pairs(&self, pods: &[&str]) -> Vec<(String, String)> {
-        let mut bad = Vec::new();
-        for a in pods {
-            for b in pods.iter().filter(|b| *b != a) {
-                if !self.reach(a, b) {
-                    bad.push((a.to_string(), b.to_string()));
-                }
-            }
-        }
-        bad
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = Command::new(env!("CARGO_BIN_EXE_tartan-lab"))
-            .args(["--name", &self.name, "down"])
-            .output();
-    }
-}
+use tartan_lab::cluster::client::LabCli;
 
 #[test]
 fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
-    let lab = Lab {
-        name: format!("rr{}", std::process::id() % 10_000_000),
-    };
+    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "rr");
     let out = lab.ok(&["up", "--nodes", "5", "--topology", "rr"]);
     // 1 reflector-reflector session + 3 clients x 2 reflectors.
     assert!(
@@ -104,7 +51,7 @@ fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
 }
 
 /// Reachability settles within seconds of the pods' creation.
-fn wait_all(lab: &Lab, pods: &[&str]) -> Vec<(String, String)> {
+fn wait_all(lab: &LabCli, pods: &[&str]) -> Vec<(String, String)> {
     let mut bad = Vec::new();
     for _ in 0..10 {
         bad = lab.all_pairs(pods);

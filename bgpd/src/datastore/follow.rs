@@ -149,7 +149,7 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
         seen.apply(kind, ev);
         // Take the rest of a burst before rebuilding.
         loop {
-            match tokio::time::timeout(Duration::from_millis(20), rx.recv()).await {
+            match tokio::time::timeout(Duration::from_millis(2), rx.recv()).await {
                 Ok(Some((k, e))) => seen.apply(k, e),
                 Ok(None) => break,
                 Err(_) => break,

@@ -145,11 +145,7 @@ impl NetConf {
 
 /// The spec's rule for network names.
 fn check_network_name(name: &str) -> Result<(), CniError> {
-    let ok = name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if ok {
+    if super::is_cni_name(name) {
         Ok(())
     } else {
         Err(CniError::new(

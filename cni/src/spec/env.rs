@@ -112,11 +112,7 @@ impl Invocation {
 /// The spec: a container ID is non-empty and made of letters, digits,
 /// `_`, `.` and `-`, starting with a letter or digit.
 fn check_container_id(id: &str) -> Result<(), CniError> {
-    let ok = id.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-    if ok {
+    if super::is_cni_name(id) {
         Ok(())
     } else {
         Err(CniError::new(

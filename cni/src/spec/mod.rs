@@ -14,6 +14,14 @@ pub use env::{Command, Invocation};
 pub use error::CniError;
 pub use result::CniResult;
 
+/// The spec's rule for network names and container IDs: letters, digits,
+/// `_`, `.` and `-`, starting with a letter or digit.
+pub(crate) fn is_cni_name(s: &str) -> bool {
+    s.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
 #[cfg(test)]
 mod fuzz {
     use proptest::prelude::*;

@@ -24,6 +24,28 @@ enum Cmd {
     Datastore(DatastoreArgs),
     /// CNI: ADD/DEL latency and many ADDs at once, tartan beside ptp.
     Cni(CniArgs),
+    /// Cluster: route convergence at several sizes, pod-to-pod throughput
+    /// beside bare routing, daemon memory.
+    Cluster(ClusterArgs),
+}
+
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// Cluster sizes, comma-separated.
+    #[arg(long, default_value = "10,20")]
+    sizes: String,
+    /// New blocks timed per size.
+    #[arg(long, default_value_t = 20)]
+    blocks: usize,
+    /// iperf3 runs per path.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per iperf3 run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -105,6 +127,7 @@ fn main() -> Result<()> {
         Cmd::Bgp(a) => a,
         Cmd::Datastore(a) => return datastore(a),
         Cmd::Cni(a) => return cni(a),
+        Cmd::Cluster(a) => return cluster(a),
     };
     let devices = a
         .devices
@@ -181,6 +204,26 @@ fn cni(a: CniArgs) -> Result<()> {
         sequential: a.sequential.max(1),
         parallel: a.parallel.max(1),
         parallel_runs: a.parallel_runs.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn cluster(a: ClusterArgs) -> Result<()> {
+    use tartan_lab::clusterbench::{ClusterBenchOptions, render_markdown, run};
+    let sizes = a
+        .sizes
+        .split(',')
+        .map(|s| s.trim().parse::<usize>().context("--sizes: numbers"))
+        .collect::<Result<Vec<_>>>()?;
+    let opts = ClusterBenchOptions {
+        sizes,
+        blocks: a.blocks.max(1),
+        throughput_runs: a.runs.max(1),
+        seconds: a.seconds.max(1),
     };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut env = Environment::detect(command);

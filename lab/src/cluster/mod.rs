@@ -4,6 +4,7 @@
 //! `pod add/del`, `exec`, `status` and `down` work on it later, from the
 //! state kept in `/run/tartan-lab/<name>/`.
 
+pub mod client;
 pub mod detached;
 pub mod down;
 pub mod pod;
