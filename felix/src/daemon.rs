@@ -18,6 +18,16 @@ use tracing::{info, warn};
 use crate::calc::routes::desired;
 use crate::calc::state::State;
 use crate::dataplane::routes::RouteDriver;
+use crate::health::Health;
+
+/// Aborts the task when dropped (the health server ends with the loop).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -28,6 +38,8 @@ pub struct Config {
     /// How long an unexpected route of ours is left alone (a pod being
     /// wired whose record has not arrived yet).
     pub grace: Duration,
+    /// Where /livez, /readyz and /metrics are served; `None`: nowhere.
+    pub health: Option<std::net::SocketAddr>,
 }
 
 fn key(o: &DynamicObject) -> String {
@@ -118,6 +130,15 @@ pub async fn run(
     );
     enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
+    let health = Health::new(cfg.resync);
+    let _server = cfg.health.map(|addr| {
+        let h = health.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            if let Err(e) = crate::health::serve(addr, h).await {
+                warn!(%addr, error = %e, "health endpoint failed");
+            }
+        }))
+    });
     let mut state = State::default();
     let (mut endpoints_synced, mut blocks_synced) = (false, false);
     let mut dirty = false;
@@ -135,7 +156,10 @@ pub async fn run(
                 blocks_synced |= on_block(&mut state, ev);
                 dirty = true;
             }
-            _ = tick.tick() => dirty = true,
+            _ = tick.tick() => {
+                health.pass();
+                dirty = true;
+            }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");
                 return Ok(());
@@ -147,12 +171,21 @@ pub async fn run(
                 }
                 dirty = false;
                 let want = desired(&cfg.node, &state);
+                health.applies.inc();
+                health.routes_desired.set(want.len() as i64);
                 match routes.apply(&want).await {
-                    Ok(a) if a.installed + a.removed > 0 => {
-                        info!(installed = a.installed, removed = a.removed, waiting = a.waiting, "routes updated");
+                    Ok(a) => {
+                        health.routes_installed.inc_by(a.installed as u64);
+                        health.routes_removed.inc_by(a.removed as u64);
+                        health.routes_waiting.set(a.waiting as i64);
+                        health.set_ready(true);
+                        if a.installed + a.removed > 0 {
+                            info!(installed = a.installed, removed = a.removed, waiting = a.waiting, "routes updated");
+                        }
                     }
-                    Ok(_) => {}
                     Err(e) => {
+                        health.apply_failures.inc();
+                        health.set_ready(false);
                         warn!(error = %e, "route update failed; retrying at the next check");
                     }
                 }

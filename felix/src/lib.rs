@@ -10,6 +10,7 @@
 pub mod calc;
 pub mod daemon;
 pub mod dataplane;
+pub mod health;
 
 /// Route protocol of local routes (pods, blocks).
 pub const ROUTE_PROTOCOL: u8 = 202;

@@ -22,6 +22,20 @@ fn wait_route(ns: &Netns, what: &str, present: bool) {
     .unwrap_or_else(|e| panic!("{e}; routes now:\n{}", routes(ns)));
 }
 
+/// GET `path` from felix's health endpoint inside `ns`.
+fn http_get(ns: &Netns, path: &str) -> String {
+    use std::io::Write;
+    let mut c = ns
+        .command("socat")
+        .args(["-T2", "-", "TCP:127.0.0.1:9099"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = write!(c.stdin.take().unwrap(), "GET {path} HTTP/1.0\r\n\r\n");
+    String::from_utf8_lossy(&c.wait_with_output().unwrap().stdout).into_owned()
+}
+
 #[test]
 fn felix_keeps_pod_routes_and_block_blackholes() {
     let lab = CniLab::new(1).unwrap();
@@ -51,6 +65,21 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
         &format!("{} dev {host}", addr.trim_end_matches("/32")),
         true,
     );
+
+    // Health: live, ready after the first apply; metrics count the work.
+    let ready = wait_for("felix ready", Duration::from_secs(10), || {
+        let r = http_get(node, "/readyz");
+        r.starts_with("HTTP/1.0 200").then_some(r)
+    });
+    assert!(ready.is_ok(), "{:?}", http_get(node, "/readyz"));
+    assert!(http_get(node, "/livez").starts_with("HTTP/1.0 200"));
+    let metrics = http_get(node, "/metrics");
+    let installed: u64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("felix_routes_installed_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    assert!(installed >= 1, "{metrics}");
 
     // Removed by hand: back within the resync period.
     node.ip(&["route", "del", &addr]).unwrap();

@@ -22,6 +22,9 @@ struct Cli {
     /// Seconds an unexpected route of Tartan's is left alone before removal.
     #[arg(long, default_value_t = 10)]
     grace_seconds: u64,
+    /// Serve /livez, /readyz and /metrics here ("none": nowhere).
+    #[arg(long, default_value = "127.0.0.1:9099")]
+    health_address: String,
 }
 
 fn hostname() -> Option<String> {
@@ -43,6 +46,13 @@ fn main() -> Result<()> {
         .node
         .or_else(hostname)
         .context("no --node and no host name")?;
+    let health = match cli.health_address.as_str() {
+        "none" => None,
+        a => Some(
+            a.parse()
+                .with_context(|| format!("--health-address {a:?} is not HOST:PORT"))?,
+        ),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -63,6 +73,7 @@ fn main() -> Result<()> {
                 node,
                 resync: Duration::from_secs(cli.resync_seconds.max(1)),
                 grace: Duration::from_secs(cli.grace_seconds),
+                health,
             },
             store,
             shutdown,
