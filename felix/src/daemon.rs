@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tartan_api::Kind;
-use tartan_api::resources::{IpamBlock, WorkloadEndpoint};
+use tartan_api::resources::{IpPool, IpamBlock, WorkloadEndpoint};
 use tartan_api::store::typed::from_dynamic;
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
@@ -71,6 +71,26 @@ fn on_endpoint(state: &mut State, ev: WatchEvent) -> bool {
     }
 }
 
+fn on_pool(state: &mut State, ev: WatchEvent) -> bool {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            match from_dynamic::<IpPool>(o) {
+                Ok(p) => {
+                    state.pools.insert(k, p.spec);
+                }
+                Err(e) => warn!(pool = %k, error = %e, "unreadable pool ignored"),
+            }
+            false
+        }
+        WatchEvent::Deleted(o) => {
+            state.pools.remove(&key(&o));
+            false
+        }
+        WatchEvent::Synced { .. } => true,
+    }
+}
+
 fn on_block(state: &mut State, ev: WatchEvent) -> bool {
     match ev {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -121,6 +141,13 @@ pub async fn run(
             namespace: None,
         },
     );
+    let mut pools = watch(
+        store.clone(),
+        WatchScope {
+            kind: Kind::IpPool,
+            namespace: None,
+        },
+    );
     let mut blocks = watch(
         store,
         WatchScope {
@@ -140,7 +167,8 @@ pub async fn run(
         }))
     });
     let mut state = State::default();
-    let (mut endpoints_synced, mut blocks_synced) = (false, false);
+    let (mut endpoints_synced, mut blocks_synced, mut pools_synced) = (false, false, false);
+    let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut dirty = false;
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -156,6 +184,10 @@ pub async fn run(
                 blocks_synced |= on_block(&mut state, ev);
                 dirty = true;
             }
+            ev = pools.next() => {
+                pools_synced |= on_pool(&mut state, ev);
+                dirty = true;
+            }
             _ = tick.tick() => {
                 health.pass();
                 dirty = true;
@@ -166,10 +198,24 @@ pub async fn run(
             }
             // A burst of events is applied once, when it has passed.
             () = tokio::time::sleep(Duration::from_millis(5)), if dirty => {
-                if !(endpoints_synced && blocks_synced) {
+                if !(endpoints_synced && blocks_synced && pools_synced) {
                     continue;
                 }
                 dirty = false;
+                // NAT: replaced when it changes or has gone missing.
+                let nat = crate::calc::nat::desired(&state);
+                if nat_applied.as_ref() != Some(&nat) || !crate::dataplane::nat::present() {
+                    match crate::dataplane::nat::apply(&nat) {
+                        Ok(()) => {
+                            info!(masquerading = ?nat.from, "NAT table written");
+                            nat_applied = Some(nat);
+                        }
+                        Err(e) => {
+                            health.apply_failures.inc();
+                            warn!(error = %e, "NAT table not written; retrying at the next check");
+                        }
+                    }
+                }
                 let want = desired(&cfg.node, &state);
                 health.applies.inc();
                 health.routes_desired.set(want.len() as i64);

@@ -145,3 +145,60 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
     wait_route(node, &host, false);
     assert!(routes(node).contains("blackhole 10.86.0.0/26"));
 }
+
+/// natOutgoing: a pod reaches an address outside every pool (the
+/// underlay's gateway, which knows no pod routes) only while its pool
+/// masquerades; the NAT table comes back if flushed by hand.
+#[test]
+fn nat_outgoing_masquerades_traffic_leaving_the_pools() {
+    use tartan_api::resources::{IpPool, IpPoolSpec};
+    use tartan_api::store::typed::TypedStore;
+    let lab = CniLab::new(1).unwrap();
+    let mut spec = IpPoolSpec::new("10.89.0.0/16");
+    spec.nat_outgoing = true;
+    let pool = lab
+        .rt
+        .block_on(lab.store.create_typed(&IpPool::new("nat", spec)))
+        .unwrap();
+    let node = &lab.underlay.node(0).netns;
+    let mut cmd = node.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+    cmd.args([
+        "--datastore",
+        &lab.etcd.datastore_spec(),
+        "--node",
+        "node-1",
+        "--resync-seconds",
+        "1",
+    ]);
+    let _felix = Daemon::start("felix", cmd).unwrap();
+    let (pod, call) = lab.pod("default", "p").unwrap();
+    let r = lab.plain(0).add(&call).unwrap();
+    let outside = lab.underlay.gateway.to_string();
+    let ping = || pod.exec("ping", &["-c1", "-W1", &outside]).is_ok();
+    wait_for("masqueraded ping", Duration::from_secs(10), || {
+        ping().then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            node.exec("nft", &["list", "ruleset"]).unwrap_or_default()
+        )
+    });
+    // Flushed by hand: back at the next check.
+    node.exec("nft", &["delete", "table", "ip", "tartan-nat"])
+        .unwrap();
+    wait_for("NAT table restored", Duration::from_secs(10), || {
+        node.exec("nft", &["list", "table", "ip", "tartan-nat"])
+            .ok()
+    })
+    .unwrap();
+    // natOutgoing off: the outside no longer answers the pod.
+    let mut off = pool.clone();
+    off.spec.nat_outgoing = false;
+    lab.rt.block_on(lab.store.update_typed(&off)).unwrap();
+    wait_for("masquerade gone", Duration::from_secs(10), || {
+        (!ping()).then_some(())
+    })
+    .unwrap();
+    lab.plain(0).del(&call, Some(&r)).unwrap();
+}

@@ -1,5 +1,6 @@
 //! Pure calculation: from the objects felix has seen to the dataplane it
 //! wants. No I/O.
 
+pub mod nat;
 pub mod routes;
 pub mod state;

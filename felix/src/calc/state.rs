@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use tartan_api::resources::{IpamBlockSpec, WorkloadEndpointSpec};
+use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
 
 /// The watched objects that shape this node's routes.
 #[derive(Debug, Default, Clone)]
@@ -11,4 +11,6 @@ pub struct State {
     pub endpoints: BTreeMap<String, WorkloadEndpointSpec>,
     /// block name → block.
     pub blocks: BTreeMap<String, IpamBlockSpec>,
+    /// pool name → pool.
+    pub pools: BTreeMap<String, IpPoolSpec>,
 }
