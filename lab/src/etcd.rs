@@ -55,18 +55,41 @@ impl EtcdCluster {
     }
 
     fn start_cluster(n: usize, host: IpAddr) -> Result<Self> {
+        // A port found free can be taken by another process before etcd
+        // binds it (tests start many etcds at once): then try new ports.
+        let mut last = None;
+        for _ in 0..4 {
+            match Self::try_start(n, host) {
+                Ok(c) => return Ok(c),
+                Err(e) if format!("{e:#}").contains("address already in use") => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| anyhow::anyhow!("etcd did not start")))
+    }
+
+    fn try_start(n: usize, host: IpAddr) -> Result<Self> {
         let data = TempDir::new("etcd")?;
         let token = format!(
             "tartan-{}-{}",
             std::process::id(),
             data.path().display().to_string().len()
         );
+        let mut taken = std::collections::HashSet::new();
+        let mut port = || -> Result<SocketAddr> {
+            loop {
+                let p = free_port(host)?;
+                if taken.insert(p) {
+                    return Ok(p);
+                }
+            }
+        };
         let mut members = Vec::new();
         for i in 0..n {
             members.push(Member {
                 name: format!("m{i}"),
-                client: free_port(host)?,
-                peer: free_port(host)?,
+                client: port()?,
+                peer: port()?,
                 daemon: None,
             });
         }
