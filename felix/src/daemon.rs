@@ -3,6 +3,7 @@
 //! On shutdown the dataplane stays as it is: pods keep their traffic while
 //! felix restarts.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tartan_api::Kind;
 use tartan_api::resources::{IpPool, IpamBlock, WorkloadEndpoint};
-use tartan_api::store::typed::from_dynamic;
+use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tracing::{info, warn};
@@ -50,61 +51,24 @@ fn key(o: &DynamicObject) -> String {
     )
 }
 
-/// Fold one event of the endpoint watch into the state; `true` once synced.
-fn on_endpoint(state: &mut State, ev: WatchEvent) -> bool {
+/// Fold one event of a watch of `T` into `map` (keyed `namespace/name`,
+/// holding what `spec` takes from each object); `true` once synced.
+fn fold<T: Resource, S>(map: &mut BTreeMap<String, S>, ev: WatchEvent, spec: fn(T) -> S) -> bool {
     match ev {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
             let k = key(&o);
-            match from_dynamic::<WorkloadEndpoint>(o) {
-                Ok(w) => {
-                    state.endpoints.insert(k, w.spec);
+            match from_dynamic::<T>(o) {
+                Ok(t) => {
+                    map.insert(k, spec(t));
                 }
-                Err(e) => warn!(endpoint = %k, error = %e, "unreadable endpoint ignored"),
+                Err(e) => {
+                    warn!(object = %k, kind = %T::KIND, error = %e, "unreadable object ignored")
+                }
             }
             false
         }
         WatchEvent::Deleted(o) => {
-            state.endpoints.remove(&key(&o));
-            false
-        }
-        WatchEvent::Synced { .. } => true,
-    }
-}
-
-fn on_pool(state: &mut State, ev: WatchEvent) -> bool {
-    match ev {
-        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-            let k = key(&o);
-            match from_dynamic::<IpPool>(o) {
-                Ok(p) => {
-                    state.pools.insert(k, p.spec);
-                }
-                Err(e) => warn!(pool = %k, error = %e, "unreadable pool ignored"),
-            }
-            false
-        }
-        WatchEvent::Deleted(o) => {
-            state.pools.remove(&key(&o));
-            false
-        }
-        WatchEvent::Synced { .. } => true,
-    }
-}
-
-fn on_block(state: &mut State, ev: WatchEvent) -> bool {
-    match ev {
-        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-            let k = key(&o);
-            match from_dynamic::<IpamBlock>(o) {
-                Ok(b) => {
-                    state.blocks.insert(k, b.spec);
-                }
-                Err(e) => warn!(block = %k, error = %e, "unreadable block ignored"),
-            }
-            false
-        }
-        WatchEvent::Deleted(o) => {
-            state.blocks.remove(&key(&o));
+            map.remove(&key(&o));
             false
         }
         WatchEvent::Synced { .. } => true,
@@ -169,6 +133,7 @@ pub async fn run(
     let mut state = State::default();
     let (mut endpoints_synced, mut blocks_synced, mut pools_synced) = (false, false, false);
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
+    let mut recheck = false;
     let mut dirty = false;
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -177,20 +142,21 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = endpoints.next() => {
-                endpoints_synced |= on_endpoint(&mut state, ev);
+                endpoints_synced |= fold(&mut state.endpoints, ev, |w: WorkloadEndpoint| w.spec);
                 dirty = true;
             }
             ev = blocks.next() => {
-                blocks_synced |= on_block(&mut state, ev);
+                blocks_synced |= fold(&mut state.blocks, ev, |b: IpamBlock| b.spec);
                 dirty = true;
             }
             ev = pools.next() => {
-                pools_synced |= on_pool(&mut state, ev);
+                pools_synced |= fold(&mut state.pools, ev, |p: IpPool| p.spec);
                 dirty = true;
             }
             _ = tick.tick() => {
                 health.pass();
                 dirty = true;
+                recheck = true;
             }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");
@@ -204,7 +170,10 @@ pub async fn run(
                 dirty = false;
                 // NAT: replaced when it changes or has gone missing.
                 let nat = crate::calc::nat::desired(&state);
-                if nat_applied.as_ref() != Some(&nat) || !crate::dataplane::nat::present() {
+                // Whether the table was removed by hand is asked of nft only at
+                // the periodic check, not on every datastore event.
+                let gone = std::mem::take(&mut recheck) && !crate::dataplane::nat::present();
+                if nat_applied.as_ref() != Some(&nat) || gone {
                     match crate::dataplane::nat::apply(&nat) {
                         Ok(()) => {
                             info!(masquerading = ?nat.from, "NAT table written");

@@ -164,6 +164,38 @@ impl CniLab {
         ))
     }
 
+    /// tartan-felix alone in node `i`, checking every second.
+    pub fn start_felix(&self, i: usize) -> Result<Daemon> {
+        let mut felix = self.underlay.node(i).netns.command(
+            &crate::cni::tartan_bin_dir()
+                .join("tartan-felix")
+                .display()
+                .to_string(),
+        );
+        felix.args([
+            "--datastore",
+            &self.etcd.datastore_spec(),
+            "--node",
+            &Self::node_name(i),
+            "--resync-seconds",
+            "1",
+        ]);
+        Daemon::start(&format!("felix-{i}"), felix)
+    }
+
+    /// A pod named `name` in `default` on node `i`, wired by the plain
+    /// conflist; its namespace, call and IPv4 address.
+    pub fn add_pod_on(&self, i: usize, name: &str) -> Result<(Netns, Call, String)> {
+        let (ns, call) = self.pod("default", name)?;
+        let r = self.plain(i).add(&call)?;
+        let a = r["ips"][0]["address"]
+            .as_str()
+            .context("no address in the result")?
+            .trim_end_matches("/32")
+            .to_string();
+        Ok((ns, call, a))
+    }
+
     /// The plugins' log, for failure messages.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.log_file()).unwrap_or_default()

@@ -24,17 +24,9 @@ fn three_node_mesh_routes_pods_across_nodes() {
         .map(|i| lab.start_node_daemons(i, &dir).unwrap())
         .collect();
     // A pod on each node.
-    let mut pods = Vec::new();
-    for i in 0..3 {
-        let (ns, call) = lab.pod("default", &format!("p{i}")).unwrap();
-        let r = lab.plain(i).add(&call).unwrap();
-        let a = r["ips"][0]["address"]
-            .as_str()
-            .unwrap()
-            .trim_end_matches("/32")
-            .to_string();
-        pods.push((ns, call, a));
-    }
+    let pods: Vec<_> = (0..3)
+        .map(|i| lab.add_pod_on(i, &format!("p{i}")).unwrap())
+        .collect();
     // Each node learns the other two blocks over BGP, via the owning node.
     let blocks: Vec<String> = (0..3).map(|i| format!("10.87.0.{}/26", i * 64)).collect();
     for (i, (bgpd, felix)) in daemons.iter().enumerate() {

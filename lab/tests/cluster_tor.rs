@@ -60,17 +60,9 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
     let daemons: Vec<_> = (0..2)
         .map(|i| lab.start_node_daemons(i, &dir).unwrap())
         .collect();
-    let mut pods = Vec::new();
-    for i in 0..2 {
-        let (ns, call) = lab.pod("default", &format!("p{i}")).unwrap();
-        let r = lab.plain(i).add(&call).unwrap();
-        let a = r["ips"][0]["address"]
-            .as_str()
-            .unwrap()
-            .trim_end_matches("/32")
-            .to_string();
-        pods.push((ns, call, a));
-    }
+    let pods: Vec<_> = (0..2)
+        .map(|i| lab.add_pod_on(i, &format!("p{i}")).unwrap())
+        .collect();
     bird.wait_established(Duration::from_secs(30)).unwrap();
     // Each block arrives from both nodes (each re-advertises what it
     // learned over the mesh, with itself as next hop: Tartan does not yet
