@@ -16,10 +16,15 @@ use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tracing::{info, warn};
 
+use crate::calc::encap;
 use crate::calc::routes::desired;
-use crate::calc::state::State;
+use crate::calc::state::{NodeInfo, State};
 use crate::dataplane::routes::RouteDriver;
+use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
+use tartan_api::store::typed::TypedStore;
 
 /// Aborts the task when dropped (the health server ends with the loop).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
@@ -92,6 +97,21 @@ fn enable_forwarding() {
     }
 }
 
+/// Write this node's VTEP MAC into its Node's annotations.
+async fn publish_vtep(
+    store: &dyn Datastore,
+    node: &str,
+    mac: [u8; 6],
+) -> Result<(), tartan_api::store::StoreError> {
+    let mut n: Node = store.get_typed(None, node).await?;
+    n.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(VXLAN_TUNNEL_MAC.to_string(), format_mac(&mac));
+    store.update_typed(&n).await?;
+    Ok(())
+}
+
 /// Run until `shutdown` completes.
 pub async fn run(
     cfg: Config,
@@ -113,14 +133,22 @@ pub async fn run(
         },
     );
     let mut blocks = watch(
-        store,
+        store.clone(),
         WatchScope {
             kind: Kind::IpamBlock,
             namespace: None,
         },
     );
+    let mut nodes = watch(
+        store.clone(),
+        WatchScope {
+            kind: Kind::Node,
+            namespace: None,
+        },
+    );
     enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
+    let mut tunnels = TunnelDriver::connect().context("open netlink")?;
     let health = Health::new(cfg.resync);
     let _server = cfg.health.map(|addr| {
         let h = health.clone();
@@ -131,9 +159,14 @@ pub async fn run(
         }))
     });
     let mut state = State::default();
-    let (mut endpoints_synced, mut blocks_synced, mut pools_synced) = (false, false, false);
+    let (mut endpoints_synced, mut blocks_synced, mut pools_synced, mut nodes_synced) =
+        (false, false, false, false);
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut recheck = false;
+    // The MAC last written to our Node; written again if the Node still
+    // lacks it at a periodic check (a lost update, a Node re-created).
+    let mut published: Option<[u8; 6]> = None;
+    let mut recheck_published = false;
     let mut dirty = false;
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -153,10 +186,15 @@ pub async fn run(
                 pools_synced |= fold(&mut state.pools, ev, |p: IpPool| p.spec);
                 dirty = true;
             }
+            ev = nodes.next() => {
+                nodes_synced |= fold(&mut state.nodes, ev, |n: Node| NodeInfo::from_node(&n));
+                dirty = true;
+            }
             _ = tick.tick() => {
                 health.pass();
                 dirty = true;
                 recheck = true;
+                recheck_published = true;
             }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");
@@ -164,10 +202,11 @@ pub async fn run(
             }
             // A burst of events is applied once, when it has passed.
             () = tokio::time::sleep(Duration::from_millis(5)), if dirty => {
-                if !(endpoints_synced && blocks_synced && pools_synced) {
+                if !(endpoints_synced && blocks_synced && pools_synced && nodes_synced) {
                     continue;
                 }
                 dirty = false;
+                let recheck_published = std::mem::take(&mut recheck_published);
                 // NAT: replaced when it changes or has gone missing.
                 let nat = crate::calc::nat::desired(&state);
                 // Whether the table was removed by hand is asked of nft only at
@@ -185,7 +224,49 @@ pub async fn run(
                         }
                     }
                 }
-                let want = desired(&cfg.node, &state);
+                let mut want = desired(&cfg.node, &state);
+                let ipip_before = tunnels.ipip.clone();
+                let (mut remote, mut wanted) = encap::remote(&cfg.node, &state, tunnels.ipip == IpipSupport::Yes);
+                match tunnels.apply(&wanted).await {
+                    Ok(t) => {
+                        if t.created + t.entries > 0 {
+                            info!(devices_created = t.created, entries_changed = t.entries, "tunnels updated");
+                        }
+                    }
+                    Err(e) => {
+                        health.apply_failures.inc();
+                        warn!(error = %e, "tunnel update failed; retrying at the next check");
+                    }
+                }
+                if tunnels.ipip != ipip_before {
+                    (remote, wanted) = encap::remote(&cfg.node, &state, tunnels.ipip == IpipSupport::Yes);
+                }
+                health.ipip_supported.set(match tunnels.ipip {
+                    IpipSupport::Untried => -1,
+                    IpipSupport::Yes => 1,
+                    IpipSupport::No(_) => 0,
+                });
+                health.vxlan_peers.set(wanted.vxlan.as_ref().map_or(0, |v| v.peers.len() as i64));
+                if let Some(v) = &wanted.vxlan
+                    && state.node(&cfg.node).and_then(|n| n.vxlan_mac) != Some(v.mac)
+                    && published != Some(v.mac)
+                {
+                    match publish_vtep(store.as_ref(), &cfg.node, v.mac).await {
+                        Ok(()) => {
+                            info!(mac = %format_mac(&v.mac), "VTEP MAC published on the Node");
+                            published = Some(v.mac);
+                        }
+                        Err(e) => warn!(error = %e, "cannot publish the VTEP MAC; retrying at the next check"),
+                    }
+                }
+                if recheck_published {
+                    published = None;
+                }
+                // Local pod routes win over a stale record of the address
+                // elsewhere.
+                for (dst, t) in remote {
+                    want.entry(dst).or_insert(t);
+                }
                 health.applies.inc();
                 health.routes_desired.set(want.len() as i64);
                 match routes.apply(&want).await {

@@ -36,6 +36,9 @@ pub struct Health {
     pub routes_removed: Counter,
     pub routes_desired: Gauge,
     pub routes_waiting: Gauge,
+    /// 1: IPIP devices work here; 0: the kernel refused one; -1: not tried.
+    pub ipip_supported: Gauge,
+    pub vxlan_peers: Gauge,
 }
 
 impl Health {
@@ -53,7 +56,10 @@ impl Health {
             routes_removed: Counter::default(),
             routes_desired: Gauge::default(),
             routes_waiting: Gauge::default(),
+            ipip_supported: Gauge::default(),
+            vxlan_peers: Gauge::default(),
         };
+        h.ipip_supported.set(-1);
         registry.register(
             "route_applies",
             "Passes that compared routes with the kernel",
@@ -83,6 +89,16 @@ impl Health {
             "routes_waiting",
             "Desired routes whose interface does not exist yet",
             h.routes_waiting.clone(),
+        );
+        registry.register(
+            "ipip_supported",
+            "1 if this kernel makes IPIP devices, 0 if it refused one (IPIP pools then routed natively), -1 if no IPIP pool asked yet",
+            h.ipip_supported.clone(),
+        );
+        registry.register(
+            "vxlan_peers",
+            "Other nodes reached through the VXLAN device",
+            h.vxlan_peers.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = registry;

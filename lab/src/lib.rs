@@ -15,6 +15,7 @@ pub mod storebench;
 pub mod tempdir;
 pub mod topo;
 pub mod underlay;
+pub mod wire;
 
 pub use process::Daemon;
 pub use tempdir::TempDir;

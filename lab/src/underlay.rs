@@ -13,9 +13,11 @@ use crate::netns::{Netns, ip, unique_name};
 
 static SUBNETS: AtomicU32 = AtomicU32::new(0);
 
-/// A /24 under 10.213.0.0/16 that no interface on the host uses.
+/// A /24 under 10.213.0.0/16 that no interface or route on the host uses.
 pub fn free_subnet() -> Result<Ipv4Net> {
-    let used = ip(&["-4", "-o", "addr", "show"])?;
+    // Addresses, and routes: a lab's second subnet has no address here,
+    // only a route through its router.
+    let used = ip(&["-4", "-o", "addr", "show"])? + &ip(&["-4", "route", "show"])?;
     for _ in 0..256 {
         let n = (std::process::id() + SUBNETS.fetch_add(1, Ordering::Relaxed) * 7) % 250 + 1;
         let net: Ipv4Net = format!("10.213.{n}.0/24").parse()?;

@@ -6,6 +6,7 @@
 //! | `tartan.dev/bgp-ipv6-address` | the node's IPv6 BGP address with its prefix, e.g. `fd00::5/64` |
 //! | `tartan.dev/bgp-as-number` | the node's AS, overriding BGPConfiguration `asNumber` |
 //! | `tartan.dev/route-reflector-cluster-id` | dotted IPv4; a node with it is a route reflector |
+//! | `tartan.dev/vxlan-tunnel-mac` | the MAC of the node's VXLAN device (felix publishes it) |
 //!
 //! The prefix tells which other nodes share the node's subnet (for
 //! `CrossSubnet` encapsulation).
@@ -23,6 +24,31 @@ pub const BGP_IPV4_ADDRESS: &str = "tartan.dev/bgp-ipv4-address";
 pub const BGP_IPV6_ADDRESS: &str = "tartan.dev/bgp-ipv6-address";
 pub const BGP_AS_NUMBER: &str = "tartan.dev/bgp-as-number";
 pub const ROUTE_REFLECTOR_CLUSTER_ID: &str = "tartan.dev/route-reflector-cluster-id";
+/// Written by felix on its own Node: the MAC other nodes put in their
+/// neighbour and forwarding entries for this node's VXLAN endpoint.
+pub const VXLAN_TUNNEL_MAC: &str = "tartan.dev/vxlan-tunnel-mac";
+
+/// A MAC address written `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+/// `mac` written `aa:bb:cc:dd:ee:ff`.
+pub fn format_mac(mac: &[u8; 6]) -> String {
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
 
 /// A node's BGP settings, from its annotations; each is optional.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -163,6 +189,23 @@ mod tests {
             NodeBgp::from_annotations("n1", &BTreeMap::new()),
             Ok(NodeBgp::default())
         );
+    }
+
+    #[test]
+    fn macs_round_trip_and_bad_ones_are_refused() {
+        let m = parse_mac("0e:74:0A:d5:01:02").unwrap();
+        assert_eq!(m, [0x0e, 0x74, 0x0a, 0xd5, 0x01, 0x02]);
+        assert_eq!(format_mac(&m), "0e:74:0a:d5:01:02");
+        for bad in [
+            "",
+            "0e:74:0a:d5:01",
+            "0e:74:0a:d5:01:02:03",
+            "0e-74-0a-d5-01-02",
+            "0e:74:0a:d5:01:zz",
+            "e:74:0a:d5:01:002",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
     }
 
     #[test]

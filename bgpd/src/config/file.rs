@@ -359,6 +359,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             .map(|a| SocketAddr::new(*a, raw.listen.port))
             .collect(),
         kernel_install: raw.kernel.install,
+        kernel_exclude: vec![],
         graceful_restart: GracefulRestart {
             restart_time,
             stale_routes_time: Duration::from_secs(

@@ -14,6 +14,9 @@ pub struct Config {
     /// is then dialled by us).
     pub listen: Vec<SocketAddr>,
     pub kernel_install: bool,
+    /// Prefixes inside these are never installed in the kernel (another
+    /// program routes them: felix, for pools with encapsulation).
+    pub kernel_exclude: Vec<IpNet>,
     pub graceful_restart: GracefulRestart,
     /// How long to wait before dialling a neighbor again.
     pub connect_retry: Duration,

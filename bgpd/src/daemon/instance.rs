@@ -10,6 +10,7 @@ use crate::model::{Family, NextHop, Origin, PathAttrs};
 use crate::rib::{Changes, ImportError, LocalConfig, PeerConfig, PeerId, Rib};
 use crate::session::{LocalParams, Negotiated, PeerCommand, PeerEvent, PeerLink, spawn_peer};
 use crate::wire::{self, EncodeOptions, Notification};
+use ipnet::IpNet;
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -326,6 +327,9 @@ impl Daemon {
     pub(super) fn apply(&mut self, changes: Changes) {
         if let Some(k) = &self.kernel {
             for (prefix, hops) in changes.kernel {
+                if excluded(&self.config.kernel_exclude, &prefix) {
+                    continue;
+                }
                 let hops = hops.map(|h| h.iter().filter_map(kernel_nexthop).collect::<Vec<_>>());
                 k.set(prefix, hops.filter(|h| !h.is_empty()));
             }
@@ -643,6 +647,11 @@ impl Daemon {
     }
 }
 
+/// Whether `prefix` lies in one of `exclude` (left out of the kernel).
+pub(super) fn excluded(exclude: &[IpNet], prefix: &IpNet) -> bool {
+    exclude.iter().any(|n| n.contains(prefix))
+}
+
 pub(super) fn announce_attrs(a: &crate::config::Announce) -> PathAttrs {
     PathAttrs {
         origin: Origin::Igp,
@@ -655,7 +664,7 @@ pub(super) fn announce_attrs(a: &crate::config::Announce) -> PathAttrs {
 
 /// A BGP next hop as a kernel gateway. IPv6 uses the global address; a
 /// link-local-only next hop would need the interface and is not installed.
-fn kernel_nexthop(nh: &NextHop) -> Option<Nexthop> {
+pub(super) fn kernel_nexthop(nh: &NextHop) -> Option<Nexthop> {
     match nh {
         NextHop::None => None,
         NextHop::V4(a) => Some(Nexthop::new(IpAddr::V4(*a))),

@@ -1,8 +1,10 @@
 //! SIGHUP: read the file again and apply only the difference. A file that
 //! does not parse, or that changes what needs a restart, changes nothing.
-use super::instance::Daemon;
+use super::instance::{Daemon, excluded, kernel_nexthop};
 use crate::config::{self, Config};
+use crate::model::Family;
 use crate::wire::Notification;
+use ipnet::IpNet;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::{error, info};
@@ -26,6 +28,38 @@ fn restart_needed(old: &Config, new: &Config) -> Option<&'static str> {
 }
 
 impl Daemon {
+    /// The excluded ranges changed: best routes that became excluded leave
+    /// the kernel, those no longer excluded enter it.
+    fn kernel_exclude_changed(&mut self, old: &[IpNet]) {
+        let Some(k) = &self.kernel else { return };
+        let new = &self.config.kernel_exclude;
+        let (mut added, mut removed) = (0, 0);
+        for family in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+            let prefixes: Vec<IpNet> = self.rib.routes(family).map(|r| r.prefix).collect();
+            for prefix in prefixes {
+                match (excluded(old, &prefix), excluded(new, &prefix)) {
+                    (false, true) => {
+                        k.set(prefix, None);
+                        removed += 1;
+                    }
+                    (true, false) => {
+                        let hops: Vec<_> = self
+                            .rib
+                            .best(&prefix)
+                            .map(|b| b.next_hops.iter().filter_map(kernel_nexthop).collect())
+                            .unwrap_or_default();
+                        if !hops.is_empty() {
+                            k.set(prefix, Some(hops));
+                            added += 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        info!(exclude = ?new, added, removed, "kernel routes follow the new exclusions");
+    }
+
     pub(super) fn reload(&mut self) {
         let path = self.options.config_path.clone();
         if path.as_os_str().is_empty() {
@@ -101,6 +135,9 @@ impl Daemon {
             added += 1;
         }
         self.next_origin_changes(&old, &new);
+        if old.kernel_exclude != new.kernel_exclude {
+            self.kernel_exclude_changed(&old.kernel_exclude);
+        }
         info!(added, removed, changed, "configuration reloaded");
     }
 }

@@ -19,6 +19,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER};
+use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
     BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
 };
@@ -237,6 +238,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         cluster_id: my.route_reflector_cluster_id.unwrap_or(my_ip),
         listen: vec![SocketAddr::new(IpAddr::V4(my_ip), port)],
         kernel_install: true,
+        kernel_exclude: encapsulated(inp),
         graceful_restart: GracefulRestart {
             restart_time: restart,
             stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
@@ -279,6 +281,21 @@ fn neighbor(
         export: true,
         local_address: address.is_ipv4().then_some(IpAddr::V4(local)),
     }
+}
+
+/// IPv4 pools with VXLAN or IPIP: felix routes them (natively or through
+/// its tunnel device), so bgpd announces them but keeps them out of the
+/// kernel; two programs replacing one route would fight over it.
+fn encapsulated(inp: &Inputs) -> Vec<IpNet> {
+    let mut out: Vec<IpNet> = inp
+        .pools
+        .iter()
+        .filter(|p| p.vxlan_mode != EncapMode::Never || p.ipip_mode != EncapMode::Never)
+        .filter_map(|p| p.network().ok())
+        .filter(|n| matches!(n, IpNet::V4(_)))
+        .collect();
+    out.sort();
+    out
 }
 
 /// The node's blocks, and /32s of addresses its pods borrowed.

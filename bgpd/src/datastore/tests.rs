@@ -172,3 +172,23 @@ fn a_node_without_object_or_address_is_an_error() {
         BuildError::NoAddress { .. }
     ));
 }
+
+#[test]
+fn encapsulated_ipv4_pools_stay_out_of_the_kernel_but_are_announced() {
+    use tartan_api::resources::ippool::EncapMode;
+    let mut i = three();
+    let mut vx = IpPoolSpec::new("10.244.0.0/16");
+    vx.vxlan_mode = EncapMode::CrossSubnet;
+    let mut ipip = IpPoolSpec::new("10.245.0.0/16");
+    ipip.ipip_mode = EncapMode::Always;
+    // IPv6 VXLAN is not routed by felix: bgpd keeps installing it.
+    let mut v6 = IpPoolSpec::new("fd00:244::/48");
+    v6.vxlan_mode = EncapMode::Always;
+    i.pools = vec![vx, ipip, v6, IpPoolSpec::new("10.246.0.0/16")];
+    i.blocks = vec![block("10.244.0.0/26", "n1")];
+    let c = build(&i).unwrap();
+    let ex: Vec<String> = c.kernel_exclude.iter().map(|n| n.to_string()).collect();
+    assert_eq!(ex, ["10.244.0.0/16", "10.245.0.0/16"]);
+    assert_eq!(c.announce[0].prefix.to_string(), "10.244.0.0/26");
+    assert!(build(&three()).unwrap().kernel_exclude.is_empty());
+}

@@ -1,6 +1,7 @@
 //! Pure calculation: from the objects felix has seen to the dataplane it
 //! wants. No I/O.
 
+pub mod encap;
 pub mod nat;
 pub mod routes;
 pub mod state;

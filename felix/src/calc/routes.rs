@@ -17,6 +17,23 @@ pub enum Target {
     Device(String),
     /// Dropped.
     Blackhole,
+    /// To another node: via its address, natively (`device` None: the
+    /// kernel finds the interface) or on-link through a tunnel device.
+    Via {
+        gateway: std::net::IpAddr,
+        device: Option<String>,
+    },
+}
+
+impl Target {
+    /// The interface the route needs to exist, if any.
+    pub fn device(&self) -> Option<&str> {
+        match self {
+            Target::Device(d) => Some(d),
+            Target::Via { device, .. } => device.as_deref(),
+            Target::Blackhole => None,
+        }
+    }
 }
 
 /// Desired routes, by destination.

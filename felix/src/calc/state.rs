@@ -2,7 +2,32 @@
 
 use std::collections::BTreeMap;
 
+use ipnet::Ipv4Net;
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
+
+/// What felix needs of a Node: where it is on the underlay, and its VXLAN
+/// endpoint's MAC once the node's felix has published it.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct NodeInfo {
+    /// The node's IPv4 address with its subnet's prefix.
+    pub ipv4: Option<Ipv4Net>,
+    pub vxlan_mac: Option<[u8; 6]>,
+}
+
+impl NodeInfo {
+    /// Unreadable annotations read as absent (the node is then not
+    /// reached through a tunnel, and felix says so where it matters).
+    pub fn from_node(n: &Node) -> NodeInfo {
+        let ann = n.metadata.annotations.as_ref();
+        let get = |k: &str| ann.and_then(|a| a.get(k)).map(String::as_str);
+        NodeInfo {
+            ipv4: get(BGP_IPV4_ADDRESS).and_then(|v| v.parse().ok()),
+            vxlan_mac: get(VXLAN_TUNNEL_MAC).and_then(parse_mac),
+        }
+    }
+}
 
 /// The watched objects that shape this node's routes.
 #[derive(Debug, Default, Clone)]
@@ -13,4 +38,12 @@ pub struct State {
     pub blocks: BTreeMap<String, IpamBlockSpec>,
     /// pool name → pool.
     pub pools: BTreeMap<String, IpPoolSpec>,
+    /// `/name` (the key of a cluster-scoped object) → node.
+    pub nodes: BTreeMap<String, NodeInfo>,
+}
+
+impl State {
+    pub fn node(&self, name: &str) -> Option<&NodeInfo> {
+        self.nodes.get(&format!("/{name}"))
+    }
 }

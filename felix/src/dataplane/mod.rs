@@ -4,6 +4,7 @@
 pub mod nat;
 pub mod plan;
 pub mod routes;
+pub mod tunnels;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataplaneError {

@@ -27,8 +27,9 @@ pub struct Grace {
 }
 
 /// Compare. `actual` holds only our routes (protocol 202); `links` the
-/// names of the interfaces that exist. A route of ours that is not desired
-/// is removed once it has been unexpected for `grace`.
+/// names of the interfaces that exist. A pod route of ours that is not
+/// desired is removed once it has been unexpected for `grace`; any other
+/// route of ours at once.
 pub fn plan(
     desired: &Routes,
     actual: &BTreeMap<IpNet, Target>,
@@ -39,7 +40,7 @@ pub fn plan(
 ) -> Plan {
     let mut p = Plan::default();
     for (dst, want) in desired {
-        if let Target::Device(name) = want
+        if let Some(name) = want.device()
             && !links.contains(name)
         {
             p.waiting.push(*dst);
@@ -49,9 +50,16 @@ pub fn plan(
             p.install.push((*dst, want.clone()));
         }
     }
-    for dst in actual.keys() {
+    for (dst, target) in actual {
         if desired.contains_key(dst) {
             grace.since.remove(dst);
+            continue;
+        }
+        // Only pod routes (to an interface) come from the CNI plugin ahead
+        // of their record; blackholes and routes via other nodes are
+        // felix's own and go at once.
+        if !matches!(target, Target::Device(_)) {
+            p.remove.push(*dst);
             continue;
         }
         let first = *grace.since.entry(*dst).or_insert(now);
@@ -101,6 +109,22 @@ mod tests {
             ]
         );
         assert_eq!(p.waiting, [n("10.0.0.4/32")]);
+        let mut stale_via = actual.clone();
+        stale_via.insert(
+            n("10.0.1.0/26"),
+            Target::Via {
+                gateway: "192.168.1.3".parse().unwrap(),
+                device: None,
+            },
+        );
+        stale_via.insert(n("10.0.2.0/26"), Target::Blackhole);
+        let mut g2 = Grace::default();
+        let p2 = plan(&desired, &stale_via, &links, &mut g2, t0, wait);
+        assert_eq!(
+            p2.remove,
+            [n("10.0.1.0/26"), n("10.0.2.0/26")],
+            "felix's own routes need no grace"
+        );
         assert!(p.remove.is_empty(), "the unexpected route is in its grace");
         let p = plan(&desired, &actual, &links, &mut g, t0 + wait, wait);
         assert_eq!(p.remove, [n("10.0.0.9/32")]);

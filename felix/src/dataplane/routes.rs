@@ -10,7 +10,8 @@ use ipnet::IpNet;
 use rtnetlink::RouteMessageBuilder;
 use rtnetlink::packet_route::link::LinkAttribute;
 use rtnetlink::packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteScope,
+    RouteType,
 };
 use tracing::{debug, info};
 
@@ -89,8 +90,29 @@ impl RouteDriver {
                     continue;
                 }
                 let Some(dst) = destination(&m) else { continue };
+                let gateway = m.attributes.iter().find_map(|a| match a {
+                    RouteAttribute::Gateway(RouteAddress::Inet(v)) => Some(IpAddr::V4(*v)),
+                    RouteAttribute::Gateway(RouteAddress::Inet6(v)) => Some(IpAddr::V6(*v)),
+                    _ => None,
+                });
                 let target = if m.header.kind == RouteType::BlackHole {
                     Target::Blackhole
+                } else if let Some(gateway) = gateway {
+                    // A native route's interface is the kernel's choice; only
+                    // an on-link (tunnel) route names its device.
+                    let device = if m.header.flags.contains(RouteFlags::Onlink) {
+                        let oif = m.attributes.iter().find_map(|a| match a {
+                            RouteAttribute::Oif(i) => Some(*i),
+                            _ => None,
+                        });
+                        match oif.and_then(|i| links.get(&i)) {
+                            Some(name) => Some(name.clone()),
+                            None => continue,
+                        }
+                    } else {
+                        None
+                    };
+                    Target::Via { gateway, device }
                 } else {
                     let oif = m.attributes.iter().find_map(|a| match a {
                         RouteAttribute::Oif(i) => Some(*i),
@@ -204,19 +226,32 @@ fn route_message(
             .protocol(proto)
             .build(),
     };
+    let index = |name: &str| {
+        by_name
+            .get(name)
+            .copied()
+            .ok_or_else(|| DataplaneError::Refused {
+                what: format!("install {dst}"),
+                detail: format!("no interface {name}"),
+            })
+    };
     match target {
         Target::Blackhole => {
             msg.header.kind = RouteType::BlackHole;
         }
         Target::Device(name) => {
-            let index = by_name
-                .get(name.as_str())
-                .ok_or_else(|| DataplaneError::Refused {
-                    what: format!("install {dst}"),
-                    detail: format!("no interface {name}"),
-                })?;
             msg.header.scope = RouteScope::Link;
-            msg.attributes.push(RouteAttribute::Oif(*index));
+            msg.attributes.push(RouteAttribute::Oif(index(name)?));
+        }
+        Target::Via { gateway, device } => {
+            msg.attributes.push(RouteAttribute::Gateway(match gateway {
+                IpAddr::V4(a) => RouteAddress::Inet(*a),
+                IpAddr::V6(a) => RouteAddress::Inet6(*a),
+            }));
+            if let Some(name) = device {
+                msg.header.flags |= RouteFlags::Onlink;
+                msg.attributes.push(RouteAttribute::Oif(index(name)?));
+            }
         }
     }
     Ok(msg)

@@ -76,9 +76,18 @@ struct UpArgs {
     /// Number of nodes (node-1 … node-N).
     #[arg(long, default_value_t = 3)]
     nodes: usize,
-    /// mesh, or rr (node-1 and node-2 reflect, mesh off).
+    /// mesh; rr (node-1 and node-2 reflect, mesh off); two-subnets (the
+    /// first half of the nodes on one subnet, the rest behind a router
+    /// that knows no pod routes).
     #[arg(long, default_value = "mesh")]
     topology: String,
+    /// The default pool's vxlanMode: Never, Always or CrossSubnet
+    /// (default: CrossSubnet for two-subnets, else Never).
+    #[arg(long)]
+    vxlan_mode: Option<String>,
+    /// The default pool's ipipMode: Never, Always or CrossSubnet.
+    #[arg(long)]
+    ipip_mode: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -174,11 +183,23 @@ fn run(cli: Cli) -> Result<u8> {
     match cli.cmd {
         Cmd::BgpDemo(args) => bgp_demo(&args).map(|()| 0),
         Cmd::Up(a) => {
+            let ipip_mode = match &a.ipip_mode {
+                Some(m) => up::parse_mode("--ipip-mode", m)?,
+                None => Default::default(),
+            };
+            let vxlan_mode = match &a.vxlan_mode {
+                Some(m) => up::parse_mode("--vxlan-mode", m)?,
+                // IPIP asked for: no VXLAN unless asked too.
+                None if a.ipip_mode.is_some() => Default::default(),
+                None => up::default_vxlan_mode(&a.topology),
+            };
             up::up(
                 &up::UpOptions {
                     name,
                     nodes: a.nodes,
                     topology: a.topology,
+                    vxlan_mode,
+                    ipip_mode,
                 },
                 &mut say,
             )?;

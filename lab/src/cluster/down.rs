@@ -69,6 +69,7 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
     for line in list.lines() {
         let ns = line.split_whitespace().next().unwrap_or("");
         let ours = ns.starts_with(&pod_prefix)
+            || ns == state::router_netns(name)
             || ns
                 .strip_prefix(&node_prefix)
                 .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));
@@ -91,9 +92,10 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
             removed += 1;
         }
     }
-    let bridge = state::bridge_name(name);
-    if ip(&["link", "show", &bridge]).is_ok() {
-        ip(&["link", "del", &bridge])?;
+    for bridge in [state::bridge_name(name), state::bridge2_name(name)] {
+        if ip(&["link", "show", &bridge]).is_ok() {
+            ip(&["link", "del", &bridge])?;
+        }
     }
     let dir = state::dir(name);
     if dir.exists() {

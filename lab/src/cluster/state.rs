@@ -41,6 +41,9 @@ pub struct LabState {
     pub datastore: String,
     pub nodes: Vec<NodeState>,
     pub topology: String,
+    /// two-subnets: the subnet behind the router.
+    #[serde(default)]
+    pub subnet2: Option<String>,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it
@@ -63,6 +66,16 @@ pub fn dir(name: &str) -> PathBuf {
 
 pub fn bridge_name(name: &str) -> String {
     format!("{name}-br")
+}
+
+/// two-subnets: the bridge of the second subnet.
+pub fn bridge2_name(name: &str) -> String {
+    format!("{name}-br2")
+}
+
+/// two-subnets: the router joining the subnets.
+pub fn router_netns(name: &str) -> String {
+    format!("{name}-router")
 }
 
 pub fn node_netns(name: &str, node: &str) -> String {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{BgpConfiguration, BgpConfigurationSpec, IpPool, IpPoolSpec};
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
@@ -22,6 +23,26 @@ pub struct UpOptions {
     pub name: String,
     pub nodes: usize,
     pub topology: String,
+    /// The default pool's encapsulation.
+    pub vxlan_mode: EncapMode,
+    pub ipip_mode: EncapMode,
+}
+
+/// `Never`, `Always` or `CrossSubnet`, as in an IPPool.
+pub fn parse_mode(flag: &str, s: &str) -> Result<EncapMode> {
+    serde_json::from_value(json!(s))
+        .map_err(|_| anyhow::anyhow!("{flag} {s:?}: use Never, Always or CrossSubnet"))
+}
+
+/// The default pool's encapsulation for `topology` when none is asked:
+/// two subnets joined by a router that knows no pod routes need VXLAN
+/// across the router.
+pub fn default_vxlan_mode(topology: &str) -> EncapMode {
+    if topology == "two-subnets" {
+        EncapMode::CrossSubnet
+    } else {
+        EncapMode::Never
+    }
 }
 
 fn free_port(host: Ipv4Addr) -> Result<u16> {
@@ -44,9 +65,14 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         "mesh" => {}
         "rr" if o.nodes >= 3 => {}
         "rr" => bail!("--topology rr needs at least 3 nodes (two reflectors and a client)"),
+        "two-subnets" if o.nodes >= 2 => {}
+        "two-subnets" => bail!("--topology two-subnets needs at least 2 nodes (one per subnet)"),
         other => {
-            bail!("--topology {other}: mesh and rr are built so far (tor and two-subnets are not)")
+            bail!("--topology {other}: use mesh, rr or two-subnets (tor is not built yet)")
         }
+    }
+    if o.vxlan_mode != EncapMode::Never && o.ipip_mode != EncapMode::Never {
+        bail!("--vxlan-mode and --ipip-mode both set: a pool has one encapsulation");
     }
     if LabState::path(&o.name).exists() {
         bail!(
@@ -69,6 +95,14 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     std::fs::create_dir_all(&dir)?;
     let subnet = crate::underlay::free_subnet()?;
     let gateway = subnet.hosts().next().context("empty subnet")?;
+    let two = o.topology == "two-subnets";
+    // The second subnet, behind the router: its first address is the
+    // router's, the router's address on the first is its last.
+    let subnet2 = if two {
+        Some(crate::underlay::free_subnet()?)
+    } else {
+        None
+    };
     let mut st = LabState {
         name: o.name.clone(),
         subnet: subnet.to_string(),
@@ -78,6 +112,7 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         datastore: String::new(),
         nodes: vec![],
         topology: o.topology.clone(),
+        subnet2: subnet2.map(|n| n.to_string()),
     };
     st.save()?;
 
@@ -91,6 +126,54 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         &st.bridge,
     ])?;
     ip(&["link", "set", &st.bridge, "up"])?;
+    let router_a = subnet.hosts().last().context("empty subnet")?;
+    if let Some(b) = subnet2 {
+        let router_b = b.hosts().next().context("empty subnet")?;
+        let br2 = state::bridge2_name(&o.name);
+        let router = state::router_netns(&o.name);
+        say(&format!(
+            "second subnet {b} on bridge {br2}, router {router} ({router_a} and {router_b}) with no pod routes"
+        ));
+        ip(&["link", "add", &br2, "type", "bridge"])?;
+        ip(&["link", "set", &br2, "up"])?;
+        ip(&["netns", "add", &router])?;
+        for (side, bridge, dev, addr, net) in [
+            ("ra", st.bridge.as_str(), "eth0", router_a, subnet),
+            ("rb", br2.as_str(), "eth1", router_b, b),
+        ] {
+            let outside = format!("{}-{side}", o.name);
+            ip(&[
+                "link", "add", &outside, "type", "veth", "peer", "name", dev, "netns", &router,
+            ])?;
+            ip(&["link", "set", &outside, "master", bridge, "up"])?;
+            ip(&[
+                "-n",
+                &router,
+                "addr",
+                "add",
+                &format!("{addr}/{}", net.prefix_len()),
+                "dev",
+                dev,
+            ])?;
+            ip(&["-n", &router, "link", "set", dev, "up"])?;
+        }
+        ip(&["-n", &router, "link", "set", "lo", "up"])?;
+        let fwd = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &router,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ])
+            .status()?;
+        if !fwd.success() {
+            bail!("cannot turn on forwarding in {router}");
+        }
+        // etcd (here) answers nodes on the second subnet through the router.
+        ip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
+    }
 
     let client = free_port(gateway)?;
     let peer = free_port(Ipv4Addr::LOCALHOST)?;
@@ -148,7 +231,21 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     for i in 1..=o.nodes {
         let node = format!("node-{i}");
         let netns = state::node_netns(&o.name, &node);
-        let address = subnet.hosts().nth(i).context("subnet full")?;
+        // two-subnets: the first half of the nodes on the first subnet,
+        // the rest behind the router.
+        let first_half = o.nodes.div_ceil(2);
+        let (net, address, default_via) = match subnet2 {
+            Some(b) if i > first_half => (
+                b,
+                b.hosts().nth(i - first_half).context("subnet full")?,
+                b.hosts().next().context("empty subnet")?,
+            ),
+            _ => (
+                subnet,
+                subnet.hosts().nth(i).context("subnet full")?,
+                gateway,
+            ),
+        };
         say(&format!("{node}: namespace {netns}, address {address}"));
         ip(&["netns", "add", &netns])?;
         st.nodes.push(NodeState {
@@ -165,7 +262,12 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         ip(&[
             "link", "add", &outside, "type", "veth", "peer", "name", "eth0", "netns", &netns,
         ])?;
-        ip(&["link", "set", &outside, "master", &st.bridge, "up"])?;
+        let bridge = if net == subnet {
+            st.bridge.clone()
+        } else {
+            state::bridge2_name(&o.name)
+        };
+        ip(&["link", "set", &outside, "master", &bridge, "up"])?;
         let nip = |args: &[&str]| {
             let mut a = vec!["-n", netns.as_str()];
             a.extend_from_slice(args);
@@ -175,14 +277,19 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         nip(&[
             "addr",
             "add",
-            &format!("{address}/{}", subnet.prefix_len()),
+            &format!("{address}/{}", net.prefix_len()),
             "dev",
             "eth0",
         ])?;
         nip(&["link", "set", "eth0", "up"])?;
-        nip(&["route", "add", "default", "via", &gateway.to_string()])?;
+        nip(&["route", "add", "default", "via", &default_via.to_string()])?;
+        if let Some(b) = subnet2
+            && net == subnet
+        {
+            nip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
+        }
         let mut annotations = json!({
-            "tartan.dev/bgp-ipv4-address": format!("{address}/{}", subnet.prefix_len())
+            "tartan.dev/bgp-ipv4-address": format!("{address}/{}", net.prefix_len())
         });
         if is_reflector(o, i) {
             annotations["tartan.dev/route-reflector-cluster-id"] = json!(RR_CLUSTER_ID);
@@ -196,16 +303,23 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         }))?;
         rt.block_on(store.create_typed(&n))
             .with_context(|| format!("create Node {node}"))?;
+        let mut plugin = json!({
+            "type": "tartan",
+            "datastore": st.datastore,
+            "nodename": node,
+            "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
+            "ipam": {"type": "tartan-ipam"}
+        });
+        // Room for the tunnel's header inside the underlay's 1500.
+        if o.vxlan_mode != EncapMode::Never {
+            plugin["mtu"] = json!(1500 - 50);
+        } else if o.ipip_mode != EncapMode::Never {
+            plugin["mtu"] = json!(1500 - 20);
+        }
         let conflist = json!({
             "cniVersion": "1.0.0",
             "name": "tartan-lab",
-            "plugins": [{
-                "type": "tartan",
-                "datastore": st.datastore,
-                "nodename": node,
-                "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
-                "ipam": {"type": "tartan-ipam"}
-            }]
+            "plugins": [plugin]
         });
         std::fs::write(
             &st.nodes[i - 1].conflist,
@@ -223,10 +337,12 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         );
         rt.block_on(store.create_typed(&cfg))?;
     }
-    say(&format!("IPPool default-ipv4 {DEFAULT_POOL}"));
-    match rt
-        .block_on(store.create_typed(&IpPool::new("default-ipv4", IpPoolSpec::new(DEFAULT_POOL))))
-    {
+    let mut pool = IpPoolSpec::new(DEFAULT_POOL);
+    pool.vxlan_mode = o.vxlan_mode;
+    pool.ipip_mode = o.ipip_mode;
+    let encap = encap_text(o);
+    say(&format!("IPPool default-ipv4 {DEFAULT_POOL}{encap}"));
+    match rt.block_on(store.create_typed(&IpPool::new("default-ipv4", pool))) {
         Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
         Err(e) => return Err(e.into()),
     }
@@ -264,15 +380,15 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         std::thread::sleep(Duration::from_millis(250));
     }
     say(&format!(
-        "lab {} is up in {:.1} s: {} nodes, {} BGP sessions ({}), pool {DEFAULT_POOL}",
+        "lab {} is up in {:.1} s: {} nodes, {} BGP sessions ({}), pool {DEFAULT_POOL}{encap}",
         st.name,
         started.elapsed().as_secs_f64(),
         st.nodes.len(),
         want.iter().sum::<usize>() / 2,
-        if o.topology == "rr" {
-            "route reflectors node-1, node-2"
-        } else {
-            "full mesh"
+        match o.topology.as_str() {
+            "rr" => "route reflectors node-1, node-2",
+            "two-subnets" => "full mesh across two subnets",
+            _ => "full mesh",
         }
     ));
     say(&format!(
@@ -280,6 +396,22 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         st.datastore
     ));
     Ok(st)
+}
+
+fn encap_text(o: &UpOptions) -> String {
+    let mode = |m: EncapMode| {
+        serde_json::to_value(m)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    };
+    if o.vxlan_mode != EncapMode::Never {
+        format!(" (vxlanMode {})", mode(o.vxlan_mode))
+    } else if o.ipip_mode != EncapMode::Never {
+        format!(" (ipipMode {})", mode(o.ipip_mode))
+    } else {
+        String::new()
+    }
 }
 
 /// The per-node daemons.
