@@ -55,6 +55,8 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
         Kind::Service => {
             json!({"spec": {"type": "ClusterIP", "ports": [{"port": 80, "protocol": "TCP"}]}})
         }
+        // "tartan" in base64.
+        Kind::Secret => json!({"type": "Opaque", "data": {"password": "dGFydGFu"}}),
         Kind::EndpointSlice => json!({
             "addressType": "IPv4",
             "endpoints": [{"addresses": ["10.244.0.5"]}],

@@ -28,6 +28,8 @@ pub enum Kind {
     Pod,
     Service,
     EndpointSlice,
+    /// Kubernetes Secrets: BGP passwords (in Tartan's namespace).
+    Secret,
     /// Kubernetes' own `networking.k8s.io/v1` NetworkPolicy.
     KubeNetworkPolicy,
 }
@@ -68,7 +70,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 17] = [
+static KINDS: [KindInfo; 18] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -198,6 +200,16 @@ static KINDS: [KindInfo; 17] = [
         plural: "endpointslices",
         namespaced: true,
         key_segment: "k8s/endpointslices",
+        short_names: &[],
+    },
+    KindInfo {
+        kind: Kind::Secret,
+        name: "Secret",
+        group: "",
+        version: "v1",
+        plural: "secrets",
+        namespaced: true,
+        key_segment: "k8s/secrets",
         short_names: &[],
     },
     KindInfo {

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -29,6 +29,8 @@ fn check(doc: &Value) -> Result<&str, String> {
         "ServiceAccount" => same::<ServiceAccount>(doc),
         "ClusterRole" => same::<ClusterRole>(doc),
         "ClusterRoleBinding" => same::<ClusterRoleBinding>(doc),
+        "Role" => same::<Role>(doc),
+        "RoleBinding" => same::<RoleBinding>(doc),
         "DaemonSet" => same::<DaemonSet>(doc),
         other => Err(format!("no check for kind {other}")),
     }
@@ -64,6 +66,8 @@ fn deploy_manifests_parse_strictly() {
             "ClusterRoleBinding",
             "DaemonSet",
             "Namespace",
+            "Role",
+            "RoleBinding",
             "ServiceAccount"
         ]
     );
@@ -117,4 +121,39 @@ fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
         written.extend(res);
     }
     assert!(written.contains(&"nodes".to_string()));
+}
+
+#[test]
+fn secrets_are_readable_only_in_tartans_namespace() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+    let docs = documents(&text);
+    let cluster: ClusterRole = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "ClusterRole")
+            .unwrap()
+            .clone(),
+    )
+    .unwrap();
+    assert!(
+        cluster.rules.unwrap_or_default().iter().all(|r| !r
+            .resources
+            .iter()
+            .flatten()
+            .any(|x| x == "secrets")),
+        "no cluster-wide access to Secrets"
+    );
+    let role: Role =
+        serde_json::from_value(docs.iter().find(|d| d["kind"] == "Role").unwrap().clone()).unwrap();
+    assert_eq!(
+        role.metadata.namespace.as_deref(),
+        Some(tartan_api::resources::TARTAN_NAMESPACE)
+    );
+    let rules = role.rules.unwrap_or_default();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(&["secrets".to_string()][..])
+    );
+    assert_eq!(rules[0].verbs, ["get", "list", "watch"]);
 }

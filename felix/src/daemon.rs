@@ -19,6 +19,7 @@ use tracing::{info, warn};
 use crate::calc::encap;
 use crate::calc::routes::desired;
 use crate::calc::state::{NodeInfo, State};
+use crate::dataplane::events::KernelEvents;
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
@@ -149,6 +150,7 @@ pub async fn run(
     enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
     let mut tunnels = TunnelDriver::connect().context("open netlink")?;
+    let mut events = KernelEvents::subscribe().context("listen to netlink events")?;
     let health = Health::new(cfg.resync);
     let _server = cfg.health.map(|addr| {
         let h = health.clone();
@@ -188,6 +190,10 @@ pub async fn run(
             }
             ev = nodes.next() => {
                 nodes_synced |= fold(&mut state.nodes, ev, |n: Node| NodeInfo::from_node(&n));
+                dirty = true;
+            }
+            Some(()) = events.rx.recv() => {
+                // Something of ours changed in the kernel: compare now.
                 dirty = true;
             }
             _ = tick.tick() => {

@@ -1,12 +1,15 @@
 //! eBGP to a "top-of-rack" router: a BIRD namespace on the underlay, peered
 //! with every node through one BGPPeer object. BIRD learns every node's
-//! block; a host behind BIRD reaches the pods, and the pods reach it.
+//! block; a host behind BIRD reaches the pods, and the pods reach it. The
+//! sessions carry a TCP MD5 password taken from a Secret.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use tartan_api::resources::{BgpPeer, BgpPeerSpec};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::Secret;
+use tartan_api::resources::{BgpPeer, BgpPeerSpec, SecretKeyRef, SecretSource, TARTAN_NAMESPACE};
 use tartan_api::store::typed::TypedStore;
 use tartan_lab::TempDir;
 use tartan_lab::cnilab::CniLab;
@@ -23,11 +26,25 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
     for i in 0..2 {
         lab.add_node_object(i).unwrap();
     }
+    // The sessions are signed (TCP MD5): the password is in a Secret in
+    // Tartan's namespace, the BGPPeer refers to it.
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("bgp-tor".into());
+    secret.metadata.namespace = Some(TARTAN_NAMESPACE.into());
+    secret.data = Some(BTreeMap::from([(
+        "password".to_string(),
+        ByteString(b"rack-7-key".to_vec()),
+    )]));
+    lab.rt.block_on(lab.store.create_typed(&secret)).unwrap();
+    let mut peer = BgpPeerSpec::new(&tor_ip.to_string(), 65000);
+    peer.password = Some(SecretSource {
+        secret_key_ref: SecretKeyRef {
+            name: "bgp-tor".into(),
+            key: "password".into(),
+        },
+    });
     lab.rt
-        .block_on(lab.store.create_typed(&BgpPeer::new(
-            "tor",
-            BgpPeerSpec::new(&tor_ip.to_string(), 65000),
-        )))
+        .block_on(lab.store.create_typed(&BgpPeer::new("tor", peer)))
         .unwrap();
 
     // The ToR: BIRD in AS 65000, installing what it learns, announcing the
@@ -49,10 +66,9 @@ fn a_tor_router_learns_every_block_and_its_hosts_reach_pods() {
         .kernel(true)
         .route(Route::new("198.51.100.0/24"));
     for i in 0..2 {
-        cfg = cfg.neighbor(Neighbor::new(
-            IpAddr::V4(lab.underlay.node(i).address),
-            64512,
-        ));
+        cfg = cfg.neighbor(
+            Neighbor::new(IpAddr::V4(lab.underlay.node(i).address), 64512).password("rack-7-key"),
+        );
     }
     let bird = Bird::start(&tor.netns, cfg).unwrap();
 

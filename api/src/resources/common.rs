@@ -40,6 +40,10 @@ impl Problems {
     }
 }
 
+/// The namespace of Tartan's own Secrets (BGP passwords), where the
+/// DaemonSet runs.
+pub const TARTAN_NAMESPACE: &str = "tartan-system";
+
 /// A key in a Kubernetes Secret in Tartan's namespace.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

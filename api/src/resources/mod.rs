@@ -22,7 +22,7 @@ pub mod workload;
 pub use bgpconfiguration::{BgpConfiguration, BgpConfigurationSpec};
 pub use bgpfilter::{BgpFilter, BgpFilterSpec};
 pub use bgppeer::{BgpPeer, BgpPeerSpec};
-pub use common::{SecretKeyRef, SecretSource};
+pub use common::{SecretKeyRef, SecretSource, TARTAN_NAMESPACE};
 pub use crd::crds;
 pub use ipam::{
     AffinityState, AllocationAttributes, BlockAffinity, BlockAffinitySpec, IpamBlock,

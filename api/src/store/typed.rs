@@ -97,6 +97,7 @@ kube_kind!(k8s_openapi::api::core::v1::Node, Node);
 kube_kind!(k8s_openapi::api::core::v1::Namespace, Namespace);
 kube_kind!(k8s_openapi::api::core::v1::Pod, Pod);
 kube_kind!(k8s_openapi::api::core::v1::Service, Service);
+kube_kind!(k8s_openapi::api::core::v1::Secret, Secret);
 kube_kind!(
     k8s_openapi::api::discovery::v1::EndpointSlice,
     EndpointSlice

@@ -23,6 +23,7 @@ use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
     BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
 };
+use tartan_api::resources::{SecretSource, TARTAN_NAMESPACE};
 use tartan_policy::Selector;
 use tracing::warn;
 
@@ -41,6 +42,33 @@ pub struct Inputs {
     pub pools: Vec<IpPoolSpec>,
     pub blocks: Vec<IpamBlockSpec>,
     pub endpoints: Vec<WorkloadEndpointSpec>,
+    /// Secrets in Tartan's namespace: name → key → value.
+    pub secrets: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// A BGP password from a Secret in Tartan's namespace; why not, if not.
+fn password(src: &SecretSource, inp: &Inputs) -> Result<String, String> {
+    let r = &src.secret_key_ref;
+    let secret = inp
+        .secrets
+        .get(&r.name)
+        .ok_or_else(|| format!("Secret {TARTAN_NAMESPACE}/{} not found", r.name))?;
+    let v = secret.get(&r.key).ok_or_else(|| {
+        format!(
+            "Secret {TARTAN_NAMESPACE}/{} has no key {:?} (or its value is not UTF-8)",
+            r.name, r.key
+        )
+    })?;
+    // TCP MD5 keys (RFC 2385) are 1 to 80 bytes on Linux.
+    if v.is_empty() || v.len() > 80 {
+        return Err(format!(
+            "Secret {TARTAN_NAMESPACE}/{} key {:?} is {} bytes; a TCP MD5 password has 1 to 80",
+            r.name,
+            r.key,
+            v.len()
+        ));
+    }
+    Ok(v.clone())
 }
 
 /// Why no configuration could be built.
@@ -113,11 +141,17 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     let port = s.effective_listen_port();
     let mesh = s.effective_node_to_node_mesh();
     let restart = s.graceful_restart_seconds().unwrap_or(120).min(4095) as u16;
-    if s.node_mesh_password.is_some() {
-        warn!(
-            "nodeMeshPassword (a Secret) is not supported yet; mesh sessions run without TCP MD5"
-        );
-    }
+    // Node-to-node sessions (the mesh, and the implicit ones with route
+    // reflectors) use nodeMeshPassword. Unresolvable: no such sessions
+    // (they would fail against nodes that have it), and the log says why.
+    let node_password = match s.node_mesh_password.as_ref().map(|p| password(p, inp)) {
+        None => Ok(None),
+        Some(Ok(p)) => Ok(Some(p)),
+        Some(Err(why)) => {
+            warn!(%why, "nodeMeshPassword unresolvable; no node-to-node sessions");
+            Err(())
+        }
+    };
 
     // The other nodes with a usable BGP address.
     let others: Vec<Peer> = inp
@@ -142,8 +176,15 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .collect();
 
     let mut neighbors: BTreeMap<IpAddr, Neighbor> = BTreeMap::new();
-    let mut add = |n: Neighbor| {
-        neighbors.entry(n.address).or_insert(n);
+    let mut add = |n: Option<Neighbor>| {
+        if let Some(n) = n {
+            neighbors.entry(n.address).or_insert(n);
+        }
+    };
+    // A node-to-node neighbor with the mesh password; none without it.
+    let with_node_password = |mut n: Neighbor| -> Option<Neighbor> {
+        n.password = node_password.as_ref().ok()?.clone();
+        Some(n)
     };
     let node_neighbor = |p: &Peer, rr_client: bool, why: &str| {
         let addr = IpAddr::V4(
@@ -166,15 +207,15 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     let i_am_rr = my.route_reflector_cluster_id.is_some();
     if mesh {
         for p in &others {
-            add(node_neighbor(p, false, "mesh"));
+            add(with_node_password(node_neighbor(p, false, "mesh")));
         }
     } else {
         for p in &others {
             let they_rr = p.bgp.route_reflector_cluster_id.is_some();
             match (i_am_rr, they_rr) {
-                (true, true) => add(node_neighbor(p, false, "reflector")),
-                (true, false) => add(node_neighbor(p, true, "client")),
-                (false, true) => add(node_neighbor(p, false, "reflector")),
+                (true, true) => add(with_node_password(node_neighbor(p, false, "reflector"))),
+                (true, false) => add(with_node_password(node_neighbor(p, true, "client"))),
+                (false, true) => add(with_node_password(node_neighbor(p, false, "reflector"))),
                 (false, false) => {}
             }
         }
@@ -191,10 +232,18 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         if !for_me {
             continue;
         }
-        if bp.password.is_some() {
-            warn!(peer = %name, "BGPPeer passwords from Secrets are not supported yet; not peering");
-            continue;
-        }
+        let pw = match bp.password.as_ref().map(|p| password(p, inp)) {
+            None => None,
+            Some(Ok(p)) => Some(p),
+            Some(Err(why)) => {
+                warn!(peer = %name, %why, "BGPPeer password unresolvable; not peering");
+                continue;
+            }
+        };
+        let mut add = |mut n: Neighbor| {
+            n.password = pw.clone();
+            add(Some(n));
+        };
         if let Some(ip) = &bp.peer_ip {
             let (addr, p) = match ip.parse::<SocketAddr>() {
                 Ok(sa) => (sa.ip(), sa.port()),

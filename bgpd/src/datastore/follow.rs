@@ -6,8 +6,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Secret;
 use tartan_api::Kind;
-use tartan_api::resources::{BgpConfiguration, BgpPeer, IpPool, IpamBlock, WorkloadEndpoint};
+use tartan_api::resources::{
+    BgpConfiguration, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
+};
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
@@ -17,14 +20,36 @@ use tracing::{info, warn};
 use super::build::{Inputs, build};
 use crate::config::Config;
 
-const KINDS: [Kind; 6] = [
+const KINDS: [Kind; 7] = [
     Kind::Node,
     Kind::BgpConfiguration,
     Kind::BgpPeer,
     Kind::IpPool,
     Kind::IpamBlock,
     Kind::WorkloadEndpoint,
+    Kind::Secret,
 ];
+
+/// Secrets are read in Tartan's namespace only; every other kind
+/// cluster-wide.
+fn namespace_of(kind: Kind) -> Option<String> {
+    (kind == Kind::Secret).then(|| TARTAN_NAMESPACE.to_string())
+}
+
+/// A Secret's keys as text (`stringData` over `data`); keys whose value is
+/// not UTF-8 are left out.
+fn secret_values(s: &Secret) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (k, v) in s.data.iter().flatten() {
+        if let Ok(text) = String::from_utf8(v.0.clone()) {
+            out.insert(k.clone(), text);
+        }
+    }
+    for (k, v) in s.string_data.iter().flatten() {
+        out.insert(k.clone(), v.clone());
+    }
+    out
+}
 
 /// The objects seen, per kind, by `namespace/name`.
 #[derive(Default)]
@@ -110,6 +135,11 @@ impl Seen {
                 .into_iter()
                 .map(|(_, w)| w.spec)
                 .collect(),
+            secrets: self
+                .typed::<Secret>()
+                .into_iter()
+                .map(|(k, s)| (name(&k), secret_values(&s)))
+                .collect(),
         }
     }
 }
@@ -127,7 +157,7 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
                 store,
                 WatchScope {
                     kind,
-                    namespace: None,
+                    namespace: namespace_of(kind),
                 },
             );
             loop {

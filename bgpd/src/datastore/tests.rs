@@ -192,3 +192,70 @@ fn encapsulated_ipv4_pools_stay_out_of_the_kernel_but_are_announced() {
     assert_eq!(c.announce[0].prefix.to_string(), "10.244.0.0/26");
     assert!(build(&three()).unwrap().kernel_exclude.is_empty());
 }
+
+#[test]
+fn passwords_come_from_secrets_and_a_missing_one_stops_only_its_sessions() {
+    use tartan_api::resources::{SecretKeyRef, SecretSource};
+    let src = |name: &str, key: &str| SecretSource {
+        secret_key_ref: SecretKeyRef {
+            name: name.into(),
+            key: key.into(),
+        },
+    };
+    let mut i = three();
+    i.secrets.insert(
+        "bgp".into(),
+        BTreeMap::from([
+            ("tor".to_string(), "s3cret".to_string()),
+            ("mesh".to_string(), "m3sh".to_string()),
+            ("long".to_string(), "x".repeat(81)),
+        ]),
+    );
+    i.peers.insert("tor".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.password = Some(src("bgp", "tor"));
+        p
+    });
+    i.peers.insert("gone".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.253", 65002);
+        p.password = Some(src("missing", "tor"));
+        p
+    });
+    i.peers.insert("too-long".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.252", 65003);
+        p.password = Some(src("bgp", "long"));
+        p
+    });
+    let pw = |c: &crate::config::Config, a: &str| {
+        c.neighbors
+            .iter()
+            .find(|n| n.address.to_string() == a)
+            .map(|n| n.password.clone())
+    };
+    let c = build(&i).unwrap();
+    assert_eq!(pw(&c, "10.0.0.254"), Some(Some("s3cret".into())));
+    assert_eq!(pw(&c, "10.0.0.253"), None, "Secret missing: no session");
+    assert_eq!(pw(&c, "10.0.0.252"), None, "81 bytes: no session");
+    assert_eq!(pw(&c, "10.0.0.2"), Some(None), "no mesh password set");
+
+    // The mesh password goes on every node-to-node session.
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            node_mesh_password: Some(src("bgp", "mesh")),
+            ..Default::default()
+        },
+    );
+    let c = build(&i).unwrap();
+    assert_eq!(pw(&c, "10.0.0.2"), Some(Some("m3sh".into())));
+    assert_eq!(pw(&c, "10.0.0.3"), Some(Some("m3sh".into())));
+    assert_eq!(pw(&c, "10.0.0.254"), Some(Some("s3cret".into())));
+    // Unresolvable: no node-to-node sessions; the ToR stays.
+    i.secrets.remove("bgp");
+    i.secrets.insert(
+        "bgp".into(),
+        BTreeMap::from([("tor".into(), "s3cret".into())]),
+    );
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.254"]);
+}
