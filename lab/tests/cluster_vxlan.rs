@@ -80,18 +80,7 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
     let n1 = node_ns(0);
     let router_ns = format!("{}-router", lab.name);
 
-    let pods = ["default/p1", "default/p2", "default/p3"];
-    for (i, p) in pods.iter().enumerate() {
-        lab.ok(&["pod", "add", p, "--node", &format!("node-{}", i + 1)]);
-    }
-    let mut bad = Vec::new();
-    for _ in 0..25 {
-        bad = lab.all_pairs(&pods);
-        if bad.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(400));
-    }
+    let bad = lab.pods_on_nodes_reach_all(&["default/p1", "default/p2", "default/p3"], 25);
     assert!(
         bad.is_empty(),
         "unreachable pairs: {bad:?}\nnode-1 routes:\n{}",
@@ -149,8 +138,11 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
     );
 
     // Drift: the device and a route removed by hand come back.
+    // felix re-creates it at once (a netlink event): a new interface index
+    // tells the new device from the old.
+    let index = |s: String| s.split(':').next().unwrap_or("").trim().to_string();
+    let before = index(ip_in(&n1, &["-o", "link", "show", "tartan.vxlan"]));
     ip_in(&n1, &["link", "del", "tartan.vxlan"]);
-    assert!(!ip_in(&n1, &["link", "show"]).contains("tartan.vxlan"));
     wait_until(
         "tartan.vxlan and its routes back",
         Duration::from_secs(15),
@@ -158,6 +150,11 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
             let r = ip_in(&n1, &["route"]);
             r.contains(&to_node2) && r.contains(&format!("via {} dev tartan.vxlan", node_ip(2)))
         },
+    );
+    let after = index(ip_in(&n1, &["-o", "link", "show", "tartan.vxlan"]));
+    assert!(
+        !before.is_empty() && before != after,
+        "the device was not re-created ({before} -> {after})"
     );
     assert!(
         lab.wait_reach("default/p1", "default/p3", Duration::from_secs(5)),

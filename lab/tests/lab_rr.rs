@@ -16,21 +16,13 @@ fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
         out.contains("5 nodes, 7 BGP sessions (route reflectors"),
         "{out}"
     );
-    let status: serde_json::Value =
-        serde_json::from_str(&lab.ok(&["status", "-o", "json"])).unwrap();
-    let sessions: Vec<u64> = status["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n["bgpSessionsEstablished"].as_u64().unwrap())
-        .collect();
-    assert_eq!(sessions, [4, 4, 2, 2, 2]);
+    assert_eq!(lab.sessions(), [4, 4, 2, 2, 2]);
 
     let pods = ["default/p1", "default/p3", "default/p4", "default/p5"];
     for (p, node) in pods.iter().zip(["node-1", "node-3", "node-4", "node-5"]) {
         lab.ok(&["pod", "add", p, "--node", node]);
     }
-    let bad = wait_all(&lab, &pods);
+    let bad = lab.wait_all(&pods, 10);
     assert!(bad.is_empty(), "unreachable pairs: {bad:?}");
 
     // Kill node-1's speaker outright: node-2 still reflects everything.
@@ -48,17 +40,4 @@ fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
     let clients = ["default/p3", "default/p4", "default/p5"];
     let bad = lab.all_pairs(&clients);
     assert!(bad.is_empty(), "lost with one reflector gone: {bad:?}");
-}
-
-/// Reachability settles within seconds of the pods' creation.
-fn wait_all(lab: &LabCli, pods: &[&str]) -> Vec<(String, String)> {
-    let mut bad = Vec::new();
-    for _ in 0..10 {
-        bad = lab.all_pairs(pods);
-        if bad.is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    bad
 }

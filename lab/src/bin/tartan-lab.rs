@@ -76,7 +76,8 @@ struct UpArgs {
     /// Number of nodes (node-1 … node-N).
     #[arg(long, default_value_t = 3)]
     nodes: usize,
-    /// mesh; rr (node-1 and node-2 reflect, mesh off); two-subnets (the
+    /// mesh; rr (node-1 and node-2 reflect, mesh off); tor (mesh off,
+    /// an AS per node, eBGP with a BIRD top-of-rack router); two-subnets (the
     /// first half of the nodes on one subnet, the rest behind a router
     /// that knows no pod routes).
     #[arg(long, default_value = "mesh")]

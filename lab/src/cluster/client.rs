@@ -78,6 +78,43 @@ impl LabCli {
         }
     }
 
+    /// Established BGP sessions per node, from `status -o json`.
+    pub fn sessions(&self) -> Vec<u64> {
+        let status: serde_json::Value =
+            serde_json::from_str(&self.ok(&["status", "-o", "json"])).unwrap_or_default();
+        status["nodes"]
+            .as_array()
+            .map(|nodes| {
+                nodes
+                    .iter()
+                    .map(|n| n["bgpSessionsEstablished"].as_u64().unwrap_or(0))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Pod `pods[i]` on node-(i+1), then the pairs still unreachable after
+    /// `tries` rounds (empty: all reach all).
+    pub fn pods_on_nodes_reach_all(&self, pods: &[&str], tries: usize) -> Vec<(String, String)> {
+        for (i, p) in pods.iter().enumerate() {
+            self.ok(&["pod", "add", p, "--node", &format!("node-{}", i + 1)]);
+        }
+        self.wait_all(pods, tries)
+    }
+
+    /// The pairs of `pods` still unreachable after `tries` rounds.
+    pub fn wait_all(&self, pods: &[&str], tries: usize) -> Vec<(String, String)> {
+        let mut bad = Vec::new();
+        for _ in 0..tries.max(1) {
+            bad = self.all_pairs(pods);
+            if bad.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(400));
+        }
+        bad
+    }
+
     /// The ordered pairs of `pods` where the first does not reach the
     /// second.
     pub fn all_pairs(&self, pods: &[&str]) -> Vec<(String, String)> {

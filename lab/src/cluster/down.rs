@@ -46,6 +46,7 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
             procs.extend(n.bgpd.clone());
             procs.extend(n.felix.clone());
         }
+        procs.extend(st.tor.clone());
     }
     procs.extend(stray_processes(name));
     let mut seen = std::collections::HashSet::new();
@@ -70,6 +71,7 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
         let ns = line.split_whitespace().next().unwrap_or("");
         let ours = ns.starts_with(&pod_prefix)
             || ns == state::router_netns(name)
+            || ns == state::tor_netns(name)
             || ns
                 .strip_prefix(&node_prefix)
                 .is_some_and(|rest| !rest.is_empty() && rest.chars().all(|c| c.is_ascii_digit()));

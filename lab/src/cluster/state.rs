@@ -44,6 +44,9 @@ pub struct LabState {
     /// two-subnets: the subnet behind the router.
     #[serde(default)]
     pub subnet2: Option<String>,
+    /// tor: the BIRD router.
+    #[serde(default)]
+    pub tor: Option<Proc>,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it
@@ -71,6 +74,11 @@ pub fn bridge_name(name: &str) -> String {
 /// two-subnets: the bridge of the second subnet.
 pub fn bridge2_name(name: &str) -> String {
     format!("{name}-br2")
+}
+
+/// tor: the top-of-rack router's namespace.
+pub fn tor_netns(name: &str) -> String {
+    format!("{name}-tor")
 }
 
 /// two-subnets: the router joining the subnets.

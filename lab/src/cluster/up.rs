@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use tartan_api::resources::ippool::EncapMode;
-use tartan_api::resources::{BgpConfiguration, BgpConfigurationSpec, IpPool, IpPoolSpec};
+use tartan_api::resources::{
+    BgpConfiguration, BgpConfigurationSpec, BgpPeer, BgpPeerSpec, IpPool, IpPoolSpec,
+};
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
 
@@ -65,10 +67,11 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         "mesh" => {}
         "rr" if o.nodes >= 3 => {}
         "rr" => bail!("--topology rr needs at least 3 nodes (two reflectors and a client)"),
+        "tor" => {}
         "two-subnets" if o.nodes >= 2 => {}
         "two-subnets" => bail!("--topology two-subnets needs at least 2 nodes (one per subnet)"),
         other => {
-            bail!("--topology {other}: use mesh, rr or two-subnets (tor is not built yet)")
+            bail!("--topology {other}: use mesh, rr, tor or two-subnets")
         }
     }
     if o.vxlan_mode != EncapMode::Never && o.ipip_mode != EncapMode::Never {
@@ -113,6 +116,7 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         nodes: vec![],
         topology: o.topology.clone(),
         subnet2: subnet2.map(|n| n.to_string()),
+        tor: None,
     };
     st.save()?;
 
@@ -294,6 +298,11 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         if is_reflector(o, i) {
             annotations["tartan.dev/route-reflector-cluster-id"] = json!(RR_CLUSTER_ID);
         }
+        if o.topology == "tor" {
+            // An AS per node: each learns the others' blocks from the ToR
+            // over eBGP, which a shared AS would reject as a loop.
+            annotations["tartan.dev/bgp-as-number"] = json!(tor_node_as(i).to_string());
+        }
         let n: k8s_openapi::api::core::v1::Node = serde_json::from_value(json!({
             "metadata": {
                 "name": node,
@@ -326,16 +335,22 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             serde_json::to_string_pretty(&conflist)?,
         )?;
     }
+    if o.topology == "tor" {
+        let tor_ip = subnet.hosts().last().context("empty subnet")?;
+        say(&format!(
+            "node-to-node mesh off; every node peers over eBGP with a BIRD top-of-rack router at {tor_ip} (AS {TOR_AS})"
+        ));
+        st.tor = Some(start_tor(&st, tor_ip, o.nodes)?);
+        st.save()?;
+        rt.block_on(store.create_typed(&mesh_off()))?;
+        rt.block_on(store.create_typed(&BgpPeer::new(
+            "tor",
+            BgpPeerSpec::new(&tor_ip.to_string(), TOR_AS),
+        )))?;
+    }
     if o.topology == "rr" {
         say("node-to-node mesh off; node-1 and node-2 are route reflectors");
-        let cfg = BgpConfiguration::new(
-            "default",
-            BgpConfigurationSpec {
-                node_to_node_mesh_enabled: Some(false),
-                ..Default::default()
-            },
-        );
-        rt.block_on(store.create_typed(&cfg))?;
+        rt.block_on(store.create_typed(&mesh_off()))?;
     }
     let mut pool = IpPoolSpec::new(DEFAULT_POOL);
     pool.vxlan_mode = o.vxlan_mode;
@@ -384,10 +399,17 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         st.name,
         started.elapsed().as_secs_f64(),
         st.nodes.len(),
-        want.iter().sum::<usize>() / 2,
+        // Node-to-node sessions count once for their two ends; ToR
+        // sessions have one end on a node.
+        if o.topology == "tor" {
+            want.iter().sum::<usize>()
+        } else {
+            want.iter().sum::<usize>() / 2
+        },
         match o.topology.as_str() {
             "rr" => "route reflectors node-1, node-2",
             "two-subnets" => "full mesh across two subnets",
+            "tor" => "eBGP to the top-of-rack router",
             _ => "full mesh",
         }
     ));
@@ -396,6 +418,17 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         st.datastore
     ));
     Ok(st)
+}
+
+/// The cluster's BGPConfiguration with the node-to-node mesh off.
+fn mesh_off() -> BgpConfiguration {
+    BgpConfiguration::new(
+        "default",
+        BgpConfigurationSpec {
+            node_to_node_mesh_enabled: Some(false),
+            ..Default::default()
+        },
+    )
 }
 
 fn encap_text(o: &UpOptions) -> String {
@@ -487,6 +520,70 @@ pub fn restart(name: &str, node: &str, which: Daemon, kill: bool) -> Result<()> 
     st.save()
 }
 
+/// The `tor` topology's router: its AS, and node `i`'s (1-based).
+pub const TOR_AS: u32 = 65000;
+
+pub fn tor_node_as(i: usize) -> u32 {
+    64512 + i as u32
+}
+
+/// The BIRD top-of-rack router in its own namespace on the underlay,
+/// installing what it learns (it forwards between the nodes' pods).
+fn start_tor(st: &LabState, tor_ip: Ipv4Addr, nodes: usize) -> Result<state::Proc> {
+    let ns = state::tor_netns(&st.name);
+    let dir = state::dir(&st.name);
+    let prefix = st.subnet.parse::<ipnet::Ipv4Net>()?.prefix_len();
+    ip(&["netns", "add", &ns])?;
+    let outside = format!("{}-tor", st.name);
+    ip(&[
+        "link", "add", &outside, "type", "veth", "peer", "name", "eth0", "netns", &ns,
+    ])?;
+    ip(&["link", "set", &outside, "master", &st.bridge, "up"])?;
+    ip(&[
+        "-n",
+        &ns,
+        "addr",
+        "add",
+        &format!("{tor_ip}/{prefix}"),
+        "dev",
+        "eth0",
+    ])?;
+    ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
+    ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+    let fwd = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ])
+        .status()?;
+    if !fwd.success() {
+        bail!("cannot turn on forwarding in {ns}");
+    }
+    let subnet: ipnet::Ipv4Net = st.subnet.parse()?;
+    let mut cfg = crate::peers::BgpConfig::new(tor_ip, TOR_AS).kernel(true);
+    for i in 1..=nodes {
+        let a = subnet.hosts().nth(i).context("subnet full")?;
+        cfg = cfg.neighbor(crate::peers::Neighbor::new(
+            std::net::IpAddr::V4(a),
+            tor_node_as(i),
+        ));
+    }
+    let conf = dir.join("bird-tor.conf");
+    std::fs::write(&conf, crate::peers::render_bird(&cfg))?;
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &ns, "bird", "-f", "-c"])
+        .arg(&conf)
+        .arg("-s")
+        .arg(dir.join("bird-tor.ctl"))
+        .arg("-P")
+        .arg(dir.join("bird-tor.pid"));
+    detached::spawn(cmd, &dir.join("bird-tor.log"))
+}
+
 /// The route reflectors' cluster ID in the `rr` topology.
 pub const RR_CLUSTER_ID: &str = "10.255.0.1";
 
@@ -502,6 +599,7 @@ fn expected_sessions(o: &UpOptions, i: usize) -> usize {
         "rr" if is_reflector(o, i) => o.nodes - 1,
         // A client: the two reflectors.
         "rr" => 2,
+        "tor" => 1,
         _ => o.nodes - 1,
     }
 }

@@ -230,7 +230,7 @@ fn spawn(ns: &Netns, dir: &TempDir, conf: &std::path::Path, sock: &str) -> Resul
 }
 
 /// The generated bird.conf.
-pub(crate) fn render(c: &BgpConfig) -> String {
+pub fn render(c: &BgpConfig) -> String {
     let mut s = String::new();
     let kexport = if c.kernel {
         "where source = RTS_BGP"
