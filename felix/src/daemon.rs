@@ -57,27 +57,53 @@ fn key(o: &DynamicObject) -> String {
     )
 }
 
+/// What one event did to the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Folded {
+    /// The watch has delivered everything that existed.
+    synced: bool,
+    /// What felix keeps of the objects changed (a Node's heartbeat, say,
+    /// changes nothing felix uses).
+    changed: bool,
+}
+
 /// Fold one event of a watch of `T` into `map` (keyed `namespace/name`,
-/// holding what `spec` takes from each object); `true` once synced.
-fn fold<T: Resource, S>(map: &mut BTreeMap<String, S>, ev: WatchEvent, spec: fn(T) -> S) -> bool {
-    match ev {
+/// holding what `spec` takes from each object).
+fn fold<T: Resource, S: PartialEq>(
+    map: &mut BTreeMap<String, S>,
+    ev: WatchEvent,
+    spec: fn(T) -> S,
+) -> Folded {
+    let changed = match ev {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
             let k = key(&o);
             match from_dynamic::<T>(o) {
                 Ok(t) => {
-                    map.insert(k, spec(t));
+                    let s = spec(t);
+                    if map.get(&k) == Some(&s) {
+                        false
+                    } else {
+                        map.insert(k, s);
+                        true
+                    }
                 }
                 Err(e) => {
-                    warn!(object = %k, kind = %T::KIND, error = %e, "unreadable object ignored")
+                    warn!(object = %k, kind = %T::KIND, error = %e, "unreadable object ignored");
+                    false
                 }
             }
-            false
         }
-        WatchEvent::Deleted(o) => {
-            map.remove(&key(&o));
-            false
+        WatchEvent::Deleted(o) => map.remove(&key(&o)).is_some(),
+        WatchEvent::Synced { .. } => {
+            return Folded {
+                synced: true,
+                changed: true,
+            };
         }
-        WatchEvent::Synced { .. } => true,
+    };
+    Folded {
+        synced: false,
+        changed,
     }
 }
 
@@ -177,20 +203,24 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = endpoints.next() => {
-                endpoints_synced |= fold(&mut state.endpoints, ev, |w: WorkloadEndpoint| w.spec);
-                dirty = true;
+                let f = fold(&mut state.endpoints, ev, |w: WorkloadEndpoint| w.spec);
+                endpoints_synced |= f.synced;
+                dirty |= f.changed;
             }
             ev = blocks.next() => {
-                blocks_synced |= fold(&mut state.blocks, ev, |b: IpamBlock| b.spec);
-                dirty = true;
+                let f = fold(&mut state.blocks, ev, |b: IpamBlock| b.spec);
+                blocks_synced |= f.synced;
+                dirty |= f.changed;
             }
             ev = pools.next() => {
-                pools_synced |= fold(&mut state.pools, ev, |p: IpPool| p.spec);
-                dirty = true;
+                let f = fold(&mut state.pools, ev, |p: IpPool| p.spec);
+                pools_synced |= f.synced;
+                dirty |= f.changed;
             }
             ev = nodes.next() => {
-                nodes_synced |= fold(&mut state.nodes, ev, |n: Node| NodeInfo::from_node(&n));
-                dirty = true;
+                let f = fold(&mut state.nodes, ev, |n: Node| NodeInfo::from_node(&n));
+                nodes_synced |= f.synced;
+                dirty |= f.changed;
             }
             Some(()) = events.rx.recv() => {
                 // Something of ours changed in the kernel: compare now.
@@ -293,5 +323,40 @@ pub async fn run(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Node;
+    use tartan_api::store::typed::to_dynamic;
+
+    fn node(heartbeat: &str, mac: &str) -> WatchEvent {
+        let mut n = Node::default();
+        n.metadata.name = Some("n1".into());
+        n.metadata.annotations = Some(
+            [
+                ("tartan.dev/vxlan-tunnel-mac".to_string(), mac.to_string()),
+                ("heartbeat".to_string(), heartbeat.to_string()),
+            ]
+            .into(),
+        );
+        WatchEvent::Modified(to_dynamic(&n).unwrap())
+    }
+
+    #[test]
+    fn only_changes_to_what_felix_keeps_count() {
+        let mut m = BTreeMap::new();
+        let spec = |n: Node| NodeInfo::from_node(&n);
+        assert!(fold(&mut m, node("1", "02:00:00:00:00:01"), spec).changed);
+        assert!(!fold(&mut m, node("2", "02:00:00:00:00:01"), spec).changed);
+        assert!(fold(&mut m, node("3", "02:00:00:00:00:02"), spec).changed);
+        let gone = match node("3", "x") {
+            WatchEvent::Modified(o) => WatchEvent::Deleted(o),
+            _ => unreachable!(),
+        };
+        assert!(fold(&mut m, gone, spec).changed);
+        assert!(m.is_empty());
     }
 }

@@ -130,6 +130,7 @@ fn convergence(
             topology: "mesh".into(),
             vxlan_mode: Default::default(),
             ipip_mode: Default::default(),
+            dual_stack: false,
         },
         &mut |l| log(l),
     )?;
@@ -226,6 +227,7 @@ fn throughput(
             topology: "mesh".into(),
             vxlan_mode: Default::default(),
             ipip_mode: Default::default(),
+            dual_stack: false,
         },
         &mut |l| log(l),
     )?;

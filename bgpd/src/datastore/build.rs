@@ -176,17 +176,27 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .collect();
 
     let mut neighbors: BTreeMap<IpAddr, Neighbor> = BTreeMap::new();
-    let mut add = |n: Option<Neighbor>| {
-        if let Some(n) = n {
+    let mut add = |ns: Vec<Neighbor>| {
+        for n in ns {
             neighbors.entry(n.address).or_insert(n);
         }
     };
-    // A node-to-node neighbor with the mesh password; none without it.
-    let with_node_password = |mut n: Neighbor| -> Option<Neighbor> {
-        n.password = node_password.as_ref().ok()?.clone();
-        Some(n)
+    // Node-to-node neighbors with the mesh password; none without it.
+    let with_node_password = |ns: Vec<Neighbor>| -> Vec<Neighbor> {
+        let Ok(pw) = &node_password else {
+            return vec![];
+        };
+        ns.into_iter()
+            .map(|mut n| {
+                n.password = pw.clone();
+                n
+            })
+            .collect()
     };
-    let node_neighbor = |p: &Peer, rr_client: bool, why: &str| {
+    let my_v6 = my.ipv6_address.map(|a| a.addr());
+    // A node's sessions: over IPv4 for IPv4 blocks, and over IPv6 for IPv6
+    // blocks when both nodes have an IPv6 address.
+    let node_neighbor = |p: &Peer, rr_client: bool, why: &str| -> Vec<Neighbor> {
         let addr = IpAddr::V4(
             p.bgp
                 .ipv4_address
@@ -194,15 +204,22 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 .unwrap_or(Ipv4Addr::UNSPECIFIED),
         );
         let peer_as = p.bgp.as_number.unwrap_or(cluster_as);
-        neighbor(
-            addr,
-            port,
-            peer_as,
-            asn,
-            format!("{why} {}", p.name),
-            rr_client,
-            my_ip,
-        )
+        let one = |addr: IpAddr, local: IpAddr| {
+            neighbor(
+                addr,
+                port,
+                peer_as,
+                asn,
+                format!("{why} {}", p.name),
+                rr_client,
+                Some(local),
+            )
+        };
+        let mut out = vec![one(addr, IpAddr::V4(my_ip))];
+        if let (Some(mine), Some(theirs)) = (my_v6, p.bgp.ipv6_address) {
+            out.push(one(IpAddr::V6(theirs.addr()), IpAddr::V6(mine)));
+        }
+        out
     };
     let i_am_rr = my.route_reflector_cluster_id.is_some();
     if mesh {
@@ -242,7 +259,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         };
         let mut add = |mut n: Neighbor| {
             n.password = pw.clone();
-            add(Some(n));
+            add(vec![n]);
         };
         if let Some(ip) = &bp.peer_ip {
             let (addr, p) = match ip.parse::<SocketAddr>() {
@@ -263,7 +280,10 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 asn,
                 format!("BGPPeer {name}"),
                 false,
-                my_ip,
+                match addr {
+                    IpAddr::V4(_) => Some(IpAddr::V4(my_ip)),
+                    IpAddr::V6(_) => my_v6.map(IpAddr::V6),
+                },
             );
             n.ttl_security = bp.ttl_security.is_some();
             add(n);
@@ -275,7 +295,9 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                     &format!("BGPPeer {name} peerSelector"),
                 ) {
                     let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();
-                    add(node_neighbor(p, rr_client, &format!("BGPPeer {name}")));
+                    for n in node_neighbor(p, rr_client, &format!("BGPPeer {name}")) {
+                        add(n);
+                    }
                 }
             }
         }
@@ -285,7 +307,10 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         router_id: my_ip,
         asn,
         cluster_id: my.route_reflector_cluster_id.unwrap_or(my_ip),
-        listen: vec![SocketAddr::new(IpAddr::V4(my_ip), port)],
+        listen: std::iter::once(IpAddr::V4(my_ip))
+            .chain(my_v6.map(IpAddr::V6))
+            .map(|a| SocketAddr::new(a, port))
+            .collect(),
         kernel_install: true,
         kernel_exclude: encapsulated(inp),
         graceful_restart: GracefulRestart {
@@ -305,7 +330,7 @@ fn neighbor(
     my_as: u32,
     description: String,
     route_reflector_client: bool,
-    local: Ipv4Addr,
+    local: Option<IpAddr>,
 ) -> Neighbor {
     let ibgp = peer_as == my_as;
     Neighbor {
@@ -328,7 +353,7 @@ fn neighbor(
         }],
         next_hop_self: false,
         export: true,
-        local_address: address.is_ipv4().then_some(IpAddr::V4(local)),
+        local_address: local,
     }
 }
 

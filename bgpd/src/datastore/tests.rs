@@ -259,3 +259,28 @@ fn passwords_come_from_secrets_and_a_missing_one_stops_only_its_sessions() {
     let c = build(&i).unwrap();
     assert_eq!(addrs(&c), ["10.0.0.254"]);
 }
+
+#[test]
+fn nodes_with_ipv6_addresses_also_peer_over_ipv6() {
+    use crate::model::Family;
+    let mut i = three();
+    for (k, n) in i.nodes.iter_mut().enumerate().take(2) {
+        n.metadata.annotations.as_mut().unwrap().insert(
+            "tartan.dev/bgp-ipv6-address".into(),
+            format!("fd00::{}/64", k + 1),
+        );
+    }
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3", "fd00::2"]);
+    let v6 = c.neighbors.iter().find(|n| n.address.is_ipv6()).unwrap();
+    assert_eq!(v6.families, [Family::Ipv6Unicast]);
+    assert_eq!(v6.local_address, Some("fd00::1".parse().unwrap()));
+    let v4 = &c.neighbors[0];
+    assert_eq!(v4.families, [Family::Ipv4Unicast]);
+    let listen: Vec<String> = c.listen.iter().map(|a| a.to_string()).collect();
+    assert_eq!(listen, ["10.0.0.1:179", "[fd00::1]:179"]);
+    // A node without an IPv6 address: IPv4 only.
+    i.node = "n3".into();
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.1", "10.0.0.2"]);
+}

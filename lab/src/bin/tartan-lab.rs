@@ -89,6 +89,10 @@ struct UpArgs {
     /// The default pool's ipipMode: Never, Always or CrossSubnet.
     #[arg(long)]
     ipip_mode: Option<String>,
+    /// IPv6 too: node addresses, BGP over IPv6 and an IPv6 pool (mesh and
+    /// rr topologies).
+    #[arg(long)]
+    dual_stack: bool,
 }
 
 #[derive(Subcommand)]
@@ -112,6 +116,9 @@ enum PodCmd {
     Ip {
         /// NS/NAME
         pod: String,
+        /// The IPv6 address (dual-stack labs).
+        #[arg(short = '6', long = "ipv6")]
+        ipv6: bool,
     },
 }
 
@@ -201,6 +208,7 @@ fn run(cli: Cli) -> Result<u8> {
                     topology: a.topology,
                     vxlan_mode,
                     ipip_mode,
+                    dual_stack: a.dual_stack,
                 },
                 &mut say,
             )?;
@@ -228,11 +236,23 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Cmd::Pod(PodCmd::Del { pod: p }) => pod::del(&name, &p).map(|()| 0),
-        Cmd::Pod(PodCmd::Ip { pod: p }) => {
+        Cmd::Pod(PodCmd::Ip { pod: p, ipv6 }) => {
             let (ns, n) = pod::parse_ref(&p)?;
             let rec = pod::load(&name, &ns, &n)?;
-            println!("{}", rec.address().unwrap_or_default());
-            Ok(0)
+            let a = if ipv6 { rec.address6() } else { rec.address() };
+            match a {
+                Some(a) => {
+                    println!("{a}");
+                    Ok(0)
+                }
+                None => {
+                    eprintln!(
+                        "tartan-lab: pod {p} has no {} address",
+                        if ipv6 { "IPv6" } else { "IPv4" }
+                    );
+                    Ok(1)
+                }
+            }
         }
         Cmd::Exec { pod: p, cmd } => {
             let code = pod::exec(&name, &p, &cmd)?;

@@ -60,6 +60,12 @@ impl LabCli {
         let ip = self.ok(&["pod", "ip", to]).trim().to_string();
         self.run(&["exec", from, "--", "ping", "-c1", "-W2", &ip]).0 == 0
     }
+
+    /// Whether pod `from` reaches pod `to`'s IPv6 address with one ping.
+    pub fn reach6(&self, from: &str, to: &str) -> bool {
+        let ip = self.ok(&["pod", "ip", "-6", to]).trim().to_string();
+        self.run(&["exec", from, "--", "ping", "-c1", "-W2", &ip]).0 == 0
+    }
 }
 
 impl LabCli {

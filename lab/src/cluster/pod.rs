@@ -63,6 +63,17 @@ impl PodRecord {
             .map(|a| a.split('/').next().unwrap_or(a).to_string())
     }
 
+    /// The pod's IPv6 address, when it has one.
+    pub fn address6(&self) -> Option<String> {
+        self.result["ips"]
+            .as_array()?
+            .iter()
+            .filter_map(|ip| ip["address"].as_str())
+            .map(|a| a.split('/').next().unwrap_or(a))
+            .find(|a| a.contains(':'))
+            .map(String::from)
+    }
+
     fn call(&self) -> Call {
         Call {
             container_id: self.container_id.clone(),

@@ -13,6 +13,9 @@ pub const STATE_ROOT: &str = "/run/tartan-lab";
 /// The default IPPool a lab applies.
 pub const DEFAULT_POOL: &str = "10.244.0.0/16";
 
+/// The IPv6 pool of a `--dual-stack` lab.
+pub const DEFAULT_POOL6: &str = "fd00:10:244::/56";
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Proc {
     pub pid: u32,

@@ -15,7 +15,7 @@ use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
 
 use super::detached;
-use super::state::{self, DEFAULT_POOL, LabState, NodeState};
+use super::state::{self, DEFAULT_POOL, DEFAULT_POOL6, LabState, NodeState};
 use crate::cni::tartan_bin_dir;
 use crate::etcd::etcd_binary;
 use crate::netns::ip;
@@ -28,6 +28,8 @@ pub struct UpOptions {
     /// The default pool's encapsulation.
     pub vxlan_mode: EncapMode,
     pub ipip_mode: EncapMode,
+    /// IPv6 node addresses, BGP over IPv6 and an IPv6 pool too.
+    pub dual_stack: bool,
 }
 
 /// `Never`, `Always` or `CrossSubnet`, as in an IPPool.
@@ -73,6 +75,9 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         other => {
             bail!("--topology {other}: use mesh, rr, tor or two-subnets")
         }
+    }
+    if o.dual_stack && !matches!(o.topology.as_str(), "mesh" | "rr") {
+        bail!("--dual-stack is built for the mesh and rr topologies");
     }
     if o.vxlan_mode != EncapMode::Never && o.ipip_mode != EncapMode::Never {
         bail!("--vxlan-mode and --ipip-mode both set: a pool has one encapsulation");
@@ -295,6 +300,13 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         let mut annotations = json!({
             "tartan.dev/bgp-ipv4-address": format!("{address}/{}", net.prefix_len())
         });
+        if o.dual_stack {
+            // The IPv4 subnet's third octet keeps labs' IPv6 subnets apart.
+            let v6 = format!("fd00:213:{}::{i}/64", subnet.network().octets()[2]);
+            // nodad: bgpd binds the address at once.
+            nip(&["-6", "addr", "add", &v6, "dev", "eth0", "nodad"])?;
+            annotations["tartan.dev/bgp-ipv6-address"] = json!(v6);
+        }
         if is_reflector(o, i) {
             annotations["tartan.dev/route-reflector-cluster-id"] = json!(RR_CLUSTER_ID);
         }
@@ -355,8 +367,20 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     let mut pool = IpPoolSpec::new(DEFAULT_POOL);
     pool.vxlan_mode = o.vxlan_mode;
     pool.ipip_mode = o.ipip_mode;
-    let encap = encap_text(o);
+    let mut encap = encap_text(o);
+    if o.dual_stack {
+        say(&format!("IPPool default-ipv6 {DEFAULT_POOL6}"));
+        match rt.block_on(
+            store.create_typed(&IpPool::new("default-ipv6", IpPoolSpec::new(DEFAULT_POOL6))),
+        ) {
+            Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     say(&format!("IPPool default-ipv4 {DEFAULT_POOL}{encap}"));
+    if o.dual_stack {
+        encap.push_str(&format!(" and {DEFAULT_POOL6}"));
+    }
     match rt.block_on(store.create_typed(&IpPool::new("default-ipv4", pool))) {
         Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
         Err(e) => return Err(e.into()),
@@ -373,8 +397,10 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     }
 
     say("waiting for the BGP sessions");
+    // Dual stack: every node-to-node session twice, over IPv4 and IPv6.
+    let per_peer = if o.dual_stack { 2 } else { 1 };
     let want: Vec<usize> = (1..=st.nodes.len())
-        .map(|i| expected_sessions(o, i))
+        .map(|i| expected_sessions(o, i) * per_peer)
         .collect();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
