@@ -195,6 +195,10 @@ pub async fn run(
     // lacks it at a periodic check (a lost update, a Node re-created).
     let mut published: Option<[u8; 6]> = None;
     let mut recheck_published = false;
+    // The tunnels as last applied: read back from the kernel only when
+    // they change, at the periodic check, or after a kernel event.
+    let mut tunnels_applied: Option<encap::Tunnels> = None;
+    let mut kernel_check = false;
     let mut dirty = false;
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -225,12 +229,14 @@ pub async fn run(
             Some(()) = events.rx.recv() => {
                 // Something of ours changed in the kernel: compare now.
                 dirty = true;
+                kernel_check = true;
             }
             _ = tick.tick() => {
                 health.pass();
                 dirty = true;
                 recheck = true;
                 recheck_published = true;
+                kernel_check = true;
             }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");
@@ -263,15 +269,19 @@ pub async fn run(
                 let mut want = desired(&cfg.node, &state);
                 let ipip_before = tunnels.ipip.clone();
                 let (mut remote, mut wanted) = encap::remote(&cfg.node, &state, tunnels.ipip == IpipSupport::Yes);
-                match tunnels.apply(&wanted).await {
-                    Ok(t) => {
-                        if t.created + t.entries > 0 {
-                            info!(devices_created = t.created, entries_changed = t.entries, "tunnels updated");
+                if std::mem::take(&mut kernel_check) || tunnels_applied.as_ref() != Some(&wanted) {
+                    match tunnels.apply(&wanted).await {
+                        Ok(t) => {
+                            if t.created + t.entries > 0 {
+                                info!(devices_created = t.created, entries_changed = t.entries, "tunnels updated");
+                            }
+                            tunnels_applied = Some(wanted.clone());
                         }
-                    }
-                    Err(e) => {
-                        health.apply_failures.inc();
-                        warn!(error = %e, "tunnel update failed; retrying at the next check");
+                        Err(e) => {
+                            tunnels_applied = None;
+                            health.apply_failures.inc();
+                            warn!(error = %e, "tunnel update failed; retrying at the next check");
+                        }
                     }
                 }
                 if tunnels.ipip != ipip_before {

@@ -8,25 +8,23 @@
 //! interface (egress) and in the router (forwarded packets), each
 //! counting VXLAN (UDP 4789) and plain pod-addressed packets.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tartan_api::resources::IpPool;
 use tartan_api::resources::ippool::EncapMode;
 use tartan_api::store::typed::TypedStore;
 use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::up::runtime;
+use tartan_lab::netns::{ip, wait_for};
 use tartan_lab::wire::{Seen, WireCounters};
 
 const POOL: &str = "10.244.0.0/16";
 
+/// `ip -n NETNS ARGS…`'s output; empty when it fails.
 fn ip_in(netns: &str, args: &[&str]) -> String {
-    let out = std::process::Command::new("ip")
-        .arg("-n")
-        .arg(netns)
-        .args(args)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let mut a = vec!["-n", netns];
+    a.extend_from_slice(args);
+    ip(&a).unwrap_or_default()
 }
 
 /// Pings from `from` to `to`; what node-1 sent and the router forwarded
@@ -46,11 +44,7 @@ fn ping_and_count(
 }
 
 fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !f() {
-        assert!(Instant::now() < end, "not within {timeout:?}: {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for(what, timeout, || f().then_some(())).unwrap();
 }
 
 fn set_mode(datastore: &str, mode: EncapMode) {

@@ -167,19 +167,7 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             ip(&["-n", &router, "link", "set", dev, "up"])?;
         }
         ip(&["-n", &router, "link", "set", "lo", "up"])?;
-        let fwd = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &router,
-                "sysctl",
-                "-qw",
-                "net.ipv4.ip_forward=1",
-            ])
-            .status()?;
-        if !fwd.success() {
-            bail!("cannot turn on forwarding in {router}");
-        }
+        enable_forwarding(&router)?;
         // etcd (here) answers nodes on the second subnet through the router.
         ip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
     }
@@ -446,6 +434,25 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     Ok(st)
 }
 
+/// IPv4 forwarding on in a router namespace (the ToR, two-subnets' router).
+fn enable_forwarding(ns: &str) -> Result<()> {
+    let ok = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            ns,
+            "sysctl",
+            "-qw",
+            "net.ipv4.ip_forward=1",
+        ])
+        .status()?
+        .success();
+    if !ok {
+        bail!("cannot turn on forwarding in {ns}");
+    }
+    Ok(())
+}
+
 /// The cluster's BGPConfiguration with the node-to-node mesh off.
 fn mesh_off() -> BgpConfiguration {
     BgpConfiguration::new(
@@ -576,19 +583,7 @@ fn start_tor(st: &LabState, tor_ip: Ipv4Addr, nodes: usize) -> Result<state::Pro
     ])?;
     ip(&["-n", &ns, "link", "set", "eth0", "up"])?;
     ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-    let fwd = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &ns,
-            "sysctl",
-            "-qw",
-            "net.ipv4.ip_forward=1",
-        ])
-        .status()?;
-    if !fwd.success() {
-        bail!("cannot turn on forwarding in {ns}");
-    }
+    enable_forwarding(&ns)?;
     let subnet: ipnet::Ipv4Net = st.subnet.parse()?;
     let mut cfg = crate::peers::BgpConfig::new(tor_ip, TOR_AS).kernel(true);
     for i in 1..=nodes {
