@@ -9,17 +9,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::Kind;
-use tartan_api::resources::{IpPool, IpamBlock, WorkloadEndpoint};
+use tartan_api::resources::{
+    GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy, WorkloadEndpoint,
+};
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::calc::encap;
 use crate::calc::routes::desired;
 use crate::calc::state::{NodeInfo, State};
 use crate::dataplane::events::KernelEvents;
+use crate::dataplane::policy::{PolicyDriver, Written};
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
@@ -124,6 +129,62 @@ fn enable_forwarding() {
     }
 }
 
+/// Log records of policy rules come from the nodes' and pods' network
+/// namespaces, which the kernel logs only with this switch on. It exists
+/// only in the first namespace; elsewhere the host must set it.
+fn allow_logging_from_namespaces() {
+    let path = "/proc/sys/net/netfilter/nf_log_all_netns";
+    if std::fs::read_to_string(path).is_ok_and(|v| v.trim() == "1") {
+        return;
+    }
+    if let Err(e) = std::fs::write(path, "1") {
+        debug!(error = %e, "cannot turn on nf_log_all_netns; Log rules log only where the host allows it");
+    }
+}
+
+/// A policy that does not convert is enforced as nothing; say so once,
+/// when it arrives.
+fn refused(
+    r: Result<tartan_policy::ir::Policy, tartan_policy::k8s::PolicyError>,
+) -> crate::calc::policy::Converted {
+    r.map_err(|e| {
+        warn!(error = %e, "policy not enforced");
+        e.to_string()
+    })
+}
+
+/// Compute the policy table and write what changed.
+fn apply_policy(
+    driver: &mut PolicyDriver,
+    node: &str,
+    state: &State,
+    health: &Health,
+    check: bool,
+) {
+    let want = crate::calc::policy::desired(node, state);
+    match driver.apply(&want, check) {
+        Ok(Written::Nothing) => {}
+        Ok(Written::Difference(t)) => {
+            health.policy_writes.inc();
+            debug!(took_ms = t.as_secs_f64() * 1e3, "policy table changed");
+        }
+        Ok(Written::Full(t)) => {
+            health.policy_writes.inc();
+            info!(
+                chains = want.chains.len(),
+                sets = want.sets.len(),
+                endpoints = want.to_endpoint.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "policy table written"
+            );
+        }
+        Err(e) => {
+            health.policy_failures.inc();
+            warn!(error = %e, "policy table not written; retrying at the next check");
+        }
+    }
+}
+
 /// Write this node's VTEP MAC into its Node's annotations.
 async fn publish_vtep(
     store: &dyn Datastore,
@@ -173,6 +234,20 @@ pub async fn run(
             namespace: None,
         },
     );
+    let all = |kind| {
+        watch(
+            store.clone(),
+            WatchScope {
+                kind,
+                namespace: None,
+            },
+        )
+    };
+    let mut pods = all(Kind::Pod);
+    let mut namespaces = all(Kind::Namespace);
+    let mut kube_policies = all(Kind::KubeNetworkPolicy);
+    let mut tartan_policies = all(Kind::NetworkPolicy);
+    let mut global_policies = all(Kind::GlobalNetworkPolicy);
     enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
     let mut tunnels = TunnelDriver::connect().context("open netlink")?;
@@ -189,6 +264,10 @@ pub async fn run(
     let mut state = State::default();
     let (mut endpoints_synced, mut blocks_synced, mut pools_synced, mut nodes_synced) =
         (false, false, false, false);
+    // Pods, namespaces and the three policy kinds.
+    let mut policy_synced = [false; 5];
+    let mut policy = PolicyDriver::default();
+    allow_logging_from_namespaces();
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut recheck = false;
     // The MAC last written to our Node; written again if the Node still
@@ -207,8 +286,43 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = endpoints.next() => {
+                let l = fold(&mut state.endpoint_labels, ev.clone(), |w: WorkloadEndpoint| {
+                    w.metadata.labels.unwrap_or_default()
+                });
                 let f = fold(&mut state.endpoints, ev, |w: WorkloadEndpoint| w.spec);
                 endpoints_synced |= f.synced;
+                dirty |= f.changed || l.changed;
+            }
+            ev = pods.next() => {
+                let f = fold(&mut state.pod_labels, ev, |p: Pod| p.metadata.labels.unwrap_or_default());
+                policy_synced[0] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = namespaces.next() => {
+                let f = fold(&mut state.namespaces, ev, |n: Namespace| n.metadata.labels.unwrap_or_default());
+                policy_synced[1] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = kube_policies.next() => {
+                let f = fold(&mut state.kube_policies, ev, |p: KubeNetworkPolicy| {
+                    refused(tartan_policy::k8s::from_network_policy(&p)
+                        .map(|m| tartan_policy::ir::from_kubernetes(&m)))
+                });
+                policy_synced[2] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = tartan_policies.next() => {
+                let f = fold(&mut state.tartan_policies, ev, |p: NetworkPolicy| {
+                    refused(tartan_policy::tartan::from_network_policy(&p))
+                });
+                policy_synced[3] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = global_policies.next() => {
+                let f = fold(&mut state.global_policies, ev, |p: GlobalNetworkPolicy| {
+                    refused(tartan_policy::tartan::from_global_network_policy(&p))
+                });
+                policy_synced[4] |= f.synced;
                 dirty |= f.changed;
             }
             ev = blocks.next() => {
@@ -265,6 +379,9 @@ pub async fn run(
                             warn!(error = %e, "NAT table not written; retrying at the next check");
                         }
                     }
+                }
+                if policy_synced.iter().all(|s| *s) {
+                    apply_policy(&mut policy, &cfg.node, &state, &health, kernel_check);
                 }
                 let mut want = desired(&cfg.node, &state);
                 let ipip_before = tunnels.ipip.clone();

@@ -39,6 +39,8 @@ pub struct Health {
     /// 1: IPIP devices work here; 0: the kernel refused one; -1: not tried.
     pub ipip_supported: Gauge,
     pub vxlan_peers: Gauge,
+    pub policy_writes: Counter,
+    pub policy_failures: Counter,
 }
 
 impl Health {
@@ -58,6 +60,8 @@ impl Health {
             routes_waiting: Gauge::default(),
             ipip_supported: Gauge::default(),
             vxlan_peers: Gauge::default(),
+            policy_writes: Counter::default(),
+            policy_failures: Counter::default(),
         };
         h.ipip_supported.set(-1);
         registry.register(
@@ -99,6 +103,16 @@ impl Health {
             "vxlan_peers",
             "Other nodes reached through the VXLAN device",
             h.vxlan_peers.clone(),
+        );
+        registry.register(
+            "policy_writes",
+            "nft transactions that changed the policy table",
+            h.policy_writes.clone(),
+        );
+        registry.register(
+            "policy_write_failures",
+            "Policy table writes nft refused (each followed by a full rebuild)",
+            h.policy_failures.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = registry;

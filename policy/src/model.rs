@@ -41,7 +41,7 @@ pub struct PortMatch {
 }
 
 /// Which namespaces a pod peer may be in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Namespaces {
     /// Exactly this one (the policy's own).
     Named(String),

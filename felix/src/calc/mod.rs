@@ -3,5 +3,6 @@
 
 pub mod encap;
 pub mod nat;
+pub mod policy;
 pub mod routes;
 pub mod state;

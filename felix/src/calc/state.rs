@@ -7,6 +7,8 @@ use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
 
+use super::policy::Converted;
+
 /// What felix needs of a Node: where it is on the underlay, and its VXLAN
 /// endpoint's MAC once the node's felix has published it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -40,7 +42,21 @@ pub struct State {
     pub pools: BTreeMap<String, IpPoolSpec>,
     /// `/name` (the key of a cluster-scoped object) → node.
     pub nodes: BTreeMap<String, NodeInfo>,
+    /// `namespace/name` of an endpoint → the labels the CNI plugin copied
+    /// from its Pod.
+    pub endpoint_labels: BTreeMap<String, Labels>,
+    /// `namespace/name` of a Pod → its labels (they change; the copy on
+    /// the endpoint does not).
+    pub pod_labels: BTreeMap<String, Labels>,
+    /// `/name` of a Namespace → its labels.
+    pub namespaces: BTreeMap<String, Labels>,
+    /// Policies by `namespace/name` (`/name` for global ones).
+    pub kube_policies: BTreeMap<String, Converted>,
+    pub tartan_policies: BTreeMap<String, Converted>,
+    pub global_policies: BTreeMap<String, Converted>,
 }
+
+pub type Labels = BTreeMap<String, String>;
 
 impl State {
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {

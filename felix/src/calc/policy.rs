@@ -1,0 +1,130 @@
+//! Policy: from the watched policies, namespaces, pods and endpoints to the
+//! nftables ruleset this node needs. Pure.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use tartan_api::resources::WorkloadEndpointSpec;
+use tartan_policy::compile::{self, Endpoint, NamedPort, Ruleset};
+use tartan_policy::ir::Policy;
+
+use super::state::State;
+
+/// A policy as watched: converted once when it changes; a policy that
+/// does not convert is kept as its error (and enforced as nothing: felix
+/// logs it when it arrives).
+pub type Converted = Result<Policy, String>;
+
+fn protocol_number(p: &str) -> Option<u8> {
+    match p.to_ascii_uppercase().as_str() {
+        "TCP" => Some(6),
+        "UDP" => Some(17),
+        "SCTP" => Some(132),
+        _ => None,
+    }
+}
+
+fn endpoint(node: &str, key: &str, w: &WorkloadEndpointSpec, state: &State) -> Endpoint {
+    let namespace = key.split('/').next().unwrap_or("").to_string();
+    // The Pod's labels are the truth (a relabelled pod); the endpoint's
+    // copy, written at ADD, serves until the Pod is seen.
+    let labels = state
+        .pod_labels
+        .get(&format!("{namespace}/{}", w.pod))
+        .or_else(|| state.endpoint_labels.get(key))
+        .cloned()
+        .unwrap_or_default();
+    Endpoint {
+        namespace,
+        labels,
+        addrs: w
+            .ip_networks
+            .iter()
+            .filter_map(|n| n.parse::<IpNet>().ok())
+            .map(|n| n.addr())
+            .collect::<Vec<IpAddr>>(),
+        ports: w
+            .ports
+            .iter()
+            .filter_map(|p| {
+                Some(NamedPort {
+                    name: p.name.clone(),
+                    protocol: protocol_number(&p.protocol)?,
+                    port: p.port,
+                })
+            })
+            .collect(),
+        interface: (w.node == node).then(|| w.interface_name.clone()),
+    }
+}
+
+/// The ruleset for `node`.
+pub fn desired(node: &str, state: &State) -> Ruleset {
+    let policies: Vec<Policy> = state
+        .kube_policies
+        .values()
+        .chain(state.tartan_policies.values())
+        .chain(state.global_policies.values())
+        .filter_map(|p| p.as_ref().ok().cloned())
+        .collect();
+    let endpoints: Vec<Endpoint> = state
+        .endpoints
+        .iter()
+        .map(|(k, w)| endpoint(node, k, w, state))
+        .collect();
+    let namespaces: BTreeMap<String, BTreeMap<String, String>> = state
+        .namespaces
+        .iter()
+        .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.clone()))
+        .collect();
+    compile::compile(&policies, &endpoints, &namespaces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tartan_api::resources::EndpointPort;
+
+    fn wep(node: &str, pod: &str, iface: &str, ip: &str) -> WorkloadEndpointSpec {
+        WorkloadEndpointSpec {
+            node: node.into(),
+            pod: pod.into(),
+            container_id: "c".into(),
+            endpoint: "eth0".into(),
+            interface_name: iface.into(),
+            mac: None,
+            ip_networks: vec![ip.into()],
+            ports: vec![EndpointPort {
+                name: "http".into(),
+                protocol: "TCP".into(),
+                port: 8080,
+            }],
+        }
+    }
+
+    #[test]
+    fn pod_labels_win_over_the_endpoint_copy_and_only_local_pods_dispatch() {
+        let mut s = State::default();
+        s.endpoints
+            .insert("x/a.eth0".into(), wep("n1", "a", "tara", "10.0.0.1/32"));
+        s.endpoints
+            .insert("x/b.eth0".into(), wep("n2", "b", "tarb", "10.0.0.2/32"));
+        s.endpoint_labels
+            .insert("x/a.eth0".into(), [("pod".into(), "old".into())].into());
+        s.pod_labels
+            .insert("x/a".into(), [("pod".into(), "a".into())].into());
+        let a = endpoint("n1", "x/a.eth0", &s.endpoints["x/a.eth0"], &s);
+        assert_eq!(a.labels["pod"], "a");
+        assert_eq!(a.interface.as_deref(), Some("tara"));
+        assert_eq!(a.ports[0].protocol, 6);
+        let b = endpoint("n1", "x/b.eth0", &s.endpoints["x/b.eth0"], &s);
+        assert_eq!(b.interface, None);
+        assert!(b.labels.is_empty());
+        // No policy: both directions of the local pod are open.
+        let rs = desired("n1", &s);
+        assert_eq!(rs.to_endpoint.len(), 1);
+        assert_eq!(rs.to_endpoint["tara"], compile::OPEN_CHAIN);
+        assert!(rs.chains.is_empty() && rs.sets.is_empty());
+    }
+}

@@ -1,0 +1,324 @@
+//! A [`Ruleset`] as nft JSON commands: the whole table (replaced in one
+//! transaction), or the difference between two rulesets.
+//!
+//! The fixed part of table `inet tartan`:
+//!
+//! ```text
+//! chain forward { type filter hook forward priority filter; policy accept;
+//!     ct state established,related accept
+//!     ct state invalid drop
+//!     iifname "tar*" jump from_endpoint     # egress of the sending pod
+//!     oifname "tar*" jump to_endpoint       # ingress of the receiving pod
+//! }
+//! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
+//! chain to_endpoint { oifname vmap @to_endpoint; drop }
+//! chain open { }
+//! ```
+//!
+//! The `nftables` crate has no `verdict` map type, so the two verdict
+//! maps are declared in JSON written here; everything else goes through
+//! the crate's types.
+
+use std::borrow::Cow;
+
+use nftables::expr::{Expression, MetaKey, Verdict};
+use nftables::schema::{
+    Chain, Element as NftElement, FlushObject, NfCmd, NfListObject, NfObject, Rule, Set,
+    SetTypeValue, Table,
+};
+use nftables::stmt::{JumpTarget, Statement, VerdictMap};
+use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
+use serde_json::{Value, json};
+
+use super::stmt::*;
+use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
+
+pub const TABLE: &str = "tartan";
+pub const FORWARD: &str = "forward";
+pub const FROM_ENDPOINT: &str = "from_endpoint";
+pub const TO_ENDPOINT: &str = "to_endpoint";
+/// Interfaces of pods start with this (the CNI plugin names them).
+pub const INTERFACE_PREFIX: &str = "tar";
+
+fn chain(name: &str) -> Chain<'static> {
+    Chain {
+        family: NfFamily::INet,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Owned(name.to_string()),
+        ..Chain::default()
+    }
+}
+
+fn rule(chain: &str, expr: Stmts) -> NfObject<'static> {
+    NfObject::CmdObject(NfCmd::Add(NfListObject::Rule(Rule {
+        family: NfFamily::INet,
+        table: Cow::Borrowed(TABLE),
+        chain: Cow::Owned(chain.to_string()),
+        expr: Cow::Owned(expr),
+        ..Rule::default()
+    })))
+}
+
+fn add(o: NfListObject<'static>) -> NfObject<'static> {
+    NfObject::CmdObject(NfCmd::Add(o))
+}
+
+fn set_type(kind: SetKind) -> SetTypeValue<'static> {
+    use nftables::schema::SetType;
+    let addr = |v6| {
+        if v6 {
+            SetType::Ipv6Addr
+        } else {
+            SetType::Ipv4Addr
+        }
+    };
+    match kind {
+        SetKind::Addr { v6 } => SetTypeValue::Single(addr(v6)),
+        SetKind::Port { v6 } => SetTypeValue::Concatenated(Cow::Owned(vec![
+            addr(v6),
+            SetType::InetProto,
+            SetType::InetService,
+        ])),
+    }
+}
+
+fn element(e: &Element) -> Expression<'static> {
+    match e {
+        Element::Addr(a) => s(a.to_string()),
+        Element::Port(a, proto, port) => concat(vec![
+            s(a.to_string()),
+            Expression::Number(u32::from(*proto)),
+            Expression::Number(u32::from(*port)),
+        ]),
+    }
+}
+
+fn set_object(name: &str, def: &SetDef, with_elements: bool) -> NfListObject<'static> {
+    let elem: Vec<Expression<'static>> = def.elements.iter().map(element).collect();
+    NfListObject::Set(Box::new(Set {
+        family: NfFamily::INet,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Owned(name.to_string()),
+        set_type: set_type(def.kind),
+        elem: (with_elements && !elem.is_empty()).then(|| Cow::Owned(elem)),
+        ..Set::default()
+    }))
+}
+
+fn elements<'a>(
+    name: &str,
+    items: impl IntoIterator<Item = &'a Element>,
+) -> Option<NfListObject<'static>> {
+    let elem: Vec<Expression<'static>> = items.into_iter().map(element).collect();
+    (!elem.is_empty()).then(|| {
+        NfListObject::Element(NftElement {
+            family: NfFamily::INet,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(name.to_string()),
+            elem: Cow::Owned(elem),
+        })
+    })
+}
+
+fn map_elements<'a>(
+    map: &str,
+    items: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Option<NfListObject<'static>> {
+    let elem: Vec<Expression<'static>> = items
+        .into_iter()
+        .map(|(iface, target)| {
+            Expression::List(vec![
+                s(iface.clone()),
+                Expression::Verdict(Verdict::Goto(JumpTarget {
+                    target: Cow::Owned(target.clone()),
+                })),
+            ])
+        })
+        .collect();
+    (!elem.is_empty()).then(|| {
+        NfListObject::Element(NftElement {
+            family: NfFamily::INet,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(map.to_string()),
+            elem: Cow::Owned(elem),
+        })
+    })
+}
+
+fn declare_vmap(name: &str) -> Value {
+    json!({"add": {"map": {
+        "family": "inet", "table": TABLE, "name": name,
+        "type": "ifname", "map": "verdict"
+    }}})
+}
+
+fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
+    // Serialising the crate's plain data types cannot fail.
+    objs.into_iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect()
+}
+
+fn batch(parts: Vec<Value>) -> Value {
+    json!({ "nftables": parts })
+}
+
+fn fixed_rules() -> Vec<NfObject<'static>> {
+    let ifname = |k| meta(k);
+    let wildcard = || s(format!("{INTERFACE_PREFIX}*"));
+    vec![
+        rule(
+            FORWARD,
+            vec![
+                flags_set(
+                    ct("state"),
+                    Expression::List(vec![s("established"), s("related")]),
+                ),
+                accept(),
+            ],
+        ),
+        rule(FORWARD, vec![flags_set(ct("state"), s("invalid")), drop()]),
+        rule(
+            FORWARD,
+            vec![
+                matches(ifname(MetaKey::Iifname), wildcard(), true),
+                jump(FROM_ENDPOINT),
+            ],
+        ),
+        rule(
+            FORWARD,
+            vec![
+                matches(ifname(MetaKey::Oifname), wildcard(), true),
+                jump(TO_ENDPOINT),
+            ],
+        ),
+        rule(
+            FROM_ENDPOINT,
+            vec![Statement::VerdictMap(VerdictMap {
+                key: meta(MetaKey::Iifname),
+                data: s(format!("@{FROM_ENDPOINT}")),
+            })],
+        ),
+        rule(FROM_ENDPOINT, vec![drop()]),
+        rule(
+            TO_ENDPOINT,
+            vec![Statement::VerdictMap(VerdictMap {
+                key: meta(MetaKey::Oifname),
+                data: s(format!("@{TO_ENDPOINT}")),
+            })],
+        ),
+        rule(TO_ENDPOINT, vec![drop()]),
+    ]
+}
+
+/// Replace the whole table with `rs` in one transaction (valid whether
+/// or not the table exists).
+pub fn full(rs: &Ruleset) -> Value {
+    let table = Table {
+        family: NfFamily::INet,
+        name: Cow::Borrowed(TABLE),
+        handle: None,
+    };
+    let mut objs = vec![
+        add(NfListObject::Table(table.clone())),
+        NfObject::CmdObject(NfCmd::Delete(NfListObject::Table(table.clone()))),
+        add(NfListObject::Table(table)),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Forward),
+            prio: Some(0),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(FORWARD)
+        })),
+    ];
+    for c in [FROM_ENDPOINT, TO_ENDPOINT, OPEN_CHAIN] {
+        objs.push(add(NfListObject::Chain(chain(c))));
+    }
+    for name in rs.chains.keys() {
+        objs.push(add(NfListObject::Chain(chain(name))));
+    }
+    for (name, def) in &rs.sets {
+        objs.push(add(set_object(name, def, true)));
+    }
+    // Policy chains before the profiles that jump to them.
+    for pass in ["p", "q"] {
+        for (name, rules) in rs.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
+            objs.extend(rules.iter().map(|r| rule(name, r.clone())));
+        }
+    }
+    let mut out = to_json(objs);
+    out.push(declare_vmap(FROM_ENDPOINT));
+    out.push(declare_vmap(TO_ENDPOINT));
+    let mut rest = Vec::new();
+    rest.extend(map_elements(FROM_ENDPOINT, &rs.from_endpoint).map(add));
+    rest.extend(map_elements(TO_ENDPOINT, &rs.to_endpoint).map(add));
+    rest.extend(fixed_rules());
+    out.extend(to_json(rest));
+    batch(out)
+}
+
+/// The commands that turn `old` (as applied) into `new`; `None` when
+/// they are equal.
+pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
+    if old == new {
+        return None;
+    }
+    let mut objs: Vec<NfObject<'static>> = Vec::new();
+    let del = |o| NfObject::CmdObject(NfCmd::Delete(o));
+    // New chains and sets first: what follows refers to them.
+    for name in new.chains.keys().filter(|n| !old.chains.contains_key(*n)) {
+        objs.push(add(NfListObject::Chain(chain(name))));
+    }
+    for (name, def) in &new.sets {
+        match old.sets.get(name) {
+            None => objs.push(add(set_object(name, def, true))),
+            Some(was) => {
+                objs.extend(elements(name, def.elements.difference(&was.elements)).map(add));
+            }
+        }
+    }
+    for pass in ["p", "q"] {
+        for (name, rules) in new.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
+            match old.chains.get(name) {
+                Some(was) if was == rules => continue,
+                Some(_) => objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
+                    chain(name),
+                )))),
+                None => {}
+            }
+            objs.extend(rules.iter().map(|r| rule(name, r.clone())));
+        }
+    }
+    for (map, o, n) in [
+        (FROM_ENDPOINT, &old.from_endpoint, &new.from_endpoint),
+        (TO_ENDPOINT, &old.to_endpoint, &new.to_endpoint),
+    ] {
+        let gone = o.iter().filter(|(k, v)| n.get(*k) != Some(*v));
+        objs.extend(map_elements(map, gone).map(del));
+        let came = n.iter().filter(|(k, v)| o.get(*k) != Some(*v));
+        objs.extend(map_elements(map, came).map(add));
+    }
+    for (name, was) in &old.sets {
+        if let Some(def) = new.sets.get(name) {
+            objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
+        }
+    }
+    // Chains no longer used: emptied, then removed, profiles before the
+    // policies they jump to; then the sets their rules used.
+    for pass in ["q", "p"] {
+        for name in old
+            .chains
+            .keys()
+            .filter(|n| n.starts_with(pass) && !new.chains.contains_key(*n))
+        {
+            objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
+                chain(name),
+            ))));
+            objs.push(del(NfListObject::Chain(chain(name))));
+        }
+    }
+    for (name, def) in old.sets.iter().filter(|(n, _)| !new.sets.contains_key(*n)) {
+        objs.push(del(set_object(name, def, false)));
+    }
+    Some(batch(to_json(objs)))
+}

@@ -1,0 +1,257 @@
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use k8s_openapi::api::networking::v1::NetworkPolicy as KubePolicy;
+use serde_json::json;
+use tartan_api::resources::{GlobalNetworkPolicy, NetworkPolicy};
+
+use super::render;
+use super::*;
+use crate::ir::{self, Policy};
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn ep(ns: &str, pod: &str, ip: &str, iface: Option<&str>) -> Endpoint {
+    Endpoint {
+        namespace: ns.into(),
+        labels: labels(&[("pod", pod)]),
+        addrs: vec![ip.parse().unwrap()],
+        ports: vec![NamedPort {
+            name: "serve-80-tcp".into(),
+            protocol: 6,
+            port: 80,
+        }],
+        interface: iface.map(String::from),
+    }
+}
+
+/// x/a and x/b on this node, y/a elsewhere.
+fn endpoints() -> Vec<Endpoint> {
+    vec![
+        ep("x", "a", "10.0.0.1", Some("tarxa")),
+        ep("x", "b", "10.0.0.2", Some("tarxb")),
+        ep("y", "a", "10.0.1.1", None),
+    ]
+}
+
+fn namespaces() -> NamespaceLabels {
+    ["x", "y"]
+        .iter()
+        .map(|n| (n.to_string(), labels(&[(NAMESPACE_NAME_LABEL, n)])))
+        .collect()
+}
+
+fn kube(spec: serde_json::Value) -> Policy {
+    let np: KubePolicy = serde_json::from_value(json!({
+        "metadata": {"name": "allow", "namespace": "x"}, "spec": spec
+    }))
+    .unwrap();
+    ir::from_kubernetes(&crate::k8s::from_network_policy(&np).unwrap())
+}
+
+fn tartan_ns(spec: serde_json::Value) -> Policy {
+    let np: NetworkPolicy = serde_json::from_value(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "deny", "namespace": "x"}, "spec": spec
+    }))
+    .unwrap();
+    crate::tartan::from_network_policy(&np).unwrap()
+}
+
+fn global(name: &str, spec: serde_json::Value) -> Policy {
+    let g: GlobalNetworkPolicy = serde_json::from_value(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    crate::tartan::from_global_network_policy(&g).unwrap()
+}
+
+/// Compare with the file in `policy/tests/snapshots/`; `UPDATE_SNAPSHOTS=1`
+/// writes it instead.
+fn snapshot(name: &str, value: &serde_json::Value) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(format!("{name}.json"));
+    let text = serde_json::to_string_pretty(value).unwrap() + "\n";
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("no snapshot {path:?}; run with UPDATE_SNAPSHOTS=1"));
+    assert!(
+        want == text,
+        "{name}: the compiled output changed; if that is meant, run with UPDATE_SNAPSHOTS=1 and review the diff\n{text}"
+    );
+}
+
+#[test]
+fn no_policy_leaves_every_local_endpoint_open() {
+    let rs = compile(&[], &endpoints(), &namespaces());
+    assert!(rs.chains.is_empty() && rs.sets.is_empty());
+    assert_eq!(
+        rs.to_endpoint,
+        BTreeMap::from([
+            ("tarxa".to_string(), OPEN_CHAIN.to_string()),
+            ("tarxb".to_string(), OPEN_CHAIN.to_string())
+        ])
+    );
+    assert_eq!(rs.to_endpoint, rs.from_endpoint);
+}
+
+#[test]
+fn kubernetes_allow_from_another_namespace_on_a_named_port() {
+    let p = kube(json!({
+        "podSelector": {"matchLabels": {"pod": "a"}},
+        "ingress": [{
+            "from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "y"}}}],
+            "ports": [{"port": "serve-80-tcp"}]
+        }]
+    }));
+    let rs = compile(std::slice::from_ref(&p), &endpoints(), &namespaces());
+    // Only x/a is selected; x/b stays open; egress is not governed.
+    let profile = &rs.to_endpoint["tarxa"];
+    assert!(profile.starts_with("qi"), "{profile}");
+    assert_eq!(rs.to_endpoint["tarxb"], OPEN_CHAIN);
+    assert_eq!(rs.from_endpoint["tarxa"], OPEN_CHAIN);
+    // The selector's set holds y/a's address; the named port's set every
+    // endpoint's port 80.
+    let sel = rs
+        .sets
+        .iter()
+        .find(|(n, d)| n.starts_with('s') && d.kind == SetKind::Addr { v6: false })
+        .unwrap();
+    assert_eq!(
+        sel.1.elements.iter().collect::<Vec<_>>(),
+        [&Element::Addr("10.0.1.1".parse().unwrap())]
+    );
+    let named = &rs.sets[&named_port_set("serve-80-tcp", false)];
+    assert_eq!(named.elements.len(), 3);
+    // Policy chain: the IPv4 and IPv6 forms of the one allow rule.
+    assert_eq!(rs.chains[&policy_chain(&p, true)].len(), 2);
+    snapshot("kubernetes_named_port", &render::full(&rs));
+}
+
+#[test]
+fn ordered_tartan_policies_pass_and_log() {
+    let deny = tartan_ns(json!({
+        "order": 100,
+        "selector": "pod == 'a'",
+        "ingress": [
+            {"action": "Log", "protocol": "TCP", "destination": {"ports": [81]}},
+            {"action": "Deny", "protocol": "TCP", "source": {"notNets": ["10.0.0.0/24"]}}
+        ]
+    }));
+    let pass = global(
+        "pass-y",
+        json!({
+            "order": 10,
+            "ingress": [{"action": "Pass", "source": {"namespaceSelector": "kubernetes.io/metadata.name == 'y'"}}]
+        }),
+    );
+    let k = kube(json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}));
+    let rs = compile(
+        &[deny.clone(), k.clone(), pass.clone()],
+        &endpoints(),
+        &namespaces(),
+    );
+    // x/a: pass-y (10), deny (100), the Kubernetes policy (1000).
+    let qa = &rs.chains[&rs.to_endpoint["tarxa"]];
+    let jumps: Vec<String> = qa
+        .iter()
+        .flat_map(|r| r.iter())
+        .filter_map(|s| match s {
+            nftables::stmt::Statement::Jump(t) => Some(t.target.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        jumps,
+        [
+            policy_chain(&pass, true),
+            policy_chain(&deny, true),
+            policy_chain(&k, true)
+        ]
+    );
+    // After a Pass, the Tartan policy is skipped but the Kubernetes one
+    // is not: only the deny jump is guarded by the pass mark.
+    let guarded: Vec<bool> = qa
+        .iter()
+        .filter(|r| {
+            r.iter()
+                .any(|s| matches!(s, nftables::stmt::Statement::Jump(_)))
+        })
+        .map(|r| r.len() == 2)
+        .collect();
+    assert_eq!(guarded, [false, true, false]);
+    // x/b has another profile (no deny): the profiles are distinct chains.
+    assert_ne!(rs.to_endpoint["tarxa"], rs.to_endpoint["tarxb"]);
+    snapshot("ordered_pass_log", &render::full(&rs));
+}
+
+#[test]
+fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
+    let p = kube(json!({"podSelector": {"matchLabels": {"pod": "a"}}}));
+    let mut eps = endpoints();
+    let before = compile(std::slice::from_ref(&p), &eps, &namespaces());
+    eps[1].labels = labels(&[("pod", "a")]);
+    let after = compile(&[p], &eps, &namespaces());
+    assert_eq!(before.chains, after.chains);
+    let d = render::diff(&before, &after).unwrap();
+    let cmds = d["nftables"].as_array().unwrap();
+    assert_eq!(cmds.len(), 2, "{d}");
+    assert!(
+        cmds.iter()
+            .all(|c| c.pointer("/add/element").is_some() || c.pointer("/delete/element").is_some()),
+        "{d}"
+    );
+    assert!(render::diff(&after, &after).is_none());
+}
+
+#[test]
+fn a_changed_policy_changes_only_its_chain() {
+    let p1 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}));
+    let p2 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 81}]}]}));
+    let before = compile(&[p1], &endpoints(), &namespaces());
+    let after = compile(std::slice::from_ref(&p2), &endpoints(), &namespaces());
+    let d = render::diff(&before, &after).unwrap();
+    let text = d.to_string();
+    let cmds = d["nftables"].as_array().unwrap();
+    // Flush the policy's chain, then its one rule again (no IPv4/IPv6
+    // split: the rule names no address).
+    assert_eq!(cmds.len(), 2, "{text}");
+    assert_eq!(
+        cmds[0]
+            .pointer("/flush/chain/name")
+            .and_then(|v| v.as_str()),
+        Some(policy_chain(&p2, true).as_str())
+    );
+    assert!(text.contains("81"), "{text}");
+}
+
+#[test]
+fn policies_no_longer_used_leave_with_their_sets() {
+    let p = kube(
+        json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
+    );
+    let before = compile(&[p], &endpoints(), &namespaces());
+    let after = compile(&[], &endpoints(), &namespaces());
+    let d = render::diff(&before, &after).unwrap();
+    let text = d.to_string();
+    for (name, _) in before.chains.iter() {
+        assert!(
+            text.contains(&format!("\"name\":\"{name}\"")),
+            "{name} not removed: {text}"
+        );
+    }
+    for name in before.sets.keys() {
+        assert!(text.contains(name.as_str()), "{name} not removed: {text}");
+    }
+}
