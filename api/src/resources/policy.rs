@@ -12,8 +12,10 @@ use super::common::{Problem, Problems, all_selector, check_selector, parse_netwo
 pub use super::policy_values::{Port, Protocol};
 
 /// What a rule does with the packets it matches. `Allow` and `Deny` end
-/// evaluation; `Pass` skips to the next tier of policies (or the profile);
-/// `Log` logs and goes on to the next rule.
+/// evaluation; `Pass` skips the rest of this policy and every later Tartan
+/// policy (Kubernetes NetworkPolicies still apply; with none selecting the
+/// endpoint the packet is allowed); `Log` logs and goes on to the next
+/// rule.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
 pub enum Action {
     Allow,
