@@ -9,6 +9,7 @@ pub mod cnibench;
 pub mod cnilab;
 pub mod etcd;
 pub mod netns;
+pub mod netpol;
 pub mod peers;
 pub mod process;
 pub mod storebench;
