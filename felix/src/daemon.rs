@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::Kind;
 use tartan_api::resources::{
@@ -24,10 +25,14 @@ use crate::calc::encap;
 use crate::calc::routes::desired;
 use crate::calc::state::{NodeInfo, State};
 use crate::dataplane::events::KernelEvents;
-use crate::dataplane::policy::{PolicyDriver, Written};
+use crate::dataplane::nft::Written;
+use crate::dataplane::policy::PolicyDriver;
 use crate::dataplane::routes::RouteDriver;
+use crate::dataplane::services::ServiceDriver;
 use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
+use crate::services::render::{SvcNft, is_dynamic};
+use crate::services::{ServiceInfo, SliceInfo};
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
 use tartan_api::store::typed::TypedStore;
@@ -162,11 +167,16 @@ fn apply_policy(
     check: bool,
 ) {
     let want = crate::calc::policy::desired(node, state);
-    match driver.apply(&want, check) {
+    match driver.apply(&want, check, &|_| false) {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.policy_writes.inc();
-            debug!(took_ms = t.as_secs_f64() * 1e3, "policy table changed");
+            info!(
+                chains = want.chains.len(),
+                sets = want.sets.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "policy table changed"
+            );
         }
         Ok(Written::Full(t)) => {
             health.policy_writes.inc();
@@ -181,6 +191,43 @@ fn apply_policy(
         Err(e) => {
             health.policy_failures.inc();
             warn!(error = %e, "policy table not written; retrying at the next check");
+        }
+    }
+}
+
+/// Compute the service table and write what changed.
+fn apply_services(
+    driver: &mut ServiceDriver,
+    node: &str,
+    state: &State,
+    health: &Health,
+    check: bool,
+) {
+    let want = SvcNft::from_table(&crate::calc::services::desired(node, state));
+    match driver.apply(&want, check, &is_dynamic) {
+        Ok(Written::Nothing) => {}
+        Ok(Written::Difference(t)) => {
+            health.service_writes.inc();
+            info!(
+                frontends = want.frontends.len(),
+                node_ports = want.node_ports.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "service table changed"
+            );
+        }
+        Ok(Written::Full(t)) => {
+            health.service_writes.inc();
+            info!(
+                frontends = want.frontends.len(),
+                node_ports = want.node_ports.len(),
+                endpoints = want.fe_slots.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "service table written"
+            );
+        }
+        Err(e) => {
+            health.service_failures.inc();
+            warn!(error = %e, "service table not written; retrying at the next check");
         }
     }
 }
@@ -248,6 +295,8 @@ pub async fn run(
     let mut kube_policies = all(Kind::KubeNetworkPolicy);
     let mut tartan_policies = all(Kind::NetworkPolicy);
     let mut global_policies = all(Kind::GlobalNetworkPolicy);
+    let mut services = all(Kind::Service);
+    let mut slices = all(Kind::EndpointSlice);
     enable_forwarding();
     let mut routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
     let mut tunnels = TunnelDriver::connect().context("open netlink")?;
@@ -267,6 +316,9 @@ pub async fn run(
     // Pods, namespaces and the three policy kinds.
     let mut policy_synced = [false; 5];
     let mut policy = PolicyDriver::default();
+    // Services and EndpointSlices.
+    let mut services_synced = [false; 2];
+    let mut service_table = ServiceDriver::default();
     allow_logging_from_namespaces();
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut recheck = false;
@@ -316,6 +368,16 @@ pub async fn run(
                     refused(tartan_policy::tartan::from_network_policy(&p))
                 });
                 policy_synced[3] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = services.next() => {
+                let f = fold(&mut state.services, ev, |s: Service| ServiceInfo::from_service(&s));
+                services_synced[0] |= f.synced;
+                dirty |= f.changed;
+            }
+            ev = slices.next() => {
+                let f = fold(&mut state.slices, ev, |s: EndpointSlice| SliceInfo::from_slice(&s));
+                services_synced[1] |= f.synced;
                 dirty |= f.changed;
             }
             ev = global_policies.next() => {
@@ -382,6 +444,9 @@ pub async fn run(
                 }
                 if policy_synced.iter().all(|s| *s) {
                     apply_policy(&mut policy, &cfg.node, &state, &health, kernel_check);
+                }
+                if services_synced.iter().all(|s| *s) {
+                    apply_services(&mut service_table, &cfg.node, &state, &health, kernel_check);
                 }
                 let mut want = desired(&cfg.node, &state);
                 let ipip_before = tunnels.ipip.clone();

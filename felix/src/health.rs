@@ -41,6 +41,8 @@ pub struct Health {
     pub vxlan_peers: Gauge,
     pub policy_writes: Counter,
     pub policy_failures: Counter,
+    pub service_writes: Counter,
+    pub service_failures: Counter,
 }
 
 impl Health {
@@ -62,6 +64,8 @@ impl Health {
             vxlan_peers: Gauge::default(),
             policy_writes: Counter::default(),
             policy_failures: Counter::default(),
+            service_writes: Counter::default(),
+            service_failures: Counter::default(),
         };
         h.ipip_supported.set(-1);
         registry.register(
@@ -113,6 +117,16 @@ impl Health {
             "policy_write_failures",
             "Policy table writes nft refused (each followed by a full rebuild)",
             h.policy_failures.clone(),
+        );
+        registry.register(
+            "service_writes",
+            "nft transactions that changed the service table",
+            h.service_writes.clone(),
+        );
+        registry.register(
+            "service_write_failures",
+            "Service table writes nft refused",
+            h.service_failures.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = registry;

@@ -11,6 +11,7 @@ pub mod calc;
 pub mod daemon;
 pub mod dataplane;
 pub mod health;
+pub mod services;
 
 /// Route protocol of local routes (pods, blocks).
 pub const ROUTE_PROTOCOL: u8 = 202;

@@ -5,4 +5,5 @@ pub mod encap;
 pub mod nat;
 pub mod policy;
 pub mod routes;
+pub mod services;
 pub mod state;

@@ -3,9 +3,11 @@
 
 pub mod events;
 pub mod nat;
+pub mod nft;
 pub mod plan;
 pub mod policy;
 pub mod routes;
+pub mod services;
 pub mod tunnels;
 
 #[derive(Debug, thiserror::Error)]

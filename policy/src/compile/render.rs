@@ -20,6 +20,7 @@
 //! the crate's types.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 use nftables::expr::{Expression, MetaKey, Verdict};
 use nftables::schema::{
@@ -321,4 +322,28 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
         objs.push(del(set_object(name, def, false)));
     }
     Some(batch(to_json(objs)))
+}
+
+/// Each chain with its rule count and each set and map (`@name`) with its
+/// element count, as `nft list table` shows them: enough to tell a table
+/// edited or emptied by hand from the one written.
+pub fn summary(rs: &Ruleset) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    let mut fixed: BTreeMap<String, usize> = BTreeMap::new();
+    for o in fixed_rules() {
+        if let NfObject::CmdObject(NfCmd::Add(NfListObject::Rule(r))) = o {
+            *fixed.entry(r.chain.to_string()).or_default() += 1;
+        }
+    }
+    m.extend(fixed);
+    m.insert(OPEN_CHAIN.to_string(), 0);
+    for (name, rules) in &rs.chains {
+        m.insert(name.clone(), rules.len());
+    }
+    for (name, def) in &rs.sets {
+        m.insert(format!("@{name}"), def.elements.len());
+    }
+    m.insert(format!("@{FROM_ENDPOINT}"), rs.from_endpoint.len());
+    m.insert(format!("@{TO_ENDPOINT}"), rs.to_endpoint.len());
+    m
 }

@@ -1,0 +1,337 @@
+//! The service proxy: Services and EndpointSlices become NAT in the
+//! nftables table `ip tartan-svc` ([`render`]). Which addresses a node
+//! answers for a Service and where each goes is computed here, purely.
+//!
+//! - Frontends: the ClusterIP, `externalIPs` and LoadBalancer ingress IPs,
+//!   each with every service port (TCP, UDP, SCTP); NodePorts on the
+//!   node's own addresses (not loopback).
+//! - Backends: the Service's EndpointSlices' endpoints that are ready; when
+//!   none is, those serving while terminating.
+//! - `externalTrafficPolicy: Local`: external frontends and NodePorts go
+//!   to this node's endpoints only, keeping the client's address, and
+//!   traffic for them is dropped on a node without one.
+//!   `internalTrafficPolicy: Local` does the same for the ClusterIP.
+//! - A frontend with no endpoints at all is refused at once (TCP reset,
+//!   ICMP port unreachable).
+//! - Headless Services (`clusterIP: None`) and ExternalName ones are left
+//!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
+
+pub mod render;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+/// `kubernetes.io/service-name`: the label tying a slice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+pub const TCP: u8 = 6;
+pub const UDP: u8 = 17;
+pub const SCTP: u8 = 132;
+
+/// An endpoint address and port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Backend {
+    pub addr: Ipv4Addr,
+    pub port: u16,
+}
+
+/// Where new connections to a frontend go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dispatch {
+    /// To one of these at random (the index is the slot); with `affinity`
+    /// (seconds), a client keeps its endpoint while it comes back within
+    /// that time.
+    Backends {
+        backends: Vec<Backend>,
+        affinity: Option<u32>,
+    },
+    /// The Service has no endpoint: refuse at once.
+    Reject,
+    /// The traffic policy allows only local endpoints and there are none.
+    Drop,
+}
+
+/// Everything the node's service table holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServiceTable {
+    /// (address, protocol, port) → dispatch: ClusterIPs, external IPs,
+    /// LoadBalancer ingress IPs.
+    pub frontends: BTreeMap<(Ipv4Addr, u8, u16), Dispatch>,
+    /// (protocol, node port) → dispatch, on the node's own addresses.
+    pub node_ports: BTreeMap<(u8, u16), Dispatch>,
+    /// Addresses of this node's pods: a pod reaching itself through a
+    /// Service is masqueraded (hairpin).
+    pub local_pods: BTreeSet<Ipv4Addr>,
+}
+
+/// A watched Service, reduced to what the proxy needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceInfo {
+    pub cluster_ips: Vec<Ipv4Addr>,
+    pub external: Vec<Ipv4Addr>,
+    pub ports: Vec<PortInfo>,
+    pub affinity: Option<u32>,
+    pub external_local: bool,
+    pub internal_local: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortInfo {
+    pub name: String,
+    pub protocol: u8,
+    pub port: u16,
+    pub node_port: Option<u16>,
+}
+
+/// A watched EndpointSlice: its service and, per port name, the
+/// endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceInfo {
+    /// `namespace/service`.
+    pub service: String,
+    /// Port name → (protocol, port).
+    pub ports: BTreeMap<String, (u8, u16)>,
+    pub endpoints: Vec<EndpointInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointInfo {
+    pub addrs: Vec<Ipv4Addr>,
+    pub node: Option<String>,
+    pub ready: bool,
+    pub serving: bool,
+    pub terminating: bool,
+}
+
+pub fn protocol(p: Option<&str>) -> Option<u8> {
+    match p.unwrap_or("TCP") {
+        "TCP" => Some(TCP),
+        "UDP" => Some(UDP),
+        "SCTP" => Some(SCTP),
+        _ => None,
+    }
+}
+
+fn v4(s: &str) -> Option<Ipv4Addr> {
+    match s.parse::<IpAddr>().ok()? {
+        IpAddr::V4(a) => Some(a),
+        IpAddr::V6(_) => None,
+    }
+}
+
+fn port_info(p: &ServicePort) -> Option<PortInfo> {
+    Some(PortInfo {
+        name: p.name.clone().unwrap_or_default(),
+        protocol: protocol(p.protocol.as_deref())?,
+        port: u16::try_from(p.port).ok().filter(|p| *p > 0)?,
+        node_port: p
+            .node_port
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0),
+    })
+}
+
+impl ServiceInfo {
+    /// `None` for what the proxy leaves alone: ExternalName and headless
+    /// Services, and objects without a spec.
+    pub fn from_service(s: &Service) -> Option<ServiceInfo> {
+        let spec = s.spec.as_ref()?;
+        if spec.type_.as_deref() == Some("ExternalName") {
+            return None;
+        }
+        let mut ips: Vec<String> = spec.cluster_ips.clone().unwrap_or_default();
+        if let Some(ip) = &spec.cluster_ip
+            && !ips.contains(ip)
+        {
+            ips.insert(0, ip.clone());
+        }
+        if ips.iter().any(|ip| ip == "None") {
+            return None;
+        }
+        let mut external: Vec<Ipv4Addr> = spec
+            .external_ips
+            .iter()
+            .flatten()
+            .filter_map(|a| v4(a))
+            .collect();
+        if spec.type_.as_deref() == Some("LoadBalancer") {
+            let ingress = s
+                .status
+                .as_ref()
+                .and_then(|st| st.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref());
+            external.extend(
+                ingress
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| i.ip.as_deref().and_then(v4)),
+            );
+        }
+        external.sort();
+        external.dedup();
+        let node_ports = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
+        Some(ServiceInfo {
+            cluster_ips: ips.iter().filter_map(|a| v4(a)).collect(),
+            external,
+            ports: spec
+                .ports
+                .iter()
+                .flatten()
+                .filter_map(port_info)
+                .map(|mut p| {
+                    if !node_ports {
+                        p.node_port = None;
+                    }
+                    p
+                })
+                .collect(),
+            affinity: (spec.session_affinity.as_deref() == Some("ClientIP")).then(|| {
+                spec.session_affinity_config
+                    .as_ref()
+                    .and_then(|c| c.client_ip.as_ref())
+                    .and_then(|c| c.timeout_seconds)
+                    .and_then(|t| u32::try_from(t).ok())
+                    .filter(|t| *t > 0)
+                    .unwrap_or(10_800)
+            }),
+            external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
+            internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
+        })
+    }
+}
+
+impl SliceInfo {
+    /// `None` for slices of no Service or of IPv6 addresses.
+    pub fn from_slice(s: &EndpointSlice) -> Option<SliceInfo> {
+        if s.address_type != "IPv4" {
+            return None;
+        }
+        let ns = s.metadata.namespace.as_deref().unwrap_or("default");
+        let svc = s.metadata.labels.as_ref()?.get(SERVICE_NAME_LABEL)?;
+        Some(SliceInfo {
+            service: format!("{ns}/{svc}"),
+            ports: s
+                .ports
+                .iter()
+                .flatten()
+                .filter_map(|p| {
+                    let port = u16::try_from(p.port?).ok()?;
+                    Some((
+                        p.name.clone().unwrap_or_default(),
+                        (protocol(p.protocol.as_deref())?, port),
+                    ))
+                })
+                .collect(),
+            endpoints: s
+                .endpoints
+                .iter()
+                .map(|e| {
+                    let c = e.conditions.as_ref();
+                    // Unset `ready` means ready; unset `serving` follows it.
+                    let ready = c.and_then(|c| c.ready).unwrap_or(true);
+                    EndpointInfo {
+                        addrs: e.addresses.iter().filter_map(|a| v4(a)).collect(),
+                        node: e.node_name.clone(),
+                        ready,
+                        serving: c.and_then(|c| c.serving).unwrap_or(ready),
+                        terminating: c.and_then(|c| c.terminating).unwrap_or(false),
+                    }
+                })
+                .collect(),
+        })
+    }
+}
+
+/// The endpoints of one service port: ready ones, or when there are none
+/// the serving-but-terminating ones; each with whether it is on `node`.
+fn endpoints_of(
+    service: &str,
+    port: &PortInfo,
+    slices: &[&SliceInfo],
+    node: &str,
+) -> Vec<(Backend, bool)> {
+    let mut ready = BTreeMap::new();
+    let mut terminating = BTreeMap::new();
+    for s in slices.iter().filter(|s| s.service == service) {
+        let Some((proto, target)) = s.ports.get(&port.name) else {
+            continue;
+        };
+        if *proto != port.protocol {
+            continue;
+        }
+        for e in &s.endpoints {
+            let local = e.node.as_deref() == Some(node);
+            for a in &e.addrs {
+                let b = Backend {
+                    addr: *a,
+                    port: *target,
+                };
+                if e.ready {
+                    ready.insert(b, local);
+                } else if e.serving && e.terminating {
+                    terminating.insert(b, local);
+                }
+            }
+        }
+    }
+    let chosen = if ready.is_empty() { terminating } else { ready };
+    chosen.into_iter().collect()
+}
+
+fn dispatch(all: &[(Backend, bool)], local_only: bool, affinity: Option<u32>) -> Dispatch {
+    if all.is_empty() {
+        return Dispatch::Reject;
+    }
+    let backends: Vec<Backend> = all
+        .iter()
+        .filter(|(_, local)| !local_only || *local)
+        .map(|(b, _)| *b)
+        .collect();
+    if backends.is_empty() {
+        Dispatch::Drop
+    } else {
+        Dispatch::Backends { backends, affinity }
+    }
+}
+
+/// The table for `node`. `services` by `namespace/name`.
+pub fn desired(
+    node: &str,
+    services: &BTreeMap<String, ServiceInfo>,
+    slices: &BTreeMap<String, SliceInfo>,
+    local_pods: BTreeSet<Ipv4Addr>,
+) -> ServiceTable {
+    let mut by_service: BTreeMap<&str, Vec<&SliceInfo>> = BTreeMap::new();
+    for s in slices.values() {
+        by_service.entry(s.service.as_str()).or_default().push(s);
+    }
+    let mut t = ServiceTable {
+        local_pods,
+        ..ServiceTable::default()
+    };
+    for (key, svc) in services {
+        let slices = by_service.get(key.as_str()).map_or(&[][..], Vec::as_slice);
+        for port in &svc.ports {
+            let eps = endpoints_of(key, port, slices, node);
+            let internal = dispatch(&eps, svc.internal_local, svc.affinity);
+            let external = dispatch(&eps, svc.external_local, svc.affinity);
+            for ip in &svc.cluster_ips {
+                t.frontends
+                    .insert((*ip, port.protocol, port.port), internal.clone());
+            }
+            for ip in &svc.external {
+                t.frontends
+                    .insert((*ip, port.protocol, port.port), external.clone());
+            }
+            if let Some(np) = port.node_port {
+                t.node_ports.insert((port.protocol, np), external.clone());
+            }
+        }
+    }
+    t
+}

@@ -1,0 +1,852 @@
+//! The service table `ip tartan-svc` in nft JSON.
+//!
+//! The chain count does not grow with Services or endpoints: one verdict
+//! map keyed by `address . protocol . port` sends a new connection to a
+//! chain per endpoint *count* (`fe_3`: pick slot `numgen random mod 3`),
+//! and two maps keyed by `frontend . slot` give the endpoint's address
+//! and port for the DNAT. nft 1.0.6 cannot load maps whose value is a
+//! concatenation from JSON, hence two maps with scalar values. NodePorts
+//! have the same shape keyed by `protocol . port`.
+//!
+//! ```text
+//! chain prerouting { type nat hook prerouting priority dstnat
+//!   ip daddr . meta l4proto . th dport vmap @frontends
+//!   fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @node_ports }
+//! chain output      { the same, for the node's own connections }
+//! chain fe_2        { meta mark set numgen random mod 2; goto fe_dnat }
+//! chain fe_dnat     { dnat ip to <fe_addr[daddr.proto.dport.mark]> : <fe_port[…]> }
+//! chain postrouting { type nat hook postrouting priority srcnat
+//!   ct status dnat ip saddr . ip daddr @hairpin masquerade     # a pod reaching itself
+//!   ct status dnat iifname != "tar*" oifname != "tar*" masquerade }  # from outside, on to another node
+//! chain input/forward/local { type filter …: frontends without endpoints
+//!   rejected (TCP reset, ICMP port unreachable); those whose traffic
+//!   policy allows no endpoint here dropped }
+//! ```
+//!
+//! Session affinity: dynamic sets `aff_<slot>` of `client . frontend`
+//! with the Service's timeout; a chain per (count, timeout) looks the
+//! client up in each slot's set before picking at random, and records
+//! the pick.
+//!
+//! The slot is carried in the packet mark (only in the NAT chains, on a
+//! connection's first packet).
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use nftables::expr::{
+    CT, Elem, Expression, Fib, FibFlag, FibResult, Meta, MetaKey, NamedExpression, NgMode, Numgen,
+    Payload, PayloadField, Prefix, Verdict,
+};
+use nftables::schema::{
+    Chain, Element, FlushObject, Map, NfCmd, NfListObject, NfObject, Rule, Set, SetFlag, SetType,
+    SetTypeValue, Table,
+};
+use nftables::stmt::{
+    JumpTarget, Mangle, Match, NAT, NATFamily, Operator, Reject, RejectType, SetOp, Statement,
+};
+use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook, RejectCode};
+use serde_json::{Value, json};
+
+use super::{Backend, Dispatch, ServiceTable, TCP};
+
+pub const TABLE: &str = "tartan-svc";
+
+type Frontend = (Ipv4Addr, u8, u16);
+type NodePort = (u8, u16);
+
+/// Which map family a chain serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    Frontend,
+    NodePort,
+}
+
+/// A picking chain: for `count` endpoints, with session affinity of
+/// `affinity` seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Picker {
+    pub kind: Kind,
+    pub count: u32,
+    pub affinity: Option<u32>,
+}
+
+impl Picker {
+    pub fn chain(&self) -> String {
+        let k = match self.kind {
+            Kind::Frontend => "fe",
+            Kind::NodePort => "np",
+        };
+        match self.affinity {
+            None => format!("{k}_{}", self.count),
+            Some(t) => format!("{k}_{}_a{t}", self.count),
+        }
+    }
+}
+
+/// The table as flat maps, sets and chains, for writing and diffing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SvcNft {
+    pub frontends: BTreeMap<Frontend, String>,
+    pub node_ports: BTreeMap<NodePort, String>,
+    pub fe_slots: BTreeMap<(Frontend, u32), Backend>,
+    pub np_slots: BTreeMap<(NodePort, u32), Backend>,
+    pub reject_fe: BTreeSet<Frontend>,
+    pub drop_fe: BTreeSet<Frontend>,
+    pub reject_np: BTreeSet<NodePort>,
+    pub drop_np: BTreeSet<NodePort>,
+    pub hairpin: BTreeSet<Ipv4Addr>,
+    pub pickers: BTreeSet<Picker>,
+    /// How many `aff_<slot>` sets (the largest count with affinity).
+    pub affinity_slots: u32,
+}
+
+impl SvcNft {
+    pub fn from_table(t: &ServiceTable) -> SvcNft {
+        let mut n = SvcNft {
+            hairpin: t.local_pods.clone(),
+            ..SvcNft::default()
+        };
+        for (fe, d) in &t.frontends {
+            match d {
+                Dispatch::Reject => {
+                    n.reject_fe.insert(*fe);
+                }
+                Dispatch::Drop => {
+                    n.drop_fe.insert(*fe);
+                }
+                Dispatch::Backends { backends, affinity } => {
+                    let p = n.picker(Kind::Frontend, backends.len(), *affinity);
+                    n.frontends.insert(*fe, p.chain());
+                    for (i, b) in backends.iter().enumerate() {
+                        n.fe_slots.insert((*fe, i as u32), *b);
+                    }
+                }
+            }
+        }
+        for (np, d) in &t.node_ports {
+            match d {
+                Dispatch::Reject => {
+                    n.reject_np.insert(*np);
+                }
+                Dispatch::Drop => {
+                    n.drop_np.insert(*np);
+                }
+                Dispatch::Backends { backends, affinity } => {
+                    let p = n.picker(Kind::NodePort, backends.len(), *affinity);
+                    n.node_ports.insert(*np, p.chain());
+                    for (i, b) in backends.iter().enumerate() {
+                        n.np_slots.insert((*np, i as u32), *b);
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>) -> Picker {
+        let p = Picker {
+            kind,
+            count: count as u32,
+            affinity,
+        };
+        if affinity.is_some() {
+            self.affinity_slots = self.affinity_slots.max(p.count);
+        }
+        self.pickers.insert(p);
+        p
+    }
+}
+
+fn s(t: impl Into<String>) -> Expression<'static> {
+    Expression::String(Cow::Owned(t.into()))
+}
+
+fn n(v: u32) -> Expression<'static> {
+    Expression::Number(v)
+}
+
+fn meta(key: MetaKey) -> Expression<'static> {
+    Expression::Named(NamedExpression::Meta(Meta { key }))
+}
+
+fn payload(protocol: &'static str, field: &'static str) -> Expression<'static> {
+    Expression::Named(NamedExpression::Payload(Payload::PayloadField(
+        PayloadField {
+            protocol: Cow::Borrowed(protocol),
+            field: Cow::Borrowed(field),
+        },
+    )))
+}
+
+fn concat(parts: Vec<Expression<'static>>) -> Expression<'static> {
+    Expression::Named(NamedExpression::Concat(parts))
+}
+
+fn lookup(key: Expression<'static>, map: &str) -> Expression<'static> {
+    Expression::Named(NamedExpression::Map(Box::new(nftables::expr::Map {
+        key,
+        data: s(format!("@{map}")),
+    })))
+}
+
+fn is(left: Expression<'static>, right: Expression<'static>, op: Operator) -> Statement<'static> {
+    Statement::Match(Match { left, right, op })
+}
+
+fn goto(chain: &str) -> Statement<'static> {
+    Statement::Goto(JumpTarget {
+        target: Cow::Owned(chain.to_string()),
+    })
+}
+
+/// `ip daddr . meta l4proto . th dport`.
+fn frontend_key() -> Expression<'static> {
+    concat(vec![
+        payload("ip", "daddr"),
+        meta(MetaKey::L4proto),
+        payload("th", "dport"),
+    ])
+}
+
+fn node_port_key() -> Expression<'static> {
+    concat(vec![meta(MetaKey::L4proto), payload("th", "dport")])
+}
+
+fn local_destination() -> Vec<Statement<'static>> {
+    vec![
+        is(
+            Expression::Named(NamedExpression::Fib(Fib {
+                result: FibResult::Type,
+                flags: [FibFlag::Daddr].into(),
+            })),
+            s("local"),
+            Operator::EQ,
+        ),
+        is(
+            payload("ip", "daddr"),
+            Expression::Named(NamedExpression::Prefix(Prefix {
+                addr: Box::new(s("127.0.0.0")),
+                len: 8,
+            })),
+            Operator::NEQ,
+        ),
+    ]
+}
+
+fn fe_elem(fe: &Frontend) -> Vec<Expression<'static>> {
+    vec![s(fe.0.to_string()), n(u32::from(fe.1)), n(u32::from(fe.2))]
+}
+
+fn np_elem(np: &NodePort) -> Vec<Expression<'static>> {
+    vec![n(u32::from(np.0)), n(u32::from(np.1))]
+}
+
+fn key_of(parts: Vec<Expression<'static>>) -> Expression<'static> {
+    if parts.len() == 1 {
+        parts.into_iter().next().unwrap_or(n(0))
+    } else {
+        concat(parts)
+    }
+}
+
+fn mapping(key: Vec<Expression<'static>>, value: Expression<'static>) -> Expression<'static> {
+    Expression::List(vec![key_of(key), value])
+}
+
+fn goto_value(chain: &str) -> Expression<'static> {
+    Expression::Verdict(Verdict::Goto(JumpTarget {
+        target: Cow::Owned(chain.to_string()),
+    }))
+}
+
+/// Render one map's entries.
+fn map_elems<'a, K: 'a, V: 'a>(
+    items: impl IntoIterator<Item = (&'a K, &'a V)>,
+    key: impl Fn(&K) -> Vec<Expression<'static>>,
+    value: impl Fn(&V) -> Expression<'static>,
+) -> Vec<Expression<'static>> {
+    items
+        .into_iter()
+        .map(|(k, v)| mapping(key(k), value(v)))
+        .collect()
+}
+
+fn slot_key<K>(
+    base: impl Fn(&K) -> Vec<Expression<'static>>,
+) -> impl Fn(&(K, u32)) -> Vec<Expression<'static>> {
+    move |(k, i)| {
+        let mut key = base(k);
+        key.push(n(*i));
+        key
+    }
+}
+
+fn hairpin_elem(a: &Ipv4Addr) -> Vec<Expression<'static>> {
+    vec![s(a.to_string()), s(a.to_string())]
+}
+
+/// Entries of `new` that `old` lacks or holds with another value, and
+/// entries of `old` that `new` lacks or holds with another value.
+type Entries<'a, K, V> = Vec<(&'a K, &'a V)>;
+
+fn changed<'a, K: Ord, V: PartialEq>(
+    old: &'a BTreeMap<K, V>,
+    new: &'a BTreeMap<K, V>,
+) -> (Entries<'a, K, V>, Entries<'a, K, V>) {
+    let gone = old
+        .iter()
+        .filter(|(k, v)| new.get(*k) != Some(*v))
+        .collect();
+    let came = new
+        .iter()
+        .filter(|(k, v)| old.get(*k) != Some(*v))
+        .collect();
+    (gone, came)
+}
+
+/// Per named set or map: the elements to delete and to add to go from
+/// `old` to `new` (with `old` empty: every element of `new`).
+fn element_changes(
+    old: &SvcNft,
+    new: &SvcNft,
+) -> Vec<(
+    &'static str,
+    Vec<Expression<'static>>,
+    Vec<Expression<'static>>,
+)> {
+    let mut out = Vec::new();
+    let goto = |c: &String| goto_value(c);
+    let addr = |b: &Backend| s(b.addr.to_string());
+    let port = |b: &Backend| n(u32::from(b.port));
+    let (g, c) = changed(&old.frontends, &new.frontends);
+    out.push((
+        "frontends",
+        map_elems(g, fe_elem, goto),
+        map_elems(c, fe_elem, goto),
+    ));
+    let (g, c) = changed(&old.node_ports, &new.node_ports);
+    out.push((
+        "node_ports",
+        map_elems(g, np_elem, goto),
+        map_elems(c, np_elem, goto),
+    ));
+    let (g, c) = changed(&old.fe_slots, &new.fe_slots);
+    out.push((
+        "fe_addr",
+        map_elems(g.clone(), slot_key(fe_elem), addr),
+        map_elems(c.clone(), slot_key(fe_elem), addr),
+    ));
+    out.push((
+        "fe_port",
+        map_elems(g, slot_key(fe_elem), port),
+        map_elems(c, slot_key(fe_elem), port),
+    ));
+    let (g, c) = changed(&old.np_slots, &new.np_slots);
+    out.push((
+        "np_addr",
+        map_elems(g.clone(), slot_key(np_elem), addr),
+        map_elems(c.clone(), slot_key(np_elem), addr),
+    ));
+    out.push((
+        "np_port",
+        map_elems(g, slot_key(np_elem), port),
+        map_elems(c, slot_key(np_elem), port),
+    ));
+    fn set_changes<K: Ord>(
+        name: &'static str,
+        old: &BTreeSet<K>,
+        new: &BTreeSet<K>,
+        key: impl Fn(&K) -> Vec<Expression<'static>>,
+    ) -> (
+        &'static str,
+        Vec<Expression<'static>>,
+        Vec<Expression<'static>>,
+    ) {
+        (
+            name,
+            old.difference(new).map(|k| key_of(key(k))).collect(),
+            new.difference(old).map(|k| key_of(key(k))).collect(),
+        )
+    }
+    out.push(set_changes(
+        "reject_fe",
+        &old.reject_fe,
+        &new.reject_fe,
+        fe_elem,
+    ));
+    out.push(set_changes("drop_fe", &old.drop_fe, &new.drop_fe, fe_elem));
+    out.push(set_changes(
+        "reject_np",
+        &old.reject_np,
+        &new.reject_np,
+        np_elem,
+    ));
+    out.push(set_changes("drop_np", &old.drop_np, &new.drop_np, np_elem));
+    out.push(set_changes(
+        "hairpin",
+        &old.hairpin,
+        &new.hairpin,
+        hairpin_elem,
+    ));
+    out
+}
+
+fn types(parts: &[SetType]) -> SetTypeValue<'static> {
+    if parts.len() == 1 {
+        SetTypeValue::Single(parts[0])
+    } else {
+        SetTypeValue::Concatenated(Cow::Owned(parts.to_vec()))
+    }
+}
+
+const FE: &[SetType] = &[SetType::Ipv4Addr, SetType::InetProto, SetType::InetService];
+const FE_SLOT: &[SetType] = &[
+    SetType::Ipv4Addr,
+    SetType::InetProto,
+    SetType::InetService,
+    SetType::Mark,
+];
+const NP: &[SetType] = &[SetType::InetProto, SetType::InetService];
+const NP_SLOT: &[SetType] = &[SetType::InetProto, SetType::InetService, SetType::Mark];
+const CLIENT_FE: &[SetType] = &[
+    SetType::Ipv4Addr,
+    SetType::Ipv4Addr,
+    SetType::InetProto,
+    SetType::InetService,
+];
+
+fn table() -> Table<'static> {
+    Table {
+        family: NfFamily::IP,
+        name: Cow::Borrowed(TABLE),
+        handle: None,
+    }
+}
+
+fn chain(name: &str) -> Chain<'static> {
+    Chain {
+        family: NfFamily::IP,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Owned(name.to_string()),
+        ..Chain::default()
+    }
+}
+
+fn base(name: &str, t: NfChainType, hook: NfHook, prio: i32) -> Chain<'static> {
+    Chain {
+        _type: Some(t),
+        hook: Some(hook),
+        prio: Some(prio),
+        policy: Some(NfChainPolicy::Accept),
+        ..chain(name)
+    }
+}
+
+fn rule(chain: &str, expr: Vec<Statement<'static>>) -> NfObject<'static> {
+    add(NfListObject::Rule(Rule {
+        family: NfFamily::IP,
+        table: Cow::Borrowed(TABLE),
+        chain: Cow::Owned(chain.to_string()),
+        expr: Cow::Owned(expr),
+        ..Rule::default()
+    }))
+}
+
+fn add(o: NfListObject<'static>) -> NfObject<'static> {
+    NfObject::CmdObject(NfCmd::Add(o))
+}
+
+fn del(o: NfListObject<'static>) -> NfObject<'static> {
+    NfObject::CmdObject(NfCmd::Delete(o))
+}
+
+fn element_cmd(name: &str, elem: Vec<Expression<'static>>) -> NfListObject<'static> {
+    NfListObject::Element(Element {
+        family: NfFamily::IP,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Owned(name.to_string()),
+        elem: Cow::Owned(elem),
+    })
+}
+
+/// The named sets and maps: name, key type, value type (`None`: a set;
+/// `Some(None)`: a verdict map, declared in plain JSON since the crate
+/// has no verdict type).
+/// Value type of a declaration: `None` a set, `Some(None)` a verdict
+/// map, `Some(Some(t))` a map to `t`.
+type MapValue = Option<Option<SetType>>;
+
+fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
+    vec![
+        ("frontends", FE, Some(None)),
+        ("node_ports", NP, Some(None)),
+        ("fe_addr", FE_SLOT, Some(Some(SetType::Ipv4Addr))),
+        ("fe_port", FE_SLOT, Some(Some(SetType::InetService))),
+        ("np_addr", NP_SLOT, Some(Some(SetType::Ipv4Addr))),
+        ("np_port", NP_SLOT, Some(Some(SetType::InetService))),
+        ("reject_fe", FE, None),
+        ("drop_fe", FE, None),
+        ("reject_np", NP, None),
+        ("drop_np", NP, None),
+        ("hairpin", &[SetType::Ipv4Addr, SetType::Ipv4Addr], None),
+    ]
+}
+
+fn declare(name: &str, key: &[SetType], value: MapValue) -> Value {
+    let o = match value {
+        None => NfListObject::Set(Box::new(Set {
+            family: NfFamily::IP,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(name.to_string()),
+            set_type: types(key),
+            ..Set::default()
+        })),
+        Some(None) => {
+            let key: Vec<Value> = key
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .collect();
+            let key = if key.len() == 1 {
+                key[0].clone()
+            } else {
+                Value::Array(key)
+            };
+            return json!({"add": {"map": {
+                "family": "ip", "table": TABLE, "name": name, "type": key, "map": "verdict"
+            }}});
+        }
+        Some(Some(v)) => NfListObject::Map(Box::new(Map {
+            family: NfFamily::IP,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(name.to_string()),
+            set_type: types(key),
+            map: SetTypeValue::Single(v),
+            ..Map::default()
+        })),
+    };
+    serde_json::to_value(add(o)).unwrap_or(Value::Null)
+}
+
+fn affinity_set(i: u32) -> NfListObject<'static> {
+    NfListObject::Set(Box::new(Set {
+        family: NfFamily::IP,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Owned(format!("aff_{i}")),
+        set_type: types(CLIENT_FE),
+        flags: Some([SetFlag::Timeout].into()),
+        ..Set::default()
+    }))
+}
+
+fn set_mark(v: Expression<'static>) -> Statement<'static> {
+    Statement::Mangle(Mangle {
+        key: meta(MetaKey::Mark),
+        value: v,
+    })
+}
+
+/// The client and frontend of a packet, the key of the affinity sets.
+fn client_key() -> Expression<'static> {
+    concat(vec![
+        payload("ip", "saddr"),
+        payload("ip", "daddr"),
+        meta(MetaKey::L4proto),
+        payload("th", "dport"),
+    ])
+}
+
+fn remember(slot: u32, timeout: u32) -> Statement<'static> {
+    Statement::Set(nftables::stmt::Set {
+        op: SetOp::Update,
+        elem: Expression::Named(NamedExpression::Elem(Elem {
+            val: Box::new(client_key()),
+            timeout: Some(timeout),
+            ..Elem::default()
+        })),
+        set: Cow::Owned(format!("@aff_{slot}")),
+    })
+}
+
+fn dnat_chain(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Frontend => "fe_dnat",
+        Kind::NodePort => "np_dnat",
+    }
+}
+
+fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
+    let random = set_mark(Expression::Named(NamedExpression::Numgen(Numgen {
+        mode: NgMode::Random,
+        ng_mod: p.count.max(1),
+        offset: None,
+    })));
+    let dnat = goto(dnat_chain(p.kind));
+    let Some(t) = p.affinity else {
+        return vec![vec![random, dnat]];
+    };
+    let mut out = Vec::new();
+    for i in 0..p.count {
+        out.push(vec![
+            is(client_key(), s(format!("@aff_{i}")), Operator::EQ),
+            set_mark(n(i)),
+            remember(i, t),
+            dnat.clone(),
+        ]);
+    }
+    out.push(vec![random]);
+    for i in 0..p.count {
+        out.push(vec![
+            is(meta(MetaKey::Mark), n(i), Operator::EQ),
+            remember(i, t),
+        ]);
+    }
+    out.push(vec![dnat]);
+    out
+}
+
+fn dnat_rules(kind: Kind) -> Vec<Statement<'static>> {
+    let (key, addr, port) = match kind {
+        Kind::Frontend => (
+            vec![
+                payload("ip", "daddr"),
+                meta(MetaKey::L4proto),
+                payload("th", "dport"),
+                meta(MetaKey::Mark),
+            ],
+            "fe_addr",
+            "fe_port",
+        ),
+        Kind::NodePort => (
+            vec![
+                meta(MetaKey::L4proto),
+                payload("th", "dport"),
+                meta(MetaKey::Mark),
+            ],
+            "np_addr",
+            "np_port",
+        ),
+    };
+    vec![Statement::DNAT(Some(NAT {
+        addr: Some(lookup(concat(key.clone()), addr)),
+        family: Some(NATFamily::IP),
+        port: Some(lookup(concat(key), port)),
+        flags: None,
+    }))]
+}
+
+fn reject_rules(set: &str, key: Expression<'static>, local: bool) -> Vec<Vec<Statement<'static>>> {
+    let mut m = if local { local_destination() } else { vec![] };
+    m.push(is(key, s(format!("@{set}")), Operator::EQ));
+    let tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::EQ);
+    let not_tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::NEQ);
+    // nft 1.0.6 crashes on a JSON reject of type icmpx without a code.
+    let reject = |t, code| {
+        Statement::Reject(Some(Reject {
+            _type: Some(t),
+            expr: code,
+        }))
+    };
+    if set.starts_with("reject") {
+        let mut a = m.clone();
+        a.extend([tcp, reject(RejectType::TCPReset, None)]);
+        let mut b = m;
+        b.extend([
+            not_tcp,
+            reject(RejectType::ICMP, Some(RejectCode::PortUnreach)),
+        ]);
+        vec![a, b]
+    } else {
+        m.push(Statement::Drop(None));
+        vec![m]
+    }
+}
+
+/// The fixed chains and their rules.
+fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
+    let dispatch = || {
+        let mut np = local_destination();
+        np.push(Statement::VerdictMap(nftables::stmt::VerdictMap {
+            key: node_port_key(),
+            data: s("@node_ports"),
+        }));
+        vec![
+            vec![Statement::VerdictMap(nftables::stmt::VerdictMap {
+                key: frontend_key(),
+                data: s("@frontends"),
+            })],
+            np,
+        ]
+    };
+    let dnat_status = || {
+        is(
+            Expression::Named(NamedExpression::CT(CT {
+                key: Cow::Borrowed("status"),
+                family: None,
+                dir: None,
+            })),
+            s("dnat"),
+            Operator::IN,
+        )
+    };
+    let pods = || s("tar*");
+    let filter = |name: &str, hook| {
+        let mut rules = Vec::new();
+        rules.extend(reject_rules("reject_fe", frontend_key(), false));
+        rules.extend(reject_rules("drop_fe", frontend_key(), false));
+        if hook != NfHook::Forward {
+            rules.extend(reject_rules("reject_np", node_port_key(), true));
+            rules.extend(reject_rules("drop_np", node_port_key(), true));
+        }
+        (base(name, NfChainType::Filter, hook, -10), rules)
+    };
+    vec![
+        (
+            base("prerouting", NfChainType::NAT, NfHook::Prerouting, -100),
+            dispatch(),
+        ),
+        (
+            base("output", NfChainType::NAT, NfHook::Output, -100),
+            dispatch(),
+        ),
+        (
+            base("postrouting", NfChainType::NAT, NfHook::Postrouting, 100),
+            vec![
+                vec![
+                    dnat_status(),
+                    is(
+                        concat(vec![payload("ip", "saddr"), payload("ip", "daddr")]),
+                        s("@hairpin"),
+                        Operator::EQ,
+                    ),
+                    Statement::Masquerade(None),
+                ],
+                vec![
+                    dnat_status(),
+                    is(meta(MetaKey::Iifname), pods(), Operator::NEQ),
+                    is(meta(MetaKey::Oifname), pods(), Operator::NEQ),
+                    Statement::Masquerade(None),
+                ],
+            ],
+        ),
+        (chain("fe_dnat"), vec![dnat_rules(Kind::Frontend)]),
+        (chain("np_dnat"), vec![dnat_rules(Kind::NodePort)]),
+        filter("filter_input", NfHook::Input),
+        filter("filter_forward", NfHook::Forward),
+        filter("filter_output", NfHook::Output),
+    ]
+}
+
+fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
+    objs.into_iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .collect()
+}
+
+/// The whole table, replaced in one transaction.
+pub fn full(t: &SvcNft) -> Value {
+    let mut out = to_json(vec![
+        add(NfListObject::Table(table())),
+        del(NfListObject::Table(table())),
+        add(NfListObject::Table(table())),
+    ]);
+    for (name, key, value) in declarations() {
+        out.push(declare(name, key, value));
+    }
+    let mut objs = Vec::new();
+    for i in 0..t.affinity_slots {
+        objs.push(add(affinity_set(i)));
+    }
+    let fixed = fixed();
+    for (c, _) in &fixed {
+        objs.push(add(NfListObject::Chain(c.clone())));
+    }
+    for p in &t.pickers {
+        objs.push(add(NfListObject::Chain(chain(&p.chain()))));
+    }
+    for (c, rules) in fixed {
+        objs.extend(rules.into_iter().map(|r| rule(&c.name, r)));
+    }
+    for p in &t.pickers {
+        objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
+    }
+    for (name, _, elems) in element_changes(&SvcNft::default(), t) {
+        if !elems.is_empty() {
+            objs.push(add(element_cmd(name, elems)));
+        }
+    }
+    out.extend(to_json(objs));
+    json!({ "nftables": out })
+}
+
+/// The commands from `old` (applied) to `new`; `None` when equal.
+pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Value> {
+    if old == new {
+        return None;
+    }
+    let mut objs = Vec::new();
+    for i in old.affinity_slots..new.affinity_slots {
+        objs.push(add(affinity_set(i)));
+    }
+    for p in new.pickers.difference(&old.pickers) {
+        objs.push(add(NfListObject::Chain(chain(&p.chain()))));
+        objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
+    }
+    // Elements whose value changed are deleted, then added.
+    let changes = element_changes(old, new);
+    for (name, gone, _) in &changes {
+        if !gone.is_empty() {
+            objs.push(del(element_cmd(name, gone.clone())));
+        }
+    }
+    for (name, _, came) in changes {
+        if !came.is_empty() {
+            objs.push(add(element_cmd(name, came)));
+        }
+    }
+    for p in old.pickers.difference(&new.pickers) {
+        objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
+            chain(&p.chain()),
+        ))));
+        objs.push(del(NfListObject::Chain(chain(&p.chain()))));
+    }
+    for i in new.affinity_slots..old.affinity_slots {
+        objs.push(del(affinity_set(i)));
+    }
+    Some(json!({ "nftables": to_json(objs) }))
+}
+
+/// Chains with rule counts and sets and maps (`@name`) with element
+/// counts, as the kernel shows them; the affinity sets (filled by the
+/// packet path) are left out.
+pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for (c, rules) in fixed() {
+        m.insert(c.name.to_string(), rules.len());
+    }
+    for p in &t.pickers {
+        m.insert(p.chain(), picker_rules(p).len());
+    }
+    for (name, count) in [
+        ("frontends", t.frontends.len()),
+        ("node_ports", t.node_ports.len()),
+        ("fe_addr", t.fe_slots.len()),
+        ("fe_port", t.fe_slots.len()),
+        ("np_addr", t.np_slots.len()),
+        ("np_port", t.np_slots.len()),
+        ("reject_fe", t.reject_fe.len()),
+        ("drop_fe", t.drop_fe.len()),
+        ("reject_np", t.reject_np.len()),
+        ("drop_np", t.drop_np.len()),
+        ("hairpin", t.hairpin.len()),
+    ] {
+        m.insert(format!("@{name}"), count);
+    }
+    m
+}
+
+/// Sets left out of the drift check.
+pub fn is_dynamic(set: &str) -> bool {
+    set.starts_with("aff_")
+}

@@ -1,0 +1,171 @@
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde_json::json;
+
+use super::render::{SvcNft, diff, full};
+use super::*;
+
+fn service(spec: serde_json::Value, status: serde_json::Value) -> ServiceInfo {
+    let s: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "x"}, "spec": spec, "status": status
+    }))
+    .unwrap();
+    ServiceInfo::from_service(&s).unwrap()
+}
+
+fn slice(endpoints: serde_json::Value) -> SliceInfo {
+    let s: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "web-1", "namespace": "x", "labels": {SERVICE_NAME_LABEL: "web"}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": endpoints
+    }))
+    .unwrap();
+    SliceInfo::from_slice(&s).unwrap()
+}
+
+fn ep(ip: &str, node: &str, ready: bool, terminating: bool) -> serde_json::Value {
+    json!({"addresses": [ip], "nodeName": node,
+           "conditions": {"ready": ready, "serving": true, "terminating": terminating}})
+}
+
+fn table(svc: ServiceInfo, sl: Option<SliceInfo>) -> ServiceTable {
+    let services = BTreeMap::from([("x/web".to_string(), svc)]);
+    let slices: BTreeMap<String, SliceInfo> =
+        sl.into_iter().map(|s| ("x/web-1".to_string(), s)).collect();
+    desired("n1", &services, &slices, BTreeSet::new())
+}
+
+fn backends(d: &Dispatch) -> Vec<String> {
+    match d {
+        Dispatch::Backends { backends, .. } => backends
+            .iter()
+            .map(|b| format!("{}:{}", b.addr, b.port))
+            .collect(),
+        other => vec![format!("{other:?}")],
+    }
+}
+
+const CIP: &str = "10.96.0.10";
+
+fn web(extra: serde_json::Value) -> serde_json::Value {
+    let mut spec = json!({
+        "clusterIP": CIP, "type": "NodePort",
+        "ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080}]
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    spec
+}
+
+#[test]
+fn ready_endpoints_first_terminating_only_without_them() {
+    let svc = service(web(json!({})), json!({}));
+    let t = table(
+        svc.clone(),
+        Some(slice(json!([
+            ep("10.244.0.5", "n1", true, false),
+            ep("10.244.1.5", "n2", true, false),
+            ep("10.244.1.6", "n2", false, true)
+        ]))),
+    );
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    assert_eq!(
+        backends(&t.frontends[&fe]),
+        ["10.244.0.5:8080", "10.244.1.5:8080"]
+    );
+    assert_eq!(t.node_ports[&(TCP, 30080)], t.frontends[&fe]);
+    let t = table(
+        svc.clone(),
+        Some(slice(json!([ep("10.244.1.6", "n2", false, true)]))),
+    );
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.1.6:8080"]);
+    // Not ready and not serving: none left, the Service refuses.
+    let t = table(
+        svc.clone(),
+        Some(slice(json!([ep("10.244.1.7", "n2", false, false)]))),
+    );
+    assert_eq!(t.frontends[&fe], Dispatch::Reject);
+    let t = table(svc, None);
+    assert_eq!(t.node_ports[&(TCP, 30080)], Dispatch::Reject);
+}
+
+#[test]
+fn local_traffic_policies_keep_to_this_node_or_drop() {
+    let eps = json!([ep("10.244.1.5", "n2", true, false)]);
+    let svc = service(
+        web(json!({"externalTrafficPolicy": "Local", "type": "LoadBalancer"})),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    );
+    let t = table(svc, Some(slice(eps.clone())));
+    // The ClusterIP reaches every endpoint; the LoadBalancer IP and the
+    // NodePort only local ones, and there are none on n1.
+    assert_eq!(
+        backends(&t.frontends[&(CIP.parse().unwrap(), TCP, 80)]),
+        ["10.244.1.5:8080"]
+    );
+    assert_eq!(
+        t.frontends[&("192.0.2.10".parse().unwrap(), TCP, 80)],
+        Dispatch::Drop
+    );
+    assert_eq!(t.node_ports[&(TCP, 30080)], Dispatch::Drop);
+    let svc = service(web(json!({"internalTrafficPolicy": "Local"})), json!({}));
+    let t = table(svc, Some(slice(eps)));
+    assert_eq!(
+        t.frontends[&(CIP.parse().unwrap(), TCP, 80)],
+        Dispatch::Drop
+    );
+}
+
+#[test]
+fn headless_external_name_and_cluster_ip_only() {
+    let s: Service = serde_json::from_value(json!({
+        "metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    assert!(ServiceInfo::from_service(&s).is_none());
+    let s: Service = serde_json::from_value(json!({
+        "metadata": {"name": "e"}, "spec": {"type": "ExternalName", "externalName": "example.org"}
+    }))
+    .unwrap();
+    assert!(ServiceInfo::from_service(&s).is_none());
+    // A ClusterIP Service's nodePort (left over from a type change) is not
+    // opened.
+    let svc = service(web(json!({"type": "ClusterIP"})), json!({}));
+    assert!(svc.ports[0].node_port.is_none());
+    let svc = service(
+        web(json!({"sessionAffinity": "ClientIP", "externalIPs": ["192.0.2.7", "2001:db8::1"]})),
+        json!({}),
+    );
+    assert_eq!(svc.affinity, Some(10_800));
+    assert_eq!(svc.external, ["192.0.2.7".parse::<Ipv4Addr>().unwrap()]);
+}
+
+#[test]
+fn one_endpoint_more_changes_elements_and_the_picker_only() {
+    let svc = service(web(json!({})), json!({}));
+    let one = SvcNft::from_table(&table(
+        svc.clone(),
+        Some(slice(json!([ep("10.244.0.5", "n1", true, false)]))),
+    ));
+    let two = SvcNft::from_table(&table(
+        svc,
+        Some(slice(json!([
+            ep("10.244.0.5", "n1", true, false),
+            ep("10.244.0.6", "n1", true, false)
+        ]))),
+    ));
+    assert_eq!(one.pickers.len(), 2, "{:?}", one.pickers);
+    let d = diff(&one, &two).unwrap();
+    let text = d.to_string();
+    // New picking chains for two endpoints, the frontends repointed, the
+    // second slot's address and port added; the old pickers removed.
+    assert!(text.contains("fe_2") && text.contains("np_2"), "{text}");
+    assert!(text.contains("10.244.0.6"), "{text}");
+    assert!(diff(&two, &two).is_none());
+    let f = full(&two).to_string();
+    assert!(f.contains("\"map\":\"verdict\""), "{f}");
+}
