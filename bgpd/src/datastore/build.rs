@@ -11,6 +11,15 @@
 //! - Announced: the blocks affine to this node (not those of pools with
 //!   `disableBGPExport`), and /32s (/128s) of addresses this node's pods
 //!   borrowed from other nodes' blocks.
+//! - Services: every node announces the ranges of BGPConfiguration
+//!   `serviceClusterIPs`, `serviceExternalIPs` and
+//!   `serviceLoadBalancerIPs`; a node with a local endpoint of a Service
+//!   with `externalTrafficPolicy: Local` also announces its external IPs
+//!   and LoadBalancer IPs inside those ranges as /32 (/128) (see
+//!   [`super::services`]). Like the blocks, they are local routes: sent to
+//!   peers, never put in this node's kernel; and nothing learned inside a
+//!   service range goes into the kernel either (felix implements Service
+//!   addresses, bgpd only announces them).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -18,7 +27,7 @@ use std::time::Duration;
 
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
-use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER};
+use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER, ServiceCidr};
 use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
     BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
@@ -27,6 +36,7 @@ use tartan_api::resources::{SecretSource, TARTAN_NAMESPACE};
 use tartan_policy::Selector;
 use tracing::warn;
 
+use super::services::ServiceIps;
 use crate::config::{Announce, Config, GracefulRestart, Neighbor};
 use crate::model::Family;
 
@@ -44,6 +54,9 @@ pub struct Inputs {
     pub endpoints: Vec<WorkloadEndpointSpec>,
     /// Secrets in Tartan's namespace: name → key → value.
     pub secrets: BTreeMap<String, BTreeMap<String, String>>,
+    /// Services with `externalTrafficPolicy: Local` that have a usable
+    /// endpoint on this node, by `namespace/name`.
+    pub services: BTreeMap<String, ServiceIps>,
 }
 
 /// A BGP password from a Secret in Tartan's namespace; why not, if not.
@@ -136,6 +149,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     let my_ip = my_net.addr();
     let my_labels = me.metadata.labels.clone().unwrap_or_default();
     let s = settings(inp);
+    let ranges = ServiceRanges::of(&s);
     let cluster_as = s.as_number.unwrap_or(DEFAULT_AS_NUMBER);
     let asn = my.as_number.unwrap_or(cluster_as);
     let port = s.effective_listen_port();
@@ -312,14 +326,14 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             .map(|a| SocketAddr::new(a, port))
             .collect(),
         kernel_install: true,
-        kernel_exclude: encapsulated(inp),
+        kernel_exclude: kernel_exclude(inp, &ranges),
         graceful_restart: GracefulRestart {
             restart_time: restart,
             stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
         },
         connect_retry: Duration::from_secs(2),
         neighbors: neighbors.into_values().collect(),
-        announce: announcements(inp),
+        announce: announcements(inp, &ranges),
     })
 }
 
@@ -357,23 +371,66 @@ fn neighbor(
     }
 }
 
-/// IPv4 pools with VXLAN or IPIP: felix routes them (natively or through
-/// its tunnel device), so bgpd announces them but keeps them out of the
-/// kernel; two programs replacing one route would fight over it.
-fn encapsulated(inp: &Inputs) -> Vec<IpNet> {
+/// The service ranges of the node's effective BGPConfiguration.
+#[derive(Debug, Default)]
+struct ServiceRanges {
+    cluster: Vec<IpNet>,
+    external: Vec<IpNet>,
+    load_balancer: Vec<IpNet>,
+}
+
+impl ServiceRanges {
+    fn of(s: &BgpConfigurationSpec) -> ServiceRanges {
+        let parse = |field: &str, list: &[ServiceCidr]| -> Vec<IpNet> {
+            list.iter()
+                .filter_map(|c| match c.cidr.trim().parse::<IpNet>() {
+                    Ok(n) => Some(n.trunc()),
+                    Err(e) => {
+                        warn!(field, cidr = %c.cidr, error = %e, "not a network; not announced");
+                        None
+                    }
+                })
+                .collect()
+        };
+        ServiceRanges {
+            cluster: parse("serviceClusterIPs", &s.service_cluster_ips),
+            external: parse("serviceExternalIPs", &s.service_external_ips),
+            load_balancer: parse("serviceLoadBalancerIPs", &s.service_load_balancer_ips),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &IpNet> {
+        self.cluster
+            .iter()
+            .chain(&self.external)
+            .chain(&self.load_balancer)
+    }
+}
+
+/// What bgpd keeps out of the kernel. IPv4 pools with VXLAN or IPIP:
+/// felix routes them (natively or through its tunnel device), so bgpd
+/// announces them but keeps them out of the kernel; two programs replacing
+/// one route would fight over it. Service ranges: felix implements those
+/// addresses; a route learned inside one (another node's host route for a
+/// Service) must not steer them past it.
+fn kernel_exclude(inp: &Inputs, ranges: &ServiceRanges) -> Vec<IpNet> {
     let mut out: Vec<IpNet> = inp
         .pools
         .iter()
         .filter(|p| p.vxlan_mode != EncapMode::Never || p.ipip_mode != EncapMode::Never)
         .filter_map(|p| p.network().ok())
         .filter(|n| matches!(n, IpNet::V4(_)))
+        .chain(ranges.all().copied())
         .collect();
     out.sort();
+    out.dedup();
     out
 }
 
-/// The node's blocks, and /32s of addresses its pods borrowed.
-fn announcements(inp: &Inputs) -> Vec<Announce> {
+/// The node's blocks, /32s (/128s) of addresses its pods borrowed, the
+/// service ranges, and host routes of Local-policy Services with an
+/// endpoint here.
+fn announcements(inp: &Inputs, ranges: &ServiceRanges) -> Vec<Announce> {
     let unexported: Vec<IpNet> = inp
         .pools
         .iter()
@@ -400,6 +457,16 @@ fn announcements(inp: &Inputs) -> Vec<Announce> {
                 out.insert(host);
             }
         }
+    }
+    out.extend(ranges.all().copied());
+    let inside = |nets: &[IpNet], a: &IpAddr| nets.iter().any(|n| n.contains(a));
+    for ips in inp.services.values() {
+        let external = ips.external.iter().filter(|a| inside(&ranges.external, a));
+        let lb = ips
+            .load_balancer
+            .iter()
+            .filter(|a| inside(&ranges.load_balancer, a));
+        out.extend(external.chain(lb).map(|a| IpNet::from(*a)));
     }
     out.into_iter()
         .map(|prefix| Announce {

@@ -1,12 +1,19 @@
 //! Follow the datastore: watch every kind the configuration depends on,
 //! rebuild after each burst of changes, and hand on a configuration only
 //! when it differs from the last one.
+//!
+//! Services and EndpointSlices are many and change often; they are not
+//! kept whole but reduced as they arrive ([`LocalServices`]), and a burst
+//! of them causes a rebuild only when it changes what this node announces
+//! (an endpoint moving on another node, or a Service without Local policy,
+//! changes nothing here).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tartan_api::Kind;
 use tartan_api::resources::{
     BgpConfiguration, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
@@ -18,9 +25,12 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use super::build::{Inputs, build};
+use super::services::LocalServices;
 use crate::config::Config;
 
-const KINDS: [Kind; 7] = [
+/// Every kind bgpd reads (deploy/tartan-node.yaml must grant get, list and
+/// watch on each).
+pub const WATCHED: [Kind; 9] = [
     Kind::Node,
     Kind::BgpConfiguration,
     Kind::BgpPeer,
@@ -28,7 +38,14 @@ const KINDS: [Kind; 7] = [
     Kind::IpamBlock,
     Kind::WorkloadEndpoint,
     Kind::Secret,
+    Kind::Service,
+    Kind::EndpointSlice,
 ];
+
+/// Kinds reduced as they arrive rather than kept whole.
+fn reduced(kind: Kind) -> bool {
+    matches!(kind, Kind::Service | Kind::EndpointSlice)
+}
 
 /// Secrets are read in Tartan's namespace only; every other kind
 /// cluster-wide.
@@ -51,10 +68,11 @@ fn secret_values(s: &Secret) -> BTreeMap<String, String> {
     out
 }
 
-/// The objects seen, per kind, by `namespace/name`.
-#[derive(Default)]
+/// The objects seen, per kind, by `namespace/name`; Services and
+/// EndpointSlices reduced to what this node announces for them.
 struct Seen {
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
+    services: LocalServices,
     synced: BTreeMap<Kind, bool>,
 }
 
@@ -67,7 +85,53 @@ fn key(o: &DynamicObject) -> String {
 }
 
 impl Seen {
-    fn apply(&mut self, kind: Kind, ev: WatchEvent) {
+    fn new(node: &str) -> Seen {
+        Seen {
+            objects: BTreeMap::new(),
+            services: LocalServices::new(node),
+            synced: BTreeMap::new(),
+        }
+    }
+
+    /// Takes in one event; returns whether the configuration may have
+    /// changed (and a rebuild is due).
+    fn apply(&mut self, kind: Kind, ev: WatchEvent) -> bool {
+        let was_synced = self.all_synced();
+        let changed = if reduced(kind) {
+            self.apply_reduced(kind, ev)
+        } else {
+            self.apply_whole(kind, ev);
+            true
+        };
+        changed || (!was_synced && self.all_synced())
+    }
+
+    /// A Service or EndpointSlice; whether what this node announces
+    /// changed.
+    fn apply_reduced(&mut self, kind: Kind, ev: WatchEvent) -> bool {
+        let (k, o) = match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => (key(&o), Some(o)),
+            WatchEvent::Deleted(o) => (key(&o), None),
+            WatchEvent::Synced { .. } => {
+                self.synced.insert(kind, true);
+                return false;
+            }
+        };
+        // An object that does not parse counts as absent.
+        fn typed<T: Resource>(k: &str, o: Option<DynamicObject>) -> Option<T> {
+            from_dynamic::<T>(o?)
+                .inspect_err(|e| warn!(object = %k, error = %e, "unreadable object ignored"))
+                .ok()
+        }
+        match kind {
+            Kind::Service => self.services.service(&k, typed::<Service>(&k, o).as_ref()),
+            _ => self
+                .services
+                .slice(&k, typed::<EndpointSlice>(&k, o).as_ref()),
+        }
+    }
+
+    fn apply_whole(&mut self, kind: Kind, ev: WatchEvent) {
         let m = self.objects.entry(kind).or_default();
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -83,7 +147,7 @@ impl Seen {
     }
 
     fn all_synced(&self) -> bool {
-        KINDS.iter().all(|k| self.synced.get(k) == Some(&true))
+        WATCHED.iter().all(|k| self.synced.get(k) == Some(&true))
     }
 
     fn typed<T: Resource>(&self) -> Vec<(String, T)> {
@@ -140,6 +204,7 @@ impl Seen {
                 .into_iter()
                 .map(|(k, s)| (name(&k), secret_values(&s)))
                 .collect(),
+            services: self.services.announced_all(),
         }
     }
 }
@@ -149,7 +214,7 @@ impl Seen {
 pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<Config>) {
     let (tx, mut rx) = mpsc::channel::<(Kind, WatchEvent)>(1024);
     let mut tasks = Vec::new();
-    for kind in KINDS {
+    for kind in WATCHED {
         let store = store.clone();
         let tx = tx.clone();
         tasks.push(tokio::spawn(async move {
@@ -169,23 +234,24 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
         }));
     }
     drop(tx);
-    let mut seen = Seen::default();
+    let mut seen = Seen::new(&node);
     let mut last: Option<Config> = None;
     let mut last_error: Option<String> = None;
     loop {
         let Some((kind, ev)) = rx.recv().await else {
             break;
         };
-        seen.apply(kind, ev);
+        let mut dirty = seen.apply(kind, ev);
         // Take the rest of a burst before rebuilding.
         loop {
             match tokio::time::timeout(Duration::from_millis(2), rx.recv()).await {
-                Ok(Some((k, e))) => seen.apply(k, e),
+                Ok(Some((k, e))) => dirty |= seen.apply(k, e),
                 Ok(None) => break,
                 Err(_) => break,
             }
         }
-        if !seen.all_synced() {
+        // Not synced yet: the event that completes the sync is dirty.
+        if !dirty || !seen.all_synced() {
             continue;
         }
         match build(&seen.inputs(&node)) {

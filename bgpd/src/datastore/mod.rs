@@ -1,10 +1,12 @@
 //! bgpd driven by the datastore: its configuration is built from
 //! BGPConfiguration, Node and BGPPeer objects, and what it announces from
-//! the IPAM blocks the node holds; a change rebuilds it and the running
-//! speaker applies only the difference.
+//! the IPAM blocks the node holds, the service ranges and the Services
+//! with Local policy that have an endpoint here; a change rebuilds it and
+//! the running speaker applies only the difference.
 
 pub mod build;
 pub mod follow;
+pub mod services;
 #[cfg(test)]
 mod tests;
 
