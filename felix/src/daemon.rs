@@ -28,10 +28,9 @@ use crate::dataplane::events::KernelEvents;
 use crate::dataplane::nft::Written;
 use crate::dataplane::policy::PolicyDriver;
 use crate::dataplane::routes::RouteDriver;
-use crate::dataplane::services::ServiceDriver;
+use crate::dataplane::services::ServiceProxy;
 use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
-use crate::services::render::{SvcNft, is_dynamic};
 use crate::services::{ServiceInfo, SliceInfo};
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
@@ -195,32 +194,27 @@ fn apply_policy(
     }
 }
 
-/// Compute the service table and write what changed.
-fn apply_services(
-    driver: &mut ServiceDriver,
-    node: &str,
-    state: &State,
-    health: &Health,
-    check: bool,
-) {
-    let want = SvcNft::from_table(&crate::calc::services::desired(node, state));
-    match driver.apply(&want, check, &is_dynamic) {
+/// Write what changed in the service table.
+fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
+    match proxy.sync(check) {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.service_writes.inc();
+            let table = proxy.index.table();
             info!(
-                frontends = want.frontends.len(),
-                node_ports = want.node_ports.len(),
+                frontends = table.frontends.len(),
+                node_ports = table.node_ports.len(),
                 took_ms = t.as_secs_f64() * 1e3,
                 "service table changed"
             );
         }
         Ok(Written::Full(t)) => {
             health.service_writes.inc();
+            let table = proxy.index.table();
             info!(
-                frontends = want.frontends.len(),
-                node_ports = want.node_ports.len(),
-                endpoints = want.fe_slots.len(),
+                frontends = table.frontends.len(),
+                node_ports = table.node_ports.len(),
+                endpoints = table.fe_slots.len(),
                 took_ms = t.as_secs_f64() * 1e3,
                 "service table written"
             );
@@ -229,6 +223,27 @@ fn apply_services(
             health.service_failures.inc();
             warn!(error = %e, "service table not written; retrying at the next check");
         }
+    }
+}
+
+/// Hand one watch event to `set` as (key, object or `None` when gone).
+fn fold_into(ev: WatchEvent, mut set: impl FnMut(&str, Option<DynamicObject>) -> bool) -> Folded {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            Folded {
+                synced: false,
+                changed: set(&k, Some(o)),
+            }
+        }
+        WatchEvent::Deleted(o) => Folded {
+            synced: false,
+            changed: set(&key(&o), None),
+        },
+        WatchEvent::Synced { .. } => Folded {
+            synced: true,
+            changed: true,
+        },
     }
 }
 
@@ -318,7 +333,7 @@ pub async fn run(
     let mut policy = PolicyDriver::default();
     // Services and EndpointSlices.
     let mut services_synced = [false; 2];
-    let mut service_table = ServiceDriver::default();
+    let mut proxy = ServiceProxy::new(&cfg.node);
     allow_logging_from_namespaces();
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut recheck = false;
@@ -371,12 +386,18 @@ pub async fn run(
                 dirty |= f.changed;
             }
             ev = services.next() => {
-                let f = fold(&mut state.services, ev, |s: Service| ServiceInfo::from_service(&s));
+                let f = fold_into(ev, |k, o| {
+                    let info = o.and_then(|o| from_dynamic::<Service>(o).ok()).and_then(|s| ServiceInfo::from_service(&s));
+                    proxy.index.set_service(k, info)
+                });
                 services_synced[0] |= f.synced;
                 dirty |= f.changed;
             }
             ev = slices.next() => {
-                let f = fold(&mut state.slices, ev, |s: EndpointSlice| SliceInfo::from_slice(&s));
+                let f = fold_into(ev, |k, o| {
+                    let info = o.and_then(|o| from_dynamic::<EndpointSlice>(o).ok()).and_then(|s| SliceInfo::from_slice(&s));
+                    proxy.index.set_slice(k, info)
+                });
                 services_synced[1] |= f.synced;
                 dirty |= f.changed;
             }
@@ -446,7 +467,8 @@ pub async fn run(
                     apply_policy(&mut policy, &cfg.node, &state, &health, kernel_check);
                 }
                 if services_synced.iter().all(|s| *s) {
-                    apply_services(&mut service_table, &cfg.node, &state, &health, kernel_check);
+                    proxy.index.set_local_pods(crate::calc::services::local_pods(&cfg.node, &state));
+                    apply_services(&mut proxy, &health, kernel_check);
                 }
                 let mut want = desired(&cfg.node, &state);
                 let ipip_before = tunnels.ipip.clone();

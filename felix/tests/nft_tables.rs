@@ -176,3 +176,34 @@ fn service_table_loads_checks_and_changes() {
         assert_eq!(d.apply(&t3, true, &is_dynamic).unwrap(), Written::Nothing);
     });
 }
+
+#[test]
+fn service_proxy_writes_per_service_differences() {
+    use tartan_felix::dataplane::services::ServiceProxy;
+    in_new_netns(|| {
+        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
+            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
+        let mut p = ServiceProxy::new("n1");
+        p.index.set_service("x/web", Some(svc(spec)));
+        p.index
+            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.5"])));
+        p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        p.index.set_slice("x/web-1", Some(slice(&["10.0.0.5"])));
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        let listing = nft(&["list", "map", "ip", "tartan-svc", "fe_addr"]);
+        assert!(
+            listing.contains("10.0.0.5") && !listing.contains("10.0.1.5"),
+            "{listing}"
+        );
+        // The table flushed by hand: the check writes it whole again.
+        nft(&["flush", "map", "ip", "tartan-svc", "fe_addr"]);
+        assert!(matches!(p.sync(true).unwrap(), Written::Full(_)));
+        p.index.set_slice("x/web-1", None);
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "reject_fe"]);
+        assert!(listing.contains("10.96.0.10"), "{listing}");
+    });
+}

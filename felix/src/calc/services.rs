@@ -1,27 +1,17 @@
-//! Services: from the watched Services, EndpointSlices and this node's
-//! pods to the service table. Pure.
+//! Services: what the service proxy takes from the rest of felix's state.
+//! Pure.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::IpNet;
 
 use super::state::State;
-use crate::services::{self, ServiceTable};
 
-/// The service table for `node`.
-pub fn desired(node: &str, state: &State) -> ServiceTable {
-    let services: BTreeMap<String, _> = state
-        .services
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
-        .collect();
-    let slices: BTreeMap<String, _> = state
-        .slices
-        .iter()
-        .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
-        .collect();
-    let local_pods: BTreeSet<Ipv4Addr> = state
+/// This node's pods' IPv4 addresses (a pod reaching itself through a
+/// Service is masqueraded).
+pub fn local_pods(node: &str, state: &State) -> BTreeSet<Ipv4Addr> {
+    state
         .endpoints
         .values()
         .filter(|w| w.node == node)
@@ -30,6 +20,5 @@ pub fn desired(node: &str, state: &State) -> ServiceTable {
             IpAddr::V4(a) => Some(a),
             IpAddr::V6(_) => None,
         })
-        .collect();
-    services::desired(node, &services, &slices, local_pods)
+        .collect()
 }

@@ -8,7 +8,6 @@ use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac}
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
 
 use super::policy::Converted;
-use crate::services::{ServiceInfo, SliceInfo};
 
 /// What felix needs of a Node: where it is on the underlay, and its VXLAN
 /// endpoint's MAC once the node's felix has published it.
@@ -55,12 +54,6 @@ pub struct State {
     pub kube_policies: BTreeMap<String, Converted>,
     pub tartan_policies: BTreeMap<String, Converted>,
     pub global_policies: BTreeMap<String, Converted>,
-    /// Services by `namespace/name` (`None`: left alone, as headless and
-    /// ExternalName ones are).
-    pub services: BTreeMap<String, Option<ServiceInfo>>,
-    /// EndpointSlices by `namespace/name` (`None`: not IPv4, or of no
-    /// Service).
-    pub slices: BTreeMap<String, Option<SliceInfo>>,
 }
 
 pub type Labels = BTreeMap<String, String>;

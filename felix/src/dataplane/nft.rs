@@ -52,6 +52,11 @@ impl<T> Default for NftDriver<T> {
 }
 
 fn nft<T: Table>(batch: &Value) -> Result<(), DataplaneError> {
+    run(batch, T::FAMILY, T::NAME)
+}
+
+/// Hand `batch` to nft as one transaction.
+pub fn run(batch: &Value, family: &str, name: &str) -> Result<(), DataplaneError> {
     nftables::helper::apply_ruleset_raw(
         &batch.to_string(),
         nftables::helper::DEFAULT_NFT,
@@ -59,7 +64,7 @@ fn nft<T: Table>(batch: &Value) -> Result<(), DataplaneError> {
     )
     .map(|_| ())
     .map_err(|e| DataplaneError::Refused {
-        what: format!("nftables table {} {}", T::FAMILY, T::NAME),
+        what: format!("nftables table {family} {name}"),
         detail: match e {
             nftables::helper::NftablesError::NftFailed { stderr, .. } => stderr,
             other => other.to_string(),
@@ -69,7 +74,7 @@ fn nft<T: Table>(batch: &Value) -> Result<(), DataplaneError> {
 
 /// The kernel's table in the shape of [`Table::summary`]; `None` when
 /// it is not there. `skip`: sets left out of the comparison.
-fn kernel_summary(
+pub fn kernel_summary(
     family: &str,
     name: &str,
     skip: &dyn Fn(&str) -> bool,

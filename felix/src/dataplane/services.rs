@@ -1,12 +1,17 @@
-//! The service table `ip tartan-svc` (see [`crate::services`]), written
-//! by the shared nftables driver.
+//! The service table `ip tartan-svc` (see [`crate::services`]): written
+//! whole at the start, after a refused change or after drift; otherwise
+//! only the part of each Service that changed, in one transaction.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use serde_json::Value;
+use tracing::warn;
 
-use super::nft::{NftDriver, Table};
-use crate::services::render::{self, SvcNft};
+use super::DataplaneError;
+use super::nft::{Table, Written, kernel_summary, run};
+use crate::services::index::ServiceIndex;
+use crate::services::render::{self, SvcNft, TABLE, is_dynamic};
 
 impl Table for SvcNft {
     const FAMILY: &'static str = "ip";
@@ -25,4 +30,54 @@ impl Table for SvcNft {
     }
 }
 
-pub type ServiceDriver = NftDriver<SvcNft>;
+pub struct ServiceProxy {
+    pub index: ServiceIndex,
+    /// The kernel holds the index's table as of the last write.
+    written: bool,
+}
+
+impl ServiceProxy {
+    pub fn new(node: &str) -> ServiceProxy {
+        ServiceProxy {
+            index: ServiceIndex::new(node),
+            written: false,
+        }
+    }
+
+    /// Write what changed. With `check`, first make sure the kept table
+    /// equals one computed afresh and the kernel's equals the kept one.
+    pub fn sync(&mut self, check: bool) -> Result<Written, DataplaneError> {
+        let started = Instant::now();
+        self.index.update();
+        if check {
+            if self.index.recomputed() != *self.index.table() {
+                warn!("the kept service table differs from one computed afresh; rebuilding it");
+                self.index.rebuild();
+                self.written = false;
+            }
+            if self.written
+                && kernel_summary("ip", TABLE, &is_dynamic).as_ref()
+                    != Some(&render::summary(self.index.table()))
+            {
+                warn!("the service table differs from what felix wrote; rebuilding it");
+                self.written = false;
+            }
+        }
+        if self.written {
+            let Some(batch) = self.index.take_patch() else {
+                return Ok(Written::Nothing);
+            };
+            match run(&batch, "ip", TABLE) {
+                Ok(()) => return Ok(Written::Difference(started.elapsed())),
+                Err(e) => {
+                    warn!(error = %e, "nft refused a service change; rebuilding the whole table");
+                    self.written = false;
+                }
+            }
+        }
+        run(&render::full(self.index.table()), "ip", TABLE)?;
+        self.index.written_whole();
+        self.written = true;
+        Ok(Written::Full(started.elapsed()))
+    }
+}

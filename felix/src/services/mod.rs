@@ -16,6 +16,7 @@
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
 
+pub mod index;
 pub mod render;
 #[cfg(test)]
 mod tests;
@@ -299,6 +300,32 @@ fn dispatch(all: &[(Backend, bool)], local_only: bool, affinity: Option<u32>) ->
     }
 }
 
+/// Add one Service's frontends and node ports (its slices given) to `t`.
+pub fn desired_for(
+    node: &str,
+    key: &str,
+    svc: &ServiceInfo,
+    slices: &[&SliceInfo],
+    t: &mut ServiceTable,
+) {
+    for port in &svc.ports {
+        let eps = endpoints_of(key, port, slices, node);
+        let internal = dispatch(&eps, svc.internal_local, svc.affinity);
+        let external = dispatch(&eps, svc.external_local, svc.affinity);
+        for ip in &svc.cluster_ips {
+            t.frontends
+                .insert((*ip, port.protocol, port.port), internal.clone());
+        }
+        for ip in &svc.external {
+            t.frontends
+                .insert((*ip, port.protocol, port.port), external.clone());
+        }
+        if let Some(np) = port.node_port {
+            t.node_ports.insert((port.protocol, np), external.clone());
+        }
+    }
+}
+
 /// The table for `node`. `services` by `namespace/name`.
 pub fn desired(
     node: &str,
@@ -316,22 +343,7 @@ pub fn desired(
     };
     for (key, svc) in services {
         let slices = by_service.get(key.as_str()).map_or(&[][..], Vec::as_slice);
-        for port in &svc.ports {
-            let eps = endpoints_of(key, port, slices, node);
-            let internal = dispatch(&eps, svc.internal_local, svc.affinity);
-            let external = dispatch(&eps, svc.external_local, svc.affinity);
-            for ip in &svc.cluster_ips {
-                t.frontends
-                    .insert((*ip, port.protocol, port.port), internal.clone());
-            }
-            for ip in &svc.external {
-                t.frontends
-                    .insert((*ip, port.protocol, port.port), external.clone());
-            }
-            if let Some(np) = port.node_port {
-                t.node_ports.insert((port.protocol, np), external.clone());
-            }
-        }
+        desired_for(node, key, svc, slices, &mut t);
     }
     t
 }

@@ -145,6 +145,45 @@ impl SvcNft {
         n
     }
 
+    /// Take `part`'s entries out (those it holds with the same value).
+    pub fn remove(&mut self, part: &SvcNft) {
+        fn out<K: Ord, V: PartialEq>(m: &mut BTreeMap<K, V>, part: &BTreeMap<K, V>) {
+            for (k, v) in part {
+                if m.get(k) == Some(v) {
+                    m.remove(k);
+                }
+            }
+        }
+        out(&mut self.frontends, &part.frontends);
+        out(&mut self.node_ports, &part.node_ports);
+        out(&mut self.fe_slots, &part.fe_slots);
+        out(&mut self.np_slots, &part.np_slots);
+        for (set, p) in [
+            (&mut self.reject_fe, &part.reject_fe),
+            (&mut self.drop_fe, &part.drop_fe),
+        ] {
+            set.retain(|k| !p.contains(k));
+        }
+        for (set, p) in [
+            (&mut self.reject_np, &part.reject_np),
+            (&mut self.drop_np, &part.drop_np),
+        ] {
+            set.retain(|k| !p.contains(k));
+        }
+    }
+
+    /// Put `part`'s entries in (its pickers are counted by the caller).
+    pub fn add(&mut self, part: &SvcNft) {
+        self.frontends.extend(part.frontends.clone());
+        self.node_ports.extend(part.node_ports.clone());
+        self.fe_slots.extend(part.fe_slots.clone());
+        self.np_slots.extend(part.np_slots.clone());
+        self.reject_fe.extend(part.reject_fe.iter().copied());
+        self.drop_fe.extend(part.drop_fe.iter().copied());
+        self.reject_np.extend(part.reject_np.iter().copied());
+        self.drop_np.extend(part.drop_np.iter().copied());
+    }
+
     fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>) -> Picker {
         let p = Picker {
             kind,
@@ -782,19 +821,48 @@ pub fn full(t: &SvcNft) -> Value {
 
 /// The commands from `old` (applied) to `new`; `None` when equal.
 pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Value> {
-    if old == new {
-        return None;
-    }
+    let mut bare_old = old.clone();
+    bare_old.hairpin.clear();
+    let mut bare_new = new.clone();
+    bare_new.hairpin.clear();
+    patch(
+        &[(bare_old, bare_new)],
+        &(old.hairpin.clone(), new.hairpin.clone()),
+        &(old.pickers.clone(), new.pickers.clone()),
+        (old.affinity_slots, new.affinity_slots),
+    )
+}
+
+type Before<T> = (T, T);
+
+/// The commands for changed parts of the table: per part (old, new) the
+/// elements, and for the whole table the hairpin set, the picking chains
+/// and the affinity sets (each as before, after). Deletions come before
+/// additions, so a frontend moving between parts is never doubled.
+pub fn patch(
+    parts: &[(SvcNft, SvcNft)],
+    hairpin: &Before<BTreeSet<Ipv4Addr>>,
+    pickers: &Before<BTreeSet<Picker>>,
+    affinity: Before<u32>,
+) -> Option<Value> {
     let mut objs = Vec::new();
-    for i in old.affinity_slots..new.affinity_slots {
+    for i in affinity.0..affinity.1 {
         objs.push(add(affinity_set(i)));
     }
-    for p in new.pickers.difference(&old.pickers) {
+    for p in pickers.1.difference(&pickers.0) {
         objs.push(add(NfListObject::Chain(chain(&p.chain()))));
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
     }
-    // Elements whose value changed are deleted, then added.
-    let changes = element_changes(old, new);
+    let mut changes: Vec<_> = parts
+        .iter()
+        .flat_map(|(o, n)| element_changes(o, n))
+        .collect();
+    let hp = |a: &Ipv4Addr| key_of(hairpin_elem(a));
+    changes.push((
+        "hairpin",
+        hairpin.0.difference(&hairpin.1).map(hp).collect(),
+        hairpin.1.difference(&hairpin.0).map(hp).collect(),
+    ));
     for (name, gone, _) in &changes {
         if !gone.is_empty() {
             objs.push(del(element_cmd(name, gone.clone())));
@@ -805,14 +873,17 @@ pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Value> {
             objs.push(add(element_cmd(name, came)));
         }
     }
-    for p in old.pickers.difference(&new.pickers) {
+    for p in pickers.0.difference(&pickers.1) {
         objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
             chain(&p.chain()),
         ))));
         objs.push(del(NfListObject::Chain(chain(&p.chain()))));
     }
-    for i in new.affinity_slots..old.affinity_slots {
+    for i in affinity.1..affinity.0 {
         objs.push(del(affinity_set(i)));
+    }
+    if objs.is_empty() {
+        return None;
     }
     Some(json!({ "nftables": to_json(objs) }))
 }

@@ -169,3 +169,94 @@ fn one_endpoint_more_changes_elements_and_the_picker_only() {
     let f = full(&two).to_string();
     assert!(f.contains("\"map\":\"verdict\""), "{f}");
 }
+
+fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String, SliceInfo>) {
+    let mut services = BTreeMap::new();
+    let mut slices = BTreeMap::new();
+    for i in 0..n {
+        let ip = Ipv4Addr::from(0x0a60_0000u32 + i as u32);
+        services.insert(
+            format!("ns/s{i}"),
+            ServiceInfo {
+                cluster_ips: vec![ip],
+                external: vec![],
+                ports: vec![PortInfo {
+                    name: "http".into(),
+                    protocol: TCP,
+                    port: 80,
+                    node_port: None,
+                }],
+                affinity: (i % 7 == 0).then_some(60),
+                external_local: false,
+                internal_local: false,
+            },
+        );
+        let endpoints = (0..eps + i % 3)
+            .map(|j| EndpointInfo {
+                addrs: vec![Ipv4Addr::from(0x0af4_0000u32 + (i * 16 + j) as u32)],
+                node: Some("n2".into()),
+                ready: true,
+                serving: true,
+                terminating: false,
+            })
+            .collect();
+        slices.insert(
+            format!("ns/s{i}-1"),
+            SliceInfo {
+                service: format!("ns/s{i}"),
+                ports: [("http".to_string(), (TCP, 8080))].into(),
+                endpoints,
+            },
+        );
+    }
+    (services, slices)
+}
+
+#[test]
+fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
+    use super::index::ServiceIndex;
+    let (services, mut slices) = many(50, 2);
+    let mut ix = ServiceIndex::new("n1");
+    for (k, v) in &services {
+        ix.set_service(k, Some(v.clone()));
+    }
+    for (k, v) in &slices {
+        ix.set_slice(k, Some(v.clone()));
+    }
+    ix.update();
+    ix.take_patch();
+    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    assert_eq!(*ix.table(), fresh);
+    // One endpoint more for one Service: the patch names its frontend only.
+    let s = slices.get_mut("ns/s10-1").unwrap();
+    let mut e = s.endpoints[0].clone();
+    e.addrs = vec!["10.250.0.1".parse().unwrap()];
+    s.endpoints.push(e);
+    assert!(ix.set_slice("ns/s10-1", Some(s.clone())));
+    assert!(
+        !ix.set_slice("ns/s10-1", Some(s.clone())),
+        "the same again changes nothing"
+    );
+    ix.update();
+    let patch = ix.take_patch().unwrap().to_string();
+    assert!(patch.contains("10.250.0.1"), "{patch}");
+    assert!(patch.contains("10.96.0.10"), "{patch}");
+    assert!(
+        !patch.contains("10.96.0.11\""),
+        "another Service touched: {patch}"
+    );
+    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    assert_eq!(*ix.table(), fresh);
+    assert_eq!(ix.recomputed(), fresh);
+    // A Service gone: its elements leave, and chains only nobody uses.
+    ix.set_service("ns/s10", None);
+    ix.update();
+    let patch = ix.take_patch().unwrap();
+    let text = patch.to_string();
+    assert!(text.contains("\"delete\""), "{text}");
+    let mut services = services;
+    services.remove("ns/s10");
+    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    assert_eq!(*ix.table(), fresh);
+    assert!(ix.take_patch().is_none());
+}

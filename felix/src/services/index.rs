@@ -1,0 +1,213 @@
+//! The service table kept up to date by Service: a change to one Service
+//! or one of its EndpointSlices recomputes that Service's part of the
+//! table and yields the nft commands for that part alone, so the work per
+//! change does not grow with the number of Services. Pure.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use serde_json::Value;
+
+use super::render::{self, Picker, SvcNft};
+use super::{ServiceInfo, ServiceTable, SliceInfo, desired_for};
+
+/// The Services and slices felix has seen, the table they make, and what
+/// changed since the last [`ServiceIndex::take_patch`].
+pub struct ServiceIndex {
+    node: String,
+    services: BTreeMap<String, ServiceInfo>,
+    slices: BTreeMap<String, SliceInfo>,
+    /// Service key → keys of its slices.
+    slices_of: BTreeMap<String, BTreeSet<String>>,
+    /// Each Service's part of the table.
+    parts: BTreeMap<String, SvcNft>,
+    /// How many parts use each picking chain.
+    picker_uses: BTreeMap<Picker, usize>,
+    /// The whole table: the parts together, with the hairpin set.
+    table: SvcNft,
+    dirty: BTreeSet<String>,
+    /// Changes not yet taken: (old part, new part) per Service.
+    pending: Vec<(SvcNft, SvcNft)>,
+    hairpin_before: BTreeSet<Ipv4Addr>,
+    pickers_before: BTreeSet<Picker>,
+    affinity_before: u32,
+}
+
+impl ServiceIndex {
+    pub fn new(node: &str) -> ServiceIndex {
+        ServiceIndex {
+            node: node.to_string(),
+            services: BTreeMap::new(),
+            slices: BTreeMap::new(),
+            slices_of: BTreeMap::new(),
+            parts: BTreeMap::new(),
+            picker_uses: BTreeMap::new(),
+            table: SvcNft::default(),
+            dirty: BTreeSet::new(),
+            pending: Vec::new(),
+            hairpin_before: BTreeSet::new(),
+            pickers_before: BTreeSet::new(),
+            affinity_before: 0,
+        }
+    }
+
+    /// A Service came, changed or went (`None`: gone, or one the proxy
+    /// leaves alone). Whether anything the proxy uses changed.
+    pub fn set_service(&mut self, key: &str, info: Option<ServiceInfo>) -> bool {
+        let changed = match info {
+            Some(i) => self.services.insert(key.to_string(), i.clone()) != Some(i),
+            None => self.services.remove(key).is_some(),
+        };
+        if changed {
+            self.dirty.insert(key.to_string());
+        }
+        changed
+    }
+
+    /// An EndpointSlice came, changed or went.
+    pub fn set_slice(&mut self, key: &str, info: Option<SliceInfo>) -> bool {
+        let old = self.slices.remove(key);
+        if let Some(o) = &old {
+            if let Some(set) = self.slices_of.get_mut(&o.service) {
+                set.remove(key);
+            }
+            self.dirty.insert(o.service.clone());
+        }
+        if let Some(n) = &info {
+            self.slices_of
+                .entry(n.service.clone())
+                .or_default()
+                .insert(key.to_string());
+            self.dirty.insert(n.service.clone());
+            self.slices.insert(key.to_string(), n.clone());
+        }
+        old != info
+    }
+
+    /// This node's pod addresses (for hairpin).
+    pub fn set_local_pods(&mut self, pods: BTreeSet<Ipv4Addr>) {
+        self.table.hairpin = pods;
+    }
+
+    fn part_of(&self, key: &str) -> SvcNft {
+        let Some(svc) = self.services.get(key) else {
+            return SvcNft::default();
+        };
+        let slices: Vec<&SliceInfo> = self
+            .slices_of
+            .get(key)
+            .into_iter()
+            .flatten()
+            .filter_map(|k| self.slices.get(k))
+            .collect();
+        let mut t = ServiceTable::default();
+        desired_for(&self.node, key, svc, &slices, &mut t);
+        SvcNft::from_table(&t)
+    }
+
+    /// Recompute the Services that changed; the whole table after it.
+    pub fn update(&mut self) -> &SvcNft {
+        for key in std::mem::take(&mut self.dirty) {
+            let new = self.part_of(&key);
+            let old = self.parts.remove(&key).unwrap_or_default();
+            if old == new {
+                if new != SvcNft::default() {
+                    self.parts.insert(key, new);
+                }
+                continue;
+            }
+            for p in &old.pickers {
+                if let Some(n) = self.picker_uses.get_mut(p) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.picker_uses.remove(p);
+                    }
+                }
+            }
+            for p in &new.pickers {
+                *self.picker_uses.entry(*p).or_default() += 1;
+            }
+            self.table.remove(&old);
+            self.table.add(&new);
+            if new != SvcNft::default() {
+                self.parts.insert(key, new.clone());
+            }
+            self.pending.push((old, new));
+        }
+        self.table.pickers = self.picker_uses.keys().copied().collect();
+        self.table.affinity_slots = self
+            .table
+            .pickers
+            .iter()
+            .filter(|p| p.affinity.is_some())
+            .map(|p| p.count)
+            .max()
+            .unwrap_or(0);
+        &self.table
+    }
+
+    pub fn table(&self) -> &SvcNft {
+        &self.table
+    }
+
+    /// The nft commands for what changed since the last call (after
+    /// [`ServiceIndex::update`]); `None` when nothing did.
+    pub fn take_patch(&mut self) -> Option<Value> {
+        let pending = std::mem::take(&mut self.pending);
+        let hairpin = (
+            std::mem::replace(&mut self.hairpin_before, self.table.hairpin.clone()),
+            self.table.hairpin.clone(),
+        );
+        let pickers = (
+            std::mem::replace(&mut self.pickers_before, self.table.pickers.clone()),
+            self.table.pickers.clone(),
+        );
+        let affinity = (
+            std::mem::replace(&mut self.affinity_before, self.table.affinity_slots),
+            self.table.affinity_slots,
+        );
+        render::patch(&pending, &hairpin, &pickers, affinity)
+    }
+
+    /// Forget what was pending: the next write is the whole table.
+    pub fn written_whole(&mut self) {
+        self.pending.clear();
+        self.hairpin_before = self.table.hairpin.clone();
+        self.pickers_before = self.table.pickers.clone();
+        self.affinity_before = self.table.affinity_slots;
+    }
+
+    /// The whole table computed afresh from every Service: what the kept
+    /// table must equal (checked now and then, to catch a Service that
+    /// lost a frontend to another one and never got it back).
+    pub fn recomputed(&self) -> SvcNft {
+        let mut t = ServiceTable::default();
+        for (key, svc) in &self.services {
+            let slices: Vec<&SliceInfo> = self
+                .slices_of
+                .get(key)
+                .into_iter()
+                .flatten()
+                .filter_map(|k| self.slices.get(k))
+                .collect();
+            desired_for(&self.node, key, svc, &slices, &mut t);
+        }
+        t.local_pods = self.table.hairpin.clone();
+        SvcNft::from_table(&t)
+    }
+
+    /// Start over from `services` and `slices` as they are (after a
+    /// drift or a mismatch): every Service recomputed.
+    pub fn rebuild(&mut self) {
+        self.parts.clear();
+        self.picker_uses.clear();
+        let hairpin = std::mem::take(&mut self.table.hairpin);
+        self.table = SvcNft {
+            hairpin,
+            ..SvcNft::default()
+        };
+        self.dirty = self.services.keys().cloned().collect();
+        self.update();
+        self.written_whole();
+    }
+}
