@@ -73,13 +73,20 @@ pub fn run(batch: &Value, family: &str, name: &str) -> Result<(), DataplaneError
 }
 
 /// The kernel's table in the shape of [`Table::summary`]; `None` when
-/// it is not there. `skip`: sets left out of the comparison.
+/// it is not there. `skip`: sets left out of the comparison. `terse`:
+/// without set elements (every set counts 0), for tables whose sets are
+/// too large to list at every check.
 pub fn kernel_summary(
     family: &str,
     name: &str,
     skip: &dyn Fn(&str) -> bool,
+    terse: bool,
 ) -> Option<BTreeMap<String, usize>> {
-    let out = Command::new("nft")
+    let mut cmd = Command::new("nft");
+    if terse {
+        cmd.arg("-t");
+    }
+    let out = cmd
         .args(["-j", "list", "table", family, name])
         .output()
         .ok()?;
@@ -115,7 +122,8 @@ impl<T: Table> NftDriver<T> {
     ) -> Result<Written, DataplaneError> {
         if check
             && let Some(applied) = &self.applied
-            && kernel_summary(T::FAMILY, T::NAME, dynamic).as_ref() != Some(&applied.summary())
+            && kernel_summary(T::FAMILY, T::NAME, dynamic, false).as_ref()
+                != Some(&applied.summary())
         {
             warn!(
                 table = T::NAME,
