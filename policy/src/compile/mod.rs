@@ -156,6 +156,25 @@ pub fn policy_chain(p: &Policy, ingress: bool) -> String {
 struct Needs {
     selectors: BTreeSet<EndpointSel>,
     named_ports: BTreeSet<String>,
+    /// The IP families to write rules and sets for: those some endpoint
+    /// has an address of (a pod without an IPv6 address sends and
+    /// receives no IPv6 packet, so rules for it would be dead weight).
+    families: Vec<bool>,
+}
+
+impl Needs {
+    fn for_endpoints(endpoints: &[Endpoint]) -> Needs {
+        let mut families = Vec::new();
+        for v6 in [false, true] {
+            if endpoints.iter().any(|e| e.addrs.iter().any(|a| a.is_ipv6() == v6)) {
+                families.push(v6);
+            }
+        }
+        Needs {
+            families,
+            ..Needs::default()
+        }
+    }
 }
 
 fn addr_field(v6: bool, side: Side) -> Expression<'static> {
@@ -305,7 +324,10 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
 
 /// A policy's rules for one direction, as a chain's rules.
 pub fn policy_rules(p: &Policy, ingress: bool) -> Vec<Stmts> {
-    let mut needs = Needs::default();
+    let mut needs = Needs {
+        families: vec![false, true],
+        ..Needs::default()
+    };
     policy_rules_needing(p, ingress, &mut needs)
 }
 
@@ -319,7 +341,7 @@ fn policy_rules_needing(p: &Policy, ingress: bool, needs: &mut Needs) -> Vec<Stm
     let mut out = Vec::new();
     for r in rules.iter().flatten() {
         if family_specific(r) {
-            for v6 in [false, true] {
+            for v6 in needs.families.clone() {
                 out.extend(render_rule(r, Some(v6), &prefix, needs));
             }
         } else {
@@ -362,7 +384,7 @@ pub fn compile(
     let mut sorted: Vec<&Policy> = policies.iter().collect();
     sorted.sort_by_key(|p| p.sort_key());
     let mut rs = Ruleset::default();
-    let mut needs = Needs::default();
+    let mut needs = Needs::for_endpoints(endpoints);
     let mut compiled: BTreeSet<(usize, bool)> = BTreeSet::new();
     for ep in endpoints {
         let Some(iface) = &ep.interface else { continue };
@@ -412,7 +434,7 @@ pub fn compile(
         }
     }
     for sel in &needs.selectors {
-        for v6 in [false, true] {
+        for &v6 in &needs.families {
             let elements = endpoints
                 .iter()
                 .filter(|ep| sel.matches(ep, namespaces))
@@ -430,7 +452,7 @@ pub fn compile(
         }
     }
     for name in &needs.named_ports {
-        for v6 in [false, true] {
+        for &v6 in &needs.families {
             let mut elements = BTreeSet::new();
             for ep in endpoints {
                 for p in ep.ports.iter().filter(|p| p.name == *name) {

@@ -134,8 +134,15 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
     );
     let named = &rs.sets[&named_port_set("serve-80-tcp", false)];
     assert_eq!(named.elements.len(), 3);
-    // Policy chain: the IPv4 and IPv6 forms of the one allow rule.
-    assert_eq!(rs.chains[&policy_chain(&p, true)].len(), 2);
+    // Policy chain: the IPv4 form of the one allow rule only, as no
+    // endpoint has an IPv6 address; with one that has, both forms.
+    assert_eq!(rs.chains[&policy_chain(&p, true)].len(), 1);
+    assert!(!rs.sets.contains_key(&named_port_set("serve-80-tcp", true)));
+    let mut dual = endpoints();
+    dual[2].addrs.push("fd00::1".parse().unwrap());
+    let rs6 = compile(std::slice::from_ref(&p), &dual, &namespaces());
+    assert_eq!(rs6.chains[&policy_chain(&p, true)].len(), 2);
+    assert_eq!(rs6.sets[&named_port_set("serve-80-tcp", true)].elements.len(), 1);
     snapshot("kubernetes_named_port", &render::full(&rs));
 }
 
