@@ -11,6 +11,7 @@ pub mod etcd;
 pub mod netns;
 pub mod netpol;
 pub mod peers;
+pub mod policybench;
 pub mod process;
 pub mod storebench;
 pub mod tempdir;

@@ -27,6 +27,37 @@ enum Cmd {
     /// Cluster: route convergence at several sizes, pod-to-pod throughput
     /// beside bare routing, daemon memory.
     Cluster(ClusterArgs),
+    /// Policy: full sync, one policy change, one pod relabelled, and
+    /// connection latency through a large ruleset beside an empty one.
+    Policy(PolicyArgs),
+}
+
+#[derive(clap::Args)]
+struct PolicyArgs {
+    /// Policies in all (Kubernetes, Tartan and global).
+    #[arg(long, default_value_t = 2000)]
+    policies: usize,
+    /// Pods in the cluster.
+    #[arg(long, default_value_t = 500)]
+    pods: usize,
+    /// Namespaces (at most pods / 3).
+    #[arg(long, default_value_t = 50)]
+    namespaces: usize,
+    /// One pod in this many is on the benchmarked node.
+    #[arg(long, default_value_t = 10)]
+    local_every: usize,
+    /// Runs (medians reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Connections per latency run (0: skip the latency measurement).
+    #[arg(long, default_value_t = 2000)]
+    connections: usize,
+    /// Seed of the generated cluster.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -128,6 +159,7 @@ fn main() -> Result<()> {
         Cmd::Datastore(a) => return datastore(a),
         Cmd::Cni(a) => return cni(a),
         Cmd::Cluster(a) => return cluster(a),
+        Cmd::Policy(a) => return policy(a),
     };
     let devices = a
         .devices
@@ -230,6 +262,24 @@ fn cluster(a: ClusterArgs) -> Result<()> {
     let figs = run(&opts, |line| eprintln!("{line}"))?;
     env.load_after = load_average();
     write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn policy(a: PolicyArgs) -> Result<()> {
+    use tartan_lab::policybench::{PolicyBenchOptions, render_markdown, run};
+    let opts = PolicyBenchOptions {
+        policies: a.policies,
+        pods: a.pods,
+        namespaces: a.namespaces,
+        local_every: a.local_every.max(1),
+        runs: a.runs.max(1),
+        connections: a.connections,
+        seed: a.seed,
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let (syn, figs) = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &syn, &figs))
 }
 
 fn write_out(out: Option<&std::path::Path>, md: &str) -> Result<()> {

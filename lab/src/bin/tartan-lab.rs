@@ -61,7 +61,9 @@ enum Cmd {
         #[arg(short = 'o', long = "output", value_parser = ["json"])]
         output: Option<String>,
     },
-    /// Run tartanctl against the lab's datastore.
+    /// Run tartanctl against the lab's datastore. Services applied get a
+    /// ClusterIP, NodePorts and LoadBalancer IPs when they give none, and
+    /// EndpointSlices from the lab's pods.
     Ctl {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -93,6 +95,12 @@ struct UpArgs {
     /// rr topologies).
     #[arg(long)]
     dual_stack: bool,
+    /// Where ClusterIPs are allocated from.
+    #[arg(long, default_value = tartan_lab::cluster::state::DEFAULT_SERVICE_CIDR)]
+    service_cidr: String,
+    /// Where LoadBalancer ingress IPs are allocated from.
+    #[arg(long, default_value = tartan_lab::cluster::state::DEFAULT_LB_CIDR)]
+    lb_cidr: String,
 }
 
 #[derive(Subcommand)]
@@ -106,6 +114,25 @@ enum PodCmd {
         /// k=v,k=v
         #[arg(long, default_value = "")]
         labels: String,
+        /// The container's ports, for Services that name them:
+        /// [NAME=]PORT[/PROTOCOL],… (e.g. http=8080,dns=53/UDP).
+        #[arg(long, default_value = "")]
+        ports: String,
+    },
+    /// Set NS/NAME's Ready condition (true or false); its Service
+    /// endpoints follow.
+    Ready {
+        /// NS/NAME
+        pod: String,
+        #[arg(action = clap::ArgAction::Set)]
+        ready: bool,
+    },
+    /// Begin NS/NAME's graceful deletion: it keeps running, its endpoints
+    /// turn terminating (no new Service connections while others are
+    /// ready); `pod del` ends it.
+    Terminate {
+        /// NS/NAME
+        pod: String,
     },
     /// Unwire and delete NS/NAME.
     Del {
@@ -209,6 +236,8 @@ fn run(cli: Cli) -> Result<u8> {
                     vxlan_mode,
                     ipip_mode,
                     dual_stack: a.dual_stack,
+                    service_cidr: a.service_cidr,
+                    lb_cidr: a.lb_cidr,
                 },
                 &mut say,
             )?;
@@ -224,8 +253,9 @@ fn run(cli: Cli) -> Result<u8> {
             pod: p,
             node,
             labels,
+            ports,
         }) => {
-            let rec = pod::add(&name, &p, &node, &labels)?;
+            let rec = pod::add_with_ports(&name, &p, &node, &labels, &ports)?;
             println!(
                 "pod {}/{} on {}: {}",
                 rec.namespace,
@@ -236,6 +266,8 @@ fn run(cli: Cli) -> Result<u8> {
             Ok(0)
         }
         Cmd::Pod(PodCmd::Del { pod: p }) => pod::del(&name, &p).map(|()| 0),
+        Cmd::Pod(PodCmd::Ready { pod: p, ready }) => pod::set_ready(&name, &p, ready).map(|()| 0),
+        Cmd::Pod(PodCmd::Terminate { pod: p }) => pod::terminate(&name, &p).map(|()| 0),
         Cmd::Pod(PodCmd::Ip { pod: p, ipv6 }) => {
             let (ns, n) = pod::parse_ref(&p)?;
             let rec = pod::load(&name, &ns, &n)?;
@@ -271,16 +303,7 @@ fn run(cli: Cli) -> Result<u8> {
         Cmd::Ctl { args } => {
             let st = LabState::load(&name)?;
             let ctl = sibling("tartanctl").unwrap_or_else(|| PathBuf::from("tartanctl"));
-            let status = Command::new(ctl)
-                .arg("--datastore")
-                .arg(&st.datastore)
-                .args(&args)
-                .status()
-                .context("run tartanctl")?;
-            Ok(status
-                .code()
-                .and_then(|c| u8::try_from(c).ok())
-                .unwrap_or(1))
+            tartan_lab::cluster::services::ctl(&st, &ctl, &args)
         }
     }
 }

@@ -2,14 +2,17 @@
 //! starts etcd on an underlay bridge, makes node namespaces, applies a
 //! default IPPool and starts tartan-bgpd and tartan-felix in each node;
 //! `pod add/del`, `exec`, `status` and `down` work on it later, from the
-//! state kept in `/run/tartan-lab/<name>/`.
+//! state kept in `/run/tartan-lab/<name>/`. [`services`] plays the
+//! control plane's Service parts (addresses, ports, EndpointSlices).
 
 pub mod client;
 pub mod detached;
 pub mod down;
 pub mod pod;
+pub mod services;
 pub mod state;
 pub mod status;
+pub mod svcprobe;
 pub mod up;
 
 pub use state::LabState;

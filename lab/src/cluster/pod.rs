@@ -12,6 +12,7 @@ use tartan_api::store::StoreError;
 use tartan_api::store::connect;
 use tartan_api::store::typed::TypedStore;
 
+use super::services;
 use super::state::{self, LabState};
 use super::up::runtime;
 use crate::cni::{Call, Runtime};
@@ -35,6 +36,35 @@ pub fn parse_labels(s: &str) -> Result<BTreeMap<String, String>> {
             .split_once('=')
             .with_context(|| format!("label {kv:?} is not key=value"))?;
         out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// `[NAME=]PORT[/PROTOCOL],…`: the container ports of the pod's one
+/// container, for Services whose targetPort names a port.
+pub fn parse_ports(s: &str) -> Result<Vec<Value>> {
+    let mut out = Vec::new();
+    for item in s.split(',').filter(|x| !x.is_empty()) {
+        let (name, rest) = match item.split_once('=') {
+            Some((n, r)) => (Some(n), r),
+            None => (None, item),
+        };
+        let (port, proto) = rest.split_once('/').unwrap_or((rest, "TCP"));
+        let proto = proto.to_ascii_uppercase();
+        let port: u16 = port.parse().ok().filter(|p| *p > 0).with_context(|| {
+            format!("port {item:?}: give [NAME=]PORT[/PROTOCOL], e.g. http=8080/TCP")
+        })?;
+        if !matches!(proto.as_str(), "TCP" | "UDP" | "SCTP") {
+            bail!("port {item:?}: the protocol is TCP, UDP or SCTP");
+        }
+        let mut p = json!({"containerPort": port, "protocol": proto});
+        if let Some(n) = name {
+            if n.is_empty() || n.len() > 15 {
+                bail!("port {item:?}: a port name has 1 to 15 characters");
+            }
+            p["name"] = json!(n);
+        }
+        out.push(p);
     }
     Ok(out)
 }
@@ -115,9 +145,23 @@ fn runtime_for(st: &LabState, node: &str) -> Result<Runtime> {
 }
 
 pub fn add(lab: &str, pod_ref: &str, node: &str, labels: &str) -> Result<PodRecord> {
+    add_with_ports(lab, pod_ref, node, labels, "")
+}
+
+/// [`add`], the container declaring `ports` ([`parse_ports`]). Once wired
+/// the Pod reports Running and Ready with its address, as a kubelet
+/// would, and the EndpointSlices follow.
+pub fn add_with_ports(
+    lab: &str,
+    pod_ref: &str,
+    node: &str,
+    labels: &str,
+    ports: &str,
+) -> Result<PodRecord> {
     let st = LabState::load(lab)?;
     let (ns, name) = parse_ref(pod_ref)?;
     let labels = parse_labels(labels)?;
+    let ports = parse_ports(ports)?;
     st.node(node)?;
     if result_path(lab, &ns, &name).exists() {
         bail!("pod {ns}/{name} exists in lab {lab}");
@@ -134,7 +178,7 @@ pub fn add(lab: &str, pod_ref: &str, node: &str, labels: &str) -> Result<PodReco
         }
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "none"}]}
+            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "none", "ports": ports}]}
         }))?;
         store
             .create_typed(&pod)
@@ -164,7 +208,44 @@ pub fn add(lab: &str, pod_ref: &str, node: &str, labels: &str) -> Result<PodReco
     let p = result_path(lab, &ns, &name);
     std::fs::create_dir_all(p.parent().unwrap_or(&p))?;
     std::fs::write(&p, serde_json::to_string_pretty(&rec)?)?;
+    let pod_ip = rec.address().unwrap_or_default();
+    let host_ip = st.node(node)?.address.to_string();
+    edit_then_sync(&st, &ns, &name, |v| {
+        services::running_status(v, &pod_ip, &host_ip)
+    })
+    .with_context(|| format!("pod {ns}/{name} is wired, but its status was not written"))?;
     Ok(rec)
+}
+
+/// Changes the Pod object, then brings the EndpointSlices in line.
+fn edit_then_sync(st: &LabState, ns: &str, name: &str, f: impl Fn(&mut Value)) -> Result<()> {
+    let _l = services::lock(&st.name)?;
+    runtime()?.block_on(async {
+        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
+        services::edit_pod(&*store, ns, name, f).await?;
+        services::sync_slices(&*store).await
+    })?;
+    Ok(())
+}
+
+/// Sets the pod's Ready condition (a failing readiness probe, or a
+/// passing one again); its endpoints follow.
+pub fn set_ready(lab: &str, pod_ref: &str, ready: bool) -> Result<()> {
+    let st = LabState::load(lab)?;
+    let (ns, name) = parse_ref(pod_ref)?;
+    load(lab, &ns, &name)?;
+    edit_then_sync(&st, &ns, &name, |v| services::set_ready(v, ready))
+}
+
+/// Begins the pod's graceful deletion: it keeps running and serving the
+/// connections it has, its endpoints turn terminating (no new
+/// connections while others are ready); `pod del` ends it.
+pub fn terminate(lab: &str, pod_ref: &str) -> Result<()> {
+    let st = LabState::load(lab)?;
+    let (ns, name) = parse_ref(pod_ref)?;
+    load(lab, &ns, &name)?;
+    let now = std::time::SystemTime::now();
+    edit_then_sync(&st, &ns, &name, |v| services::set_terminating(v, now))
 }
 
 fn delete_pod_object(st: &LabState, ns: &str, name: &str) -> Result<()> {
@@ -187,6 +268,7 @@ pub fn del(lab: &str, pod_ref: &str) -> Result<()> {
     let _ = ip(&["netns", "del", &rec.netns]);
     delete_pod_object(&st, &ns, &name)?;
     std::fs::remove_file(result_path(lab, &ns, &name))?;
+    services::sync(&st)?;
     Ok(())
 }
 

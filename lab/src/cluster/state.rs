@@ -16,6 +16,21 @@ pub const DEFAULT_POOL: &str = "10.244.0.0/16";
 /// The IPv6 pool of a `--dual-stack` lab.
 pub const DEFAULT_POOL6: &str = "fd00:10:244::/56";
 
+/// Where a lab's ClusterIPs come from (kubeadm's default).
+pub const DEFAULT_SERVICE_CIDR: &str = "10.96.0.0/16";
+
+/// Where a lab's LoadBalancer ingress IPs come from: TEST-NET-1 (RFC
+/// 5737), which no real network uses, so that it cannot shadow one.
+pub const DEFAULT_LB_CIDR: &str = "192.0.2.0/24";
+
+fn default_service_cidr() -> String {
+    DEFAULT_SERVICE_CIDR.into()
+}
+
+fn default_lb_cidr() -> String {
+    DEFAULT_LB_CIDR.into()
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Proc {
     pub pid: u32,
@@ -50,6 +65,12 @@ pub struct LabState {
     /// tor: the BIRD router.
     #[serde(default)]
     pub tor: Option<Proc>,
+    /// ClusterIPs are allocated from here.
+    #[serde(default = "default_service_cidr")]
+    pub service_cidr: String,
+    /// LoadBalancer ingress IPs are allocated from here.
+    #[serde(default = "default_lb_cidr")]
+    pub lb_cidr: String,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it

@@ -30,6 +30,49 @@ pub struct UpOptions {
     pub ipip_mode: EncapMode,
     /// IPv6 node addresses, BGP over IPv6 and an IPv6 pool too.
     pub dual_stack: bool,
+    /// Where ClusterIPs come from.
+    pub service_cidr: String,
+    /// Where LoadBalancer ingress IPs come from.
+    pub lb_cidr: String,
+}
+
+/// The service and LoadBalancer ranges: IPv4 prefixes of at least 4
+/// addresses, apart from each other, the pools and the underlays.
+pub fn check_ranges(service: &str, lb: &str) -> Result<()> {
+    use ipnet::Ipv4Net;
+    let parse = |flag: &str, s: &str| -> Result<Ipv4Net> {
+        let n: Ipv4Net = s
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{flag} {s:?}: give an IPv4 prefix, e.g. 10.96.0.0/16"))?;
+        if n.prefix_len() > 30 {
+            bail!("{flag} {s}: too small; use /30 or larger");
+        }
+        if n.trunc() != n {
+            bail!("{flag} {s}: host bits set; did you mean {}?", n.trunc());
+        }
+        Ok(n)
+    };
+    let svc = parse("--service-cidr", service)?;
+    let lbn = parse("--lb-cidr", lb)?;
+    let overlap = |a: &Ipv4Net, b: &Ipv4Net| a.contains(&b.network()) || b.contains(&a.network());
+    if overlap(&svc, &lbn) {
+        bail!("--service-cidr {svc} and --lb-cidr {lbn} overlap");
+    }
+    let taken: [(&str, Ipv4Net); 2] = [
+        ("the pod pool", DEFAULT_POOL.parse()?),
+        (
+            "the lab underlays (10.213.0.0/16)",
+            "10.213.0.0/16".parse()?,
+        ),
+    ];
+    for (flag, n) in [("--service-cidr", svc), ("--lb-cidr", lbn)] {
+        for (what, t) in &taken {
+            if overlap(&n, t) {
+                bail!("{flag} {n} overlaps {what} {t}");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `Never`, `Always` or `CrossSubnet`, as in an IPPool.
@@ -82,6 +125,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     if o.vxlan_mode != EncapMode::Never && o.ipip_mode != EncapMode::Never {
         bail!("--vxlan-mode and --ipip-mode both set: a pool has one encapsulation");
     }
+    check_ranges(&o.service_cidr, &o.lb_cidr)?;
     if LabState::path(&o.name).exists() {
         bail!(
             "lab {} exists; `tartan-lab down --name {}` removes it",
@@ -122,6 +166,8 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         topology: o.topology.clone(),
         subnet2: subnet2.map(|n| n.to_string()),
         tor: None,
+        service_cidr: o.service_cidr.clone(),
+        lb_cidr: o.lb_cidr.clone(),
     };
     st.save()?;
 
@@ -430,6 +476,10 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     say(&format!(
         "datastore for tartanctl: --datastore {}",
         st.datastore
+    ));
+    say(&format!(
+        "Services: ClusterIPs from {}, NodePorts from 30000-32767, LoadBalancer IPs from {}",
+        st.service_cidr, st.lb_cidr
     ));
     Ok(st)
 }
