@@ -61,13 +61,12 @@ fn endpoint(node: &str, key: &str, w: &WorkloadEndpointSpec, state: &State) -> E
 
 /// The ruleset for `node`.
 pub fn desired(node: &str, state: &State) -> Ruleset {
-    let policies: Vec<Policy> = state
+    let policies = state
         .kube_policies
         .values()
         .chain(state.tartan_policies.values())
         .chain(state.global_policies.values())
-        .filter_map(|p| p.as_ref().ok().cloned())
-        .collect();
+        .filter_map(|p| p.as_ref().ok());
     let endpoints: Vec<Endpoint> = state
         .endpoints
         .iter()
@@ -78,7 +77,7 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
         .iter()
         .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.clone()))
         .collect();
-    compile::compile(&policies, &endpoints, &namespaces)
+    compile::compile(policies, &endpoints, &namespaces)
 }
 
 #[cfg(test)]

@@ -816,7 +816,9 @@ pub fn full(t: &SvcNft) -> Value {
         }
     }
     out.extend(to_json(objs));
-    json!({ "nftables": out })
+    let mut m = serde_json::Map::new();
+    m.insert("nftables".into(), Value::Array(out));
+    Value::Object(m)
 }
 
 /// The commands from `old` (applied) to `new`; `None` when equal.

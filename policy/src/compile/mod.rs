@@ -166,7 +166,10 @@ impl Needs {
     fn for_endpoints(endpoints: &[Endpoint]) -> Needs {
         let mut families = Vec::new();
         for v6 in [false, true] {
-            if endpoints.iter().any(|e| e.addrs.iter().any(|a| a.is_ipv6() == v6)) {
+            if endpoints
+                .iter()
+                .any(|e| e.addrs.iter().any(|a| a.is_ipv6() == v6))
+            {
                 families.push(v6);
             }
         }
@@ -376,12 +379,12 @@ fn profile_rules(policies: &[&Policy], list: &[usize], ingress: bool) -> Vec<Stm
 /// Everything this node's table should hold. `endpoints` are every
 /// endpoint of the cluster (for the address sets); those with an
 /// interface are this node's.
-pub fn compile(
-    policies: &[Policy],
+pub fn compile<'a>(
+    policies: impl IntoIterator<Item = &'a Policy>,
     endpoints: &[Endpoint],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
-    let mut sorted: Vec<&Policy> = policies.iter().collect();
+    let mut sorted: Vec<&Policy> = policies.into_iter().collect();
     sorted.sort_by_key(|p| p.sort_key());
     let mut rs = Ruleset::default();
     let mut needs = Needs::for_endpoints(endpoints);

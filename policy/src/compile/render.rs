@@ -160,8 +160,11 @@ fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
         .collect()
 }
 
+/// `{"nftables": parts}`, moving `parts` (`json!` would copy them).
 fn batch(parts: Vec<Value>) -> Value {
-    json!({ "nftables": parts })
+    let mut m = serde_json::Map::new();
+    m.insert("nftables".into(), Value::Array(parts));
+    Value::Object(m)
 }
 
 fn fixed_rules() -> Vec<NfObject<'static>> {

@@ -94,7 +94,7 @@ fn snapshot(name: &str, value: &serde_json::Value) {
 
 #[test]
 fn no_policy_leaves_every_local_endpoint_open() {
-    let rs = compile(&[], &endpoints(), &namespaces());
+    let rs = compile([], &endpoints(), &namespaces());
     assert!(rs.chains.is_empty() && rs.sets.is_empty());
     assert_eq!(
         rs.to_endpoint,
@@ -142,7 +142,12 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
     dual[2].addrs.push("fd00::1".parse().unwrap());
     let rs6 = compile(std::slice::from_ref(&p), &dual, &namespaces());
     assert_eq!(rs6.chains[&policy_chain(&p, true)].len(), 2);
-    assert_eq!(rs6.sets[&named_port_set("serve-80-tcp", true)].elements.len(), 1);
+    assert_eq!(
+        rs6.sets[&named_port_set("serve-80-tcp", true)]
+            .elements
+            .len(),
+        1
+    );
     snapshot("kubernetes_named_port", &render::full(&rs));
 }
 
@@ -164,11 +169,7 @@ fn ordered_tartan_policies_pass_and_log() {
         }),
     );
     let k = kube(json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}));
-    let rs = compile(
-        &[deny.clone(), k.clone(), pass.clone()],
-        &endpoints(),
-        &namespaces(),
-    );
+    let rs = compile([&deny, &k, &pass], &endpoints(), &namespaces());
     // x/a: pass-y (10), deny (100), the Kubernetes policy (1000).
     let qa = &rs.chains[&rs.to_endpoint["tarxa"]];
     let jumps: Vec<String> = qa
@@ -209,7 +210,7 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
     let mut eps = endpoints();
     let before = compile(std::slice::from_ref(&p), &eps, &namespaces());
     eps[1].labels = labels(&[("pod", "a")]);
-    let after = compile(&[p], &eps, &namespaces());
+    let after = compile([&p], &eps, &namespaces());
     assert_eq!(before.chains, after.chains);
     let d = render::diff(&before, &after).unwrap();
     let cmds = d["nftables"].as_array().unwrap();
@@ -226,7 +227,7 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
 fn a_changed_policy_changes_only_its_chain() {
     let p1 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}));
     let p2 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 81}]}]}));
-    let before = compile(&[p1], &endpoints(), &namespaces());
+    let before = compile([&p1], &endpoints(), &namespaces());
     let after = compile(std::slice::from_ref(&p2), &endpoints(), &namespaces());
     let d = render::diff(&before, &after).unwrap();
     let text = d.to_string();
@@ -248,8 +249,8 @@ fn policies_no_longer_used_leave_with_their_sets() {
     let p = kube(
         json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
     );
-    let before = compile(&[p], &endpoints(), &namespaces());
-    let after = compile(&[], &endpoints(), &namespaces());
+    let before = compile([&p], &endpoints(), &namespaces());
+    let after = compile([], &endpoints(), &namespaces());
     let d = render::diff(&before, &after).unwrap();
     let text = d.to_string();
     for (name, _) in before.chains.iter() {
