@@ -201,6 +201,28 @@ fn service_proxy_writes_per_service_differences() {
         // A chain emptied by hand: the check writes the table whole again.
         nft(&["flush", "chain", "ip", "tartan-svc", "fe_dnat"]);
         assert!(matches!(p.sync(true).unwrap(), Written::Full(_)));
+        // A LoadBalancer IP open to two client networks only.
+        let lb: Service = serde_json::from_value(json!({
+            "metadata": {"name": "lb", "namespace": "x"},
+            "spec": {"clusterIP": "10.96.0.11", "type": "LoadBalancer",
+                     "loadBalancerSourceRanges": ["198.51.100.0/24", "203.0.113.7/32", "bad"],
+                     "ports": [{"name": "http", "port": 80, "nodePort": 30081}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+        }))
+        .unwrap();
+        p.index.set_service("x/lb", ServiceInfo::from_service(&lb));
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "lb_allowed"]);
+        assert!(
+            listing.contains("192.0.2.10 . tcp . 80 . 198.51.100.0/24")
+                && listing.contains("192.0.2.10 . tcp . 80 . 203.0.113.7"),
+            "{listing}"
+        );
+        p.index.set_service("x/lb", None);
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "lb_allowed"]);
+        assert!(!listing.contains("192.0.2.10"), "{listing}");
         nft(&["delete", "table", "ip", "tartan-svc"]);
         assert!(matches!(p.sync(true).unwrap(), Written::Full(_)));
         p.index.set_slice("x/web-1", None);

@@ -13,6 +13,8 @@
 //!   `internalTrafficPolicy: Local` does the same for the ClusterIP.
 //! - A frontend with no endpoints at all is refused at once (TCP reset,
 //!   ICMP port unreachable).
+//! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
+//!   outside those networks (NodePorts and external IPs are not limited).
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
 
@@ -24,6 +26,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
+use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
@@ -68,6 +71,9 @@ pub struct ServiceTable {
     /// Addresses of this node's pods: a pod reaching itself through a
     /// Service is masqueraded (hairpin).
     pub local_pods: BTreeSet<Ipv4Addr>,
+    /// LoadBalancer frontends with `loadBalancerSourceRanges`: only
+    /// clients in these networks may use them.
+    pub source_ranges: BTreeMap<(Ipv4Addr, u8, u16), Vec<Ipv4Net>>,
 }
 
 /// A watched Service, reduced to what the proxy needs.
@@ -75,6 +81,10 @@ pub struct ServiceTable {
 pub struct ServiceInfo {
     pub cluster_ips: Vec<Ipv4Addr>,
     pub external: Vec<Ipv4Addr>,
+    /// `loadBalancerSourceRanges` (IPv4), applied to the LoadBalancer
+    /// ingress IPs in `lb_ips`.
+    pub source_ranges: Vec<Ipv4Net>,
+    pub lb_ips: Vec<Ipv4Addr>,
     pub ports: Vec<PortInfo>,
     pub affinity: Option<u32>,
     pub external_local: bool,
@@ -160,18 +170,20 @@ impl ServiceInfo {
             .flatten()
             .filter_map(|a| v4(a))
             .collect();
+        let mut lb_ips: Vec<Ipv4Addr> = Vec::new();
         if spec.type_.as_deref() == Some("LoadBalancer") {
             let ingress = s
                 .status
                 .as_ref()
                 .and_then(|st| st.load_balancer.as_ref())
                 .and_then(|lb| lb.ingress.as_ref());
-            external.extend(
+            lb_ips.extend(
                 ingress
                     .into_iter()
                     .flatten()
                     .filter_map(|i| i.ip.as_deref().and_then(v4)),
             );
+            external.extend(lb_ips.iter().copied());
         }
         external.sort();
         external.dedup();
@@ -200,6 +212,13 @@ impl ServiceInfo {
                     .filter(|t| *t > 0)
                     .unwrap_or(10_800)
             }),
+            source_ranges: spec
+                .load_balancer_source_ranges
+                .iter()
+                .flatten()
+                .filter_map(|r| r.trim().parse::<Ipv4Net>().ok().map(|n| n.trunc()))
+                .collect(),
+            lb_ips,
             external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
             internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
         })
@@ -319,6 +338,12 @@ pub fn desired_for(
         for ip in &svc.external {
             t.frontends
                 .insert((*ip, port.protocol, port.port), external.clone());
+        }
+        if !svc.source_ranges.is_empty() {
+            for ip in &svc.lb_ips {
+                t.source_ranges
+                    .insert((*ip, port.protocol, port.port), svc.source_ranges.clone());
+            }
         }
         if let Some(np) = port.node_port {
             t.node_ports.insert((port.protocol, np), external.clone());

@@ -18,6 +18,8 @@
 //! chain postrouting { type nat hook postrouting priority srcnat
 //!   ct status dnat ip saddr . ip daddr @hairpin masquerade     # a pod reaching itself
 //!   ct status dnat iifname != "tar*" oifname != "tar*" masquerade }  # from outside, on to another node
+//! chain filter_prerouting { type filter hook prerouting priority -110
+//!   a LoadBalancer IP with loadBalancerSourceRanges drops other clients }
 //! chain input/forward/local { type filter …: frontends without endpoints
 //!   rejected (TCP reset, ICMP port unreachable); those whose traffic
 //!   policy allows no endpoint here dropped }
@@ -34,6 +36,8 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
 
 use nftables::expr::{
     CT, Elem, Expression, Fib, FibFlag, FibResult, Meta, MetaKey, NamedExpression, NgMode, Numgen,
@@ -97,6 +101,10 @@ pub struct SvcNft {
     pub reject_np: BTreeSet<NodePort>,
     pub drop_np: BTreeSet<NodePort>,
     pub hairpin: BTreeSet<Ipv4Addr>,
+    /// Frontends limited to some client networks, and each allowed
+    /// (frontend, network).
+    pub lb_limited: BTreeSet<Frontend>,
+    pub lb_allowed: BTreeSet<(Frontend, Ipv4Net)>,
     pub pickers: BTreeSet<Picker>,
     /// How many `aff_<slot>` sets (the largest count with affinity).
     pub affinity_slots: u32,
@@ -124,6 +132,10 @@ impl SvcNft {
                     }
                 }
             }
+        }
+        for (fe, nets) in &t.source_ranges {
+            n.lb_limited.insert(*fe);
+            n.lb_allowed.extend(nets.iter().map(|net| (*fe, *net)));
         }
         for (np, d) in &t.node_ports {
             match d {
@@ -170,6 +182,8 @@ impl SvcNft {
         ] {
             set.retain(|k| !p.contains(k));
         }
+        self.lb_limited.retain(|k| !part.lb_limited.contains(k));
+        self.lb_allowed.retain(|k| !part.lb_allowed.contains(k));
     }
 
     /// Put `part`'s entries in (its pickers are counted by the caller).
@@ -182,6 +196,8 @@ impl SvcNft {
         self.drop_fe.extend(part.drop_fe.iter().copied());
         self.reject_np.extend(part.reject_np.iter().copied());
         self.drop_np.extend(part.drop_np.iter().copied());
+        self.lb_limited.extend(part.lb_limited.iter().copied());
+        self.lb_allowed.extend(part.lb_allowed.iter().copied());
     }
 
     fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>) -> Picker {
@@ -429,6 +445,25 @@ fn element_changes(
         &new.hairpin,
         hairpin_elem,
     ));
+    out.push(set_changes(
+        "lb_limited",
+        &old.lb_limited,
+        &new.lb_limited,
+        fe_elem,
+    ));
+    out.push(set_changes(
+        "lb_allowed",
+        &old.lb_allowed,
+        &new.lb_allowed,
+        |(fe, net)| {
+            let mut k = fe_elem(fe);
+            k.push(Expression::Named(NamedExpression::Prefix(Prefix {
+                addr: Box::new(s(net.network().to_string())),
+                len: u32::from(net.prefix_len()),
+            })));
+            k
+        },
+    ));
     out
 }
 
@@ -449,6 +484,13 @@ const FE_SLOT: &[SetType] = &[
 ];
 const NP: &[SetType] = &[SetType::InetProto, SetType::InetService];
 const NP_SLOT: &[SetType] = &[SetType::InetProto, SetType::InetService, SetType::Mark];
+/// A LoadBalancer frontend and a client network.
+const FE_CLIENT_NET: &[SetType] = &[
+    SetType::Ipv4Addr,
+    SetType::InetProto,
+    SetType::InetService,
+    SetType::Ipv4Addr,
+];
 const CLIENT_FE: &[SetType] = &[
     SetType::Ipv4Addr,
     SetType::Ipv4Addr,
@@ -530,6 +572,7 @@ fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
         ("reject_np", NP, None),
         ("drop_np", NP, None),
         ("hairpin", &[SetType::Ipv4Addr, SetType::Ipv4Addr], None),
+        ("lb_limited", FE, None),
     ]
 }
 
@@ -769,6 +812,28 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                 ],
             ],
         ),
+        (
+            base(
+                "filter_prerouting",
+                NfChainType::Filter,
+                NfHook::Prerouting,
+                -110,
+            ),
+            vec![vec![
+                is(frontend_key(), s("@lb_limited"), Operator::EQ),
+                is(
+                    concat(vec![
+                        payload("ip", "daddr"),
+                        meta(MetaKey::L4proto),
+                        payload("th", "dport"),
+                        payload("ip", "saddr"),
+                    ]),
+                    s("@lb_allowed"),
+                    Operator::NEQ,
+                ),
+                Statement::Drop(None),
+            ]],
+        ),
         (chain("fe_dnat"), vec![dnat_rules(Kind::Frontend)]),
         (chain("np_dnat"), vec![dnat_rules(Kind::NodePort)]),
         filter("filter_input", NfHook::Input),
@@ -793,7 +858,14 @@ pub fn full(t: &SvcNft) -> Value {
     for (name, key, value) in declarations() {
         out.push(declare(name, key, value));
     }
-    let mut objs = Vec::new();
+    let mut objs = vec![add(NfListObject::Set(Box::new(Set {
+        family: NfFamily::IP,
+        table: Cow::Borrowed(TABLE),
+        name: Cow::Borrowed("lb_allowed"),
+        set_type: types(FE_CLIENT_NET),
+        flags: Some([SetFlag::Interval].into()),
+        ..Set::default()
+    })))];
     for i in 0..t.affinity_slots {
         objs.push(add(affinity_set(i)));
     }
@@ -913,6 +985,8 @@ pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
         ("reject_np", t.reject_np.len()),
         ("drop_np", t.drop_np.len()),
         ("hairpin", t.hairpin.len()),
+        ("lb_limited", t.lb_limited.len()),
+        ("lb_allowed", t.lb_allowed.len()),
     ] {
         m.insert(format!("@{name}"), count);
     }

@@ -180,6 +180,8 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
             ServiceInfo {
                 cluster_ips: vec![ip],
                 external: vec![],
+                source_ranges: vec![],
+                lb_ips: vec![],
                 ports: vec![PortInfo {
                     name: "http".into(),
                     protocol: TCP,
