@@ -5,9 +5,8 @@
 //!   the node without an endpoint (externalTrafficPolicy Cluster: it
 //!   forwards, masqueraded);
 //! - a LoadBalancer Service's ingress IP, given by the lab from its LB
-//!   range, through a static route via a node. (Announcing it over BGP to
-//!   a BIRD router is bgpd's part and tested with it; here the route is
-//!   the host's own.)
+//!   range, through a static route via a node. (Through a BIRD router
+//!   that learned it over BGP: `services_bgp.rs`.)
 //! - externalTrafficPolicy Local: through the node with the endpoint the
 //!   server sees the host's own address, by NodePort and by LB IP; through
 //!   a node without one the connection times out (dropped, not refused).

@@ -435,7 +435,7 @@ fn tuples(s: &str) -> Vec<Vec<String>> {
 }
 
 /// Parses `birdc show route all` (banner already removed or not).
-pub(crate) fn parse_routes(out: &str) -> Vec<BirdRoute> {
+pub fn parse_routes(out: &str) -> Vec<BirdRoute> {
     let mut routes: Vec<BirdRoute> = Vec::new();
     let mut prefix = String::new();
     for line in out.lines() {

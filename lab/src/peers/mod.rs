@@ -10,7 +10,7 @@ mod frr;
 mod gobgp;
 mod tartan;
 
-pub use bird::{Bird, BirdRoute, render as render_bird};
+pub use bird::{Bird, BirdRoute, parse_routes as parse_bird_routes, render as render_bird};
 pub use config::{BgpConfig, Neighbor, Route};
 pub use exabgp::ExaBgp;
 pub use frr::{Frr, FrrRoute};
