@@ -155,6 +155,20 @@ pub fn veth(a: &Netns, a_addrs: &[&str], b: &Netns, b_addrs: &[&str]) -> Result<
     Ok((an, bn))
 }
 
+/// A veth pair whose end `outside` stays where it is made (the root
+/// namespace, or `at`) and whose peer, `eth0`, goes into `netns`: how a
+/// host, a node or a pod is plugged in.
+pub fn veth_eth0(at: Option<&str>, outside: &str, netns: &str) -> Result<String> {
+    let mut args = Vec::new();
+    if let Some(at) = at {
+        args.extend(["-n", at]);
+    }
+    args.extend([
+        "link", "add", outside, "type", "veth", "peer", "name", "eth0", "netns", netns,
+    ]);
+    ip(&args)
+}
+
 /// Polls `f` until it returns Some or the timeout passes.
 pub fn wait_for<T>(
     what: &str,

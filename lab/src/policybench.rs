@@ -934,18 +934,7 @@ fn sync_runs(
 /// no address of its own to ask ARP from).
 fn wire(node: &Netns, pod: &Netns, p: &PodInfo) -> Result<()> {
     let host = p.interface.as_deref().context("pod not local")?;
-    node.ip(&[
-        "link",
-        "add",
-        host,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        pod.name(),
-    ])?;
+    crate::netns::veth_eth0(Some(node.name()), host, pod.name())?;
     let mac = |ns: &Netns, dev: &str| -> Result<String> {
         let out = ns.ip(&["-j", "link", "show", dev])?;
         let v: Value = serde_json::from_str(&out)?;

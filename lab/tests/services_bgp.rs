@@ -120,21 +120,7 @@ fn tor_address(st: &tartan_lab::cluster::LabState) -> Ipv4Addr {
 fn client_behind(tor: &Tor) -> Netns {
     let host = Netns::new("svbgp").unwrap();
     let outside = unique_name("svb");
-    ip(&[
-        "-n",
-        &tor.netns,
-        "link",
-        "add",
-        &outside,
-        "type",
-        "veth",
-        "peer",
-        "name",
-        "eth0",
-        "netns",
-        host.name(),
-    ])
-    .unwrap();
+    tartan_lab::netns::veth_eth0(Some(&tor.netns), &outside, host.name()).unwrap();
     ip(&[
         "-n",
         &tor.netns,

@@ -89,19 +89,21 @@ impl ServiceIndex {
         self.table.hairpin = pods;
     }
 
-    fn part_of(&self, key: &str) -> SvcNft {
-        let Some(svc) = self.services.get(key) else {
-            return SvcNft::default();
-        };
-        let slices: Vec<&SliceInfo> = self
-            .slices_of
+    fn slices_for(&self, key: &str) -> Vec<&SliceInfo> {
+        self.slices_of
             .get(key)
             .into_iter()
             .flatten()
             .filter_map(|k| self.slices.get(k))
-            .collect();
+            .collect()
+    }
+
+    fn part_of(&self, key: &str) -> SvcNft {
+        let Some(svc) = self.services.get(key) else {
+            return SvcNft::default();
+        };
         let mut t = ServiceTable::default();
-        desired_for(&self.node, key, svc, &slices, &mut t);
+        desired_for(&self.node, key, svc, &self.slices_for(key), &mut t);
         SvcNft::from_table(&t)
     }
 
@@ -183,14 +185,7 @@ impl ServiceIndex {
     pub fn recomputed(&self) -> SvcNft {
         let mut t = ServiceTable::default();
         for (key, svc) in &self.services {
-            let slices: Vec<&SliceInfo> = self
-                .slices_of
-                .get(key)
-                .into_iter()
-                .flatten()
-                .filter_map(|k| self.slices.get(k))
-                .collect();
-            desired_for(&self.node, key, svc, &slices, &mut t);
+            desired_for(&self.node, key, svc, &self.slices_for(key), &mut t);
         }
         t.local_pods = self.table.hairpin.clone();
         SvcNft::from_table(&t)

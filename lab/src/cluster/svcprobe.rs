@@ -383,18 +383,7 @@ impl OutsideHost {
         }
         let netns = Netns::new("svcout")?;
         let outside = unique_name("svo");
-        ip(&[
-            "link",
-            "add",
-            &outside,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            "eth0",
-            "netns",
-            netns.name(),
-        ])?;
+        crate::netns::veth_eth0(None, &outside, netns.name())?;
         let attached = ip(&["link", "set", &outside, "master", &st.bridge, "up"]);
         if let Err(e) = attached {
             let _ = ip(&["link", "del", &outside]);
