@@ -12,5 +12,7 @@ mod k8s_tests;
 pub mod model;
 pub mod selector;
 pub mod tartan;
+#[cfg(test)]
+mod tartan_tests;
 
 pub use selector::{Selector, SelectorError};

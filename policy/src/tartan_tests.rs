@@ -1,0 +1,123 @@
+use serde_json::json;
+use tartan_api::resources::{GlobalNetworkPolicy, NetworkPolicy};
+
+use crate::Selector;
+use crate::ir::{Addrs, Cond, Side, Source};
+use crate::model::{Action, Namespaces};
+use crate::tartan::{from_global_network_policy, from_network_policy};
+
+fn tnp(spec: serde_json::Value) -> NetworkPolicy {
+    serde_json::from_value(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "p", "namespace": "x"}, "spec": spec
+    }))
+    .unwrap()
+}
+
+fn gnp(spec: serde_json::Value) -> GlobalNetworkPolicy {
+    serde_json::from_value(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": "g"}, "spec": spec
+    }))
+    .unwrap()
+}
+
+#[test]
+fn every_bad_selector_is_reported_with_its_field_and_column() {
+    let e = from_network_policy(&tnp(json!({
+        "selector": "app == ",
+        "ingress": [{"action": "Allow", "source": {"selector": "has(a", "notSelector": "b in {'x'}"}}]
+    })))
+    .unwrap_err();
+    let fields: Vec<&str> = e.problems.iter().map(|p| p.field.as_str()).collect();
+    assert_eq!(fields, ["spec.selector", "spec.ingress[0].source.selector"]);
+    assert!(
+        e.problems.iter().all(|p| p.message.contains("column")),
+        "{e}"
+    );
+    assert!(e.to_string().starts_with("NetworkPolicy tnp:x/p"), "{e}");
+}
+
+#[test]
+fn selector_scopes_of_namespaced_and_global_policies() {
+    let rule = json!({"action": "Deny", "source": {"selector": "role == 'db'", "notSelector": "tier == 'x'"}});
+    let p = from_network_policy(&tnp(json!({"ingress": [rule.clone()]}))).unwrap();
+    assert_eq!(p.source, Source::Namespaced("x".into(), "p".into()));
+    assert_eq!(
+        p.order,
+        f64::INFINITY,
+        "no order: after every ordered policy"
+    );
+    let conds = &p.ingress.as_ref().unwrap()[0].conds;
+    // In a NetworkPolicy both stay in its namespace; the second is negated.
+    let scopes: Vec<(&Namespaces, bool)> = conds
+        .iter()
+        .filter_map(|c| match c {
+            Cond::Addr {
+                addrs: Addrs::Endpoints(s),
+                negate,
+                side: Side::Source,
+            } => Some((&s.namespaces, *negate)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        scopes,
+        [
+            (&Namespaces::Named("x".into()), false),
+            (&Namespaces::Named("x".into()), true)
+        ]
+    );
+    // In a GlobalNetworkPolicy a selector alone means every namespace.
+    let g = from_global_network_policy(&gnp(json!({"order": 5, "ingress": [rule]}))).unwrap();
+    assert_eq!(g.order, 5.0);
+    assert!(g.ingress.as_ref().unwrap()[0].conds.iter().any(|c| matches!(c,
+        Cond::Addr { addrs: Addrs::Endpoints(s), negate: false, .. } if s.namespaces == Namespaces::Selected(Selector::All))));
+    assert_eq!(g.applies_to.namespaces, Namespaces::Selected(Selector::All));
+}
+
+#[test]
+fn port_lists_mixing_numbers_and_names_split_into_alternatives() {
+    let p = from_network_policy(&tnp(json!({
+        "egress": [{"action": "Allow", "protocol": "TCP",
+                    "destination": {"ports": [80, "8000:8080", "http"], "notPorts": [8001, "admin"]}}]
+    })))
+    .unwrap();
+    assert!(
+        p.ingress.is_none(),
+        "egress rules only: types default to Egress"
+    );
+    let rules = p.egress.unwrap();
+    assert_eq!(
+        rules.len(),
+        2,
+        "numbers in one alternative, the name in another"
+    );
+    for r in &rules {
+        assert_eq!(r.action, Action::Allow);
+        assert!(r.conds.contains(&Cond::Protocol {
+            number: 6,
+            negate: false
+        }));
+        assert!(r.conds.contains(&Cond::Ports {
+            side: Side::Destination,
+            ranges: vec![(8001, 8001)],
+            negate: true
+        }));
+        assert!(r.conds.contains(&Cond::NamedPort {
+            side: Side::Destination,
+            name: "admin".into(),
+            negate: true
+        }));
+    }
+    assert!(rules[0].conds.contains(&Cond::Ports {
+        side: Side::Destination,
+        ranges: vec![(80, 80), (8000, 8080)],
+        negate: false
+    }));
+    assert!(rules[1].conds.contains(&Cond::NamedPort {
+        side: Side::Destination,
+        name: "http".into(),
+        negate: false
+    }));
+}
