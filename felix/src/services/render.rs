@@ -17,7 +17,7 @@
 //! chain fe_dnat     { dnat ip to <fe_addr[daddr.proto.dport.mark]> : <fe_port[…]> }
 //! chain postrouting { type nat hook postrouting priority srcnat
 //!   ct status dnat ip saddr . ip daddr @hairpin masquerade     # a pod reaching itself
-//!   ct status dnat iifname != "tar*" oifname != "tar*" masquerade }  # from outside, on to another node
+//!   ct status dnat goto masq_external }   # from outside (not a pod), on to another node (not a pod)
 //! chain filter_prerouting { type filter hook prerouting priority -110
 //!   a LoadBalancer IP with loadBalancerSourceRanges drops other clients }
 //! chain input/forward/local { type filter …: frontends without endpoints
@@ -773,6 +773,7 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
         )
     };
     let pods = || s("tar*");
+    let devices = || s("tartan*");
     let filter = |name: &str, hook| {
         let mut rules = Vec::new();
         rules.extend(reject_rules("reject_fe", frontend_key(), false));
@@ -804,12 +805,26 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                     ),
                     Statement::Masquerade(None),
                 ],
+                vec![dnat_status(), goto("masq_external")],
+            ],
+        ),
+        // From outside and on to another node: masquerade, so the reply
+        // comes back this way. Pods' interfaces start with "tar", and so
+        // do Tartan's own devices (tartan.vxlan), which are not pods.
+        (
+            chain("masq_external"),
+            vec![
                 vec![
-                    dnat_status(),
-                    is(meta(MetaKey::Iifname), pods(), Operator::NEQ),
-                    is(meta(MetaKey::Oifname), pods(), Operator::NEQ),
-                    Statement::Masquerade(None),
+                    is(meta(MetaKey::Iifname), pods(), Operator::EQ),
+                    is(meta(MetaKey::Iifname), devices(), Operator::NEQ),
+                    Statement::Return(None),
                 ],
+                vec![
+                    is(meta(MetaKey::Oifname), pods(), Operator::EQ),
+                    is(meta(MetaKey::Oifname), devices(), Operator::NEQ),
+                    Statement::Return(None),
+                ],
+                vec![Statement::Masquerade(None)],
             ],
         ),
         (

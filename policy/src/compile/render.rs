@@ -7,8 +7,8 @@
 //! chain forward { type filter hook forward priority filter; policy accept;
 //!     ct state established,related accept
 //!     ct state invalid drop
-//!     iifname "tar*" jump from_endpoint     # egress of the sending pod
-//!     oifname "tar*" jump to_endpoint       # ingress of the receiving pod
+//!     iifname "tar*" iifname != "tartan*" jump from_endpoint   # egress of the sending pod
+//!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
 //! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
 //! chain to_endpoint { oifname vmap @to_endpoint; drop }
@@ -40,6 +40,10 @@ pub const FROM_ENDPOINT: &str = "from_endpoint";
 pub const TO_ENDPOINT: &str = "to_endpoint";
 /// Interfaces of pods start with this (the CNI plugin names them).
 pub const INTERFACE_PREFIX: &str = "tar";
+/// Tartan's own devices (`tartan.vxlan`, `tartan.ipip`) share the prefix
+/// but are not pods ("t" is no hex digit, so no pod's interface starts
+/// with this).
+pub const DEVICE_PREFIX: &str = "tartan";
 
 fn chain(name: &str) -> Chain<'static> {
     Chain {
@@ -170,6 +174,7 @@ fn batch(parts: Vec<Value>) -> Value {
 fn fixed_rules() -> Vec<NfObject<'static>> {
     let ifname = |k| meta(k);
     let wildcard = || s(format!("{INTERFACE_PREFIX}*"));
+    let devices = || s(format!("{DEVICE_PREFIX}*"));
     vec![
         rule(
             FORWARD,
@@ -186,6 +191,7 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
             FORWARD,
             vec![
                 matches(ifname(MetaKey::Iifname), wildcard(), true),
+                matches(ifname(MetaKey::Iifname), devices(), false),
                 jump(FROM_ENDPOINT),
             ],
         ),
@@ -193,6 +199,7 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
             FORWARD,
             vec![
                 matches(ifname(MetaKey::Oifname), wildcard(), true),
+                matches(ifname(MetaKey::Oifname), devices(), false),
                 jump(TO_ENDPOINT),
             ],
         ),
