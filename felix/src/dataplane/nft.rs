@@ -82,20 +82,39 @@ pub fn kernel_summary(
     skip: &dyn Fn(&str) -> bool,
     terse: bool,
 ) -> Option<BTreeMap<String, usize>> {
+    // nft 1.0.6 fetches every set element from the kernel for `list
+    // table` even with -t (2.4 s and 315 MB at 200,000 elements); `list
+    // ruleset FAMILY` with -t does not, so list the family and keep this
+    // table's objects.
     let mut cmd = Command::new("nft");
     if terse {
-        cmd.arg("-t");
+        cmd.args(["-t", "-j", "list", "ruleset", family]);
+    } else {
+        cmd.args(["-j", "list", "table", family, name]);
     }
-    let out = cmd
-        .args(["-j", "list", "table", family, name])
-        .output()
-        .ok()?;
+    let out = cmd.output().ok()?;
     if !out.status.success() {
         return None;
     }
     let v: Value = serde_json::from_slice(&out.stdout).ok()?;
+    let objects = v["nftables"].as_array()?;
+    let ours = |o: &&Value| {
+        !terse
+            || o.as_object()
+                .and_then(|m| m.values().next())
+                .and_then(|x| x.get("table"))
+                .and_then(Value::as_str)
+                == Some(name)
+    };
+    if terse
+        && !objects
+            .iter()
+            .any(|o| o.get("table").is_some_and(|t| t["name"] == name))
+    {
+        return None;
+    }
     let mut m: BTreeMap<String, usize> = BTreeMap::new();
-    for o in v["nftables"].as_array()? {
+    for o in objects.iter().filter(ours) {
         if let Some(c) = o.get("chain") {
             m.entry(c["name"].as_str()?.to_string()).or_default();
         } else if let Some(r) = o.get("rule") {
