@@ -1,6 +1,7 @@
 //! Tartan's lab: network namespaces, links and processes for tests, demos
 //! and benchmarks, each uniquely named and removed by a drop guard; real
 //! BGP peers (BIRD, FRR, GoBGP, ExaBGP) to run inside them.
+pub mod benchkit;
 pub mod bgpload;
 pub mod cluster;
 pub mod clusterbench;
@@ -13,6 +14,7 @@ pub mod netpol;
 pub mod peers;
 pub mod policybench;
 pub mod process;
+pub mod servicebench;
 pub mod storebench;
 pub mod tempdir;
 pub mod topo;

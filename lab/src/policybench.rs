@@ -16,14 +16,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tartan_api::resources::{
     EndpointPort, GlobalNetworkPolicy, NetworkPolicy, WorkloadEndpointSpec,
@@ -34,6 +32,10 @@ use tartan_felix::dataplane::nft::Written;
 use tartan_felix::dataplane::policy::PolicyDriver;
 use tartan_policy::compile::{Ruleset, hash, render};
 
+use crate::benchkit::{
+    children_peak_rss_kib, connections, in_ns, interleaved, median_f, median_us, ms, paired_ratio,
+    serve, wake, wire_pod,
+};
 use crate::bgpload::Environment;
 use crate::netns::Netns;
 use crate::storebench::quantile;
@@ -796,19 +798,6 @@ fn path_of(rs: &Ruleset, syn: &Synthetic) -> Path {
     }
 }
 
-/// Runs `f` on a thread inside `ns` (children it starts, `nft` among
-/// them, inherit the namespace).
-fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_current_thread()?;
-            f()
-        })
-        .join()
-        .map_err(|_| anyhow!("a thread in {} panicked", ns.name()))?
-    })
-}
-
 /// The policy table has no set the packet path fills (felix passes the
 /// same).
 fn no_dynamic_sets(_: &str) -> bool {
@@ -852,15 +841,6 @@ fn delete_table() {
         .args(["delete", "table", "inet", render::TABLE])
         .stderr(std::process::Stdio::null())
         .status();
-}
-
-fn children_peak_rss_kib() -> i64 {
-    // SAFETY: getrusage writes into the struct it is given.
-    unsafe {
-        let mut u: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_CHILDREN, &mut u);
-        u.ru_maxrss
-    }
 }
 
 fn sync_runs(
@@ -927,123 +907,10 @@ fn sync_runs(
     Ok(())
 }
 
-/// The two pods as the CNI plugin wires them: a veth per pod, `tar…` on
-/// the node, the pod's /32 and a default route via 169.254.1.1 (a
-/// permanent neighbour), proxy ARP on the host end, a /32 route per pod
-/// on the node. The node also gets a permanent neighbour per pod (it has
-/// no address of its own to ask ARP from).
+/// A pod as the CNI plugin wires it (see [`wire_pod`]).
 fn wire(node: &Netns, pod: &Netns, p: &PodInfo) -> Result<()> {
     let host = p.interface.as_deref().context("pod not local")?;
-    crate::netns::veth_eth0(Some(node.name()), host, pod.name())?;
-    let mac = |ns: &Netns, dev: &str| -> Result<String> {
-        let out = ns.ip(&["-j", "link", "show", dev])?;
-        let v: Value = serde_json::from_str(&out)?;
-        v[0]["address"]
-            .as_str()
-            .map(str::to_string)
-            .context("no MAC")
-    };
-    let addr = p.addr.to_string();
-    pod.ip(&["addr", "add", &format!("{addr}/32"), "dev", "eth0"])?;
-    pod.ip(&["link", "set", "eth0", "up"])?;
-    pod.ip(&[
-        "route",
-        "add",
-        "169.254.1.1",
-        "dev",
-        "eth0",
-        "scope",
-        "link",
-    ])?;
-    pod.ip(&[
-        "neigh",
-        "add",
-        "169.254.1.1",
-        "lladdr",
-        &mac(node, host)?,
-        "dev",
-        "eth0",
-        "nud",
-        "permanent",
-    ])?;
-    pod.ip(&[
-        "route",
-        "add",
-        "default",
-        "via",
-        "169.254.1.1",
-        "dev",
-        "eth0",
-    ])?;
-    node.exec(
-        "sysctl",
-        &[
-            "-qw",
-            &format!("net.ipv4.conf.{host}.proxy_arp=1"),
-            &format!("net.ipv4.neigh.{host}.proxy_delay=0"),
-        ],
-    )?;
-    node.ip(&["link", "set", host, "up"])?;
-    node.ip(&[
-        "route",
-        "add",
-        &format!("{addr}/32"),
-        "dev",
-        host,
-        "scope",
-        "link",
-    ])?;
-    node.ip(&[
-        "neigh",
-        "add",
-        &addr,
-        "lladdr",
-        &mac(pod, "eth0")?,
-        "dev",
-        host,
-        "nud",
-        "permanent",
-    ])?;
-    Ok(())
-}
-
-fn linger_zero(s: &TcpStream) {
-    let l = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    // SAFETY: a valid socket and a correctly sized option value.
-    unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            (&l as *const libc::linger).cast(),
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        );
-    }
-}
-
-/// `n` fresh connections: connect, one byte each way; the client resets
-/// (no TIME_WAIT, so ports never run out).
-fn connections(to: SocketAddr, n: usize) -> Result<Vec<Duration>> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        let mut s = TcpStream::connect_timeout(&to, Duration::from_secs(2))
-            .with_context(|| format!("connect to {to}"))?;
-        s.set_nodelay(true)?;
-        s.write_all(&[1])?;
-        let mut b = [0u8; 1];
-        s.read_exact(&mut b)?;
-        out.push(t.elapsed());
-        linger_zero(&s);
-    }
-    Ok(out)
-}
-
-fn median_us(v: &[Duration]) -> f64 {
-    quantile(v, 0.5).as_secs_f64() * 1e6
+    wire_pod(node, pod, host, &[p.addr])
 }
 
 /// A second server beside the measured one, always dispatched to `open`
@@ -1051,64 +918,6 @@ fn median_us(v: &[Duration]) -> f64 {
 /// connection through the policy chains with one through none.
 const OPEN_SERVER_IFACE: &str = "tarbopen";
 const OPEN_SERVER_ADDR: Ipv4Addr = Ipv4Addr::new(10, 244, 255, 2);
-
-/// Pins the calling thread to the last CPU: the client and both servers
-/// share it, so every connection takes the same path through the
-/// scheduler (no cross-CPU wakeups that come and go with the machine's
-/// other load).
-fn pin_to_last_cpu() {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpus - 1, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-    }
-}
-
-/// Serves one byte back per connection until `stop`, in `ns`.
-fn serve(ns: &Netns, stop: &AtomicBool, ready: mpsc::Sender<Result<()>>) {
-    pin_to_last_cpu();
-    let l = ns
-        .enter_current_thread()
-        .and_then(|()| Ok(TcpListener::bind(("0.0.0.0", SERVER_PORT))?));
-    let l = match l {
-        Ok(l) => {
-            let _ = ready.send(Ok(()));
-            l
-        }
-        Err(e) => {
-            let _ = ready.send(Err(e));
-            return;
-        }
-    };
-    for c in l.incoming() {
-        if stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let Ok(mut c) = c else { continue };
-        let mut buf = [0u8; 1];
-        if c.read_exact(&mut buf).is_ok() {
-            let _ = c.write_all(&buf);
-        }
-    }
-}
-
-/// `n` connections to each of `to`, interleaved (the order swapped every
-/// round), after `warm` unmeasured ones.
-fn interleaved(to: [SocketAddr; 2], n: usize, warm: usize) -> Result<[Vec<Duration>; 2]> {
-    pin_to_last_cpu();
-    for t in to {
-        connections(t, warm)?;
-    }
-    let mut out = [Vec::with_capacity(n), Vec::with_capacity(n)];
-    for i in 0..n {
-        for k in [i % 2, 1 - i % 2] {
-            out[k].extend(connections(to[k], 1)?);
-        }
-    }
-    Ok(out)
-}
 
 fn latency(
     node: &Netns,
@@ -1162,7 +971,7 @@ fn latency(
             .into_iter()
             .map(|ns| {
                 let tx = ready_tx.clone();
-                s.spawn(move || serve(ns, stop, tx))
+                s.spawn(move || serve(ns, SERVER_PORT, stop, tx))
             })
             .collect();
         let r = (|| -> Result<()> {
@@ -1211,7 +1020,7 @@ fn latency(
         stop.store(true, Ordering::Relaxed);
         // Wake the accept loops from inside the servers' namespaces.
         for ns in [&b, &b2] {
-            let _ = in_ns(ns, || Ok(TcpStream::connect(("127.0.0.1", SERVER_PORT))));
+            wake(ns, SERVER_PORT);
         }
         for t in servers {
             let _ = t.join();
@@ -1251,22 +1060,6 @@ pub fn run(o: &PolicyBenchOptions, mut log: impl FnMut(&str)) -> Result<(Synthet
 
 // ---------------------------------------------------------------------
 // Report.
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1e3)
-}
-
-fn median_f(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    s.get(s.len() / 2).copied().unwrap_or(0.0)
-}
-
-/// The median of the per-run ratios (runs back to back).
-pub fn paired_ratio(t: &[f64], b: &[f64]) -> f64 {
-    let r: Vec<f64> = t.iter().zip(b).map(|(t, b)| t / b.max(1e-9)).collect();
-    median_f(&r)
-}
 
 fn row(md: &mut String, what: &str, steps: &[Step], goal: &str) {
     let pick = |f: fn(&Step) -> Duration| -> Vec<Duration> { steps.iter().map(f).collect() };

@@ -30,6 +30,36 @@ enum Cmd {
     /// Policy: full sync, one policy change, one pod relabelled, and
     /// connection latency through a large ruleset beside an empty one.
     Policy(PolicyArgs),
+    /// Services: full sync, one endpoint change and the drift check at
+    /// several sizes, connection latency to a ClusterIP among 10 and
+    /// 10,000 Services, tartan-felix's memory at 10,000 Services.
+    Services(ServicesArgs),
+}
+
+#[derive(clap::Args)]
+struct ServicesArgs {
+    /// Numbers of Services timed, comma-separated.
+    #[arg(long, default_value = "10,1000,10000")]
+    sizes: String,
+    /// Ready endpoints per Service.
+    #[arg(long, default_value_t = 10)]
+    endpoints: usize,
+    /// Runs (medians reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Connections per latency run (0: skip the latency measurement).
+    #[arg(long, default_value_t = 2000)]
+    connections: usize,
+    /// The two tables the latency compares, e.g. `10,10000`.
+    #[arg(long, default_value = "10,10000")]
+    latency_sizes: String,
+    /// Services loaded into a real tartan-felix through etcd for its RSS
+    /// (0: skip).
+    #[arg(long, default_value_t = 10_000)]
+    felix_services: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -160,6 +190,7 @@ fn main() -> Result<()> {
         Cmd::Cni(a) => return cni(a),
         Cmd::Cluster(a) => return cluster(a),
         Cmd::Policy(a) => return policy(a),
+        Cmd::Services(a) => return services(a),
     };
     let devices = a
         .devices
@@ -280,6 +311,38 @@ fn policy(a: PolicyArgs) -> Result<()> {
     let (syn, figs) = run(&opts, |line| eprintln!("{line}"))?;
     env.load_after = load_average();
     write_out(a.out.as_deref(), &render_markdown(&env, &opts, &syn, &figs))
+}
+
+fn numbers(s: &str, what: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<usize>()
+                .with_context(|| format!("{what}: numbers"))
+        })
+        .collect()
+}
+
+fn services(a: ServicesArgs) -> Result<()> {
+    use tartan_lab::servicebench::{ServiceBenchOptions, render_markdown, run};
+    let l = numbers(&a.latency_sizes, "--latency-sizes")?;
+    let [small, large] = l[..] else {
+        anyhow::bail!("--latency-sizes wants two numbers");
+    };
+    let opts = ServiceBenchOptions {
+        sizes: numbers(&a.sizes, "--sizes")?,
+        endpoints: a.endpoints.max(1),
+        runs: a.runs.max(1),
+        connections: a.connections,
+        latency_sizes: [small.max(1), large.max(1)],
+        felix_services: a.felix_services,
+        felix_settle: Duration::from_secs(6),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
 }
 
 fn write_out(out: Option<&std::path::Path>, md: &str) -> Result<()> {
