@@ -259,7 +259,13 @@ impl NetpolCluster {
         timeout: Duration,
     ) -> Result<()> {
         if let (Protocol::Sctp, Err(why)) = (proto, &self.sctp) {
-            eprintln!("skipping the SCTP/{port} probes: {why}");
+            // Written to stderr directly: the test harness hides eprintln!
+            // of passing tests, and this skip should show in CI's output.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "netpol: skipping the SCTP/{port} probes: {why}"
+            );
             return Ok(());
         }
         if !expected.unknown().is_empty() {
