@@ -40,8 +40,8 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 
 use nftables::expr::{
-    CT, Elem, Expression, Fib, FibFlag, FibResult, Meta, MetaKey, NamedExpression, NgMode, Numgen,
-    Payload, PayloadField, Prefix, Verdict,
+    CT, Elem, Expression, Fib, FibFlag, FibResult, MetaKey, NamedExpression, NgMode, Numgen,
+    Prefix, Verdict,
 };
 use nftables::schema::{
     Chain, Element, FlushObject, Map, NfCmd, NfListObject, NfObject, Rule, Set, SetFlag, SetType,
@@ -52,6 +52,8 @@ use nftables::stmt::{
 };
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook, RejectCode};
 use serde_json::{Value, json};
+// The expression helpers the policy compiler already has.
+use tartan_policy::compile::stmt::{concat, goto, meta, payload, s};
 
 use super::{Backend, Dispatch, ServiceTable, TCP};
 
@@ -214,29 +216,8 @@ impl SvcNft {
     }
 }
 
-fn s(t: impl Into<String>) -> Expression<'static> {
-    Expression::String(Cow::Owned(t.into()))
-}
-
 fn n(v: u32) -> Expression<'static> {
     Expression::Number(v)
-}
-
-fn meta(key: MetaKey) -> Expression<'static> {
-    Expression::Named(NamedExpression::Meta(Meta { key }))
-}
-
-fn payload(protocol: &'static str, field: &'static str) -> Expression<'static> {
-    Expression::Named(NamedExpression::Payload(Payload::PayloadField(
-        PayloadField {
-            protocol: Cow::Borrowed(protocol),
-            field: Cow::Borrowed(field),
-        },
-    )))
-}
-
-fn concat(parts: Vec<Expression<'static>>) -> Expression<'static> {
-    Expression::Named(NamedExpression::Concat(parts))
 }
 
 fn lookup(key: Expression<'static>, map: &str) -> Expression<'static> {
@@ -248,12 +229,6 @@ fn lookup(key: Expression<'static>, map: &str) -> Expression<'static> {
 
 fn is(left: Expression<'static>, right: Expression<'static>, op: Operator) -> Statement<'static> {
     Statement::Match(Match { left, right, op })
-}
-
-fn goto(chain: &str) -> Statement<'static> {
-    Statement::Goto(JumpTarget {
-        target: Cow::Owned(chain.to_string()),
-    })
 }
 
 /// `ip daddr . meta l4proto . th dport`.
