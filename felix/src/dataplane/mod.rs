@@ -4,6 +4,7 @@
 pub mod events;
 pub mod nat;
 pub mod nft;
+pub mod nftnl;
 pub mod plan;
 pub mod policy;
 pub mod routes;

@@ -13,6 +13,7 @@ use serde_json::Value;
 use tracing::warn;
 
 use super::DataplaneError;
+use super::nftnl::{self, Declarations};
 
 /// What a table's desired state must give its driver.
 pub trait Table: Clone + PartialEq {
@@ -43,16 +44,92 @@ pub enum Written {
 pub struct NftDriver<T> {
     /// What the kernel holds, as far as felix knows.
     applied: Option<T>,
+    writer: NftWriter,
 }
 
 impl<T> Default for NftDriver<T> {
     fn default() -> Self {
-        NftDriver { applied: None }
+        NftDriver {
+            applied: None,
+            writer: NftWriter::default(),
+        }
     }
 }
 
-fn nft<T: Table>(batch: &Value) -> Result<(), DataplaneError> {
-    run(batch, T::FAMILY, T::NAME)
+/// Which way a batch reached the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// Element changes only, over netlink ([`super::nftnl`]).
+    Netlink,
+    /// The `nft` program.
+    Nft,
+}
+
+/// Writes batches: element-only ones over netlink, the rest through
+/// `nft`. Set `TARTAN_NFT_NETLINK=0` to send everything through `nft`.
+pub struct NftWriter {
+    decls: Declarations,
+    netlink: bool,
+}
+
+impl Default for NftWriter {
+    fn default() -> Self {
+        NftWriter {
+            decls: Declarations::default(),
+            netlink: std::env::var("TARTAN_NFT_NETLINK").map_or(true, |v| v != "0"),
+        }
+    }
+}
+
+impl NftWriter {
+    /// Whether element-only batches go over netlink.
+    pub fn netlink(mut self, on: bool) -> Self {
+        self.netlink = on;
+        self
+    }
+
+    /// Apply `batch` to table `family name` as one transaction.
+    pub fn write(
+        &mut self,
+        batch: &Value,
+        family: &str,
+        name: &str,
+    ) -> Result<Via, DataplaneError> {
+        if self.netlink
+            && let Some(ops) = self.decls.element_ops(batch)
+        {
+            if ops.is_empty() {
+                return Ok(Via::Netlink);
+            }
+            let (bytes, acked) = nftnl::message::batch(&ops, seq());
+            match nftnl::socket::send(&bytes, acked) {
+                Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),
+                Ok(nftnl::socket::Answer::Refused(errno)) => {
+                    return Err(DataplaneError::Refused {
+                        what: format!("nftables table {family} {name}"),
+                        detail: format!(
+                            "the kernel refused an element change: {}",
+                            std::io::Error::from_raw_os_error(errno)
+                        ),
+                    });
+                }
+                // The kernel's answer could not be read: let nft apply
+                // the same batch (adding an element twice is harmless, a
+                // delete that fails leads to a full rebuild).
+                Err(e) => warn!(error = %e, "netlink element write failed; using nft"),
+            }
+        }
+        run(batch, family, name)?;
+        self.decls.observe(batch);
+        Ok(Via::Nft)
+    }
+}
+
+/// Sequence numbers for netlink batches: distinct per process and call.
+fn seq() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    NEXT.fetch_add(64 * 1024, Ordering::Relaxed)
 }
 
 /// Hand `batch` to nft as one transaction.
@@ -155,8 +232,8 @@ impl<T: Table> NftDriver<T> {
             let Some(batch) = T::diff(applied, want) else {
                 return Ok(Written::Nothing);
             };
-            match nft::<T>(&batch) {
-                Ok(()) => {
+            match self.writer.write(&batch, T::FAMILY, T::NAME) {
+                Ok(_) => {
                     self.applied = Some(want.clone());
                     return Ok(Written::Difference(started.elapsed()));
                 }
@@ -166,7 +243,7 @@ impl<T: Table> NftDriver<T> {
                 }
             }
         }
-        nft::<T>(&want.full())?;
+        self.writer.write(&want.full(), T::FAMILY, T::NAME)?;
         self.applied = Some(want.clone());
         Ok(Written::Full(started.elapsed()))
     }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use tracing::warn;
 
 use super::DataplaneError;
-use super::nft::{Table, Written, kernel_summary, run};
+use super::nft::{NftWriter, Table, Written, kernel_summary};
 use crate::services::index::ServiceIndex;
 use crate::services::render::{self, SvcNft, TABLE, is_dynamic};
 
@@ -34,6 +34,7 @@ pub struct ServiceProxy {
     pub index: ServiceIndex,
     /// The kernel holds the index's table as of the last write.
     written: bool,
+    writer: NftWriter,
 }
 
 impl ServiceProxy {
@@ -41,6 +42,7 @@ impl ServiceProxy {
         ServiceProxy {
             index: ServiceIndex::new(node),
             written: false,
+            writer: NftWriter::default(),
         }
     }
 
@@ -72,15 +74,16 @@ impl ServiceProxy {
             let Some(batch) = self.index.take_patch() else {
                 return Ok(Written::Nothing);
             };
-            match run(&batch, "ip", TABLE) {
-                Ok(()) => return Ok(Written::Difference(started.elapsed())),
+            match self.writer.write(&batch, "ip", TABLE) {
+                Ok(_) => return Ok(Written::Difference(started.elapsed())),
                 Err(e) => {
                     warn!(error = %e, "nft refused a service change; rebuilding the whole table");
                     self.written = false;
                 }
             }
         }
-        run(&render::full(self.index.table()), "ip", TABLE)?;
+        self.writer
+            .write(&render::full(self.index.table()), "ip", TABLE)?;
         self.index.written_whole();
         self.written = true;
         Ok(Written::Full(started.elapsed()))

@@ -34,6 +34,23 @@ pub struct EtcdStore {
     endpoints: Vec<String>,
 }
 
+/// Keys per read when listing (see [`EtcdStore::list_pages`]).
+const LIST_PAGE: i64 = 500;
+
+/// One consistent listing: its keys and the revision they were read at.
+#[derive(Default)]
+struct Pages {
+    kvs: Vec<KeyValue>,
+    revision: i64,
+}
+
+/// The smallest key after `key`.
+fn next_key(key: &[u8]) -> Vec<u8> {
+    let mut k = key.to_vec();
+    k.push(0);
+    k
+}
+
 /// How long one call may take before it counts as the store being away.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -153,6 +170,56 @@ impl EtcdStore {
         self.client.clone()
     }
 
+    /// Every key in `[start, end)` as of one revision, read in pages:
+    /// the client refuses a reply over 4 MiB (10,000 EndpointSlices are
+    /// about 16 MB), so a range is never read in one call. The first page
+    /// fixes the revision and later pages read at it, so the listing is
+    /// one consistent snapshot. A page refused as too large is read again
+    /// at half the size, down to one key.
+    async fn list_pages(&self, start: Vec<u8>, end: Vec<u8>, page: i64) -> Result<Pages> {
+        let mut kv = self.client.kv_client();
+        let mut out = Pages::default();
+        let mut from = start;
+        let mut limit = page.max(1);
+        loop {
+            let opts = GetOptions::new()
+                .with_range(end.clone())
+                .with_limit(limit)
+                .with_revision(out.revision);
+            let mut resp = match kv.get(from.clone(), Some(opts)).await {
+                Ok(r) => r,
+                Err(etcd_client::Error::GRpcStatus(s))
+                    if s.code() == tonic::Code::OutOfRange
+                        || s.code() == tonic::Code::ResourceExhausted =>
+                {
+                    if limit == 1 {
+                        return Err(StoreError::Backend(format!(
+                            "one etcd value is too large to read: {}",
+                            s.message()
+                        )));
+                    }
+                    limit = (limit / 2).max(1);
+                    warn!(limit, "etcd page too large, reading smaller pages");
+                    continue;
+                }
+                Err(e) => return Err(map_err(e)),
+            };
+            if out.revision == 0 {
+                out.revision = resp.header().map(|h| h.revision()).unwrap_or(0);
+            }
+            let more = resp.more();
+            let kvs = resp.take_kvs();
+            if let Some(last) = kvs.last() {
+                from = next_key(last.key());
+            }
+            let empty = kvs.is_empty();
+            out.kvs.extend(kvs);
+            if !more || empty {
+                return Ok(out);
+            }
+        }
+    }
+
     async fn txn(&self, txn: Txn) -> Result<TxnResponse> {
         self.client.kv_client().txn(txn).await.map_err(map_err)
     }
@@ -177,15 +244,9 @@ impl Datastore for EtcdStore {
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
         let prefix = keys::prefix(kind, namespace);
         let end = keys::range_end(&prefix);
-        let resp = self
-            .client
-            .kv_client()
-            .get(prefix.clone(), Some(GetOptions::new().with_range(end)))
-            .await
-            .map_err(map_err)?;
-        let revision = resp.header().map(|h| h.revision()).unwrap_or(0).to_string();
-        let mut items = Vec::with_capacity(resp.kvs().len());
-        for kv in resp.kvs() {
+        let pages = self.list_pages(prefix.into(), end, LIST_PAGE).await?;
+        let mut items = Vec::with_capacity(pages.kvs.len());
+        for kv in &pages.kvs {
             // One unreadable value (written by hand, say) must not hide
             // every other object from every node: skip it, loudly.
             match decode(kind, kv) {
@@ -193,7 +254,10 @@ impl Datastore for EtcdStore {
                 Err(e) => warn!(error = %e, "skipping unreadable object"),
             }
         }
-        Ok(Listing { items, revision })
+        Ok(Listing {
+            items,
+            revision: pages.revision.to_string(),
+        })
     }
 
     async fn create(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
