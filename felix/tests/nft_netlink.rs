@@ -164,3 +164,86 @@ fn a_refused_element_change_applies_nothing() {
         assert!(w.write(&dangling, "ip", "t").is_err());
     });
 }
+
+/// A table built from nothing gets its elements over netlink, after nft
+/// made the rest, and ends up as nft alone would make it; a table already
+/// there is replaced by nft in one transaction.
+#[test]
+fn a_new_table_gets_its_elements_over_netlink_an_existing_one_through_nft() {
+    in_new_netns(|| {
+        let whole = |t: &str| {
+            let mut b = declare("ip", t);
+            let els = elements("ip", t, "add", "10.96.0.1", "192.0.2.254");
+            b["nftables"]
+                .as_array_mut()
+                .unwrap()
+                .extend(els["nftables"].as_array().unwrap().iter().cloned());
+            b
+        };
+        let mut fast = NftWriter::default().netlink(true);
+        let mut slow = NftWriter::default().netlink(false);
+        assert_eq!(
+            fast.write_new(whole("fast"), "ip", "fast").unwrap(),
+            Via::Netlink
+        );
+        assert_eq!(
+            slow.write_new(whole("slow"), "ip", "slow").unwrap(),
+            Via::Nft
+        );
+        let listed = list("ip", "fast");
+        assert_eq!(listed, list("ip", "slow"));
+        assert!(listed.to_string().contains("192.0.2.254"), "{listed}");
+        // Now it exists: replaced whole by nft.
+        assert_eq!(
+            fast.write_new(whole("fast"), "ip", "fast").unwrap(),
+            Via::Nft
+        );
+        assert_eq!(list("ip", "fast"), listed);
+        // Elements the kernel refuses (a verdict to a chain that does not
+        // exist) leave no table behind.
+        let mut bad = whole("bad");
+        bad["nftables"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"add": {"element": {"family": "ip", "table": "bad",
+            "name": "by_if", "elem": [["tarx", {"goto": {"target": "missing"}}]]}}}));
+        assert!(fast.write_new(bad, "ip", "bad").is_err());
+        let tables = Command::new("nft")
+            .args(["list", "tables"])
+            .output()
+            .unwrap();
+        let tables = String::from_utf8_lossy(&tables.stdout).to_string();
+        assert!(!tables.contains("bad"), "{tables}");
+    });
+}
+
+/// A new table with 150,000 elements (about 10 MB of netlink) goes in as
+/// one transaction, every element there.
+#[test]
+fn a_large_new_table_goes_in_whole() {
+    in_new_netns(|| {
+        let n: u32 = 75_000;
+        let mut b = declare("ip", "big");
+        let addr = |i: u32| std::net::Ipv4Addr::from(0x0a00_0000 + i).to_string();
+        let addrs: Vec<Value> = (0..n).map(|i| json!(addr(i))).collect();
+        let slots: Vec<Value> = (0..n)
+            .map(|i| json!([{"concat": [addr(i), 6, 80, i % 16]}, addr(i + 1)]))
+            .collect();
+        let cmds = b["nftables"].as_array_mut().unwrap();
+        cmds.push(json!({"add": {"element": {"family": "ip", "table": "big", "name": "addrs", "elem": addrs}}}));
+        cmds.push(json!({"add": {"element": {"family": "ip", "table": "big", "name": "slot_addr", "elem": slots}}}));
+        let mut w = NftWriter::default().netlink(true);
+        assert_eq!(w.write_new(b, "ip", "big").unwrap(), Via::Netlink);
+        let listed = list("ip", "big");
+        let count = |name: &str| {
+            listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["name"] == name)
+                .map_or(0, |s| s["elem"].as_array().unwrap().len())
+        };
+        assert_eq!(count("addrs"), n as usize);
+        assert_eq!(count("slot_addr"), n as usize);
+    });
+}

@@ -168,7 +168,7 @@ fn service_table_loads_checks_and_changes() {
             Written::Difference(_)
         ));
         let listing = nft(&["list", "table", "ip", "tartan-svc"]);
-        assert!(!listing.contains("fe_3"), "{listing}");
+        assert!(!listing.contains("goto fe_3"), "{listing}");
         assert!(
             listing.contains("10.96.0.10 . tcp . 80"),
             "the frontend is refused: {listing}"
@@ -229,5 +229,70 @@ fn service_proxy_writes_per_service_differences() {
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         let listing = nft(&["list", "set", "ip", "tartan-svc", "reject_fe"]);
         assert!(listing.contains("10.96.0.10"), "{listing}");
+    });
+}
+
+/// An endpoint replaced by another (the count unchanged) changes map
+/// elements only, and that goes to the kernel over netlink.
+#[test]
+fn a_replaced_endpoint_is_an_element_change_over_netlink() {
+    use tartan_felix::dataplane::nft::Via;
+    use tartan_felix::dataplane::services::ServiceProxy;
+    in_new_netns(|| {
+        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
+            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
+        let mut p = ServiceProxy::new("n1");
+        p.index.set_service("x/web", Some(svc(spec)));
+        p.index
+            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.5"])));
+        p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        p.index
+            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.6"])));
+        p.index.update();
+        let patch = p.index.take_patch().expect("a patch");
+        assert_eq!(
+            p.writer.write(&patch, "ip", "tartan-svc").unwrap(),
+            Via::Netlink,
+            "{patch:#}"
+        );
+        let listing = nft(&["list", "map", "ip", "tartan-svc", "fe_addr"]);
+        assert!(
+            listing.contains("10.0.1.6") && !listing.contains("10.0.1.5"),
+            "{listing}"
+        );
+    });
+}
+
+/// An endpoint added to or taken from a Service repoints its frontend to
+/// another standing picking chain: elements only, over netlink.
+#[test]
+fn an_endpoint_added_or_removed_is_an_element_change_over_netlink() {
+    use tartan_felix::dataplane::nft::Via;
+    use tartan_felix::dataplane::services::ServiceProxy;
+    in_new_netns(|| {
+        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
+            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
+        let mut p = ServiceProxy::new("n1");
+        p.index.set_service("x/web", Some(svc(spec)));
+        p.index.set_slice("x/web-1", Some(slice(&["10.0.0.5"])));
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        for ips in [&["10.0.0.5", "10.0.1.6"][..], &["10.0.1.6"][..]] {
+            p.index.set_slice("x/web-1", Some(slice(ips)));
+            p.index.update();
+            let patch = p.index.take_patch().expect("a patch");
+            assert_eq!(
+                p.writer.write(&patch, "ip", "tartan-svc").unwrap(),
+                Via::Netlink,
+                "{patch:#}"
+            );
+        }
+        let listing = nft(&["list", "map", "ip", "tartan-svc", "frontends"]);
+        assert!(listing.contains("goto fe_1"), "{listing}");
+        assert_eq!(
+            p.sync(true).unwrap(),
+            Written::Nothing,
+            "the drift check agrees"
+        );
     });
 }

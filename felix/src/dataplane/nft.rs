@@ -70,6 +70,8 @@ pub enum Via {
 pub struct NftWriter {
     decls: Declarations,
     netlink: bool,
+    /// Opened on first use, in the namespace of the thread that uses it.
+    conn: Option<nftnl::socket::Conn>,
 }
 
 impl Default for NftWriter {
@@ -77,6 +79,7 @@ impl Default for NftWriter {
         NftWriter {
             decls: Declarations::default(),
             netlink: std::env::var("TARTAN_NFT_NETLINK").map_or(true, |v| v != "0"),
+            conn: None,
         }
     }
 }
@@ -86,6 +89,24 @@ impl NftWriter {
     pub fn netlink(mut self, on: bool) -> Self {
         self.netlink = on;
         self
+    }
+
+    fn conn(&mut self) -> std::io::Result<&mut nftnl::socket::Conn> {
+        if self.conn.is_none() {
+            self.conn = Some(nftnl::socket::Conn::open()?);
+        }
+        self.conn
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no netlink socket"))
+    }
+
+    /// Send a batch; a socket that failed is opened afresh next time.
+    fn send(&mut self, bytes: &[u8], acked: usize) -> std::io::Result<nftnl::socket::Answer> {
+        let r = self.conn().and_then(|c| c.send(bytes, acked));
+        if r.is_err() {
+            self.conn = None;
+        }
+        r
     }
 
     /// Apply `batch` to table `family name` as one transaction.
@@ -102,7 +123,7 @@ impl NftWriter {
                 return Ok(Via::Netlink);
             }
             let (bytes, acked) = nftnl::message::batch(&ops, seq());
-            match nftnl::socket::send(&bytes, acked) {
+            match self.send(&bytes, acked) {
                 Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),
                 Ok(nftnl::socket::Answer::Refused(errno)) => {
                     return Err(DataplaneError::Refused {
@@ -122,6 +143,59 @@ impl NftWriter {
         run(batch, family, name)?;
         self.decls.observe(batch);
         Ok(Via::Nft)
+    }
+}
+
+impl NftWriter {
+    /// Write `batch`, which builds the whole table. When the table is not
+    /// in the kernel at all, the elements go over netlink after `nft` has
+    /// made everything else: 200,000 map elements cost `nft` seconds of
+    /// JSON parsing and the kernel a fraction of that. The table then
+    /// appears in two transactions (first without elements, then with all
+    /// of them at once), which is safe only because there was no table to
+    /// keep serving; a table that exists is replaced in one transaction.
+    pub fn write_new(
+        &mut self,
+        batch: Value,
+        family: &str,
+        name: &str,
+    ) -> Result<Via, DataplaneError> {
+        let fam = nftnl::family_number(family);
+        let absent = self.netlink
+            && fam.is_some_and(|f| {
+                self.conn()
+                    .and_then(|c| c.table_exists(f, name))
+                    .is_ok_and(|e| !e)
+            });
+        if !absent {
+            return self.write(&batch, family, name);
+        }
+        let mut decls = self.decls.clone();
+        decls.observe(&batch);
+        let (skeleton, ops) = decls.split_elements(batch);
+        run(&skeleton, family, name)?;
+        self.decls.observe(&skeleton);
+        if ops.is_empty() {
+            return Ok(Via::Nft);
+        }
+        let (bytes, acked) = nftnl::message::batch(&ops, seq());
+        let refused = match self.send(&bytes, acked) {
+            Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),
+            Ok(nftnl::socket::Answer::Refused(errno)) => {
+                std::io::Error::from_raw_os_error(errno).to_string()
+            }
+            Err(e) => e.to_string(),
+        };
+        // Leave no table without its elements behind.
+        let gone = serde_json::json!({"nftables": [{"delete": {"table": {"family": family, "name": name}}}]});
+        if let Err(e) = run(&gone, family, name) {
+            warn!(error = %e, "could not remove the table left without elements");
+        }
+        self.decls.forget(family, name);
+        Err(DataplaneError::Refused {
+            what: format!("nftables table {family} {name}"),
+            detail: format!("the kernel refused the elements of a new table: {refused}"),
+        })
     }
 }
 

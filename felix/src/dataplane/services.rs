@@ -34,7 +34,7 @@ pub struct ServiceProxy {
     pub index: ServiceIndex,
     /// The kernel holds the index's table as of the last write.
     written: bool,
-    writer: NftWriter,
+    pub writer: NftWriter,
 }
 
 impl ServiceProxy {
@@ -83,7 +83,7 @@ impl ServiceProxy {
             }
         }
         self.writer
-            .write(&render::full(self.index.table()), "ip", TABLE)?;
+            .write_new(render::full(self.index.table()), "ip", TABLE)?;
         self.index.written_whole();
         self.written = true;
         Ok(Written::Full(started.elapsed()))

@@ -91,6 +91,28 @@ impl Picker {
     }
 }
 
+/// Picking chains without affinity for 1 to this many endpoints are
+/// always in the table, used or not: an endpoint added to or removed from
+/// a Service then only repoints its frontend (map elements, written over
+/// netlink in microseconds), where making or removing a chain costs an
+/// `nft` run (20–30 ms). 64 chains of two rules cost nothing to keep.
+pub const STANDING_PICKERS: u32 = 32;
+
+/// The picking chains the table holds: those in use and the standing ones.
+pub fn written_pickers(used: &BTreeSet<Picker>) -> BTreeSet<Picker> {
+    let mut all = used.clone();
+    for kind in [Kind::Frontend, Kind::NodePort] {
+        for count in 1..=STANDING_PICKERS {
+            all.insert(Picker {
+                kind,
+                count,
+                affinity: None,
+            });
+        }
+    }
+    all
+}
+
 /// The table as flat maps, sets and chains, for writing and diffing.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SvcNft {
@@ -860,16 +882,17 @@ pub fn full(t: &SvcNft) -> Value {
         objs.push(add(affinity_set(i)));
     }
     let fixed = fixed();
+    let pickers = written_pickers(&t.pickers);
     for (c, _) in &fixed {
         objs.push(add(NfListObject::Chain(c.clone())));
     }
-    for p in &t.pickers {
+    for p in &pickers {
         objs.push(add(NfListObject::Chain(chain(&p.chain()))));
     }
     for (c, rules) in fixed {
         objs.extend(rules.into_iter().map(|r| rule(&c.name, r)));
     }
-    for p in &t.pickers {
+    for p in &pickers {
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
     }
     for (name, _, elems) in element_changes(&SvcNft::default(), t) {
@@ -913,6 +936,7 @@ pub fn patch(
     for i in affinity.0..affinity.1 {
         objs.push(add(affinity_set(i)));
     }
+    let pickers = &(written_pickers(&pickers.0), written_pickers(&pickers.1));
     for p in pickers.1.difference(&pickers.0) {
         objs.push(add(NfListObject::Chain(chain(&p.chain()))));
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
@@ -960,7 +984,7 @@ pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
     for (c, rules) in fixed() {
         m.insert(c.name.to_string(), rules.len());
     }
-    for p in &t.pickers {
+    for p in &written_pickers(&t.pickers) {
         m.insert(p.chain(), picker_rules(p).len());
     }
     for (name, count) in [

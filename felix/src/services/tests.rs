@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 
-use super::render::{SvcNft, diff, full};
+use super::render::{STANDING_PICKERS, SvcNft, diff, full};
 use super::*;
 
 fn service(spec: serde_json::Value, status: serde_json::Value) -> ServiceInfo {
@@ -145,14 +145,14 @@ fn headless_external_name_and_cluster_ip_only() {
 }
 
 #[test]
-fn one_endpoint_more_changes_elements_and_the_picker_only() {
+fn one_endpoint_more_changes_elements_only() {
     let svc = service(web(json!({})), json!({}));
     let one = SvcNft::from_table(&table(
         svc.clone(),
         Some(slice(json!([ep("10.244.0.5", "n1", true, false)]))),
     ));
     let two = SvcNft::from_table(&table(
-        svc,
+        svc.clone(),
         Some(slice(json!([
             ep("10.244.0.5", "n1", true, false),
             ep("10.244.0.6", "n1", true, false)
@@ -161,10 +161,32 @@ fn one_endpoint_more_changes_elements_and_the_picker_only() {
     assert_eq!(one.pickers.len(), 2, "{:?}", one.pickers);
     let d = diff(&one, &two).unwrap();
     let text = d.to_string();
-    // New picking chains for two endpoints, the frontends repointed, the
-    // second slot's address and port added; the old pickers removed.
+    // The frontends repointed to the standing picking chains for two
+    // endpoints, the second slot's address and port added: elements only,
+    // no chain made or removed.
     assert!(text.contains("fe_2") && text.contains("np_2"), "{text}");
     assert!(text.contains("10.244.0.6"), "{text}");
+    assert!(!text.contains("\"chain\""), "{text}");
+    // Beyond the standing ones a picking chain comes and goes with use.
+    let wide = |n: usize| {
+        let eps: Vec<_> = (0..n)
+            .map(|i| ep(&format!("10.244.1.{i}"), "n1", true, false))
+            .collect();
+        SvcNft::from_table(&table(svc.clone(), Some(slice(json!(eps)))))
+    };
+    let many = STANDING_PICKERS as usize + 1;
+    let text = diff(&two, &wide(many)).unwrap().to_string();
+    assert!(
+        text.contains(&format!("\"fe_{many}\"")) && text.contains("\"chain\""),
+        "{text}"
+    );
+    let text = diff(&wide(many), &two).unwrap().to_string();
+    assert!(text.contains("\"delete\":{\"chain\""), "{text}");
+    assert!(
+        full(&two)
+            .to_string()
+            .contains(&format!("fe_{STANDING_PICKERS}"))
+    );
     assert!(diff(&two, &two).is_none());
     let f = full(&two).to_string();
     assert!(f.contains("\"map\":\"verdict\""), "{f}");

@@ -130,12 +130,31 @@ fn message(out: &mut Vec<u8>, kind: u16, flags: u16, seq: u32, family: u8, res: 
     out.extend(body);
 }
 
+const NFT_MSG_GETTABLE: u16 = 1;
+const NFTA_TABLE_NAME: u16 = 1;
+
+/// A request for one table.
+pub fn get_table(family: u8, name: &str, seq: u32) -> Vec<u8> {
+    let mut body = Attrs::new();
+    body.string(NFTA_TABLE_NAME, name);
+    let mut out = Vec::new();
+    message(
+        &mut out,
+        (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE,
+        NLM_F_REQUEST | NLM_F_ACK,
+        seq,
+        family,
+        0,
+        &body.0,
+    );
+    out
+}
+
 /// A whole batch for `ops`, sequence numbers from `seq`. Returns the
 /// bytes and how many messages ask for an acknowledgement.
 pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
     let mut seq = seq;
-    let mut acked = 0;
     message(
         &mut out,
         NFNL_MSG_BATCH_BEGIN,
@@ -145,6 +164,11 @@ pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
         NFNL_SUBSYS_NFTABLES,
         &[],
     );
+    let total: usize = ops
+        .iter()
+        .map(|o| o.elems.len().div_ceil(PER_MESSAGE))
+        .sum();
+    let mut n = 0;
     for op in ops {
         for chunk in op.elems.chunks(PER_MESSAGE) {
             let mut list = Attrs::new();
@@ -155,13 +179,19 @@ pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
             body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
                 .string(NFTA_SET_ELEM_LIST_SET, &op.set)
                 .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
+            // Errors come back whatever the flags; an ack is asked for on
+            // the last message only, so that a batch of thousands of
+            // messages does not flood the socket with acks. The kernel
+            // answers only after running (and committing or aborting) the
+            // whole batch.
+            n += 1;
+            let ack = if n == total { NLM_F_ACK } else { 0 };
             let (kind, flags) = if op.add {
-                (NFT_MSG_NEWSETELEM, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE)
+                (NFT_MSG_NEWSETELEM, NLM_F_REQUEST | ack | NLM_F_CREATE)
             } else {
-                (NFT_MSG_DELSETELEM, NLM_F_REQUEST | NLM_F_ACK)
+                (NFT_MSG_DELSETELEM, NLM_F_REQUEST | ack)
             };
             seq = seq.wrapping_add(1);
-            acked += 1;
             message(
                 &mut out,
                 (NFNL_SUBSYS_NFTABLES << 8) | kind,
@@ -173,6 +203,7 @@ pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
             );
         }
     }
+    let acked = usize::from(total > 0);
     seq = seq.wrapping_add(1);
     message(
         &mut out,

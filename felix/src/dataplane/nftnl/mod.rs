@@ -135,37 +135,66 @@ impl Declarations {
     /// `batch` as netlink element operations, when it holds nothing but
     /// element adds and deletes that can all be encoded; `None` otherwise.
     pub fn element_ops(&self, batch: &Value) -> Option<Vec<ElementOp>> {
-        let cmds = batch.get("nftables")?.as_array()?;
-        let mut ops = Vec::with_capacity(cmds.len());
-        for c in cmds {
-            let m = c.as_object()?;
-            if m.len() != 1 {
-                return None;
-            }
-            let (verb, body) = m.iter().next()?;
-            let add = match verb.as_str() {
-                "add" => true,
-                "delete" => false,
-                _ => return None,
-            };
-            let o = body.as_object()?.get("element")?;
-            let k = id(o)?;
-            let d = self.sets.get(&k)?.as_ref()?;
-            let elems = o
-                .get("elem")?
-                .as_array()?
-                .iter()
-                .map(|e| element(d, e, add))
-                .collect::<Option<Vec<_>>>()?;
-            ops.push(ElementOp {
-                add,
-                family: family_number(&k.0)?,
-                table: k.1,
-                set: k.2,
-                elems,
-            });
+        batch
+            .get("nftables")?
+            .as_array()?
+            .iter()
+            .map(|c| self.element_op(c))
+            .collect()
+    }
+
+    /// One command as an element operation, if it is an element add or
+    /// delete that can be encoded.
+    pub fn element_op(&self, cmd: &Value) -> Option<ElementOp> {
+        let m = cmd.as_object()?;
+        if m.len() != 1 {
+            return None;
         }
-        Some(ops)
+        let (verb, body) = m.iter().next()?;
+        let add = match verb.as_str() {
+            "add" => true,
+            "delete" => false,
+            _ => return None,
+        };
+        let o = body.as_object()?.get("element")?;
+        let k = id(o)?;
+        let d = self.sets.get(&k)?.as_ref()?;
+        let elems = o
+            .get("elem")?
+            .as_array()?
+            .iter()
+            .map(|e| element(d, e, add))
+            .collect::<Option<Vec<_>>>()?;
+        Some(ElementOp {
+            add,
+            family: family_number(&k.0)?,
+            table: k.1,
+            set: k.2,
+            elems,
+        })
+    }
+
+    /// Split a batch that builds a table into what `nft` must write (every
+    /// command but encodable element adds) and the element adds, for
+    /// netlink afterwards. `self` must already have observed the batch.
+    pub fn split_elements(&self, batch: Value) -> (Value, Vec<ElementOp>) {
+        let Value::Object(mut top) = batch else {
+            return (batch, Vec::new());
+        };
+        let Some(Value::Array(cmds)) = top.remove("nftables") else {
+            return (Value::Object(top), Vec::new());
+        };
+        let mut rest = Vec::with_capacity(cmds.len());
+        let mut ops = Vec::new();
+        for c in cmds {
+            let is_add = c.get("add").is_some();
+            match self.element_op(&c).filter(|_| is_add) {
+                Some(op) => ops.push(op),
+                None => rest.push(c),
+            }
+        }
+        top.insert("nftables".into(), Value::Array(rest));
+        (Value::Object(top), ops)
     }
 }
 
