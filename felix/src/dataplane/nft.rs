@@ -160,6 +160,29 @@ impl NftWriter {
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
+        let mut decls = self.decls.clone();
+        let whole = batch.clone();
+        self.write_new_parts(
+            move || {
+                decls.observe(&batch);
+                decls.split_elements(batch)
+            },
+            move || whole,
+            family,
+            name,
+        )
+    }
+
+    /// [`Self::write_new`] with the table given twice: as `parts` (what
+    /// `nft` writes of a new table, and its elements for netlink), and as
+    /// `whole` (one batch, for a table that exists). Only one is made.
+    pub fn write_new_parts(
+        &mut self,
+        parts: impl FnOnce() -> (Value, Vec<nftnl::message::ElementOp>),
+        whole: impl FnOnce() -> Value,
+        family: &str,
+        name: &str,
+    ) -> Result<Via, DataplaneError> {
         let fam = nftnl::family_number(family);
         let absent = self.netlink
             && fam.is_some_and(|f| {
@@ -168,11 +191,9 @@ impl NftWriter {
                     .is_ok_and(|e| !e)
             });
         if !absent {
-            return self.write(&batch, family, name);
+            return self.write(&whole(), family, name);
         }
-        let mut decls = self.decls.clone();
-        decls.observe(&batch);
-        let (skeleton, ops) = decls.split_elements(batch);
+        let (skeleton, ops) = parts();
         run(&skeleton, family, name)?;
         self.decls.observe(&skeleton);
         if ops.is_empty() {

@@ -10,6 +10,7 @@ use tracing::warn;
 
 use super::DataplaneError;
 use super::nft::{NftWriter, Table, Written, kernel_summary};
+use crate::services::elements;
 use crate::services::index::ServiceIndex;
 use crate::services::render::{self, SvcNft, TABLE, is_dynamic};
 
@@ -82,8 +83,13 @@ impl ServiceProxy {
                 }
             }
         }
-        self.writer
-            .write_new(render::full(self.index.table()), "ip", TABLE)?;
+        let t = self.index.table();
+        self.writer.write_new_parts(
+            || (render::skeleton(t), elements::all(t)),
+            || render::full(t),
+            "ip",
+            TABLE,
+        )?;
         self.index.written_whole();
         self.written = true;
         Ok(Written::Full(started.elapsed()))

@@ -18,6 +18,7 @@
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
 
+pub mod elements;
 pub mod index;
 pub mod render;
 #[cfg(test)]

@@ -862,6 +862,21 @@ fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
 
 /// The whole table, replaced in one transaction.
 pub fn full(t: &SvcNft) -> Value {
+    whole(t, t)
+}
+
+/// [`full`] without the elements [`super::elements::all`] encodes: what
+/// `nft` writes of a table the kernel does not have yet.
+pub fn skeleton(t: &SvcNft) -> Value {
+    let only = SvcNft {
+        lb_allowed: t.lb_allowed.clone(),
+        ..SvcNft::default()
+    };
+    whole(t, &only)
+}
+
+/// The whole table `t`, with the elements of `elements`.
+fn whole(t: &SvcNft, elements: &SvcNft) -> Value {
     let mut out = to_json(vec![
         add(NfListObject::Table(table())),
         del(NfListObject::Table(table())),
@@ -895,7 +910,7 @@ pub fn full(t: &SvcNft) -> Value {
     for p in &pickers {
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
     }
-    for (name, _, elems) in element_changes(&SvcNft::default(), t) {
+    for (name, _, elems) in element_changes(&SvcNft::default(), elements) {
         if !elems.is_empty() {
             objs.push(add(element_cmd(name, elems)));
         }
