@@ -322,10 +322,12 @@ fn normalized_service_table() -> Vec<serde_json::Value> {
                 }
             }
             // Handles count up in the order things were made.
-            if let Some(m) = o.as_object_mut().and_then(|m| m.values_mut().next()) {
-                if let Some(m) = m.as_object_mut() {
-                    m.remove("handle");
-                }
+            if let Some(m) = o
+                .as_object_mut()
+                .and_then(|m| m.values_mut().next())
+                .and_then(|m| m.as_object_mut())
+            {
+                m.remove("handle");
             }
             o
         })
