@@ -392,3 +392,115 @@ fn a_new_service_table_over_netlink_equals_the_nft_one() {
     }
     assert_eq!(over_netlink, by_nft);
 }
+
+/// The policy table as `nft` lists it, with set elements sorted, handles
+/// left out, and chains and rules by chain name (the kernel lists chains
+/// in the order they were made; rules keep their order in a chain).
+fn policy_listing() -> String {
+    let v: serde_json::Value =
+        serde_json::from_str(&nft(&["-j", "list", "table", "inet", "tartan"])).unwrap();
+    let mut out = Vec::new();
+    for o in v["nftables"].as_array().unwrap() {
+        if o.get("metainfo").is_some() {
+            continue;
+        }
+        let mut o = o.clone();
+        if let Some(m) = o
+            .as_object_mut()
+            .and_then(|m| m.values_mut().next())
+            .and_then(|m| m.as_object_mut())
+        {
+            m.remove("handle");
+            if let Some(e) = m.get_mut("elem").and_then(|e| e.as_array_mut()) {
+                e.sort_by_key(|x| x.to_string());
+            }
+        }
+        let kind = o
+            .as_object()
+            .and_then(|m| m.keys().next())
+            .cloned()
+            .unwrap_or_default();
+        let body = &o[&kind];
+        let name = body["chain"]
+            .as_str()
+            .or(body["name"].as_str())
+            .unwrap_or("")
+            .to_string();
+        out.push((kind, name, o.to_string()));
+    }
+    out.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+    out.into_iter()
+        .map(|(_, _, l)| l)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A pod relabelled into a profile no other pod has: the new profile
+/// chain, its rules, the map and set elements, and the old profile's
+/// removal all go over netlink in one transaction, and the table ends up
+/// as `nft` writes the new ruleset whole.
+#[test]
+fn a_relabel_into_a_new_profile_goes_over_netlink_and_matches_nft() {
+    use tartan_felix::dataplane::nft::{NftWriter, Table, Via};
+    use tartan_policy::compile::Ruleset;
+    let rulesets = || {
+        let p1 = kube(json!({"podSelector": {"matchLabels": {"pod": "a"}},
+            "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}));
+        let mut p2 = kube(json!({"podSelector": {"matchLabels": {"role": "db"}},
+            "ingress": [{"ports": [{"port": 5432}]}]}));
+        p2.source = tartan_policy::ir::Source::Kubernetes("x".into(), "q".into());
+        // Allows everything in: its chain is mark statements only.
+        let mut p3 = kube(json!({"podSelector": {"matchLabels": {"tier": "x"}}, "ingress": [{}]}));
+        p3.source = tartan_policy::ir::Source::Kubernetes("x".into(), "r".into());
+        let ns = BTreeMap::new();
+        let mut eps = vec![
+            endpoint("x", "a", "10.0.0.1", Some("tarxa")),
+            endpoint("x", "b", "10.0.0.2", Some("tarxb")),
+            endpoint("x", "c", "10.0.0.3", Some("tarxc")),
+        ];
+        eps[2].labels.insert("role".into(), "db".into());
+        // a alone has profile [p1], c alone [p2]; relabelled, a needs
+        // [p1, p2, p3], which no pod had, and p3's chain is new.
+        let before = compile([&p1, &p2, &p3], &eps, &ns);
+        eps[0].labels.insert("role".into(), "db".into());
+        eps[0].labels.insert("tier".into(), "x".into());
+        let after = compile([&p1, &p2, &p3], &eps, &ns);
+        (before, after)
+    };
+    let (before, after) = rulesets();
+    assert_ne!(before, after);
+    let by_netlink = in_new_netns(move || {
+        let mut w = NftWriter::default().netlink(true);
+        w.write(&before.full(), "inet", "tartan").unwrap();
+        let d = Ruleset::diff(&before, &after).unwrap();
+        assert!(
+            d.to_string().contains("\"chain\""),
+            "a new profile chain: {d}"
+        );
+        assert_eq!(
+            w.write(&d, "inet", "tartan").unwrap(),
+            Via::Netlink,
+            "{d:#}"
+        );
+        // And back: the profile emptied and removed, over netlink too.
+        let back = Ruleset::diff(&after, &before).unwrap();
+        assert_eq!(
+            w.write(&back, "inet", "tartan").unwrap(),
+            Via::Netlink,
+            "{back:#}"
+        );
+        let listed_back = policy_listing();
+        assert_eq!(w.write(&d, "inet", "tartan").unwrap(), Via::Netlink);
+        (policy_listing(), listed_back)
+    });
+    let (before, after) = rulesets();
+    let by_nft = in_new_netns(move || {
+        let mut w = NftWriter::default().netlink(false);
+        w.write(&before.full(), "inet", "tartan").unwrap();
+        let listed_before = policy_listing();
+        w.write(&after.full(), "inet", "tartan").unwrap();
+        (policy_listing(), listed_before)
+    });
+    assert_eq!(by_netlink.0, by_nft.0, "after the relabel");
+    assert_eq!(by_netlink.1, by_nft.1, "after the relabel back");
+}

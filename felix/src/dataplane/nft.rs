@@ -117,7 +117,7 @@ impl NftWriter {
         name: &str,
     ) -> Result<Via, DataplaneError> {
         if self.netlink
-            && let Some(ops) = self.decls.element_ops(batch)
+            && let Some(ops) = self.decls.ops(batch)
         {
             if ops.is_empty() {
                 return Ok(Via::Netlink);
@@ -137,7 +137,7 @@ impl NftWriter {
                 // The kernel's answer could not be read: let nft apply
                 // the same batch (adding an element twice is harmless, a
                 // delete that fails leads to a full rebuild).
-                Err(e) => warn!(error = %e, "netlink element write failed; using nft"),
+                Err(e) => warn!(error = %e, "netlink write failed; using nft"),
             }
         }
         run(batch, family, name)?;
@@ -199,6 +199,7 @@ impl NftWriter {
         if ops.is_empty() {
             return Ok(Via::Nft);
         }
+        let ops: Vec<_> = ops.into_iter().map(nftnl::message::Op::Elements).collect();
         let (bytes, acked) = nftnl::message::batch(&ops, seq());
         let refused = match self.send(&bytes, acked) {
             Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),

@@ -2,6 +2,7 @@
 //! transaction: batch-begin, one NEWSETELEM/DELSETELEM message per set
 //! and operation (each holding many elements), batch-end.
 
+use super::rules::Expr;
 use super::types::Verdict;
 
 const NLM_F_REQUEST: u16 = 0x1;
@@ -14,6 +15,34 @@ const NFNL_MSG_BATCH_BEGIN: u16 = 16;
 const NFNL_MSG_BATCH_END: u16 = 17;
 const NFT_MSG_NEWSETELEM: u16 = 12;
 const NFT_MSG_DELSETELEM: u16 = 14;
+
+const NFT_MSG_NEWCHAIN: u16 = 3;
+const NFT_MSG_DELCHAIN: u16 = 5;
+const NFT_MSG_NEWRULE: u16 = 6;
+const NFT_MSG_DELRULE: u16 = 8;
+const NLM_F_APPEND: u16 = 0x800;
+const NFTA_CHAIN_TABLE: u16 = 1;
+const NFTA_CHAIN_NAME: u16 = 3;
+const NFTA_RULE_TABLE: u16 = 1;
+const NFTA_RULE_CHAIN: u16 = 2;
+const NFTA_RULE_EXPRESSIONS: u16 = 4;
+const NFTA_EXPR_NAME: u16 = 1;
+const NFTA_EXPR_DATA: u16 = 2;
+const NFTA_META_DREG: u16 = 1;
+const NFTA_META_KEY: u16 = 2;
+const NFTA_META_SREG: u16 = 3;
+const NFTA_BITWISE_SREG: u16 = 1;
+const NFTA_BITWISE_DREG: u16 = 2;
+const NFTA_BITWISE_LEN: u16 = 3;
+const NFTA_BITWISE_MASK: u16 = 4;
+const NFTA_BITWISE_XOR: u16 = 5;
+const NFTA_CMP_SREG: u16 = 1;
+const NFTA_CMP_OP: u16 = 2;
+const NFTA_CMP_DATA: u16 = 3;
+const NFTA_IMMEDIATE_DREG: u16 = 1;
+const NFTA_IMMEDIATE_DATA: u16 = 2;
+/// The verdict register (NFT_REG_VERDICT).
+const REG_VERDICT: u32 = 0;
 
 const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
 const NFTA_SET_ELEM_LIST_SET: u16 = 2;
@@ -53,6 +82,26 @@ pub struct ElementOp {
     pub table: String,
     pub set: String,
     pub elems: Vec<Elem>,
+}
+
+/// A change in one transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    Elements(ElementOp),
+    /// A regular chain (no hook) made, or kept if it is there.
+    AddChain(ChainRef),
+    /// Every rule of a chain removed.
+    FlushChain(ChainRef),
+    DeleteChain(ChainRef),
+    /// A rule appended to a chain.
+    AddRule(ChainRef, Vec<Expr>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainRef {
+    pub family: u8,
+    pub table: String,
+    pub chain: String,
 }
 
 /// A netlink attribute being built.
@@ -117,6 +166,47 @@ fn elem_attrs(e: &Elem) -> Attrs {
     a
 }
 
+fn value(v: &[u8]) -> Attrs {
+    let mut a = Attrs::new();
+    a.bytes(NFTA_DATA_VALUE, v);
+    a
+}
+
+fn expr_attrs(e: &Expr) -> Attrs {
+    let be = |n: u32| n.to_be_bytes();
+    let mut data = Attrs::new();
+    match e {
+        Expr::MetaLoad { key } => {
+            data.bytes(NFTA_META_KEY, &be(*key))
+                .bytes(NFTA_META_DREG, &be(Expr::REG));
+        }
+        Expr::MetaStore { key } => {
+            data.bytes(NFTA_META_KEY, &be(*key))
+                .bytes(NFTA_META_SREG, &be(Expr::REG));
+        }
+        Expr::Bitwise { mask, xor } => {
+            data.bytes(NFTA_BITWISE_SREG, &be(Expr::REG))
+                .bytes(NFTA_BITWISE_DREG, &be(Expr::REG))
+                .bytes(NFTA_BITWISE_LEN, &be(4))
+                .nested(NFTA_BITWISE_MASK, value(&mask.to_ne_bytes()))
+                .nested(NFTA_BITWISE_XOR, value(&xor.to_ne_bytes()));
+        }
+        Expr::Cmp { equal, data: d } => {
+            data.bytes(NFTA_CMP_SREG, &be(Expr::REG))
+                .bytes(NFTA_CMP_OP, &be(if *equal { 0 } else { 1 }))
+                .nested(NFTA_CMP_DATA, value(&d.to_ne_bytes()));
+        }
+        Expr::Verdict(v) => {
+            data.bytes(NFTA_IMMEDIATE_DREG, &be(REG_VERDICT))
+                .nested(NFTA_IMMEDIATE_DATA, data_attrs(&Data::Verdict(v.clone())));
+        }
+    }
+    let mut a = Attrs::new();
+    a.string(NFTA_EXPR_NAME, e.name())
+        .nested(NFTA_EXPR_DATA, data);
+    a
+}
+
 /// One netlink message: header, nfgenmsg, attributes.
 fn message(out: &mut Vec<u8>, kind: u16, flags: u16, seq: u32, family: u8, res: u16, body: &[u8]) {
     let len = 16 + 4 + body.len();
@@ -150,9 +240,75 @@ pub fn get_table(family: u8, name: &str, seq: u32) -> Vec<u8> {
     out
 }
 
+/// The messages of one op: (type, flags, body) each.
+fn messages(op: &Op) -> Vec<(u16, u16, u8, Vec<u8>)> {
+    let chain_body = |c: &ChainRef, table_attr: u16, name_attr: u16| {
+        let mut b = Attrs::new();
+        b.string(table_attr, &c.table).string(name_attr, &c.chain);
+        b.0
+    };
+    match op {
+        Op::Elements(op) => op
+            .elems
+            .chunks(PER_MESSAGE)
+            .map(|chunk| {
+                let mut list = Attrs::new();
+                for e in chunk {
+                    list.nested(NFTA_LIST_ELEM, elem_attrs(e));
+                }
+                let mut body = Attrs::new();
+                body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
+                    .string(NFTA_SET_ELEM_LIST_SET, &op.set)
+                    .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
+                if op.add {
+                    (NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.family, body.0)
+                } else {
+                    (NFT_MSG_DELSETELEM, 0, op.family, body.0)
+                }
+            })
+            .collect(),
+        Op::AddChain(c) => vec![(
+            NFT_MSG_NEWCHAIN,
+            NLM_F_CREATE,
+            c.family,
+            chain_body(c, NFTA_CHAIN_TABLE, NFTA_CHAIN_NAME),
+        )],
+        Op::DeleteChain(c) => vec![(
+            NFT_MSG_DELCHAIN,
+            0,
+            c.family,
+            chain_body(c, NFTA_CHAIN_TABLE, NFTA_CHAIN_NAME),
+        )],
+        // A rule delete naming no rule removes every rule of the chain.
+        Op::FlushChain(c) => vec![(
+            NFT_MSG_DELRULE,
+            0,
+            c.family,
+            chain_body(c, NFTA_RULE_TABLE, NFTA_RULE_CHAIN),
+        )],
+        Op::AddRule(c, exprs) => {
+            let mut list = Attrs::new();
+            for e in exprs {
+                list.nested(NFTA_LIST_ELEM, expr_attrs(e));
+            }
+            let mut body = Attrs::new();
+            body.string(NFTA_RULE_TABLE, &c.table)
+                .string(NFTA_RULE_CHAIN, &c.chain)
+                .nested(NFTA_RULE_EXPRESSIONS, list);
+            vec![(
+                NFT_MSG_NEWRULE,
+                NLM_F_CREATE | NLM_F_APPEND,
+                c.family,
+                body.0,
+            )]
+        }
+    }
+}
+
 /// A whole batch for `ops`, sequence numbers from `seq`. Returns the
 /// bytes and how many messages ask for an acknowledgement.
-pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
+pub fn batch(ops: &[Op], seq: u32) -> (Vec<u8>, usize) {
+    let msgs: Vec<_> = ops.iter().flat_map(messages).collect();
     let mut out = Vec::new();
     let mut seq = seq;
     message(
@@ -164,46 +320,24 @@ pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
         NFNL_SUBSYS_NFTABLES,
         &[],
     );
-    let total: usize = ops
-        .iter()
-        .map(|o| o.elems.len().div_ceil(PER_MESSAGE))
-        .sum();
-    let mut n = 0;
-    for op in ops {
-        for chunk in op.elems.chunks(PER_MESSAGE) {
-            let mut list = Attrs::new();
-            for e in chunk {
-                list.nested(NFTA_LIST_ELEM, elem_attrs(e));
-            }
-            let mut body = Attrs::new();
-            body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
-                .string(NFTA_SET_ELEM_LIST_SET, &op.set)
-                .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
-            // Errors come back whatever the flags; an ack is asked for on
-            // the last message only, so that a batch of thousands of
-            // messages does not flood the socket with acks. The kernel
-            // answers only after running (and committing or aborting) the
-            // whole batch.
-            n += 1;
-            let ack = if n == total { NLM_F_ACK } else { 0 };
-            let (kind, flags) = if op.add {
-                (NFT_MSG_NEWSETELEM, NLM_F_REQUEST | ack | NLM_F_CREATE)
-            } else {
-                (NFT_MSG_DELSETELEM, NLM_F_REQUEST | ack)
-            };
-            seq = seq.wrapping_add(1);
-            message(
-                &mut out,
-                (NFNL_SUBSYS_NFTABLES << 8) | kind,
-                flags,
-                seq,
-                op.family,
-                0,
-                &body.0,
-            );
-        }
+    // Errors come back whatever the flags; an ack is asked for on the last
+    // message only, so that a batch of thousands of messages does not
+    // flood the socket with acks. The kernel answers only after running
+    // (and committing or aborting) the whole batch.
+    let last = msgs.len();
+    for (i, (kind, flags, family, body)) in msgs.iter().enumerate() {
+        let ack = if i + 1 == last { NLM_F_ACK } else { 0 };
+        seq = seq.wrapping_add(1);
+        message(
+            &mut out,
+            (NFNL_SUBSYS_NFTABLES << 8) | kind,
+            NLM_F_REQUEST | ack | flags,
+            seq,
+            *family,
+            0,
+            body,
+        );
     }
-    let acked = usize::from(total > 0);
     seq = seq.wrapping_add(1);
     message(
         &mut out,
@@ -214,5 +348,5 @@ pub fn batch(ops: &[ElementOp], seq: u32) -> (Vec<u8>, usize) {
         NFNL_SUBSYS_NFTABLES,
         &[],
     );
-    (out, acked)
+    (out, usize::from(last > 0))
 }

@@ -15,6 +15,7 @@
 //! writes keys only), hence the small encoder in [`message`].
 
 pub mod message;
+pub mod rules;
 pub mod socket;
 pub mod types;
 
@@ -22,7 +23,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use message::{Data, Elem, ElementOp};
+use message::{ChainRef, Data, Elem, ElementOp, Op};
 use types::{KeyType, ValueType, Verdict};
 
 /// A set or map as declared.
@@ -132,15 +133,60 @@ impl Declarations {
             .retain(|(sf, st, _), _| !(sf == family && st == table));
     }
 
-    /// `batch` as netlink element operations, when it holds nothing but
-    /// element adds and deletes that can all be encoded; `None` otherwise.
-    pub fn element_ops(&self, batch: &Value) -> Option<Vec<ElementOp>> {
+    /// `batch` as netlink operations, when every command is one that can
+    /// be encoded (element adds and deletes on known sets; regular chains
+    /// made, flushed, deleted; rules of the shapes in [`rules`]); `None`
+    /// otherwise.
+    pub fn ops(&self, batch: &Value) -> Option<Vec<Op>> {
         batch
             .get("nftables")?
             .as_array()?
             .iter()
-            .map(|c| self.element_op(c))
+            .map(|c| self.op(c))
             .collect()
+    }
+
+    fn op(&self, cmd: &Value) -> Option<Op> {
+        if let Some(e) = self.element_op(cmd) {
+            return Some(Op::Elements(e));
+        }
+        let m = cmd.as_object()?;
+        if m.len() != 1 {
+            return None;
+        }
+        let (verb, body) = m.iter().next()?;
+        let b = body.as_object()?;
+        if b.len() != 1 {
+            return None;
+        }
+        let (what, o) = b.iter().next()?;
+        let o = o.as_object()?;
+        let at = |chain_key: &str| {
+            Some(ChainRef {
+                family: family_number(o.get("family")?.as_str()?)?,
+                table: o.get("table")?.as_str()?.to_string(),
+                chain: o.get(chain_key)?.as_str()?.to_string(),
+            })
+        };
+        // Only the keys named: a base chain's hook, a rule's position or
+        // comment, a handle, each go to nft.
+        let only = |keys: &[&str]| o.keys().all(|k| keys.contains(&k.as_str()));
+        match (verb.as_str(), what.as_str()) {
+            ("add", "chain") if only(&["family", "table", "name"]) => {
+                Some(Op::AddChain(at("name")?))
+            }
+            ("flush", "chain") if only(&["family", "table", "name"]) => {
+                Some(Op::FlushChain(at("name")?))
+            }
+            ("delete", "chain") if only(&["family", "table", "name"]) => {
+                Some(Op::DeleteChain(at("name")?))
+            }
+            ("add", "rule") if only(&["family", "table", "chain", "expr"]) => {
+                let exprs = rules::parse(o.get("expr")?.as_array()?)?;
+                Some(Op::AddRule(at("chain")?, exprs))
+            }
+            _ => None,
+        }
     }
 
     /// One command as an element operation, if it is an element add or

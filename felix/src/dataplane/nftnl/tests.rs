@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-use super::message::{Data, batch};
+use super::message::{Data, ElementOp, Op, batch};
 use super::socket::errors;
 use super::types::{DataType, KeyType, Verdict};
 use super::*;
@@ -78,7 +78,7 @@ fn verdicts_carry_their_kernel_codes() {
 fn only_batches_of_encodable_element_changes_go_over_netlink() {
     let d = declared();
     let ops = d
-        .element_ops(&json!({"nftables": [
+        .ops(&json!({"nftables": [
             {"delete": {"element": {"family": "ip", "table": "t", "name": "fe_addr",
                 "elem": [[{"concat": ["10.96.0.1", 6, 80, 0]}, "10.0.0.5"]]}}},
             {"add": {"element": {"family": "ip", "table": "t", "name": "fe_addr",
@@ -89,17 +89,41 @@ fn only_batches_of_encodable_element_changes_go_over_netlink() {
                 "elem": ["10.1.1.1", "10.1.1.2"]}}},
         ]}))
         .expect("element-only batch");
+    let ops: Vec<ElementOp> = ops
+        .into_iter()
+        .map(|o| match o {
+            Op::Elements(e) => e,
+            other => panic!("{other:?}"),
+        })
+        .collect();
     assert_eq!(ops.len(), 4);
     assert!(!ops[0].add && ops[0].elems[0].data.is_none());
     assert_eq!(ops[1].elems[0].data, Some(Data::Bytes(vec![10, 0, 0, 6])));
     assert_eq!(ops[3].elems.len(), 2);
     assert_eq!(ops[0].family, 2);
 
-    let refused = |b: Value| d.element_ops(&json!({"nftables": [b]}));
-    // A rule, a flush, an interval set, an unknown set, a map element
-    // without a value: all left to nft.
+    let refused = |b: Value| d.ops(&json!({"nftables": [b]}));
+    // A base chain, a rule matching a packet field, a rule at a position,
+    // an interval set, an unknown set, a map element without a value: all
+    // left to nft.
     assert!(
-        refused(json!({"flush": {"chain": {"family": "ip", "table": "t", "name": "c"}}})).is_none()
+        refused(
+            json!({"add": {"chain": {"family": "ip", "table": "t", "name": "c",
+        "type": "filter", "hook": "forward", "prio": 0}}})
+        )
+        .is_none()
+    );
+    assert!(refused(json!({"add": {"rule": {"family": "ip", "table": "t", "chain": "c",
+        "expr": [{"match": {"left": {"payload": {"protocol": "ip", "field": "saddr"}}, "op": "==", "right": "10.0.0.1"}}, {"accept": null}]}}})).is_none());
+    assert!(
+        refused(
+            json!({"add": {"rule": {"family": "ip", "table": "t", "chain": "c", "index": 0,
+        "expr": [{"accept": null}]}}})
+        )
+        .is_none()
+    );
+    assert!(
+        refused(json!({"flush": {"chain": {"family": "ip", "table": "t", "name": "c"}}})).is_some()
     );
     assert!(refused(json!({"add": {"element": {"family": "ip", "table": "t", "name": "ranges", "elem": ["10.0.0.0"]}}})).is_none());
     assert!(refused(json!({"add": {"element": {"family": "ip", "table": "t", "name": "nope", "elem": ["10.0.0.0"]}}})).is_none());
@@ -123,15 +147,15 @@ fn only_batches_of_encodable_element_changes_go_over_netlink() {
 fn declarations_follow_deletes() {
     let mut d = declared();
     let add = json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": ["10.1.1.1"]}}}]});
-    assert!(d.element_ops(&add).is_some());
+    assert!(d.ops(&add).is_some());
     d.observe(&json!({"nftables": [{"delete": {"set": {"family": "ip", "table": "t", "name": "plain"}}}]}));
-    assert!(d.element_ops(&add).is_none());
+    assert!(d.ops(&add).is_none());
     let mut d = declared();
     d.observe(&json!({"nftables": [{"delete": {"table": {"family": "ip", "name": "t"}}}]}));
-    assert!(d.element_ops(&add).is_none());
+    assert!(d.ops(&add).is_none());
     let mut d = declared();
     d.forget("ip", "t");
-    assert!(d.element_ops(&add).is_none());
+    assert!(d.ops(&add).is_none());
 }
 
 #[test]
@@ -141,7 +165,7 @@ fn a_batch_is_framed_by_begin_and_end_and_splits_large_element_lists() {
         .map(|i| json!(format!("10.2.{}.{}", i / 256, i % 256)))
         .collect();
     let ops = d
-        .element_ops(&json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": elems}}}]}))
+        .ops(&json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": elems}}}]}))
         .unwrap();
     let (bytes, acked) = batch(&ops, 7);
     assert_eq!(acked, 1, "one ack, on the last message");
@@ -181,4 +205,57 @@ fn answers_are_read_as_errno() {
         buf.extend([0u8; 16]);
     }
     assert_eq!(errors(&buf), vec![0, 2]);
+}
+
+#[test]
+fn profile_rules_become_mark_and_verdict_expressions() {
+    use super::rules::{Expr, META_MARK, parse};
+    let mark = json!({"meta": {"key": "mark"}});
+    let clear = json!({"mangle": {"key": mark, "value": {"&": [mark, 0xfcff_ffffu32]}}});
+    let set = json!({"mangle": {"key": mark, "value": {"|": [mark, 0x0100_0000u32]}}});
+    let test = json!({"match": {"left": {"&": [mark, 0x0200_0000u32]}, "op": "==", "right": 0}});
+    assert_eq!(
+        parse(&[
+            clear,
+            set,
+            test,
+            json!({"jump": {"target": "pi1"}}),
+            json!({"return": null})
+        ])
+        .unwrap(),
+        vec![
+            Expr::MetaLoad { key: META_MARK },
+            Expr::Bitwise {
+                mask: 0xfcff_ffff,
+                xor: 0
+            },
+            Expr::MetaStore { key: META_MARK },
+            Expr::MetaLoad { key: META_MARK },
+            Expr::Bitwise {
+                mask: !0x0100_0000,
+                xor: 0x0100_0000
+            },
+            Expr::MetaStore { key: META_MARK },
+            Expr::MetaLoad { key: META_MARK },
+            Expr::Bitwise {
+                mask: 0x0200_0000,
+                xor: 0
+            },
+            Expr::Cmp {
+                equal: true,
+                data: 0
+            },
+            Expr::Verdict(Verdict::Jump("pi1".into())),
+            Expr::Verdict(Verdict::Return),
+        ]
+    );
+    // Other keys, operators and statements are not for netlink.
+    assert!(
+        parse(&[json!({"mangle": {"key": {"meta": {"key": "priority"}}, "value": 1}})]).is_none()
+    );
+    assert!(
+        parse(&[json!({"match": {"left": {"&": [mark, 1]}, "op": "<", "right": 0}})]).is_none()
+    );
+    assert!(parse(&[json!({"log": {"prefix": "x"}})]).is_none());
+    assert!(parse(&[json!({"counter": null})]).is_none());
 }
