@@ -160,12 +160,13 @@ fn refused(
 /// Compute the policy table and write what changed.
 fn apply_policy(
     driver: &mut PolicyDriver,
+    cache: &mut tartan_policy::compile::CompileCache,
     node: &str,
     state: &State,
     health: &Health,
     check: bool,
 ) {
-    let want = crate::calc::policy::desired(node, state);
+    let want = crate::calc::policy::desired_cached(node, state, cache);
     match driver.apply(&want, check, &|_| false) {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
@@ -331,6 +332,7 @@ pub async fn run(
     // Pods, namespaces and the three policy kinds.
     let mut policy_synced = [false; 5];
     let mut policy = PolicyDriver::default();
+    let mut policy_cache = tartan_policy::compile::CompileCache::default();
     // Services and EndpointSlices.
     let mut services_synced = [false; 2];
     let mut proxy = ServiceProxy::new(&cfg.node);
@@ -464,7 +466,14 @@ pub async fn run(
                     }
                 }
                 if policy_synced.iter().all(|s| *s) {
-                    apply_policy(&mut policy, &cfg.node, &state, &health, kernel_check);
+                    apply_policy(
+                        &mut policy,
+                        &mut policy_cache,
+                        &cfg.node,
+                        &state,
+                        &health,
+                        kernel_check,
+                    );
                 }
                 if services_synced.iter().all(|s| *s) {
                     proxy.index.set_local_pods(crate::calc::services::local_pods(&cfg.node, &state));

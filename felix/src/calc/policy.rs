@@ -61,6 +61,11 @@ fn endpoint(node: &str, key: &str, w: &WorkloadEndpointSpec, state: &State) -> E
 
 /// The ruleset for `node`.
 pub fn desired(node: &str, state: &State) -> Ruleset {
+    desired_cached(node, state, &mut compile::CompileCache::default())
+}
+
+/// [`desired`], reusing unchanged policy chains from `cache`.
+pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let policies = state
         .kube_policies
         .values()
@@ -77,7 +82,7 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
         .iter()
         .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.clone()))
         .collect();
-    compile::compile(policies, &endpoints, &namespaces)
+    compile::compile_cached(cache, policies, &endpoints, &namespaces)
 }
 
 #[cfg(test)]

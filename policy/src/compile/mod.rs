@@ -376,6 +376,81 @@ fn profile_rules(policies: &[&Policy], list: &[usize], ingress: bool) -> Vec<Stm
     out
 }
 
+/// A policy chain as rendered, with the sets its rules use.
+#[derive(Debug, Clone)]
+struct CachedChain {
+    policy: Policy,
+    families: Vec<bool>,
+    rules: Vec<Stmts>,
+    selectors: Vec<EndpointSel>,
+    named_ports: Vec<String>,
+}
+
+/// Policy chains rendered by earlier compiles, kept by whoever compiles
+/// again and again (felix): a chain whose policy and IP families are
+/// unchanged is reused, not rendered afresh. Rendering every chain was
+/// most of a compile at 2,000 policies. Entries not used by the latest
+/// compile are dropped.
+#[derive(Debug, Default, Clone)]
+pub struct CompileCache {
+    chains: std::collections::HashMap<(String, bool), CachedChain>,
+}
+
+/// `p`'s rules for one direction, from `cache` when it holds them for
+/// this policy and these families; the sets they use added to `needs`.
+fn cached_policy_rules(
+    cache: &mut CompileCache,
+    name: &str,
+    p: &Policy,
+    ingress: bool,
+    needs: &mut Needs,
+) -> Vec<Stmts> {
+    let key = (name.to_string(), ingress);
+    let hit = cache
+        .chains
+        .get(&key)
+        .filter(|c| c.policy == *p && c.families == needs.families);
+    let entry = match hit {
+        Some(c) => c.clone(),
+        None => {
+            let mut own = Needs {
+                families: needs.families.clone(),
+                ..Needs::default()
+            };
+            let rules = policy_rules_needing(p, ingress, &mut own);
+            let c = CachedChain {
+                policy: p.clone(),
+                families: needs.families.clone(),
+                rules,
+                selectors: own.selectors.into_iter().collect(),
+                named_ports: own.named_ports.into_iter().collect(),
+            };
+            cache.chains.insert(key, c.clone());
+            c
+        }
+    };
+    needs.selectors.extend(entry.selectors);
+    needs.named_ports.extend(entry.named_ports);
+    entry.rules
+}
+
+/// The union of two ascending lists of indices, ascending.
+fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let take_a = j == b.len() || (i < a.len() && a[i] <= b[j]);
+        if take_a {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out
+}
+
 /// Everything this node's table should hold. `endpoints` are every
 /// endpoint of the cluster (for the address sets); those with an
 /// interface are this node's.
@@ -384,30 +459,67 @@ pub fn compile<'a>(
     endpoints: &[Endpoint],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
+    compile_cached(
+        &mut CompileCache::default(),
+        policies,
+        endpoints,
+        namespaces,
+    )
+}
+
+/// [`compile`], reusing the policy chains in `cache` that are unchanged.
+pub fn compile_cached<'a>(
+    cache: &mut CompileCache,
+    policies: impl IntoIterator<Item = &'a Policy>,
+    endpoints: &[Endpoint],
+    namespaces: &NamespaceLabels,
+) -> Ruleset {
     let mut sorted: Vec<&Policy> = policies.into_iter().collect();
-    sorted.sort_by_key(|p| p.sort_key());
+    // The key formats the policy's name: once per policy, not per
+    // comparison.
+    sorted.sort_by_cached_key(|p| p.sort_key());
+    // Chain names hash the policy's name: once per policy and direction.
+    let mut chain_names: Vec<[Option<String>; 2]> = vec![[None, None]; sorted.len()];
+    let mut chain_name = |i: usize, ingress: bool| -> String {
+        chain_names[i][usize::from(ingress)]
+            .get_or_insert_with(|| policy_chain(sorted[i], ingress))
+            .clone()
+    };
+    // Most policies apply in one namespace only: index them so an
+    // endpoint is tested against its namespace's policies and the
+    // cluster-wide ones, not against every policy (2,000 policies × 50
+    // local endpoints × 2 directions was most of a compile).
+    let mut in_namespace: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    let mut cluster_wide: Vec<usize> = Vec::new();
+    for (i, p) in sorted.iter().enumerate() {
+        match &p.applies_to.namespaces {
+            Namespaces::Named(n) => in_namespace.entry(n.as_str()).or_default().push(i),
+            Namespaces::Selected(_) => cluster_wide.push(i),
+        }
+    }
     let mut rs = Ruleset::default();
     let mut needs = Needs::for_endpoints(endpoints);
     let mut compiled: BTreeSet<(usize, bool)> = BTreeSet::new();
     for ep in endpoints {
         let Some(iface) = &ep.interface else { continue };
+        let own = in_namespace
+            .get(ep.namespace.as_str())
+            .map_or(&[][..], Vec::as_slice);
+        let candidates = merge_sorted(own, &cluster_wide);
         for ingress in [true, false] {
-            let list: Vec<usize> = sorted
+            let list: Vec<usize> = candidates
                 .iter()
-                .enumerate()
-                .filter(|(_, p)| {
+                .copied()
+                .filter(|&i| {
+                    let p = sorted[i];
                     (if ingress { &p.ingress } else { &p.egress }).is_some()
                         && p.applies_to.matches(ep, namespaces)
                 })
-                .map(|(i, _)| i)
                 .collect();
             let chain = if list.is_empty() {
                 OPEN_CHAIN.to_string()
             } else {
-                let names: Vec<String> = list
-                    .iter()
-                    .map(|&i| policy_chain(sorted[i], ingress))
-                    .collect();
+                let names: Vec<String> = list.iter().map(|&i| chain_name(i, ingress)).collect();
                 let name = format!(
                     "q{}{}",
                     if ingress { "i" } else { "e" },
@@ -417,13 +529,11 @@ pub fn compile<'a>(
                     rs.chains
                         .insert(name.clone(), profile_rules(&sorted, &list, ingress));
                 }
-                for &i in &list {
+                for (&i, name) in list.iter().zip(names) {
                     if compiled.insert((i, ingress)) {
-                        let p = sorted[i];
-                        rs.chains.insert(
-                            policy_chain(p, ingress),
-                            policy_rules_needing(p, ingress, &mut needs),
-                        );
+                        let rules =
+                            cached_policy_rules(cache, &name, sorted[i], ingress, &mut needs);
+                        rs.chains.insert(name, rules);
                     }
                 }
                 name
@@ -436,9 +546,26 @@ pub fn compile<'a>(
             map.insert(iface.clone(), chain);
         }
     }
+    // Keep only what this compile used.
+    cache.chains.retain(|(name, ingress), _| {
+        rs.chains.contains_key(name) && (*ingress == name.starts_with("pi"))
+    });
+    let mut by_namespace: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+    for ep in endpoints {
+        by_namespace
+            .entry(ep.namespace.as_str())
+            .or_default()
+            .push(ep);
+    }
+    let all: Vec<&Endpoint> = endpoints.iter().collect();
     for sel in &needs.selectors {
+        // A selector in one namespace need only look at that namespace.
+        let pool = match &sel.namespaces {
+            Namespaces::Named(n) => by_namespace.get(n.as_str()).map_or(&[][..], Vec::as_slice),
+            Namespaces::Selected(_) => all.as_slice(),
+        };
         for &v6 in &needs.families {
-            let elements = endpoints
+            let elements = pool
                 .iter()
                 .filter(|ep| sel.matches(ep, namespaces))
                 .flat_map(|ep| ep.addrs.iter())

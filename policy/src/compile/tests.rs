@@ -263,3 +263,87 @@ fn policies_no_longer_used_leave_with_their_sets() {
         assert!(text.contains(name.as_str()), "{name} not removed: {text}");
     }
 }
+
+#[test]
+fn a_policy_applies_only_in_its_own_namespace_and_selector_sets_stay_in_theirs() {
+    let mk = |ns: &str, name: &str| {
+        let np: KubePolicy = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"podSelector": {"matchLabels": {"pod": "a"}},
+                     "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "a"}}}]}]}
+        }))
+        .unwrap();
+        ir::from_kubernetes(&crate::k8s::from_network_policy(&np).unwrap())
+    };
+    let (px, py) = (mk("x", "p"), mk("y", "p"));
+    let mut eps = endpoints();
+    eps.push(ep("y", "a", "10.0.1.2", Some("tarya")));
+    let rs = compile([&py, &px], &eps, &namespaces());
+    let jumps = |iface: &str| -> Vec<String> {
+        rs.chains[&rs.to_endpoint[iface]]
+            .iter()
+            .flat_map(|r| r.iter())
+            .filter_map(|s| match s {
+                nftables::stmt::Statement::Jump(t) => Some(t.target.to_string()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(jumps("tarxa"), [policy_chain(&px, true)]);
+    assert_eq!(jumps("tarya"), [policy_chain(&py, true)]);
+    assert_eq!(rs.to_endpoint["tarxb"], OPEN_CHAIN);
+    // Each policy's "pod a in my namespace" set holds that namespace's a.
+    let set_of = |p: &Policy| {
+        let ir::Cond::Addr {
+            addrs: ir::Addrs::Endpoints(sel),
+            ..
+        } = &p.ingress.as_ref().unwrap()[0].conds[0]
+        else {
+            panic!("{:?}", p.ingress)
+        };
+        rs.sets[&selector_set(sel, false)].elements.clone()
+    };
+    assert_eq!(
+        set_of(&px),
+        [Element::Addr("10.0.0.1".parse().unwrap())].into()
+    );
+    assert_eq!(
+        set_of(&py),
+        [
+            Element::Addr("10.0.1.1".parse().unwrap()),
+            Element::Addr("10.0.1.2".parse().unwrap())
+        ]
+        .into()
+    );
+}
+
+#[test]
+fn a_cached_compile_equals_a_fresh_one_through_changes() {
+    let k1 = kube(
+        json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
+    );
+    let k2 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 8443}]}]}));
+    let g = global(
+        "g",
+        json!({"order": 10, "ingress": [{"action": "Deny", "source": {"selector": "pod == 'a'"}}]}),
+    );
+    let ns = namespaces();
+    let mut eps = endpoints();
+    let mut cache = CompileCache::default();
+    for (policies, eps) in [
+        (vec![&k1, &g], eps.clone()),
+        // A policy changed (same name, other rules).
+        (vec![&k2, &g], eps.clone()),
+        // An IPv6 address appears: every family-specific rule changes.
+        (vec![&k2, &g], {
+            eps[0].addrs.push("fd00::1".parse().unwrap());
+            eps.clone()
+        }),
+        (vec![&k1, &g], eps.clone()),
+        (vec![&g], eps.clone()),
+    ] {
+        let cached = compile_cached(&mut cache, policies.iter().copied(), &eps, &ns);
+        assert_eq!(cached, compile(policies.iter().copied(), &eps, &ns));
+    }
+    assert_eq!(cache.chains.len(), 1, "only the chain still in use is kept");
+}
