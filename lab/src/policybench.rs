@@ -759,7 +759,7 @@ fn size_of(rs: &Ruleset) -> Size {
     Size {
         // Fixed: forward, from_endpoint, to_endpoint, open; 8 rules.
         chains: rs.chains.len() + 4,
-        rules: rs.chains.values().map(Vec::len).sum::<usize>() + 8,
+        rules: rs.chains.values().map(|c| c.len()).sum::<usize>() + 8,
         sets: rs.sets.len(),
         set_elements: rs.sets.values().map(|s| s.elements.len()).sum(),
         map_elements: rs.to_endpoint.len() + rs.from_endpoint.len(),
@@ -773,7 +773,7 @@ fn jumps(rs: &Ruleset, profile: &str) -> Vec<String> {
     rs.chains
         .get(profile)
         .into_iter()
-        .flatten()
+        .flat_map(|c| c.iter())
         .flat_map(|r| r.iter())
         .filter_map(|s| {
             let v = serde_json::to_value(s).ok()?;
@@ -791,7 +791,7 @@ fn path_of(rs: &Ruleset, syn: &Synthetic) -> Path {
     Path {
         rules_in_them: chains
             .iter()
-            .map(|c| rs.chains.get(c).map_or(0, Vec::len))
+            .map(|c| rs.chains.get(c).map_or(0, |r| r.len()))
             .sum(),
         policy_chains: chains.len(),
         profile,

@@ -31,6 +31,7 @@ mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use ipnet::IpNet;
 use nftables::expr::{Expression, MetaKey};
@@ -107,8 +108,9 @@ pub struct SetDef {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ruleset {
     pub sets: BTreeMap<String, SetDef>,
-    /// Policy and profile chains: name → rules.
-    pub chains: BTreeMap<String, Vec<Stmts>>,
+    /// Policy and profile chains: name → rules (shared with the compile
+    /// cache, so an unchanged chain is not copied).
+    pub chains: BTreeMap<String, Arc<Vec<Stmts>>>,
     /// Interface → chain for traffic to the endpoint (ingress).
     pub to_endpoint: BTreeMap<String, String>,
     /// Interface → chain for traffic from the endpoint (egress).
@@ -381,7 +383,7 @@ fn profile_rules(policies: &[&Policy], list: &[usize], ingress: bool) -> Vec<Stm
 struct CachedChain {
     policy: Policy,
     families: Vec<bool>,
-    rules: Vec<Stmts>,
+    rules: Arc<Vec<Stmts>>,
     selectors: Vec<EndpointSel>,
     named_ports: Vec<String>,
 }
@@ -404,34 +406,36 @@ fn cached_policy_rules(
     p: &Policy,
     ingress: bool,
     needs: &mut Needs,
-) -> Vec<Stmts> {
+) -> Arc<Vec<Stmts>> {
     let key = (name.to_string(), ingress);
-    let hit = cache
+    let fresh = cache
         .chains
         .get(&key)
-        .filter(|c| c.policy == *p && c.families == needs.families);
-    let entry = match hit {
-        Some(c) => c.clone(),
-        None => {
-            let mut own = Needs {
-                families: needs.families.clone(),
-                ..Needs::default()
-            };
-            let rules = policy_rules_needing(p, ingress, &mut own);
-            let c = CachedChain {
+        .is_none_or(|c| c.policy != *p || c.families != needs.families);
+    if fresh {
+        let mut own = Needs {
+            families: needs.families.clone(),
+            ..Needs::default()
+        };
+        let rules = Arc::new(policy_rules_needing(p, ingress, &mut own));
+        cache.chains.insert(
+            key.clone(),
+            CachedChain {
                 policy: p.clone(),
                 families: needs.families.clone(),
                 rules,
                 selectors: own.selectors.into_iter().collect(),
                 named_ports: own.named_ports.into_iter().collect(),
-            };
-            cache.chains.insert(key, c.clone());
-            c
-        }
+            },
+        );
+    }
+    let Some(c) = cache.chains.get(&key) else {
+        // Inserted just above when missing.
+        return Arc::new(policy_rules_needing(p, ingress, needs));
     };
-    needs.selectors.extend(entry.selectors);
-    needs.named_ports.extend(entry.named_ports);
-    entry.rules
+    needs.selectors.extend(c.selectors.iter().cloned());
+    needs.named_ports.extend(c.named_ports.iter().cloned());
+    c.rules.clone()
 }
 
 /// The union of two ascending lists of indices, ascending.
@@ -526,8 +530,10 @@ pub fn compile_cached<'a>(
                     hash(&names.join(","))
                 );
                 if !rs.chains.contains_key(&name) {
-                    rs.chains
-                        .insert(name.clone(), profile_rules(&sorted, &list, ingress));
+                    rs.chains.insert(
+                        name.clone(),
+                        Arc::new(profile_rules(&sorted, &list, ingress)),
+                    );
                 }
                 for (&i, name) in list.iter().zip(names) {
                     if compiled.insert((i, ingress)) {
