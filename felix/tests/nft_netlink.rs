@@ -7,14 +7,8 @@ use std::process::Command;
 use serde_json::{Value, json};
 use tartan_felix::dataplane::nft::{NftWriter, Via};
 
-fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root?)");
-        f()
-    })
-    .join()
-    .unwrap()
-}
+mod common;
+use common::in_new_netns;
 
 fn list(family: &str, table: &str) -> Value {
     let out = Command::new("nft")

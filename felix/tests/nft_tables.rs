@@ -15,16 +15,8 @@ use tartan_felix::services::{self, ServiceInfo, SliceInfo};
 use tartan_policy::compile::{Endpoint, NamedPort, compile};
 use tartan_policy::ir;
 
-/// Run `f` on a thread in a new, unnamed network namespace (gone when
-/// the thread ends; `nft` children inherit it).
-fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root?)");
-        f()
-    })
-    .join()
-    .unwrap()
-}
+mod common;
+use common::in_new_netns;
 
 fn nft(args: &[&str]) -> String {
     let out = Command::new("nft").args(args).output().unwrap();
@@ -177,18 +169,23 @@ fn service_table_loads_checks_and_changes() {
     });
 }
 
+/// A proxy holding one NodePort Service `x/web` with endpoints `ips`,
+/// 10.0.0.5 local, its table written whole.
+fn web_proxy(ips: &[&str]) -> tartan_felix::dataplane::services::ServiceProxy {
+    let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
+        "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
+    let mut p = tartan_felix::dataplane::services::ServiceProxy::new("n1");
+    p.index.set_service("x/web", Some(svc(spec)));
+    p.index.set_slice("x/web-1", Some(slice(ips)));
+    p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
+    assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+    p
+}
+
 #[test]
 fn service_proxy_writes_per_service_differences() {
-    use tartan_felix::dataplane::services::ServiceProxy;
     in_new_netns(|| {
-        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
-            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
-        let mut p = ServiceProxy::new("n1");
-        p.index.set_service("x/web", Some(svc(spec)));
-        p.index
-            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.5"])));
-        p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
-        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        let mut p = web_proxy(&["10.0.0.5", "10.0.1.5"]);
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         p.index.set_slice("x/web-1", Some(slice(&["10.0.0.5"])));
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
@@ -232,30 +229,26 @@ fn service_proxy_writes_per_service_differences() {
     });
 }
 
+/// Give `x/web` the endpoints `ips` and check the change went over
+/// netlink.
+fn endpoints_over_netlink(p: &mut tartan_felix::dataplane::services::ServiceProxy, ips: &[&str]) {
+    p.index.set_slice("x/web-1", Some(slice(ips)));
+    p.index.update();
+    let patch = p.index.take_patch().expect("a patch");
+    assert_eq!(
+        p.writer.write(&patch, "ip", "tartan-svc").unwrap(),
+        tartan_felix::dataplane::nft::Via::Netlink,
+        "{patch:#}"
+    );
+}
+
 /// An endpoint replaced by another (the count unchanged) changes map
 /// elements only, and that goes to the kernel over netlink.
 #[test]
 fn a_replaced_endpoint_is_an_element_change_over_netlink() {
-    use tartan_felix::dataplane::nft::Via;
-    use tartan_felix::dataplane::services::ServiceProxy;
     in_new_netns(|| {
-        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
-            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
-        let mut p = ServiceProxy::new("n1");
-        p.index.set_service("x/web", Some(svc(spec)));
-        p.index
-            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.5"])));
-        p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
-        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
-        p.index
-            .set_slice("x/web-1", Some(slice(&["10.0.0.5", "10.0.1.6"])));
-        p.index.update();
-        let patch = p.index.take_patch().expect("a patch");
-        assert_eq!(
-            p.writer.write(&patch, "ip", "tartan-svc").unwrap(),
-            Via::Netlink,
-            "{patch:#}"
-        );
+        let mut p = web_proxy(&["10.0.0.5", "10.0.1.5"]);
+        endpoints_over_netlink(&mut p, &["10.0.0.5", "10.0.1.6"]);
         let listing = nft(&["list", "map", "ip", "tartan-svc", "fe_addr"]);
         assert!(
             listing.contains("10.0.1.6") && !listing.contains("10.0.1.5"),
@@ -268,25 +261,10 @@ fn a_replaced_endpoint_is_an_element_change_over_netlink() {
 /// another standing picking chain: elements only, over netlink.
 #[test]
 fn an_endpoint_added_or_removed_is_an_element_change_over_netlink() {
-    use tartan_felix::dataplane::nft::Via;
-    use tartan_felix::dataplane::services::ServiceProxy;
     in_new_netns(|| {
-        let spec = json!({"clusterIP": "10.96.0.10", "type": "NodePort",
-            "ports": [{"name": "http", "port": 80, "nodePort": 30080}]});
-        let mut p = ServiceProxy::new("n1");
-        p.index.set_service("x/web", Some(svc(spec)));
-        p.index.set_slice("x/web-1", Some(slice(&["10.0.0.5"])));
-        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
-        for ips in [&["10.0.0.5", "10.0.1.6"][..], &["10.0.1.6"][..]] {
-            p.index.set_slice("x/web-1", Some(slice(ips)));
-            p.index.update();
-            let patch = p.index.take_patch().expect("a patch");
-            assert_eq!(
-                p.writer.write(&patch, "ip", "tartan-svc").unwrap(),
-                Via::Netlink,
-                "{patch:#}"
-            );
-        }
+        let mut p = web_proxy(&["10.0.0.5"]);
+        endpoints_over_netlink(&mut p, &["10.0.0.5", "10.0.1.6"]);
+        endpoints_over_netlink(&mut p, &["10.0.1.6"]);
         let listing = nft(&["list", "map", "ip", "tartan-svc", "frontends"]);
         assert!(listing.contains("goto fe_1"), "{listing}");
         assert_eq!(
