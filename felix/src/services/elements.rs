@@ -12,9 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use super::Backend;
-use super::render::{SvcNft, TABLE};
+use super::render::{Picker, SvcNft, TABLE};
 use crate::dataplane::nftnl::message::{Data, Elem, ElementOp};
-use crate::dataplane::nftnl::types::Verdict;
 
 const NFPROTO_IPV4: u8 = 2;
 
@@ -65,17 +64,18 @@ fn set<K>(set: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) -> Option<
     )
 }
 
-fn verdicts<K>(
+/// A frontend's picker id: a mark, host byte order.
+fn pickers<K>(
     set: &str,
-    m: &BTreeMap<K, String>,
+    m: &BTreeMap<K, Picker>,
     key: impl Fn(&K) -> Vec<u8>,
 ) -> Option<ElementOp> {
     op(
         set,
         m.iter()
-            .map(|(k, chain)| Elem {
+            .map(|(k, p)| Elem {
                 key: key(k),
-                data: Some(Data::Verdict(Verdict::Goto(chain.clone()))),
+                data: Some(Data::Bytes(p.id().to_ne_bytes().to_vec())),
             })
             .collect(),
     )
@@ -98,8 +98,9 @@ fn slots<K>(
     )
 }
 
-/// Every element of `t` but those of `lb_allowed`. The slot maps come
-/// before the verdict maps that lead to them, all in one transaction.
+/// Every element of `t` but those of `lb_allowed` and the picking chains'
+/// verdict maps (which [`super::render::skeleton`] holds). The slot maps
+/// come before the frontends that lead to them, all in one transaction.
 pub fn all(t: &SvcNft) -> Vec<ElementOp> {
     let addr = |b: &Backend| b.addr.octets().to_vec();
     let port = |b: &Backend| b.port.to_be_bytes().to_vec();
@@ -108,8 +109,8 @@ pub fn all(t: &SvcNft) -> Vec<ElementOp> {
         slots("fe_port", &t.fe_slots, frontend, port),
         slots("np_addr", &t.np_slots, node_port, addr),
         slots("np_port", &t.np_slots, node_port, port),
-        verdicts("frontends", &t.frontends, frontend),
-        verdicts("node_ports", &t.node_ports, node_port),
+        pickers("frontends", &t.frontends, frontend),
+        pickers("node_ports", &t.node_ports, node_port),
         set("reject_fe", &t.reject_fe, frontend),
         set("drop_fe", &t.drop_fe, frontend),
         set("reject_np", &t.reject_np, node_port),

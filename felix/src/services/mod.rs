@@ -18,6 +18,9 @@
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
 
+/// The longest session affinity the Kubernetes API allows.
+pub const MAX_AFFINITY_SECONDS: u32 = 86_400;
+
 pub mod elements;
 pub mod index;
 pub mod render;
@@ -211,6 +214,8 @@ impl ServiceInfo {
                     .and_then(|c| c.timeout_seconds)
                     .and_then(|t| u32::try_from(t).ok())
                     .filter(|t| *t > 0)
+                    // The API allows at most a day.
+                    .map(|t| t.min(MAX_AFFINITY_SECONDS))
                     .unwrap_or(10_800)
             }),
             source_ranges: spec

@@ -1,8 +1,10 @@
 //! The service table `ip tartan-svc` in nft JSON.
 //!
-//! The chain count does not grow with Services or endpoints: one verdict
-//! map keyed by `address . protocol . port` sends a new connection to a
-//! chain per endpoint *count* (`fe_3`: pick slot `numgen random mod 3`),
+//! The chain count does not grow with Services or endpoints: the map
+//! `frontends` keyed by `address . protocol . port` gives a new
+//! connection's picker id (into the mark), and the verdict map
+//! `fe_pickers` sends it to a chain per endpoint *count* (`fe_3`: pick
+//! slot `numgen random mod 3`),
 //! and two maps keyed by `frontend . slot` give the endpoint's address
 //! and port for the DNAT. nft 1.0.6 cannot load maps whose value is a
 //! concatenation from JSON, hence two maps with scalar values. NodePorts
@@ -10,8 +12,9 @@
 //!
 //! ```text
 //! chain prerouting { type nat hook prerouting priority dstnat
-//!   ip daddr . meta l4proto . th dport vmap @frontends
-//!   fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @node_ports }
+//!   meta mark set ip daddr . meta l4proto . th dport map @frontends meta mark vmap @fe_pickers
+//!   fib daddr type local ip daddr != 127.0.0.0/8
+//!     meta mark set meta l4proto . th dport map @node_ports meta mark vmap @np_pickers }
 //! chain output      { the same, for the node's own connections }
 //! chain fe_2        { meta mark set numgen random mod 2; goto fe_dnat }
 //! chain fe_dnat     { dnat ip to <fe_addr[daddr.proto.dport.mark]> : <fe_port[…]> }
@@ -78,7 +81,25 @@ pub struct Picker {
     pub affinity: Option<u32>,
 }
 
+/// Endpoints a Service with session affinity can have in its picker id.
+pub const MAX_AFFINITY_ENDPOINTS: usize = (1 << 13) - 1;
+
 impl Picker {
+    /// The number `frontends` and `node_ports` map a frontend to, and the
+    /// `fe_pickers`/`np_pickers` key of this chain: the count, or with
+    /// affinity bit 31, the timeout (at most a day: 17 bits) from bit 13
+    /// and the count (below 8,192) under it.
+    pub fn id(&self) -> u32 {
+        match self.affinity {
+            None => self.count,
+            Some(t) => {
+                0x8000_0000
+                    | (t.min(super::MAX_AFFINITY_SECONDS) << 13)
+                    | (self.count & MAX_AFFINITY_ENDPOINTS as u32)
+            }
+        }
+    }
+
     pub fn chain(&self) -> String {
         let k = match self.kind {
             Kind::Frontend => "fe",
@@ -113,11 +134,22 @@ pub fn written_pickers(used: &BTreeSet<Picker>) -> BTreeSet<Picker> {
     all
 }
 
+/// The endpoints a frontend picks from: all of them, or with session
+/// affinity the first [`MAX_AFFINITY_ENDPOINTS`] (the picker id has room
+/// for no more).
+fn capped(backends: &[Backend], affinity: Option<u32>) -> &[Backend] {
+    match affinity {
+        Some(_) => &backends[..backends.len().min(MAX_AFFINITY_ENDPOINTS)],
+        None => backends,
+    }
+}
+
 /// The table as flat maps, sets and chains, for writing and diffing.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SvcNft {
-    pub frontends: BTreeMap<Frontend, String>,
-    pub node_ports: BTreeMap<NodePort, String>,
+    /// Frontend → its picking chain (written as the chain's id).
+    pub frontends: BTreeMap<Frontend, Picker>,
+    pub node_ports: BTreeMap<NodePort, Picker>,
     pub fe_slots: BTreeMap<(Frontend, u32), Backend>,
     pub np_slots: BTreeMap<(NodePort, u32), Backend>,
     pub reject_fe: BTreeSet<Frontend>,
@@ -149,8 +181,9 @@ impl SvcNft {
                     n.drop_fe.insert(*fe);
                 }
                 Dispatch::Backends { backends, affinity } => {
+                    let backends = capped(backends, *affinity);
                     let p = n.picker(Kind::Frontend, backends.len(), *affinity);
-                    n.frontends.insert(*fe, p.chain());
+                    n.frontends.insert(*fe, p);
                     for (i, b) in backends.iter().enumerate() {
                         n.fe_slots.insert((*fe, i as u32), *b);
                     }
@@ -170,8 +203,9 @@ impl SvcNft {
                     n.drop_np.insert(*np);
                 }
                 Dispatch::Backends { backends, affinity } => {
+                    let backends = capped(backends, *affinity);
                     let p = n.picker(Kind::NodePort, backends.len(), *affinity);
-                    n.node_ports.insert(*np, p.chain());
+                    n.node_ports.insert(*np, p);
                     for (i, b) in backends.iter().enumerate() {
                         n.np_slots.insert((*np, i as u32), *b);
                     }
@@ -307,6 +341,15 @@ fn mapping(key: Vec<Expression<'static>>, value: Expression<'static>) -> Express
     Expression::List(vec![key_of(key), value])
 }
 
+/// A picking chain's entry in `fe_pickers` / `np_pickers`.
+fn picker_entry(p: &Picker) -> NfListObject<'static> {
+    let map = match p.kind {
+        Kind::Frontend => "fe_pickers",
+        Kind::NodePort => "np_pickers",
+    };
+    element_cmd(map, vec![mapping(vec![n(p.id())], goto_value(&p.chain()))])
+}
+
 fn goto_value(chain: &str) -> Expression<'static> {
     Expression::Verdict(Verdict::Goto(JumpTarget {
         target: Cow::Owned(chain.to_string()),
@@ -369,20 +412,20 @@ fn element_changes(
     Vec<Expression<'static>>,
 )> {
     let mut out = Vec::new();
-    let goto = |c: &String| goto_value(c);
+    let id = |p: &Picker| n(p.id());
     let addr = |b: &Backend| s(b.addr.to_string());
     let port = |b: &Backend| n(u32::from(b.port));
     let (g, c) = changed(&old.frontends, &new.frontends);
     out.push((
         "frontends",
-        map_elems(g, fe_elem, goto),
-        map_elems(c, fe_elem, goto),
+        map_elems(g, fe_elem, id),
+        map_elems(c, fe_elem, id),
     ));
     let (g, c) = changed(&old.node_ports, &new.node_ports);
     out.push((
         "node_ports",
-        map_elems(g, np_elem, goto),
-        map_elems(c, np_elem, goto),
+        map_elems(g, np_elem, id),
+        map_elems(c, np_elem, id),
     ));
     let (g, c) = changed(&old.fe_slots, &new.fe_slots);
     out.push((
@@ -558,8 +601,10 @@ type MapValue = Option<Option<SetType>>;
 
 fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
     vec![
-        ("frontends", FE, Some(None)),
-        ("node_ports", NP, Some(None)),
+        ("frontends", FE, Some(Some(SetType::Mark))),
+        ("node_ports", NP, Some(Some(SetType::Mark))),
+        ("fe_pickers", &[SetType::Mark], Some(None)),
+        ("np_pickers", &[SetType::Mark], Some(None)),
         ("fe_addr", FE_SLOT, Some(Some(SetType::Ipv4Addr))),
         ("fe_port", FE_SLOT, Some(Some(SetType::InetService))),
         ("np_addr", NP_SLOT, Some(Some(SetType::Ipv4Addr))),
@@ -744,19 +789,23 @@ fn reject_rules(set: &str, key: Expression<'static>, local: bool) -> Vec<Vec<Sta
 
 /// The fixed chains and their rules.
 fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
+    // The frontend's picker id goes into the mark, then the id to its
+    // picking chain: a count change rewrites a data element, not a
+    // verdict (the kernel checks every chain a verdict map reaches at
+    // each commit that adds a jump, in time growing with the map).
+    let pick = |key: Expression<'static>, map: &str, pickers: &str| {
+        vec![
+            set_mark(lookup(key, map)),
+            Statement::VerdictMap(nftables::stmt::VerdictMap {
+                key: meta(MetaKey::Mark),
+                data: s(format!("@{pickers}")),
+            }),
+        ]
+    };
     let dispatch = || {
         let mut np = local_destination();
-        np.push(Statement::VerdictMap(nftables::stmt::VerdictMap {
-            key: node_port_key(),
-            data: s("@node_ports"),
-        }));
-        vec![
-            vec![Statement::VerdictMap(nftables::stmt::VerdictMap {
-                key: frontend_key(),
-                data: s("@frontends"),
-            })],
-            np,
-        ]
+        np.extend(pick(node_port_key(), "node_ports", "np_pickers"));
+        vec![pick(frontend_key(), "frontends", "fe_pickers"), np]
     };
     let dnat_status = || {
         is(
@@ -910,6 +959,9 @@ fn whole(t: &SvcNft, elements: &SvcNft) -> Value {
     for p in &pickers {
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
     }
+    for p in &pickers {
+        objs.push(add(picker_entry(p)));
+    }
     for (name, _, elems) in element_changes(&SvcNft::default(), elements) {
         if !elems.is_empty() {
             objs.push(add(element_cmd(name, elems)));
@@ -955,6 +1007,7 @@ pub fn patch(
     for p in pickers.1.difference(&pickers.0) {
         objs.push(add(NfListObject::Chain(chain(&p.chain()))));
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
+        objs.push(add(picker_entry(p)));
     }
     let mut changes: Vec<_> = parts
         .iter()
@@ -977,6 +1030,7 @@ pub fn patch(
         }
     }
     for p in pickers.0.difference(&pickers.1) {
+        objs.push(del(picker_entry(p)));
         objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
             chain(&p.chain()),
         ))));
@@ -999,8 +1053,18 @@ pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
     for (c, rules) in fixed() {
         m.insert(c.name.to_string(), rules.len());
     }
-    for p in &written_pickers(&t.pickers) {
+    let pickers = written_pickers(&t.pickers);
+    for p in &pickers {
         m.insert(p.chain(), picker_rules(p).len());
+    }
+    for (map, kind) in [
+        ("@fe_pickers", Kind::Frontend),
+        ("@np_pickers", Kind::NodePort),
+    ] {
+        m.insert(
+            map.to_string(),
+            pickers.iter().filter(|p| p.kind == kind).count(),
+        );
     }
     for (name, count) in [
         ("frontends", t.frontends.len()),

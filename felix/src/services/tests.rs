@@ -164,7 +164,11 @@ fn one_endpoint_more_changes_elements_only() {
     // The frontends repointed to the standing picking chains for two
     // endpoints, the second slot's address and port added: elements only,
     // no chain made or removed.
-    assert!(text.contains("fe_2") && text.contains("np_2"), "{text}");
+    assert!(
+        text.contains(r#"[[{"concat":["10.96.0.10",6,80]},2]]"#)
+            && text.contains(r#"[[{"concat":[6,30080]},2]]"#),
+        "{text}"
+    );
     assert!(text.contains("10.244.0.6"), "{text}");
     assert!(!text.contains("\"chain\""), "{text}");
     // Beyond the standing ones a picking chain comes and goes with use.
@@ -180,8 +184,16 @@ fn one_endpoint_more_changes_elements_only() {
         text.contains(&format!("\"fe_{many}\"")) && text.contains("\"chain\""),
         "{text}"
     );
+    assert!(
+        text.contains(r#""name":"fe_pickers""#),
+        "the chain's id entered: {text}"
+    );
     let text = diff(&wide(many), &two).unwrap().to_string();
     assert!(text.contains("\"delete\":{\"chain\""), "{text}");
+    assert!(
+        text.contains(r#""name":"fe_pickers""#),
+        "the chain's id removed: {text}"
+    );
     assert!(
         full(&two)
             .to_string()
@@ -283,4 +295,31 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.take_patch().is_none());
+}
+
+#[test]
+fn picker_ids_are_distinct_per_chain() {
+    use super::render::{Kind, Picker};
+    let mut seen = BTreeMap::new();
+    for kind in [Kind::Frontend, Kind::NodePort] {
+        for count in [1, 2, 31, 32, 33, 8191] {
+            for affinity in [
+                None,
+                Some(1),
+                Some(10),
+                Some(10_800),
+                Some(MAX_AFFINITY_SECONDS),
+            ] {
+                let p = Picker {
+                    kind,
+                    count,
+                    affinity,
+                };
+                // One id per chain of a kind (the two kinds have their own maps).
+                if let Some(other) = seen.insert((kind, p.id()), p.chain()) {
+                    panic!("{} and {other} share id {:#x}", p.chain(), p.id());
+                }
+            }
+        }
+    }
 }
