@@ -13,6 +13,8 @@ use serde_json::Value;
 use tracing::warn;
 
 use super::DataplaneError;
+use super::nftnl::message::{ElementOp, Op};
+use super::nftnl::socket::Answer;
 use super::nftnl::{self, Declarations};
 
 /// What a table's desired state must give its driver.
@@ -100,13 +102,19 @@ impl NftWriter {
             .ok_or_else(|| std::io::Error::other("no netlink socket"))
     }
 
-    /// Send a batch; a socket that failed is opened afresh next time.
-    fn send(&mut self, bytes: &[u8], acked: usize) -> std::io::Result<nftnl::socket::Answer> {
-        let r = self.conn().and_then(|c| c.send(bytes, acked));
+    /// Send `ops` as one transaction; a socket that failed is opened
+    /// afresh next time. `Ok(Err(why))`: the kernel refused it, and
+    /// nothing was applied.
+    fn send(&mut self, ops: &[Op]) -> std::io::Result<Result<(), String>> {
+        let (bytes, acked) = nftnl::message::batch(ops, seq());
+        let r = self.conn().and_then(|c| c.send(&bytes, acked));
         if r.is_err() {
             self.conn = None;
         }
-        r
+        r.map(|answer| match answer {
+            Answer::Committed => Ok(()),
+            Answer::Refused(errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
+        })
     }
 
     /// Apply `batch` to table `family name` as one transaction.
@@ -122,16 +130,12 @@ impl NftWriter {
             if ops.is_empty() {
                 return Ok(Via::Netlink);
             }
-            let (bytes, acked) = nftnl::message::batch(&ops, seq());
-            match self.send(&bytes, acked) {
-                Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),
-                Ok(nftnl::socket::Answer::Refused(errno)) => {
+            match self.send(&ops) {
+                Ok(Ok(())) => return Ok(Via::Netlink),
+                Ok(Err(why)) => {
                     return Err(DataplaneError::Refused {
                         what: format!("nftables table {family} {name}"),
-                        detail: format!(
-                            "the kernel refused an element change: {}",
-                            std::io::Error::from_raw_os_error(errno)
-                        ),
+                        detail: format!("the kernel refused the change: {why}"),
                     });
                 }
                 // The kernel's answer could not be read: let nft apply
@@ -144,9 +148,7 @@ impl NftWriter {
         self.decls.observe(batch);
         Ok(Via::Nft)
     }
-}
 
-impl NftWriter {
     /// Write `batch`, which builds the whole table. When the table is not
     /// in the kernel at all, the elements go over netlink after `nft` has
     /// made everything else: 200,000 map elements cost `nft` seconds of
@@ -160,17 +162,13 @@ impl NftWriter {
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
+        if !self.table_absent(family, name) {
+            return self.write(&batch, family, name);
+        }
         let mut decls = self.decls.clone();
-        let whole = batch.clone();
-        self.write_new_parts(
-            move || {
-                decls.observe(&batch);
-                decls.split_elements(batch)
-            },
-            move || whole,
-            family,
-            name,
-        )
+        decls.observe(&batch);
+        let (skeleton, ops) = decls.split_elements(batch);
+        self.write_fresh(skeleton, ops, family, name)
     }
 
     /// [`Self::write_new`] with the table given twice: as `parts` (what
@@ -178,34 +176,49 @@ impl NftWriter {
     /// `whole` (one batch, for a table that exists). Only one is made.
     pub fn write_new_parts(
         &mut self,
-        parts: impl FnOnce() -> (Value, Vec<nftnl::message::ElementOp>),
+        parts: impl FnOnce() -> (Value, Vec<ElementOp>),
         whole: impl FnOnce() -> Value,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
-        let fam = nftnl::family_number(family);
-        let absent = self.netlink
-            && fam.is_some_and(|f| {
-                self.conn()
-                    .and_then(|c| c.table_exists(f, name))
-                    .is_ok_and(|e| !e)
-            });
-        if !absent {
+        if !self.table_absent(family, name) {
             return self.write(&whole(), family, name);
         }
         let (skeleton, ops) = parts();
+        self.write_fresh(skeleton, ops, family, name)
+    }
+
+    /// Whether the kernel surely has no table `family name` (and the
+    /// netlink path is on): any doubt counts as present.
+    fn table_absent(&mut self, family: &str, name: &str) -> bool {
+        let Some(fam) = nftnl::family_number(family) else {
+            return false;
+        };
+        self.netlink
+            && self
+                .conn()
+                .and_then(|c| c.table_exists(fam, name))
+                .is_ok_and(|exists| !exists)
+    }
+
+    /// A table the kernel does not have: `skeleton` through nft, then
+    /// `elements` over netlink in one transaction.
+    fn write_fresh(
+        &mut self,
+        skeleton: Value,
+        elements: Vec<ElementOp>,
+        family: &str,
+        name: &str,
+    ) -> Result<Via, DataplaneError> {
         run(&skeleton, family, name)?;
         self.decls.observe(&skeleton);
-        if ops.is_empty() {
+        if elements.is_empty() {
             return Ok(Via::Nft);
         }
-        let ops: Vec<_> = ops.into_iter().map(nftnl::message::Op::Elements).collect();
-        let (bytes, acked) = nftnl::message::batch(&ops, seq());
-        let refused = match self.send(&bytes, acked) {
-            Ok(nftnl::socket::Answer::Committed) => return Ok(Via::Netlink),
-            Ok(nftnl::socket::Answer::Refused(errno)) => {
-                std::io::Error::from_raw_os_error(errno).to_string()
-            }
+        let ops: Vec<Op> = elements.into_iter().map(Op::Elements).collect();
+        let why = match self.send(&ops) {
+            Ok(Ok(())) => return Ok(Via::Netlink),
+            Ok(Err(why)) => why,
             Err(e) => e.to_string(),
         };
         // Leave no table without its elements behind.
@@ -216,7 +229,7 @@ impl NftWriter {
         self.decls.forget(family, name);
         Err(DataplaneError::Refused {
             what: format!("nftables table {family} {name}"),
-            detail: format!("the kernel refused the elements of a new table: {refused}"),
+            detail: format!("the kernel refused the elements of a new table: {why}"),
         })
     }
 }

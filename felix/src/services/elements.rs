@@ -14,18 +14,9 @@ use std::net::Ipv4Addr;
 use super::Backend;
 use super::render::{Picker, SvcNft, TABLE};
 use crate::dataplane::nftnl::message::{Data, Elem, ElementOp};
+use crate::dataplane::nftnl::types::concat;
 
 const NFPROTO_IPV4: u8 = 2;
-
-/// Parts of a concatenated key, each padded to four bytes.
-fn concat(parts: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(parts.len() * 4);
-    for p in parts {
-        out.extend_from_slice(p);
-        out.resize(out.len().div_ceil(4) * 4, 0);
-    }
-    out
-}
 
 fn frontend(fe: &(Ipv4Addr, u8, u16)) -> Vec<u8> {
     concat(&[&fe.0.octets(), &[fe.1], &fe.2.to_be_bytes()])

@@ -407,31 +407,29 @@ fn cached_policy_rules(
     ingress: bool,
     needs: &mut Needs,
 ) -> Arc<Vec<Stmts>> {
-    let key = (name.to_string(), ingress);
-    let fresh = cache
-        .chains
-        .get(&key)
-        .is_none_or(|c| c.policy != *p || c.families != needs.families);
-    if fresh {
+    use std::collections::hash_map::Entry;
+    let render = |needs: &Needs| {
         let mut own = Needs {
             families: needs.families.clone(),
             ..Needs::default()
         };
         let rules = Arc::new(policy_rules_needing(p, ingress, &mut own));
-        cache.chains.insert(
-            key.clone(),
-            CachedChain {
-                policy: p.clone(),
-                families: needs.families.clone(),
-                rules,
-                selectors: own.selectors.into_iter().collect(),
-                named_ports: own.named_ports.into_iter().collect(),
-            },
-        );
-    }
-    let Some(c) = cache.chains.get(&key) else {
-        // Inserted just above when missing.
-        return Arc::new(policy_rules_needing(p, ingress, needs));
+        CachedChain {
+            policy: p.clone(),
+            families: needs.families.clone(),
+            rules,
+            selectors: own.selectors.into_iter().collect(),
+            named_ports: own.named_ports.into_iter().collect(),
+        }
+    };
+    let c = match cache.chains.entry((name.to_string(), ingress)) {
+        Entry::Occupied(mut e) => {
+            if e.get().policy != *p || e.get().families != needs.families {
+                e.insert(render(needs));
+            }
+            e.into_mut()
+        }
+        Entry::Vacant(e) => e.insert(render(needs)),
     };
     needs.selectors.extend(c.selectors.iter().cloned());
     needs.named_ports.extend(c.named_ports.iter().cloned());
@@ -553,9 +551,10 @@ pub fn compile_cached<'a>(
         }
     }
     // Keep only what this compile used.
-    cache.chains.retain(|(name, ingress), _| {
-        rs.chains.contains_key(name) && (*ingress == name.starts_with("pi"))
-    });
+    // (A policy chain's name already tells its direction.)
+    cache
+        .chains
+        .retain(|(name, _), _| rs.chains.contains_key(name));
     let mut by_namespace: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
     for ep in endpoints {
         by_namespace

@@ -2,7 +2,7 @@
 //! transaction: batch-begin, one NEWSETELEM/DELSETELEM message per set
 //! and operation (each holding many elements), batch-end.
 
-use super::rules::Expr;
+use super::rules::{Expr, REG};
 use super::types::Verdict;
 
 const NLM_F_REQUEST: u16 = 0x1;
@@ -178,21 +178,21 @@ fn expr_attrs(e: &Expr) -> Attrs {
     match e {
         Expr::MetaLoad { key } => {
             data.bytes(NFTA_META_KEY, &be(*key))
-                .bytes(NFTA_META_DREG, &be(Expr::REG));
+                .bytes(NFTA_META_DREG, &be(REG));
         }
         Expr::MetaStore { key } => {
             data.bytes(NFTA_META_KEY, &be(*key))
-                .bytes(NFTA_META_SREG, &be(Expr::REG));
+                .bytes(NFTA_META_SREG, &be(REG));
         }
         Expr::Bitwise { mask, xor } => {
-            data.bytes(NFTA_BITWISE_SREG, &be(Expr::REG))
-                .bytes(NFTA_BITWISE_DREG, &be(Expr::REG))
+            data.bytes(NFTA_BITWISE_SREG, &be(REG))
+                .bytes(NFTA_BITWISE_DREG, &be(REG))
                 .bytes(NFTA_BITWISE_LEN, &be(4))
                 .nested(NFTA_BITWISE_MASK, value(&mask.to_ne_bytes()))
                 .nested(NFTA_BITWISE_XOR, value(&xor.to_ne_bytes()));
         }
         Expr::Cmp { equal, data: d } => {
-            data.bytes(NFTA_CMP_SREG, &be(Expr::REG))
+            data.bytes(NFTA_CMP_SREG, &be(REG))
                 .bytes(NFTA_CMP_OP, &be(if *equal { 0 } else { 1 }))
                 .nested(NFTA_CMP_DATA, value(&d.to_ne_bytes()));
         }

@@ -9,8 +9,9 @@ use super::types::Verdict;
 
 /// `meta mark` (NFT_META_MARK).
 pub const META_MARK: u32 = 3;
-/// The first 32-bit data register (NFT_REG32_00).
-const REG: u32 = 8;
+/// The first 32-bit data register (NFT_REG32_00): every expression here
+/// works on it.
+pub const REG: u32 = 8;
 
 /// One kernel expression.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,8 +43,6 @@ impl Expr {
             Expr::Verdict(_) => "immediate",
         }
     }
-
-    pub const REG: u32 = REG;
 }
 
 fn is_mark(v: &Value) -> bool {

@@ -85,6 +85,16 @@ fn proto(v: &Value) -> Option<u8> {
     })
 }
 
+/// A concatenated key: each part padded to a multiple of four bytes.
+pub fn concat(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.len() * 4);
+    for p in parts {
+        out.extend_from_slice(p);
+        out.resize(out.len().div_ceil(4) * 4, 0);
+    }
+    out
+}
+
 /// A key type: one data type, or a concatenation of several.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyType(pub Vec<DataType>);
@@ -113,13 +123,14 @@ impl KeyType {
         if parts.len() != self.0.len() {
             return None;
         }
-        let mut out = Vec::new();
-        for (t, p) in self.0.iter().zip(parts) {
-            let mut b = t.encode(p)?;
-            b.resize(b.len().div_ceil(4) * 4, 0);
-            out.extend(b);
-        }
-        Some(out)
+        let encoded = self
+            .0
+            .iter()
+            .zip(parts)
+            .map(|(t, p)| t.encode(p))
+            .collect::<Option<Vec<_>>>()?;
+        let parts: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+        Some(concat(&parts))
     }
 }
 
