@@ -82,11 +82,11 @@ fn policy_table_loads_checks_and_changes() {
             Written::Difference(_)
         ));
         assert_eq!(d.apply(&rs2, true, &|_| false).unwrap(), Written::Nothing);
-        // By hand: a policy chain flushed. The check sees it and rebuilds.
+        // By hand: a profile chain flushed. The check sees it and rebuilds.
         let chain = rs2
             .chains
             .keys()
-            .find(|c| c.starts_with('p'))
+            .find(|c| c.starts_with('q'))
             .unwrap()
             .clone();
         nft(&["flush", "chain", "inet", "tartan", &chain]);

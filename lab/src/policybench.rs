@@ -622,15 +622,16 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
         let Some(Ok(p)) = state.kube_policies.get(key) else {
             continue;
         };
-        if p.ingress.as_ref().is_some_and(|r| !r.is_empty())
-            && rs
-                .chains
-                .contains_key(&tartan_policy::compile::policy_chain(p, true))
-        {
+        if p.ingress.as_ref().is_some_and(|r| !r.is_empty()) {
             let mut w = v.clone();
             w["spec"]["ingress"][0]["ports"] = json!([{"protocol": "TCP", "port": 8443}]);
-            change = Some((key.clone(), [Ok(p.clone()), kube(w)]));
-            break;
+            // One that selects a local pod: the node's table changes.
+            let mut changed = state.clone();
+            changed.kube_policies.insert(key.clone(), kube(w.clone()));
+            if desired(&node, &changed) != rs {
+                change = Some((key.clone(), [Ok(p.clone()), kube(w)]));
+                break;
+            }
         }
     }
     let (change_key, change) = change.context("no Kubernetes policy selects a local pod")?;
@@ -722,16 +723,19 @@ pub struct Size {
     pub map_elements: usize,
     pub full_json_bytes: usize,
     pub profiles: usize,
-    pub policy_chains: usize,
+    /// Interval sets standing for runs of rules.
+    pub run_sets: usize,
 }
 
 /// The receiver's ingress path in the ruleset.
 #[derive(Debug, Default, Clone)]
 pub struct Path {
     pub profile: String,
-    pub policy_chains: usize,
-    pub rules_in_them: usize,
-    pub client_egress_chains: usize,
+    /// Rules of the server's ingress profile, and of them set lookups.
+    pub profile_rules: usize,
+    pub lookups: usize,
+    /// Rules of the client's egress profile.
+    pub client_egress_rules: usize,
 }
 
 #[derive(Debug, Default)]
@@ -757,45 +761,42 @@ pub struct Figures {
 
 fn size_of(rs: &Ruleset) -> Size {
     Size {
-        // Fixed: forward, from_endpoint, to_endpoint, open; 8 rules.
-        chains: rs.chains.len() + 4,
-        rules: rs.chains.values().map(|c| c.len()).sum::<usize>() + 8,
+        // Fixed: forward, forward_in, from_endpoint, to_endpoint, open;
+        // 9 rules.
+        chains: rs.chains.len() + 5,
+        rules: rs.chains.values().map(|c| c.len()).sum::<usize>() + 9,
         sets: rs.sets.len(),
         set_elements: rs.sets.values().map(|s| s.elements.len()).sum(),
         map_elements: rs.to_endpoint.len() + rs.from_endpoint.len(),
         full_json_bytes: render::full(rs).to_string().len(),
         profiles: rs.chains.keys().filter(|c| c.starts_with('q')).count(),
-        policy_chains: rs.chains.keys().filter(|c| c.starts_with('p')).count(),
+        run_sets: rs.sets.keys().filter(|c| c.starts_with('r')).count(),
     }
 }
 
-fn jumps(rs: &Ruleset, profile: &str) -> Vec<String> {
-    rs.chains
-        .get(profile)
-        .into_iter()
-        .flat_map(|c| c.iter())
-        .flat_map(|r| r.iter())
-        .filter_map(|s| {
-            let v = serde_json::to_value(s).ok()?;
-            v.get("jump")?.get("target")?.as_str().map(str::to_string)
-        })
-        .collect()
+/// A chain's rule count, and how many of its rules are run-set lookups.
+fn rules_of(rs: &Ruleset, chain: &str) -> (usize, usize) {
+    let Some(c) = rs.chains.get(chain) else {
+        return (0, 0);
+    };
+    let lookups = c
+        .iter()
+        .filter(|r| serde_json::to_string(r).is_ok_and(|t| t.contains("\"@r")))
+        .count();
+    (c.len(), lookups)
 }
 
 fn path_of(rs: &Ruleset, syn: &Synthetic) -> Path {
     let server = syn.server.interface.as_deref().unwrap_or("");
     let client = syn.client.interface.as_deref().unwrap_or("");
     let profile = rs.to_endpoint.get(server).cloned().unwrap_or_default();
-    let chains = jumps(rs, &profile);
+    let (profile_rules, lookups) = rules_of(rs, &profile);
     let egress = rs.from_endpoint.get(client).cloned().unwrap_or_default();
     Path {
-        rules_in_them: chains
-            .iter()
-            .map(|c| rs.chains.get(c).map_or(0, |r| r.len()))
-            .sum(),
-        policy_chains: chains.len(),
         profile,
-        client_egress_chains: jumps(rs, &egress).len(),
+        profile_rules,
+        lookups,
+        client_egress_rules: rules_of(rs, &egress).0,
     }
 }
 
@@ -1114,12 +1115,12 @@ pub fn render_markdown(
     );
     let _ = writeln!(
         md,
-        "The node's table `inet tartan`: {} chains ({} policy chains, {} profiles, 4 fixed), {} rules, {} named sets with {} elements, {} verdict-map elements; the whole-table transaction is {:.1} MB of JSON. Peak RSS of the largest child process (the full-sync `nft`): {} MiB.\n",
+        "The node's table `inet tartan`: {} chains ({} profiles, 5 fixed, the rest chains a Pass goes to), {} rules, {} named sets ({} of them run sets) with {} elements, {} verdict-map elements; the whole-table transaction is {:.1} MB of JSON. Peak RSS of the largest child process (the full-sync `nft`): {} MiB.\n",
         z.chains,
-        z.policy_chains,
         z.profiles,
         z.rules,
         z.sets,
+        z.run_sets,
         z.set_elements,
         z.map_elements,
         z.full_json_bytes as f64 / 1e6,
@@ -1158,13 +1159,13 @@ pub fn render_markdown(
         let ratio = paired_ratio(&f.latency_policy, &f.latency_empty);
         let _ = writeln!(
             md,
-            "## Connection latency\n\nTwo pods of namespace `{BENCH_NS}` behind the node namespace, wired as the CNI plugin wires them (veth `tarbcli`/`tarbsrv`, /32 routes, gateway 169.254.1.1 as a permanent neighbour, proxy ARP on the host end). The client ({}) opens a fresh TCP connection to the server ({}:{SERVER_PORT}), sends one byte and reads it back, then resets the connection. With the ruleset, the SYN leaves the client through its egress profile ({} policy chains) and reaches the server through profile `{}`: {} policy chains with {} rules, the last rule of the last chain (`bench-allow-…`, from app=loadgen to the named port `http`) allowing it ({}); only the SYN walks them, the rest of the connection is `established`. Empty: the same pods, the table compiled with no policy (both interfaces dispatch to `open`).\n\nA second server ({OPEN_SERVER_ADDR}, `{OPEN_SERVER_IFACE}`, always dispatched to `open` by an extra map element) answers beside it: each run makes {} connections to each server, interleaved one by one (after {} unmeasured), so the two medians of a run saw the same machine. The client and both servers are pinned to one CPU (the last), so every connection takes the same path through the scheduler. Each round runs the ruleset and the empty table back to back (ruleset first in even rounds), each written by the driver as a difference before its run; a ratio is the median of the per-round ratios.\n",
+            "## Connection latency\n\nTwo pods of namespace `{BENCH_NS}` behind the node namespace, wired as the CNI plugin wires them (veth `tarbcli`/`tarbsrv`, /32 routes, gateway 169.254.1.1 as a permanent neighbour, proxy ARP on the host end). The client ({}) opens a fresh TCP connection to the server ({}:{SERVER_PORT}), sends one byte and reads it back, then resets the connection. With the ruleset, the SYN leaves the client through its egress profile ({} rules) and reaches the server through profile `{}`: {} rules, {} of them run-set lookups, standing for 30 policies; the last rule of the last Kubernetes policy (`bench-allow-…`, from app=loadgen to the named port `http`) allows it ({}); only the SYN walks them, the rest of the connection is `established`. Empty: the same pods, the table compiled with no policy (both interfaces dispatch to `open`).\n\nA second server ({OPEN_SERVER_ADDR}, `{OPEN_SERVER_IFACE}`, always dispatched to `open` by an extra map element) answers beside it: each run makes {} connections to each server, interleaved one by one (after {} unmeasured), so the two medians of a run saw the same machine. The client and both servers are pinned to one CPU (the last), so every connection takes the same path through the scheduler. Each round runs the ruleset and the empty table back to back (ruleset first in even rounds), each written by the driver as a difference before its run; a ratio is the median of the per-round ratios.\n",
             syn.client.addr,
             syn.server.addr,
-            p.client_egress_chains,
+            p.client_egress_rules,
             p.profile,
-            p.policy_chains,
-            p.rules_in_them,
+            p.profile_rules,
+            p.lookups,
             f.enforced,
             o.connections,
             o.connections.min(100),

@@ -61,14 +61,15 @@ impl<T> Default for NftDriver<T> {
 /// Which way a batch reached the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
-    /// Element changes only, over netlink ([`super::nftnl`]).
+    /// Over netlink ([`super::nftnl`]): every command could be encoded.
     Netlink,
     /// The `nft` program.
     Nft,
 }
 
-/// Writes batches: element-only ones over netlink, the rest through
-/// `nft`. Set `TARTAN_NFT_NETLINK=0` to send everything through `nft`.
+/// Writes batches: those [`Declarations::ops`] can encode over netlink,
+/// the rest through `nft`. Set `TARTAN_NFT_NETLINK=0` to send everything
+/// through `nft`.
 pub struct NftWriter {
     decls: Declarations,
     netlink: bool,
@@ -87,7 +88,7 @@ impl Default for NftWriter {
 }
 
 impl NftWriter {
-    /// Whether element-only batches go over netlink.
+    /// Whether batches that can be encoded go over netlink.
     pub fn netlink(mut self, on: bool) -> Self {
         self.netlink = on;
         self
@@ -131,7 +132,11 @@ impl NftWriter {
                 return Ok(Via::Netlink);
             }
             match self.send(&ops) {
-                Ok(Ok(())) => return Ok(Via::Netlink),
+                Ok(Ok(())) => {
+                    // The batch may declare or delete sets.
+                    self.decls.observe(batch);
+                    return Ok(Via::Netlink);
+                }
                 Ok(Err(why)) => {
                     return Err(DataplaneError::Refused {
                         what: format!("nftables table {family} {name}"),

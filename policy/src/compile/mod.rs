@@ -2,18 +2,26 @@
 //! nftables objects one node needs. Pure.
 //!
 //! The shape (table `inet tartan`, see [`render`]):
-//! - every distinct endpoint selector a rule uses becomes a named set of
-//!   addresses per IP family (`s<hash>4`, `s<hash>6`), shared by every rule
-//!   that uses it; every named port a rule uses becomes a set of
-//!   `address . protocol . port` (`n<hash>4`, `n<hash>6`);
-//! - each policy that applies to an endpoint of this node has a chain per
-//!   direction it governs (`pi<hash>`, `pe<hash>`), named after the policy,
-//!   so a changed policy changes only its chains;
-//! - endpoints with the same ordered list of policies share a profile
-//!   chain (`qi<hash>`, `qe<hash>`) that jumps to each policy in order;
-//!   verdict maps keyed by interface send a packet to its endpoint's
-//!   profile, so a pod created or relabelled into an existing profile
-//!   changes only set and map elements.
+//! - endpoints with the same ordered list of policies (and, for ingress,
+//!   the same numbers for the named ports those policies use) share a
+//!   profile chain (`qi<hash>`, `qe<hash>`); verdict maps keyed by
+//!   interface send a packet to its endpoint's profile, so a pod created
+//!   or relabelled into an existing profile changes only set and map
+//!   elements;
+//! - a profile chain holds its policies' rules in order. A run of
+//!   consecutive rules with the same action (Allow or Deny) that look only
+//!   at the peer's address, the protocol and the destination port is one
+//!   lookup in an interval set of disjoint (address, protocol, port) boxes
+//!   (`r<hash>a4`, `r<hash>p4`, see [`merge`]): Kubernetes policies are
+//!   all such runs, so a packet's cost does not grow with their number.
+//!   The sets are named after the rules they hold, so profiles with the
+//!   same run share them, and a changed policy changes their elements and
+//!   the chains of the profiles that use it;
+//! - any other rule (Log, Pass, ICMP, negated selectors, local addresses)
+//!   is written as it is: every distinct endpoint selector such a rule
+//!   uses becomes a named set of addresses per IP family (`s<hash>4`,
+//!   `s<hash>6`), every named port a set of `address . protocol . port`
+//!   (`n<hash>4`, `n<hash>6`).
 //!
 //! Semantics, per direction and endpoint: the policies that select the
 //! endpoint and govern the direction are taken in order (lower `order`
@@ -24,6 +32,8 @@
 //! is allowed). When no rule decides, the packet is dropped. An endpoint
 //! no policy selects in a direction is open in that direction.
 
+pub mod boxes;
+pub mod merge;
 pub mod render;
 pub mod stmt;
 #[cfg(test)]
@@ -35,6 +45,7 @@ use std::sync::Arc;
 
 use ipnet::IpNet;
 use nftables::expr::{Expression, MetaKey};
+use nftables::stmt::Statement;
 
 use crate::ir::{Addrs, Cond, EndpointSel, Policy, Rule, Side};
 use crate::model::{Action, Namespaces};
@@ -90,12 +101,22 @@ pub enum SetKind {
     Addr { v6: bool },
     /// `ipv4_addr . inet_proto . inet_service` (or IPv6).
     Port { v6: bool },
+    /// A run's interval set: `ipv4_addr . inet_proto`, with `ports`
+    /// `ipv4_addr . inet_proto . inet_service` (or IPv6).
+    Run { v6: bool, ports: bool },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Element {
     Addr(IpAddr),
     Port(IpAddr, u8, u16),
+    /// A box of a run's set: inclusive ranges of addresses, protocols
+    /// and (in the ported shape) ports.
+    Span {
+        addrs: (IpAddr, IpAddr),
+        protos: (u8, u8),
+        ports: Option<(u16, u16)>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,8 +129,8 @@ pub struct SetDef {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ruleset {
     pub sets: BTreeMap<String, SetDef>,
-    /// Policy and profile chains: name → rules (shared with the compile
-    /// cache, so an unchanged chain is not copied).
+    /// Profile chains (`q…`) and the chains a Pass goes to (`k…`):
+    /// name → rules.
     pub chains: BTreeMap<String, Arc<Vec<Stmts>>>,
     /// Interface → chain for traffic to the endpoint (ingress).
     pub to_endpoint: BTreeMap<String, String>,
@@ -142,15 +163,6 @@ pub fn selector_set(sel: &EndpointSel, v6: bool) -> String {
 
 pub fn named_port_set(name: &str, v6: bool) -> String {
     format!("n{}{}", hash(name), fam(v6))
-}
-
-/// The chain of `policy` for one direction.
-pub fn policy_chain(p: &Policy, ingress: bool) -> String {
-    format!(
-        "p{}{}",
-        if ingress { "i" } else { "e" },
-        hash(&p.source.to_string())
-    )
 }
 
 /// Sets the compiled rules refer to.
@@ -206,16 +218,16 @@ fn family_specific(r: &Rule) -> bool {
     })
 }
 
+/// Stands for a Pass rule's verdict until the profile it lands in is
+/// known (a Pass goes on to that profile's Kubernetes policies).
+const PASS_TARGET: &str = "\u{0}pass";
+
 /// `r` as statements for one family (`v6`), or for both when `v6` is
 /// `None`; `None` when the rule cannot match in that family.
 fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) -> Option<Stmts> {
     let mut out: Stmts = Vec::new();
     if let Some(v6) = v6 {
-        out.push(matches(
-            meta(MetaKey::Nfproto),
-            s(if v6 { "ipv6" } else { "ipv4" }),
-            true,
-        ));
+        out.push(nfproto(v6));
     }
     for c in &r.conds {
         match c {
@@ -253,9 +265,16 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
                             true,
                         ));
                     }
+                    // nft takes a concatenation compared with a set, not
+                    // with a single value.
                     (Some(c), true) => out.push(matches(
                         concat(vec![payload(proto, "type"), payload(proto, "code")]),
-                        concat(vec![t, Expression::Number(u32::from(*c))]),
+                        Expression::Named(nftables::expr::NamedExpression::Set(vec![
+                            nftables::expr::SetItem::Element(concat(vec![
+                                t,
+                                Expression::Number(u32::from(*c)),
+                            ])),
+                        ])),
                         false,
                     )),
                 }
@@ -278,11 +297,19 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
                             }
                             return None;
                         }
-                        out.push(matches(
-                            addr_field(v6, *side),
-                            one_or_set(of_family.into_iter().map(prefix).collect()),
-                            !negate,
-                        ));
+                        if *negate {
+                            // Not in any: one match per network (no
+                            // anonymous set, which only `nft` writes).
+                            for n in of_family {
+                                out.push(matches(addr_field(v6, *side), prefix(n), false));
+                            }
+                        } else {
+                            out.push(matches(
+                                addr_field(v6, *side),
+                                one_or_set(of_family.into_iter().map(prefix).collect()),
+                                true,
+                            ));
+                        }
                     }
                     Addrs::Endpoints(sel) => {
                         needs.selectors.insert(sel.clone());
@@ -298,11 +325,19 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
                 side,
                 ranges,
                 negate,
-            } => out.push(matches(
-                port_field(*side),
-                one_or_set(ranges.iter().map(|(a, b)| port_range(*a, *b)).collect()),
-                !negate,
-            )),
+            } => {
+                if *negate {
+                    for (a, b) in ranges {
+                        out.push(matches(port_field(*side), port_range(*a, *b), false));
+                    }
+                } else {
+                    out.push(matches(
+                        port_field(*side),
+                        one_or_set(ranges.iter().map(|(a, b)| port_range(*a, *b)).collect()),
+                        true,
+                    ));
+                }
+            }
             Cond::NamedPort { side, name, negate } => {
                 let v6 = v6?;
                 needs.named_ports.insert(name.clone());
@@ -319,121 +354,153 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
         }
     }
     match r.action {
-        Action::Allow => out.extend([set_mark(MARK_ALLOW), ret()]),
+        Action::Allow => out.push(accept()),
         Action::Deny => out.push(drop()),
-        Action::Pass => out.extend([set_mark(MARK_PASS), ret()]),
+        Action::Pass => out.push(goto(PASS_TARGET)),
         Action::Log => out.push(log(log_prefix)),
     }
     Some(out)
 }
 
-/// A policy's rules for one direction, as a chain's rules.
-pub fn policy_rules(p: &Policy, ingress: bool) -> Vec<Stmts> {
-    let mut needs = Needs {
-        families: vec![false, true],
-        ..Needs::default()
-    };
-    policy_rules_needing(p, ingress, &mut needs)
+fn nfproto(v6: bool) -> Statement<'static> {
+    matches(
+        meta(MetaKey::Nfproto),
+        s(if v6 { "ipv6" } else { "ipv4" }),
+        true,
+    )
 }
 
-fn policy_rules_needing(p: &Policy, ingress: bool, needs: &mut Needs) -> Vec<Stmts> {
+/// A policy's rules for one direction, in order: runs of rules written
+/// as one set lookup, and rules written as they are.
+#[derive(Debug, Clone, PartialEq)]
+enum Run {
+    /// Consecutive mergeable rules with the same action (see [`merge`]).
+    Merged { action: Action, rules: Vec<Rule> },
+    /// One rule, as statements for each IP family it needs (a Pass rule's
+    /// verdict still [`PASS_TARGET`]).
+    Written(Vec<Stmts>),
+}
+
+fn policy_runs(p: &Policy, ingress: bool, needs: &mut Needs) -> Vec<Run> {
     let rules = if ingress { &p.ingress } else { &p.egress };
     let prefix = format!(
         "tartan {} {}: ",
         p.source,
         if ingress { "in" } else { "out" }
     );
-    let mut out = Vec::new();
+    let mut out: Vec<Run> = Vec::new();
     for r in rules.iter().flatten() {
-        if family_specific(r) {
-            for v6 in needs.families.clone() {
-                out.extend(render_rule(r, Some(v6), &prefix, needs));
+        if merge::mergeable(r, ingress) {
+            if let Some(Run::Merged { action, rules }) = out.last_mut()
+                && *action == r.action
+            {
+                rules.push(r.clone());
+                continue;
             }
-        } else {
-            out.extend(render_rule(r, None, &prefix, needs));
+            out.push(Run::Merged {
+                action: r.action,
+                rules: vec![r.clone()],
+            });
+            continue;
         }
+        let written: Vec<Stmts> = if family_specific(r) {
+            needs
+                .families
+                .clone()
+                .into_iter()
+                .filter_map(|v6| render_rule(r, Some(v6), &prefix, needs))
+                .collect()
+        } else {
+            render_rule(r, None, &prefix, needs).into_iter().collect()
+        };
+        out.push(Run::Written(written));
     }
     out
 }
 
-/// A profile chain: the policies (indices into the sorted list) in order.
-fn profile_rules(policies: &[&Policy], list: &[usize], ingress: bool) -> Vec<Stmts> {
-    let mut out = vec![vec![clear_marks()]];
-    let mut may_have_passed = false;
-    for &i in list {
-        let p = policies[i];
-        let chain = policy_chain(p, ingress);
-        if may_have_passed && !p.source.is_kubernetes() {
-            out.push(vec![mark_is(MARK_PASS, false), jump(&chain)]);
-        } else {
-            out.push(vec![jump(&chain)]);
-        }
-        out.push(vec![mark_is(MARK_ALLOW, true), ret()]);
-        may_have_passed |= p.can_pass(ingress);
-    }
-    if may_have_passed && !list.iter().any(|&i| policies[i].source.is_kubernetes()) {
-        out.push(vec![mark_is(MARK_PASS, true), ret()]);
-    }
-    out.push(vec![drop()]);
-    out
-}
-
-/// A policy chain as rendered, with the sets its rules use.
+/// A policy's runs for one direction, with what they need.
 #[derive(Debug, Clone)]
-struct CachedChain {
+struct CachedPolicy {
     policy: Policy,
     families: Vec<bool>,
-    rules: Arc<Vec<Stmts>>,
+    runs: Arc<Vec<Run>>,
     selectors: Vec<EndpointSel>,
     named_ports: Vec<String>,
+    /// Named ports of the protected endpoint its merged runs use
+    /// (ingress): they are resolved per profile.
+    local_names: BTreeSet<String>,
 }
 
-/// Policy chains rendered by earlier compiles, kept by whoever compiles
-/// again and again (felix): a chain whose policy and IP families are
-/// unchanged is reused, not rendered afresh. Rendering every chain was
-/// most of a compile at 2,000 policies. Entries not used by the latest
-/// compile are dropped.
+/// Policies prepared by earlier compiles, kept by whoever compiles again
+/// and again (felix): a policy whose rules and IP families are unchanged
+/// is not rendered afresh (rendering every policy was most of a compile
+/// at 2,000 policies). Entries not used by the latest compile are
+/// dropped.
 #[derive(Debug, Default, Clone)]
 pub struct CompileCache {
-    chains: std::collections::HashMap<(String, bool), CachedChain>,
+    policies: std::collections::HashMap<(String, bool), Arc<CachedPolicy>>,
 }
 
-/// `p`'s rules for one direction, from `cache` when it holds them for
-/// this policy and these families; the sets they use added to `needs`.
-fn cached_policy_rules(
+impl CompileCache {
+    /// How many policy directions it holds.
+    pub fn len(&self) -> usize {
+        self.policies.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.policies.is_empty()
+    }
+}
+
+/// `p`'s runs for one direction, from `cache` when it holds them for this
+/// policy and these families; the sets its written rules use added to
+/// `needs`.
+fn cached_policy(
     cache: &mut CompileCache,
-    name: &str,
     p: &Policy,
     ingress: bool,
     needs: &mut Needs,
-) -> Arc<Vec<Stmts>> {
+) -> Arc<CachedPolicy> {
     use std::collections::hash_map::Entry;
     let render = |needs: &Needs| {
         let mut own = Needs {
             families: needs.families.clone(),
             ..Needs::default()
         };
-        let rules = Arc::new(policy_rules_needing(p, ingress, &mut own));
-        CachedChain {
+        let runs = policy_runs(p, ingress, &mut own);
+        let mut local_names = BTreeSet::new();
+        if ingress {
+            for run in &runs {
+                if let Run::Merged { rules, .. } = run {
+                    for c in rules.iter().flat_map(|r| &r.conds) {
+                        if let Cond::NamedPort { name, .. } = c {
+                            local_names.insert(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        Arc::new(CachedPolicy {
             policy: p.clone(),
             families: needs.families.clone(),
-            rules,
+            runs: Arc::new(runs),
             selectors: own.selectors.into_iter().collect(),
             named_ports: own.named_ports.into_iter().collect(),
-        }
+            local_names,
+        })
     };
-    let c = match cache.chains.entry((name.to_string(), ingress)) {
+    let c = match cache.policies.entry((p.source.to_string(), ingress)) {
         Entry::Occupied(mut e) => {
             if e.get().policy != *p || e.get().families != needs.families {
                 e.insert(render(needs));
             }
-            e.into_mut()
+            e.get().clone()
         }
-        Entry::Vacant(e) => e.insert(render(needs)),
+        Entry::Vacant(e) => e.insert(render(needs)).clone(),
     };
     needs.selectors.extend(c.selectors.iter().cloned());
     needs.named_ports.extend(c.named_ports.iter().cloned());
-    c.rules.clone()
+    c
 }
 
 /// The union of two ascending lists of indices, ascending.
@@ -453,6 +520,235 @@ fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
     out
 }
 
+/// A run of a profile written as set lookups: its sets' name stem, and
+/// what their elements are computed from.
+#[derive(Debug, Clone)]
+struct RunSets {
+    stem: String,
+    ingress: bool,
+    rules: Vec<Rule>,
+    local_ports: Vec<NamedPort>,
+}
+
+/// The names of a run's two sets in family `v6`.
+pub fn run_set(stem: &str, ports: bool, v6: bool) -> String {
+    format!("{stem}{}{}", if ports { "p" } else { "a" }, fam(v6))
+}
+
+/// Which of a run's two sets exist in family `v6` (portless, ported),
+/// from the rules' shape alone, whatever the endpoints: a pod created
+/// changes their elements, never the chains.
+fn run_shapes(rules: &[Rule], v6: bool) -> (bool, bool) {
+    let possible = rules.iter().filter(|r| merge::possible_in(r, v6));
+    let (mut portless, mut ported) = (false, false);
+    for r in possible {
+        if merge::has_ports(r) {
+            ported = true;
+        } else {
+            portless = true;
+        }
+    }
+    (portless, ported)
+}
+
+/// One step of a profile chain.
+enum Item {
+    Run {
+        stem: String,
+        action: Action,
+        shapes: Vec<(bool, (bool, bool))>,
+    },
+    Written(Stmts),
+}
+
+fn lookup_rules(
+    stem: &str,
+    action: Action,
+    shapes: &[(bool, (bool, bool))],
+    ingress: bool,
+) -> Vec<Stmts> {
+    let side = if ingress {
+        Side::Source
+    } else {
+        Side::Destination
+    };
+    let verdict = || {
+        if action == Action::Deny {
+            drop()
+        } else {
+            accept()
+        }
+    };
+    let mut out = Vec::new();
+    for &(v6, (portless, ported)) in shapes {
+        for (present, ports) in [(portless, false), (ported, true)] {
+            if !present {
+                continue;
+            }
+            let mut key = vec![addr_field(v6, side), meta(MetaKey::L4proto)];
+            if ports {
+                key.push(port_field(Side::Destination));
+            }
+            out.push(vec![
+                nfproto(v6),
+                matches(
+                    concat(key),
+                    s(format!("@{}", run_set(stem, ports, v6))),
+                    true,
+                ),
+                verdict(),
+            ]);
+        }
+    }
+    out
+}
+
+fn render_items(items: &[&Item], ingress: bool, pass: &Statement<'static>) -> Vec<Stmts> {
+    let mut out = Vec::new();
+    for it in items {
+        match it {
+            Item::Run {
+                stem,
+                action,
+                shapes,
+            } => out.extend(lookup_rules(stem, *action, shapes, ingress)),
+            Item::Written(st) => {
+                let mut st = st.clone();
+                if let Some(last) = st.last_mut()
+                    && matches!(last, Statement::Goto(t) if t.target == PASS_TARGET)
+                {
+                    *last = pass.clone();
+                }
+                out.push(st);
+            }
+        }
+    }
+    out
+}
+
+/// The chain of a profile that a Pass goes to: its Kubernetes policies.
+pub fn pass_chain(profile: &str) -> String {
+    format!("k{}", &profile[1..])
+}
+
+/// Writes the profile chain `name` for the policies `list` (and its Pass
+/// chain when one is needed), noting the runs whose sets it uses.
+#[allow(clippy::too_many_arguments)]
+fn build_profile(
+    name: &str,
+    list: &[usize],
+    sorted: &[&Policy],
+    prepared: &BTreeMap<(usize, bool), Arc<CachedPolicy>>,
+    ingress: bool,
+    local_ports: &[NamedPort],
+    families: &[bool],
+    rs: &mut Ruleset,
+    runs: &mut BTreeMap<String, RunSets>,
+) {
+    // Segments: Tartan policies before the Kubernetes ones (1), the
+    // Kubernetes ones (2), Tartan policies after them (3). Runs never
+    // join across segments: a Pass goes on to segment 2 alone.
+    let mut items: Vec<(u8, Item)> = Vec::new();
+    let mut open: Option<(u8, Action, Vec<String>, Vec<Rule>)> = None;
+    let ports_text: Vec<String> = local_ports
+        .iter()
+        .map(|p| format!("{}={}/{}", p.name, p.protocol, p.port))
+        .collect();
+    let mut close = |open: &mut Option<(u8, Action, Vec<String>, Vec<Rule>)>,
+                     items: &mut Vec<(u8, Item)>| {
+        let Some((seg, action, ids, rules)) = open.take() else {
+            return;
+        };
+        let stem = format!(
+            "r{}",
+            hash(&format!(
+                "{}|{}|{}",
+                if ingress { "in" } else { "out" },
+                ports_text.join(","),
+                ids.join(",")
+            ))
+        );
+        let shapes = families
+            .iter()
+            .map(|&v6| (v6, run_shapes(&rules, v6)))
+            .collect();
+        runs.entry(stem.clone()).or_insert_with(|| RunSets {
+            stem: stem.clone(),
+            ingress,
+            rules,
+            local_ports: local_ports.to_vec(),
+        });
+        items.push((
+            seg,
+            Item::Run {
+                stem,
+                action,
+                shapes,
+            },
+        ));
+    };
+    let mut seen_kubernetes = false;
+    let mut can_pass = false;
+    for &i in list {
+        let p = sorted[i];
+        let seg = if p.source.is_kubernetes() {
+            seen_kubernetes = true;
+            2
+        } else if seen_kubernetes {
+            3
+        } else {
+            1
+        };
+        let Some(cp) = prepared.get(&(i, ingress)) else {
+            continue;
+        };
+        let source = p.source.to_string();
+        for (k, run) in cp.runs.iter().enumerate() {
+            match run {
+                Run::Merged { action, rules } => {
+                    if let Some((s, a, ids, rs)) = open.as_mut()
+                        && *s == seg
+                        && a == action
+                    {
+                        ids.push(format!("{source}#{k}"));
+                        rs.extend(rules.iter().cloned());
+                        continue;
+                    }
+                    close(&mut open, &mut items);
+                    open = Some((seg, *action, vec![format!("{source}#{k}")], rules.clone()));
+                }
+                Run::Written(written) => {
+                    close(&mut open, &mut items);
+                    for st in written {
+                        can_pass |= matches!(st.last(), Some(Statement::Goto(t)) if t.target == PASS_TARGET);
+                        items.push((seg, Item::Written(st.clone())));
+                    }
+                }
+            }
+        }
+    }
+    close(&mut open, &mut items);
+    let pass = if seen_kubernetes {
+        goto(&pass_chain(name))
+    } else {
+        accept()
+    };
+    let all: Vec<&Item> = items.iter().map(|(_, it)| it).collect();
+    let mut chain = render_items(&all, ingress, &pass);
+    chain.push(vec![drop()]);
+    rs.chains.insert(name.to_string(), Arc::new(chain));
+    if can_pass && seen_kubernetes {
+        let kube: Vec<&Item> = items
+            .iter()
+            .filter(|(s, _)| *s == 2)
+            .map(|(_, it)| it)
+            .collect();
+        let mut chain = render_items(&kube, ingress, &pass);
+        chain.push(vec![drop()]);
+        rs.chains.insert(pass_chain(name), Arc::new(chain));
+    }
+}
+
 /// Everything this node's table should hold. `endpoints` are every
 /// endpoint of the cluster (for the address sets); those with an
 /// interface are this node's.
@@ -469,7 +765,7 @@ pub fn compile<'a>(
     )
 }
 
-/// [`compile`], reusing the policy chains in `cache` that are unchanged.
+/// [`compile`], reusing the policies in `cache` that are unchanged.
 pub fn compile_cached<'a>(
     cache: &mut CompileCache,
     policies: impl IntoIterator<Item = &'a Policy>,
@@ -480,13 +776,7 @@ pub fn compile_cached<'a>(
     // The key formats the policy's name: once per policy, not per
     // comparison.
     sorted.sort_by_cached_key(|p| p.sort_key());
-    // Chain names hash the policy's name: once per policy and direction.
-    let mut chain_names: Vec<[Option<String>; 2]> = vec![[None, None]; sorted.len()];
-    let mut chain_name = |i: usize, ingress: bool| -> String {
-        chain_names[i][usize::from(ingress)]
-            .get_or_insert_with(|| policy_chain(sorted[i], ingress))
-            .clone()
-    };
+    let mut ids: Vec<Option<String>> = vec![None; sorted.len()];
     // Most policies apply in one namespace only: index them so an
     // endpoint is tested against its namespace's policies and the
     // cluster-wide ones, not against every policy (2,000 policies × 50
@@ -501,7 +791,8 @@ pub fn compile_cached<'a>(
     }
     let mut rs = Ruleset::default();
     let mut needs = Needs::for_endpoints(endpoints);
-    let mut compiled: BTreeSet<(usize, bool)> = BTreeSet::new();
+    let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
+    let mut runs: BTreeMap<String, RunSets> = BTreeMap::new();
     for ep in endpoints {
         let Some(iface) = &ep.interface else { continue };
         let own = in_namespace
@@ -521,24 +812,53 @@ pub fn compile_cached<'a>(
             let chain = if list.is_empty() {
                 OPEN_CHAIN.to_string()
             } else {
-                let names: Vec<String> = list.iter().map(|&i| chain_name(i, ingress)).collect();
+                let mut local_names = BTreeSet::new();
+                for &i in &list {
+                    let cp = prepared
+                        .entry((i, ingress))
+                        .or_insert_with(|| cached_policy(cache, sorted[i], ingress, &mut needs));
+                    local_names.extend(cp.local_names.iter().cloned());
+                }
+                // The endpoint's numbers for the named ports its merged
+                // runs use: part of the profile, as they are in its sets.
+                let mut local_ports: Vec<NamedPort> = ep
+                    .ports
+                    .iter()
+                    .filter(|p| local_names.contains(&p.name))
+                    .cloned()
+                    .collect();
+                local_ports.sort();
+                local_ports.dedup();
+                let mut key: Vec<String> = list
+                    .iter()
+                    .map(|&i| {
+                        ids[i]
+                            .get_or_insert_with(|| hash(&sorted[i].source.to_string()))
+                            .clone()
+                    })
+                    .collect();
+                key.extend(
+                    local_ports
+                        .iter()
+                        .map(|p| format!("{}={}/{}", p.name, p.protocol, p.port)),
+                );
                 let name = format!(
                     "q{}{}",
                     if ingress { "i" } else { "e" },
-                    hash(&names.join(","))
+                    hash(&key.join(","))
                 );
                 if !rs.chains.contains_key(&name) {
-                    rs.chains.insert(
-                        name.clone(),
-                        Arc::new(profile_rules(&sorted, &list, ingress)),
+                    build_profile(
+                        &name,
+                        &list,
+                        &sorted,
+                        &prepared,
+                        ingress,
+                        &local_ports,
+                        &needs.families,
+                        &mut rs,
+                        &mut runs,
                     );
-                }
-                for (&i, name) in list.iter().zip(names) {
-                    if compiled.insert((i, ingress)) {
-                        let rules =
-                            cached_policy_rules(cache, &name, sorted[i], ingress, &mut needs);
-                        rs.chains.insert(name, rules);
-                    }
                 }
                 name
             };
@@ -551,31 +871,52 @@ pub fn compile_cached<'a>(
         }
     }
     // Keep only what this compile used.
-    // (A policy chain's name already tells its direction.)
-    cache
-        .chains
-        .retain(|(name, _), _| rs.chains.contains_key(name));
-    let mut by_namespace: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
-    for ep in endpoints {
-        by_namespace
-            .entry(ep.namespace.as_str())
-            .or_default()
-            .push(ep);
-    }
-    let all: Vec<&Endpoint> = endpoints.iter().collect();
-    for sel in &needs.selectors {
-        // A selector in one namespace need only look at that namespace.
-        let pool = match &sel.namespaces {
-            Namespaces::Named(n) => by_namespace.get(n.as_str()).map_or(&[][..], Vec::as_slice),
-            Namespaces::Selected(_) => all.as_slice(),
-        };
+    let kept: BTreeSet<(String, bool)> = prepared
+        .keys()
+        .map(|&(i, ingress)| (sorted[i].source.to_string(), ingress))
+        .collect();
+    cache.policies.retain(|k, _| kept.contains(k));
+    let mut res = merge::Resolver::new(endpoints, namespaces);
+    for run in runs.values() {
         for &v6 in &needs.families {
-            let elements = pool
-                .iter()
-                .filter(|ep| sel.matches(ep, namespaces))
-                .flat_map(|ep| ep.addrs.iter())
-                .filter(|a| a.is_ipv6() == v6)
-                .map(|a| Element::Addr(*a))
+            let (portless, ported) = run_shapes(&run.rules, v6);
+            if !portless && !ported {
+                continue;
+            }
+            let (a, p) = merge::run_pieces(&run.rules, v6, run.ingress, &run.local_ports, &mut res);
+            for (present, ports, pieces) in [(portless, false, a), (ported, true, p)] {
+                if !present {
+                    continue;
+                }
+                let elements = pieces
+                    .into_iter()
+                    .map(|((lo, hi), (x, y))| Element::Span {
+                        addrs: (boxes::number_addr(lo, v6), boxes::number_addr(hi, v6)),
+                        // Protocol numbers and ports: 8 and 16 bits.
+                        protos: if ports {
+                            ((x >> 16) as u8, (y >> 16) as u8)
+                        } else {
+                            (x as u8, y as u8)
+                        },
+                        ports: ports.then_some(((x & 0xffff) as u16, (y & 0xffff) as u16)),
+                    })
+                    .collect();
+                rs.sets.insert(
+                    run_set(&run.stem, ports, v6),
+                    SetDef {
+                        kind: SetKind::Run { v6, ports },
+                        elements,
+                    },
+                );
+            }
+        }
+    }
+    for sel in &needs.selectors {
+        for &v6 in &needs.families {
+            let elements = res
+                .addresses(sel, v6)
+                .into_iter()
+                .map(Element::Addr)
                 .collect();
             rs.sets.insert(
                 selector_set(sel, v6),

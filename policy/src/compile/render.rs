@@ -8,12 +8,19 @@
 //!     ct state established,related accept
 //!     ct state invalid drop
 //!     iifname "tar*" iifname != "tartan*" jump from_endpoint   # egress of the sending pod
+//! }
+//! chain forward_in { type filter hook forward priority filter + 1; policy accept;
+//!     ct state established,related accept
 //!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
 //! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
 //! chain to_endpoint { oifname vmap @to_endpoint; drop }
 //! chain open { }
 //! ```
+//!
+//! Egress and ingress are two base chains so that a profile can end its
+//! direction with `accept` (the packet goes on to the next base chain):
+//! an allowed packet leaves at once, with no mark to set and test.
 //!
 //! The `nftables` crate has no `verdict` map type, so the two verdict
 //! maps are declared in JSON written here; everything else goes through
@@ -36,6 +43,7 @@ use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
 
 pub const TABLE: &str = "tartan";
 pub const FORWARD: &str = "forward";
+pub const FORWARD_IN: &str = "forward_in";
 pub const FROM_ENDPOINT: &str = "from_endpoint";
 pub const TO_ENDPOINT: &str = "to_endpoint";
 /// Interfaces of pods start with this (the CNI plugin names them).
@@ -79,11 +87,16 @@ fn set_type(kind: SetKind) -> SetTypeValue<'static> {
     };
     match kind {
         SetKind::Addr { v6 } => SetTypeValue::Single(addr(v6)),
-        SetKind::Port { v6 } => SetTypeValue::Concatenated(Cow::Owned(vec![
-            addr(v6),
-            SetType::InetProto,
-            SetType::InetService,
-        ])),
+        SetKind::Port { v6 } | SetKind::Run { v6, ports: true } => {
+            SetTypeValue::Concatenated(Cow::Owned(vec![
+                addr(v6),
+                SetType::InetProto,
+                SetType::InetService,
+            ]))
+        }
+        SetKind::Run { v6, ports: false } => {
+            SetTypeValue::Concatenated(Cow::Owned(vec![addr(v6), SetType::InetProto]))
+        }
     }
 }
 
@@ -95,6 +108,37 @@ fn element(e: &Element) -> Expression<'static> {
             Expression::Number(u32::from(*proto)),
             Expression::Number(u32::from(*port)),
         ]),
+        Element::Span {
+            addrs,
+            protos,
+            ports,
+        } => {
+            let mut parts = vec![
+                span(
+                    s(addrs.0.to_string()),
+                    s(addrs.1.to_string()),
+                    addrs.0 == addrs.1,
+                ),
+                span(
+                    Expression::Number(u32::from(protos.0)),
+                    Expression::Number(u32::from(protos.1)),
+                    protos.0 == protos.1,
+                ),
+            ];
+            if let Some((a, b)) = ports {
+                parts.push(port_range(*a, *b));
+            }
+            concat(parts)
+        }
+    }
+}
+
+/// One value, or a range of them.
+fn span(lo: Expression<'static>, hi: Expression<'static>, one: bool) -> Expression<'static> {
+    if one {
+        lo
+    } else {
+        Expression::Range(Box::new(nftables::expr::Range { range: [lo, hi] }))
     }
 }
 
@@ -105,6 +149,8 @@ fn set_object(name: &str, def: &SetDef, with_elements: bool) -> NfListObject<'st
         table: Cow::Borrowed(TABLE),
         name: Cow::Owned(name.to_string()),
         set_type: set_type(def.kind),
+        flags: matches!(def.kind, SetKind::Run { .. })
+            .then(|| [nftables::schema::SetFlag::Interval].into()),
         elem: (with_elements && !elem.is_empty()).then(|| Cow::Owned(elem)),
         ..Set::default()
     }))
@@ -196,7 +242,17 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
             ],
         ),
         rule(
-            FORWARD,
+            FORWARD_IN,
+            vec![
+                flags_set(
+                    ct("state"),
+                    Expression::List(vec![s("established"), s("related")]),
+                ),
+                accept(),
+            ],
+        ),
+        rule(
+            FORWARD_IN,
             vec![
                 matches(ifname(MetaKey::Oifname), wildcard(), true),
                 matches(ifname(MetaKey::Oifname), devices(), false),
@@ -241,6 +297,13 @@ pub fn full(rs: &Ruleset) -> Value {
             policy: Some(NfChainPolicy::Accept),
             ..chain(FORWARD)
         })),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Forward),
+            prio: Some(1),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(FORWARD_IN)
+        })),
     ];
     for c in [FROM_ENDPOINT, TO_ENDPOINT, OPEN_CHAIN] {
         objs.push(add(NfListObject::Chain(chain(c))));
@@ -251,8 +314,8 @@ pub fn full(rs: &Ruleset) -> Value {
     for (name, def) in &rs.sets {
         objs.push(add(set_object(name, def, true)));
     }
-    // Policy chains before the profiles that jump to them.
-    for pass in ["p", "q"] {
+    // Pass chains before the profiles that go to them.
+    for pass in ["k", "q"] {
         for (name, rules) in rs.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
             objs.extend(rules.iter().map(|r| rule(name, r.clone())));
         }
@@ -284,11 +347,17 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
         match old.sets.get(name) {
             None => objs.push(add(set_object(name, def, true))),
             Some(was) => {
+                // An interval set refuses a box overlapping one still
+                // there: what leaves goes first (the transaction is
+                // atomic, so no packet sees the gap).
+                if matches!(def.kind, SetKind::Run { .. }) {
+                    objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
+                }
                 objs.extend(elements(name, def.elements.difference(&was.elements)).map(add));
             }
         }
     }
-    for pass in ["p", "q"] {
+    for pass in ["k", "q"] {
         for (name, rules) in new.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
             match old.chains.get(name) {
                 Some(was) if was == rules => continue,
@@ -310,13 +379,15 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
         objs.extend(map_elements(map, came).map(add));
     }
     for (name, was) in &old.sets {
-        if let Some(def) = new.sets.get(name) {
+        if let Some(def) = new.sets.get(name)
+            && !matches!(def.kind, SetKind::Run { .. })
+        {
             objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
         }
     }
     // Chains no longer used: emptied, then removed, profiles before the
-    // policies they jump to; then the sets their rules used.
-    for pass in ["q", "p"] {
+    // Pass chains they go to; then the sets their rules used.
+    for pass in ["q", "k"] {
         for name in old
             .chains
             .keys()

@@ -5,16 +5,9 @@ use std::borrow::Cow;
 
 use ipnet::IpNet;
 use nftables::expr::{
-    BinaryOperation, CT, Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, Prefix,
-    Range, SetItem,
+    CT, Expression, Meta, MetaKey, NamedExpression, Payload, PayloadField, Prefix, Range, SetItem,
 };
-use nftables::stmt::{JumpTarget, Log, LogLevel, Mangle, Match, Operator, Statement};
-
-/// Packet mark bits the policy chains use to tell their caller what they
-/// decided: allowed (stop evaluating, go on to the other direction), or
-/// passed (skip the remaining Tartan policies).
-pub const MARK_ALLOW: u32 = 0x0100_0000;
-pub const MARK_PASS: u32 = 0x0200_0000;
+use nftables::stmt::{JumpTarget, Log, LogLevel, Match, Operator, Statement};
 
 pub type Stmts = Vec<Statement<'static>>;
 
@@ -101,41 +94,6 @@ pub fn one_or_set(mut items: Vec<Expression<'static>>) -> Expression<'static> {
     ))
 }
 
-fn mark_bits(bits: u32) -> Expression<'static> {
-    Expression::BinaryOperation(Box::new(BinaryOperation::AND(
-        meta(MetaKey::Mark),
-        Expression::Number(bits),
-    )))
-}
-
-/// `meta mark & bit == bit` (or `!= bit`... as `== 0` when `set` is false).
-pub fn mark_is(bit: u32, set: bool) -> Statement<'static> {
-    Statement::Match(Match {
-        left: mark_bits(bit),
-        right: Expression::Number(if set { bit } else { 0 }),
-        op: Operator::EQ,
-    })
-}
-
-/// `meta mark set meta mark | bit`.
-pub fn set_mark(bit: u32) -> Statement<'static> {
-    Statement::Mangle(Mangle {
-        key: meta(MetaKey::Mark),
-        value: Expression::BinaryOperation(Box::new(BinaryOperation::OR(vec![
-            meta(MetaKey::Mark),
-            Expression::Number(bit),
-        ]))),
-    })
-}
-
-/// `meta mark set meta mark & ~(ALLOW|PASS)`.
-pub fn clear_marks() -> Statement<'static> {
-    Statement::Mangle(Mangle {
-        key: meta(MetaKey::Mark),
-        value: mark_bits(!(MARK_ALLOW | MARK_PASS)),
-    })
-}
-
 pub fn jump(chain: &str) -> Statement<'static> {
     Statement::Jump(JumpTarget {
         target: Cow::Owned(chain.to_string()),
@@ -146,10 +104,6 @@ pub fn goto(chain: &str) -> Statement<'static> {
     Statement::Goto(JumpTarget {
         target: Cow::Owned(chain.to_string()),
     })
-}
-
-pub fn ret() -> Statement<'static> {
-    Statement::Return(None)
 }
 
 pub fn drop() -> Statement<'static> {

@@ -121,33 +121,47 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
     assert!(profile.starts_with("qi"), "{profile}");
     assert_eq!(rs.to_endpoint["tarxb"], OPEN_CHAIN);
     assert_eq!(rs.from_endpoint["tarxa"], OPEN_CHAIN);
-    // The selector's set holds y/a's address; the named port's set every
-    // endpoint's port 80.
-    let sel = rs
-        .sets
-        .iter()
-        .find(|(n, d)| n.starts_with('s') && d.kind == SetKind::Addr { v6: false })
-        .unwrap();
+    // The rule is one lookup in a run set: y/a's address, TCP, and x/a's
+    // number for the named port; then the profile's final drop.
+    let chain = &rs.chains[profile];
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    let runs: Vec<(&String, &SetDef)> =
+        rs.sets.iter().filter(|(n, _)| n.starts_with('r')).collect();
+    assert_eq!(runs.len(), 1, "{:?}", rs.sets);
     assert_eq!(
-        sel.1.elements.iter().collect::<Vec<_>>(),
-        [&Element::Addr("10.0.1.1".parse().unwrap())]
+        runs[0].1.kind,
+        SetKind::Run {
+            v6: false,
+            ports: true
+        }
     );
-    let named = &rs.sets[&named_port_set("serve-80-tcp", false)];
-    assert_eq!(named.elements.len(), 3);
-    // Policy chain: the IPv4 form of the one allow rule only, as no
-    // endpoint has an IPv6 address; with one that has, both forms.
-    assert_eq!(rs.chains[&policy_chain(&p, true)].len(), 1);
-    assert!(!rs.sets.contains_key(&named_port_set("serve-80-tcp", true)));
+    assert_eq!(
+        runs[0].1.elements.iter().collect::<Vec<_>>(),
+        [&Element::Span {
+            addrs: ("10.0.1.1".parse().unwrap(), "10.0.1.1".parse().unwrap()),
+            protos: (6, 6),
+            ports: Some((80, 80)),
+        }]
+    );
+    // No per-selector or named-port set: the run set holds it all.
+    assert_eq!(rs.sets.len(), 1);
+    // With an IPv6 address somewhere, an IPv6 lookup too.
     let mut dual = endpoints();
     dual[2].addrs.push("fd00::1".parse().unwrap());
     let rs6 = compile(std::slice::from_ref(&p), &dual, &namespaces());
-    assert_eq!(rs6.chains[&policy_chain(&p, true)].len(), 2);
-    assert_eq!(
-        rs6.sets[&named_port_set("serve-80-tcp", true)]
-            .elements
-            .len(),
-        1
-    );
+    assert_eq!(rs6.chains[&rs6.to_endpoint["tarxa"]].len(), 3);
+    let v6 = rs6
+        .sets
+        .values()
+        .find(|d| {
+            d.kind
+                == SetKind::Run {
+                    v6: true,
+                    ports: true,
+                }
+        })
+        .unwrap();
+    assert_eq!(v6.elements.len(), 1);
     snapshot("kubernetes_named_port", &render::full(&rs));
 }
 
@@ -170,35 +184,32 @@ fn ordered_tartan_policies_pass_and_log() {
     );
     let k = kube(json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}));
     let rs = compile([&deny, &k, &pass], &endpoints(), &namespaces());
-    // x/a: pass-y (10), deny (100), the Kubernetes policy (1000).
-    let qa = &rs.chains[&rs.to_endpoint["tarxa"]];
-    let jumps: Vec<String> = qa
-        .iter()
-        .flat_map(|r| r.iter())
-        .filter_map(|s| match s {
-            nftables::stmt::Statement::Jump(t) => Some(t.target.to_string()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        jumps,
-        [
-            policy_chain(&pass, true),
-            policy_chain(&deny, true),
-            policy_chain(&k, true)
-        ]
+    // x/a: pass-y (10), deny (100), the Kubernetes policy (1000). The
+    // Pass goes to the profile's Kubernetes chain; the Log and the Deny
+    // (a negated network) are written as they are.
+    let qname = &rs.to_endpoint["tarxa"];
+    let qa = &rs.chains[qname];
+    let text = serde_json::to_string(&**qa).unwrap();
+    let k = pass_chain(qname);
+    assert!(
+        text.contains(&format!("\"goto\":{{\"target\":\"{k}\"}}")),
+        "{text}"
     );
-    // After a Pass, the Tartan policy is skipped but the Kubernetes one
-    // is not: only the deny jump is guarded by the pass mark.
-    let guarded: Vec<bool> = qa
-        .iter()
-        .filter(|r| {
-            r.iter()
-                .any(|s| matches!(s, nftables::stmt::Statement::Jump(_)))
-        })
-        .map(|r| r.len() == 2)
-        .collect();
-    assert_eq!(guarded, [false, true, false]);
+    assert!(text.contains("\"log\""), "{text}");
+    let pos = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle}: {text}"))
+    };
+    // In order: the pass, the log, the deny, the Kubernetes allow run.
+    assert!(pos(&k) < pos("\"log\"") && pos("\"log\"") < pos("\"drop\""));
+    assert!(pos("\"drop\"") < pos("\"accept\""));
+    // The Kubernetes chain: its run (IPv4) and drop.
+    assert_eq!(rs.chains[&k].len(), 2);
+    assert!(
+        serde_json::to_string(&*rs.chains[&k])
+            .unwrap()
+            .contains("\"accept\"")
+    );
     // x/b has another profile (no deny): the profiles are distinct chains.
     assert_ne!(rs.to_endpoint["tarxa"], rs.to_endpoint["tarxb"]);
     snapshot("ordered_pass_log", &render::full(&rs));
@@ -224,23 +235,20 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
 }
 
 #[test]
-fn a_changed_policy_changes_only_its_chain() {
+fn a_changed_policy_changes_only_its_run_set() {
     let p1 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}));
     let p2 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 81}]}]}));
     let before = compile([&p1], &endpoints(), &namespaces());
     let after = compile(std::slice::from_ref(&p2), &endpoints(), &namespaces());
+    assert_eq!(before.chains, after.chains);
     let d = render::diff(&before, &after).unwrap();
     let text = d.to_string();
     let cmds = d["nftables"].as_array().unwrap();
-    // Flush the policy's chain, then its one rule again (no IPv4/IPv6
-    // split: the rule names no address).
+    // The old box leaves before the new one comes (no overlap in the
+    // interval set).
     assert_eq!(cmds.len(), 2, "{text}");
-    assert_eq!(
-        cmds[0]
-            .pointer("/flush/chain/name")
-            .and_then(|v| v.as_str()),
-        Some(policy_chain(&p2, true).as_str())
-    );
+    assert!(cmds[0].pointer("/delete/element").is_some(), "{text}");
+    assert!(cmds[1].pointer("/add/element").is_some(), "{text}");
     assert!(text.contains("81"), "{text}");
 }
 
@@ -279,42 +287,28 @@ fn a_policy_applies_only_in_its_own_namespace_and_selector_sets_stay_in_theirs()
     let mut eps = endpoints();
     eps.push(ep("y", "a", "10.0.1.2", Some("tarya")));
     let rs = compile([&py, &px], &eps, &namespaces());
-    let jumps = |iface: &str| -> Vec<String> {
-        rs.chains[&rs.to_endpoint[iface]]
-            .iter()
-            .flat_map(|r| r.iter())
-            .filter_map(|s| match s {
-                nftables::stmt::Statement::Jump(t) => Some(t.target.to_string()),
-                _ => None,
-            })
-            .collect()
-    };
-    assert_eq!(jumps("tarxa"), [policy_chain(&px, true)]);
-    assert_eq!(jumps("tarya"), [policy_chain(&py, true)]);
+    assert_ne!(rs.to_endpoint["tarxa"], rs.to_endpoint["tarya"]);
     assert_eq!(rs.to_endpoint["tarxb"], OPEN_CHAIN);
-    // Each policy's "pod a in my namespace" set holds that namespace's a.
-    let set_of = |p: &Policy| {
-        let ir::Cond::Addr {
-            addrs: ir::Addrs::Endpoints(sel),
-            ..
-        } = &p.ingress.as_ref().unwrap()[0].conds[0]
-        else {
-            panic!("{:?}", p.ingress)
-        };
-        rs.sets[&selector_set(sel, false)].elements.clone()
+    // Each profile's run holds its own namespace's pods a.
+    let run_of = |iface: &str| {
+        let q = &rs.chains[&rs.to_endpoint[iface]];
+        let text = serde_json::to_string(&**q).unwrap();
+        let (_, def) = rs
+            .sets
+            .iter()
+            .find(|(n, _)| text.contains(&format!("@{n}")))
+            .unwrap();
+        def.elements
+            .iter()
+            .map(|e| match e {
+                Element::Span { addrs, .. } => format!("{}-{}", addrs.0, addrs.1),
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<_>>()
     };
-    assert_eq!(
-        set_of(&px),
-        [Element::Addr("10.0.0.1".parse().unwrap())].into()
-    );
-    assert_eq!(
-        set_of(&py),
-        [
-            Element::Addr("10.0.1.1".parse().unwrap()),
-            Element::Addr("10.0.1.2".parse().unwrap())
-        ]
-        .into()
-    );
+    assert_eq!(run_of("tarxa"), ["10.0.0.1-10.0.0.1"]);
+    // Neighbouring addresses join into one range.
+    assert_eq!(run_of("tarya"), ["10.0.1.1-10.0.1.2"]);
 }
 
 #[test]
@@ -345,5 +339,5 @@ fn a_cached_compile_equals_a_fresh_one_through_changes() {
         let cached = compile_cached(&mut cache, policies.iter().copied(), &eps, &ns);
         assert_eq!(cached, compile(policies.iter().copied(), &eps, &ns));
     }
-    assert_eq!(cache.chains.len(), 1, "only the chain still in use is kept");
+    assert_eq!(cache.len(), 1, "only the policy still in use is kept");
 }

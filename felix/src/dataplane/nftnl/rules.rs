@@ -1,35 +1,108 @@
-//! The few rule shapes that go over netlink: a policy profile chain's
-//! rules (mark bits cleared, set and tested; jumps; return; drop), so that
-//! a pod relabelled into a new profile does not wait for `nft`. A rule
-//! with any other statement is left to `nft`.
+//! The rule shapes that go over netlink, each encoded as `nft` 1.0.6
+//! encodes it (checked with `nft --debug=netlink`): the policy table's
+//! rules (family and protocol tests, address, port and ICMP matches,
+//! set lookups, log), and the profile chains' mark statements and
+//! verdicts. A rule with any other statement, or one where nft would add
+//! or merge expressions in a way not mirrored here, is left to `nft`.
+
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use serde_json::Value;
 
-use super::types::Verdict;
+use super::types::{DataType, Verdict};
 
 /// `meta mark` (NFT_META_MARK).
 pub const META_MARK: u32 = 3;
-/// The first 32-bit data register (NFT_REG32_00): every expression here
-/// works on it.
-pub const REG: u32 = 8;
+/// `meta nfproto` (NFT_META_NFPROTO).
+const META_NFPROTO: u32 = 15;
+/// `meta l4proto` (NFT_META_L4PROTO).
+const META_L4PROTO: u32 = 16;
+/// NFT_PAYLOAD_NETWORK_HEADER, NFT_PAYLOAD_TRANSPORT_HEADER.
+const NETWORK: u32 = 1;
+const TRANSPORT: u32 = 2;
+const NFPROTO_IPV4: u8 = 2;
+const NFPROTO_IPV6: u8 = 10;
+const IPPROTO_ICMP: u8 = 1;
+const IPPROTO_ICMPV6: u8 = 58;
+/// The kernel's log prefix limit (NF_LOG_PREFIXLEN, with the zero).
+const LOG_PREFIX_MAX: usize = 127;
 
-/// One kernel expression.
+/// The register number nft writes for the data register that starts
+/// `unit` 32-bit words in: the 16-byte NFT_REG_n where one starts there,
+/// else NFT_REG32_nn (as nft's `netlink_put_register` does).
+pub const fn reg(unit: u32) -> u32 {
+    if unit.is_multiple_of(4) {
+        1 + unit / 4
+    } else {
+        8 + unit
+    }
+}
+
+/// The first data register, where every single-value expression works.
+pub const REG: u32 = reg(0);
+
+/// NFT_CMP_* operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq = 0,
+    Neq = 1,
+    Lte = 3,
+    Gte = 5,
+}
+
+/// One kernel expression; registers are netlink register numbers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Expr {
     MetaLoad {
         key: u32,
+        reg: u32,
     },
     MetaStore {
         key: u32,
+        reg: u32,
     },
-    /// `reg = (reg & mask) ^ xor`.
+    /// `len` bytes at `offset` of header `base` into `reg`.
+    Payload {
+        base: u32,
+        offset: u32,
+        len: u32,
+        reg: u32,
+    },
+    /// `reg = (reg & mask) ^ xor`, over `mask.len()` bytes.
     Bitwise {
-        mask: u32,
-        xor: u32,
+        reg: u32,
+        mask: Vec<u8>,
+        xor: Vec<u8>,
     },
     Cmp {
+        reg: u32,
+        op: CmpOp,
+        data: Vec<u8>,
+    },
+    /// `reg` within (or, `equal` false, outside) `from..=to`.
+    Range {
+        reg: u32,
         equal: bool,
-        data: u32,
+        from: Vec<u8>,
+        to: Vec<u8>,
+    },
+    /// Host to network order of `reg`, as nft writes it before a
+    /// host-order field (meta l4proto) goes into an interval set key.
+    Hton {
+        reg: u32,
+        len: u32,
+        size: u32,
+    },
+    Lookup {
+        reg: u32,
+        set: String,
+        /// NFTA_SET_ID of a set made in the same batch.
+        set_id: Option<u32>,
+        invert: bool,
+    },
+    Log {
+        prefix: Option<String>,
+        level: Option<u32>,
     },
     Verdict(Verdict),
 }
@@ -38,22 +111,49 @@ impl Expr {
     pub fn name(&self) -> &'static str {
         match self {
             Expr::MetaLoad { .. } | Expr::MetaStore { .. } => "meta",
+            Expr::Payload { .. } => "payload",
             Expr::Bitwise { .. } => "bitwise",
             Expr::Cmp { .. } => "cmp",
+            Expr::Range { .. } => "range",
+            Expr::Hton { .. } => "byteorder",
+            Expr::Lookup { .. } => "lookup",
+            Expr::Log { .. } => "log",
             Expr::Verdict(_) => "immediate",
         }
     }
 }
 
+/// What a rule needs to know of a set it looks up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetInfo {
+    pub key: Vec<DataType>,
+    pub interval: bool,
+    /// NFTA_SET_ID, when the set is made in the same batch.
+    pub id: Option<u32>,
+}
+
+fn meta_key(v: &Value) -> Option<&str> {
+    let m = v.as_object()?;
+    if m.len() != 1 {
+        return None;
+    }
+    let meta = m.get("meta")?.as_object()?;
+    if meta.len() != 1 {
+        return None;
+    }
+    meta.get("key")?.as_str()
+}
+
 fn is_mark(v: &Value) -> bool {
-    v.get("meta")
-        .and_then(|m| m.get("key"))
-        .and_then(Value::as_str)
-        == Some("mark")
+    meta_key(v) == Some("mark")
 }
 
 fn number(v: &Value) -> Option<u32> {
     u32::try_from(v.as_u64()?).ok()
+}
+
+fn byte(v: &Value) -> Option<u8> {
+    u8::try_from(v.as_u64()?).ok()
 }
 
 /// `meta mark OP n` as (operator, n).
@@ -70,10 +170,518 @@ fn mark_op(v: &Value) -> Option<(&str, u32)> {
     Some((op.as_str(), number(&args[1])?))
 }
 
+/// A packet field a rule matches on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// `ip saddr` … `ip6 daddr`.
+    Addr { v6: bool, offset: u32 },
+    /// `th sport`, `th dport`.
+    Port { offset: u32 },
+    /// `icmp type` … `icmpv6 code`.
+    Icmp { v6: bool, offset: u32 },
+}
+
+impl Field {
+    fn parse(v: &Value) -> Option<Field> {
+        let m = v.as_object()?;
+        if m.len() != 1 {
+            return None;
+        }
+        let p = m.get("payload")?.as_object()?;
+        if p.len() != 2 {
+            return None;
+        }
+        let proto = p.get("protocol")?.as_str()?;
+        let field = p.get("field")?.as_str()?;
+        Some(match (proto, field) {
+            ("ip", "saddr") => Field::Addr {
+                v6: false,
+                offset: 12,
+            },
+            ("ip", "daddr") => Field::Addr {
+                v6: false,
+                offset: 16,
+            },
+            ("ip6", "saddr") => Field::Addr {
+                v6: true,
+                offset: 8,
+            },
+            ("ip6", "daddr") => Field::Addr {
+                v6: true,
+                offset: 24,
+            },
+            ("th", "sport") => Field::Port { offset: 0 },
+            ("th", "dport") => Field::Port { offset: 2 },
+            ("icmp", "type") => Field::Icmp {
+                v6: false,
+                offset: 0,
+            },
+            ("icmp", "code") => Field::Icmp {
+                v6: false,
+                offset: 1,
+            },
+            ("icmpv6", "type") => Field::Icmp {
+                v6: true,
+                offset: 0,
+            },
+            ("icmpv6", "code") => Field::Icmp {
+                v6: true,
+                offset: 1,
+            },
+            _ => return None,
+        })
+    }
+
+    fn base(self) -> u32 {
+        match self {
+            Field::Addr { .. } => NETWORK,
+            Field::Port { .. } | Field::Icmp { .. } => TRANSPORT,
+        }
+    }
+
+    fn offset(self) -> u32 {
+        match self {
+            Field::Addr { offset, .. } | Field::Port { offset } | Field::Icmp { offset, .. } => {
+                offset
+            }
+        }
+    }
+
+    fn len(self) -> u32 {
+        match self {
+            Field::Addr { v6: false, .. } => 4,
+            Field::Addr { v6: true, .. } => 16,
+            Field::Port { .. } => 2,
+            Field::Icmp { .. } => 1,
+        }
+    }
+
+    fn load(self, len: u32, reg: u32) -> Expr {
+        Expr::Payload {
+            base: self.base(),
+            offset: self.offset(),
+            len,
+            reg,
+        }
+    }
+}
+
+/// What nft knows of the packet at a point of a rule (its protocol
+/// context), which decides the dependencies it adds.
+#[derive(Debug, Default)]
+struct Ctx {
+    /// The table is of family inet: the only one whose dependencies
+    /// are mirrored here.
+    inet: bool,
+    /// NFPROTO_* from `meta nfproto ==`.
+    nfproto: Option<u8>,
+    /// IPPROTO_* from `meta l4proto ==` or an ICMP dependency.
+    l4proto: Option<u8>,
+    /// Payload comparisons with the network and the transport header.
+    /// nft merges adjacent ones into one load (`icmp type 8 icmp code
+    /// 0` is one 2-byte compare), which is not mirrored here.
+    compares: [u8; 2],
+}
+
+impl Ctx {
+    /// A field may be matched: nft would add no dependency of its own
+    /// (the rule states the family already), or only the ICMP one,
+    /// which is added to `out`.
+    fn depend(&mut self, f: Field, out: &mut Vec<Expr>) -> Option<()> {
+        if !self.inet {
+            return None;
+        }
+        let family = |v6| if v6 { NFPROTO_IPV6 } else { NFPROTO_IPV4 };
+        match f {
+            Field::Port { .. } => {}
+            Field::Addr { v6, .. } => {
+                if self.nfproto != Some(family(v6)) {
+                    return None;
+                }
+            }
+            Field::Icmp { v6, .. } => {
+                if self.nfproto != Some(family(v6)) {
+                    return None;
+                }
+                let proto = if v6 { IPPROTO_ICMPV6 } else { IPPROTO_ICMP };
+                match self.l4proto {
+                    Some(p) if p == proto => {}
+                    Some(_) => return None,
+                    None => {
+                        out.extend([
+                            Expr::MetaLoad {
+                                key: META_L4PROTO,
+                                reg: REG,
+                            },
+                            Expr::Cmp {
+                                reg: REG,
+                                op: CmpOp::Eq,
+                                data: vec![proto],
+                            },
+                        ]);
+                        self.l4proto = Some(proto);
+                    }
+                }
+            }
+        }
+        Some(())
+    }
+
+    fn compare(&mut self, f: Field) {
+        let i = usize::from(f.base() == TRANSPORT);
+        self.compares[i] = self.compares[i].saturating_add(1);
+    }
+}
+
+/// An address or prefix (`{"prefix": {"addr": a, "len": n}}`) as nft
+/// compares it: a byte-aligned prefix loads only its bytes, any other
+/// loads the whole address and masks it.
+fn addr_match(f: Field, v6: bool, right: &Value, equal: bool, out: &mut Vec<Expr>) -> Option<()> {
+    let parse = |s: &str| -> Option<Vec<u8>> {
+        Some(if v6 {
+            s.parse::<Ipv6Addr>().ok()?.octets().to_vec()
+        } else {
+            s.parse::<Ipv4Addr>().ok()?.octets().to_vec()
+        })
+    };
+    let full = f.len();
+    let (mut addr, bits) = match right {
+        Value::String(s) => (parse(s)?, full * 8),
+        Value::Object(m) if m.len() == 1 => {
+            let p = m.get("prefix")?.as_object()?;
+            if p.len() != 2 {
+                return None;
+            }
+            let bits = number(p.get("len")?)?;
+            if bits > full * 8 {
+                return None;
+            }
+            (parse(p.get("addr")?.as_str()?)?, bits)
+        }
+        _ => return None,
+    };
+    let mask: Vec<u8> = (0..full)
+        .map(|i| {
+            let left = bits.saturating_sub(i * 8).min(8);
+            // `left` is at most 8: the shift cannot overflow a u16.
+            (0xff00u16 >> left) as u8
+        })
+        .collect();
+    // nft compares with the network address, host bits cleared.
+    for (a, m) in addr.iter_mut().zip(&mask) {
+        *a &= m;
+    }
+    let op = if equal { CmpOp::Eq } else { CmpOp::Neq };
+    if bits > 0 && bits.is_multiple_of(8) {
+        let n = bits / 8;
+        addr.truncate(n as usize);
+        out.extend([
+            f.load(n, REG),
+            Expr::Cmp {
+                reg: REG,
+                op,
+                data: addr,
+            },
+        ]);
+    } else {
+        out.extend([
+            f.load(full, REG),
+            Expr::Bitwise {
+                reg: REG,
+                xor: vec![0; mask.len()],
+                mask,
+            },
+            Expr::Cmp {
+                reg: REG,
+                op,
+                data: addr,
+            },
+        ]);
+    }
+    Some(())
+}
+
+/// `f OP right` for a payload field.
+fn field_match(
+    f: Field,
+    right: &Value,
+    equal: bool,
+    ctx: &mut Ctx,
+    sets: &dyn Fn(&str) -> Option<SetInfo>,
+    out: &mut Vec<Expr>,
+) -> Option<()> {
+    ctx.depend(f, out)?;
+    let op = if equal { CmpOp::Eq } else { CmpOp::Neq };
+    if let Some(name) = right.as_str().and_then(|s| s.strip_prefix('@')) {
+        let Field::Addr { v6, .. } = f else {
+            return None;
+        };
+        let t = if v6 {
+            DataType::Ipv6Addr
+        } else {
+            DataType::Ipv4Addr
+        };
+        return lookup(name, &[t], equal, sets, vec![f.load(f.len(), REG)], out);
+    }
+    ctx.compare(f);
+    match f {
+        Field::Addr { v6, .. } => addr_match(f, v6, right, equal, out),
+        Field::Icmp { .. } => {
+            out.extend([
+                f.load(1, REG),
+                Expr::Cmp {
+                    reg: REG,
+                    op,
+                    data: vec![byte(right)?],
+                },
+            ]);
+            Some(())
+        }
+        Field::Port { .. } => {
+            let port = |v: &Value| Some(u16::try_from(v.as_u64()?).ok()?.to_be_bytes().to_vec());
+            out.push(f.load(2, REG));
+            if let Some(r) = right.get("range") {
+                let [lo, hi] = r.as_array()?.as_slice() else {
+                    return None;
+                };
+                let (lo, hi) = (port(lo)?, port(hi)?);
+                if right.as_object()?.len() != 1 || lo > hi {
+                    return None;
+                }
+                // nft tests an inclusive range as two compares, and its
+                // negation with the range expression.
+                if equal {
+                    out.extend([
+                        Expr::Cmp {
+                            reg: REG,
+                            op: CmpOp::Gte,
+                            data: lo,
+                        },
+                        Expr::Cmp {
+                            reg: REG,
+                            op: CmpOp::Lte,
+                            data: hi,
+                        },
+                    ]);
+                } else {
+                    out.push(Expr::Range {
+                        reg: REG,
+                        equal: false,
+                        from: lo,
+                        to: hi,
+                    });
+                }
+            } else {
+                out.push(Expr::Cmp {
+                    reg: REG,
+                    op,
+                    data: port(right)?,
+                });
+            }
+            Some(())
+        }
+    }
+}
+
+/// A lookup of the key `loads` put in the registers, in set `name`,
+/// whose key type must be `key` (nft refuses any other; the kernel
+/// would not).
+fn lookup(
+    name: &str,
+    key: &[DataType],
+    equal: bool,
+    sets: &dyn Fn(&str) -> Option<SetInfo>,
+    loads: Vec<Expr>,
+    out: &mut Vec<Expr>,
+) -> Option<()> {
+    let set = sets(name)?;
+    if set.key != key {
+        return None;
+    }
+    out.extend(loads);
+    out.push(Expr::Lookup {
+        reg: REG,
+        set: name.to_string(),
+        set_id: set.id,
+        invert: !equal,
+    });
+    Some(())
+}
+
+/// `addr . meta l4proto [. port] @set`: each part in the registers from
+/// the next 32-bit word on.
+fn concat_lookup(
+    parts: &[Value],
+    right: &Value,
+    equal: bool,
+    ctx: &mut Ctx,
+    sets: &dyn Fn(&str) -> Option<SetInfo>,
+    out: &mut Vec<Expr>,
+) -> Option<()> {
+    let name = right.as_str()?.strip_prefix('@')?;
+    let (addr, port) = match parts {
+        [a, p] if meta_key(p) == Some("l4proto") => (Field::parse(a)?, None),
+        [a, p, t] if meta_key(p) == Some("l4proto") => (Field::parse(a)?, Some(Field::parse(t)?)),
+        _ => return None,
+    };
+    let Field::Addr { v6, .. } = addr else {
+        return None;
+    };
+    ctx.depend(addr, out)?;
+    let mut key = vec![
+        if v6 {
+            DataType::Ipv6Addr
+        } else {
+            DataType::Ipv4Addr
+        },
+        DataType::InetProto,
+    ];
+    let proto_unit = addr.len() / 4;
+    let proto_reg = reg(proto_unit);
+    let mut loads = vec![
+        addr.load(addr.len(), REG),
+        Expr::MetaLoad {
+            key: META_L4PROTO,
+            reg: proto_reg,
+        },
+    ];
+    let interval = sets(name)?.interval;
+    if interval {
+        loads.push(Expr::Hton {
+            reg: proto_reg,
+            len: 1,
+            size: 2,
+        });
+    }
+    if let Some(p) = port {
+        let Field::Port { .. } = p else {
+            return None;
+        };
+        key.push(DataType::InetService);
+        loads.push(p.load(2, reg(proto_unit + 1)));
+    }
+    lookup(name, &key, equal, sets, loads, out)
+}
+
+/// `{"log": {"prefix": …, "level": …}}`, either key optional.
+fn log(body: &Value) -> Option<Expr> {
+    if body.is_null() {
+        return Some(Expr::Log {
+            prefix: None,
+            level: None,
+        });
+    }
+    let m = body.as_object()?;
+    if m.keys().any(|k| k != "prefix" && k != "level") {
+        return None;
+    }
+    let prefix = match m.get("prefix") {
+        None => None,
+        Some(p) => {
+            let p = p.as_str()?;
+            if p.len() > LOG_PREFIX_MAX || p.contains('\0') {
+                return None;
+            }
+            Some(p.to_string())
+        }
+    };
+    let level = match m.get("level") {
+        None => None,
+        Some(l) => Some(match l.as_str()? {
+            "emerg" => 0,
+            "alert" => 1,
+            "crit" => 2,
+            "err" => 3,
+            "warn" => 4,
+            "notice" => 5,
+            "info" => 6,
+            "debug" => 7,
+            _ => return None,
+        }),
+    };
+    Some(Expr::Log { prefix, level })
+}
+
+/// `meta KEY OP right` for the keys other than mark.
+fn meta_match(
+    key: &str,
+    right: &Value,
+    equal: bool,
+    ctx: &mut Ctx,
+    out: &mut Vec<Expr>,
+) -> Option<()> {
+    if !ctx.inet {
+        return None;
+    }
+    let (key, value) = match key {
+        "nfproto" => {
+            let f = match right.as_str()? {
+                "ipv4" => NFPROTO_IPV4,
+                "ipv6" => NFPROTO_IPV6,
+                _ => return None,
+            };
+            if !equal || ctx.nfproto.is_some_and(|n| n != f) {
+                return None;
+            }
+            ctx.nfproto = Some(f);
+            (META_NFPROTO, f)
+        }
+        "l4proto" => {
+            let p = byte(right)?;
+            if equal {
+                if ctx.l4proto.is_some_and(|x| x != p) {
+                    return None;
+                }
+                ctx.l4proto = Some(p);
+            }
+            (META_L4PROTO, p)
+        }
+        _ => return None,
+    };
+    out.extend([
+        Expr::MetaLoad { key, reg: REG },
+        Expr::Cmp {
+            reg: REG,
+            op: if equal { CmpOp::Eq } else { CmpOp::Neq },
+            data: vec![value],
+        },
+    ]);
+    Some(())
+}
+
+fn mark_bits(op: (&str, u32)) -> Option<Expr> {
+    let (mask, xor) = match op {
+        ("&", n) => (n, 0),
+        ("|", n) => (!n, n),
+        _ => return None,
+    };
+    Some(Expr::Bitwise {
+        reg: REG,
+        mask: mask.to_ne_bytes().to_vec(),
+        xor: xor.to_ne_bytes().to_vec(),
+    })
+}
+
+fn load_mark() -> Expr {
+    Expr::MetaLoad {
+        key: META_MARK,
+        reg: REG,
+    }
+}
+
 /// A rule's statements as expressions, when every one is a shape this
-/// module writes; `None` otherwise.
-pub fn parse(stmts: &[Value]) -> Option<Vec<Expr>> {
+/// module writes as nft does; `None` otherwise. `family`: the table's;
+/// `sets`: the sets of the table the rule may look up.
+pub fn parse(
+    stmts: &[Value],
+    family: &str,
+    sets: &dyn Fn(&str) -> Option<SetInfo>,
+) -> Option<Vec<Expr>> {
     let mut out = Vec::new();
+    let mut ctx = Ctx {
+        inet: family == "inet",
+        ..Ctx::default()
+    };
     for st in stmts {
         let m = st.as_object()?;
         if m.len() != 1 {
@@ -82,42 +690,64 @@ pub fn parse(stmts: &[Value]) -> Option<Vec<Expr>> {
         let (kind, body) = m.iter().next()?;
         match kind.as_str() {
             "mangle" => {
-                if !is_mark(body.get("key")?) {
+                if !is_mark(body.get("key")?) || body.as_object()?.len() != 2 {
                     return None;
                 }
-                let bits = match mark_op(body.get("value")?)? {
-                    ("&", n) => Expr::Bitwise { mask: n, xor: 0 },
-                    ("|", n) => Expr::Bitwise { mask: !n, xor: n },
-                    _ => return None,
-                };
+                let bits = mark_bits(mark_op(body.get("value")?)?)?;
                 out.extend([
-                    Expr::MetaLoad { key: META_MARK },
+                    load_mark(),
                     bits,
-                    Expr::MetaStore { key: META_MARK },
+                    Expr::MetaStore {
+                        key: META_MARK,
+                        reg: REG,
+                    },
                 ]);
             }
             "match" => {
+                if body.as_object()?.len() != 3 {
+                    return None;
+                }
                 let equal = match body.get("op")?.as_str()? {
                     "==" => true,
                     "!=" => false,
                     _ => return None,
                 };
                 let left = body.get("left")?;
-                let data = number(body.get("right")?)?;
-                out.push(Expr::MetaLoad { key: META_MARK });
-                if !is_mark(left) {
-                    match mark_op(left)? {
-                        ("&", n) => out.push(Expr::Bitwise { mask: n, xor: 0 }),
-                        _ => return None,
+                let right = body.get("right")?;
+                if is_mark(left) || mark_op(left).is_some() {
+                    out.push(load_mark());
+                    if !is_mark(left) {
+                        match mark_op(left)? {
+                            ("&", _) => out.push(mark_bits(mark_op(left)?)?),
+                            _ => return None,
+                        }
                     }
+                    out.push(Expr::Cmp {
+                        reg: REG,
+                        op: if equal { CmpOp::Eq } else { CmpOp::Neq },
+                        data: number(right)?.to_ne_bytes().to_vec(),
+                    });
+                } else if let Some(key) = meta_key(left) {
+                    meta_match(key, right, equal, &mut ctx, &mut out)?;
+                } else if let Some(f) = Field::parse(left) {
+                    field_match(f, right, equal, &mut ctx, sets, &mut out)?;
+                } else {
+                    let parts = left.get("concat")?.as_array()?;
+                    if left.as_object()?.len() != 1 {
+                        return None;
+                    }
+                    concat_lookup(parts, right, equal, &mut ctx, sets, &mut out)?;
                 }
-                out.push(Expr::Cmp { equal, data });
             }
+            "log" => out.push(log(body)?),
             "jump" | "goto" | "return" | "drop" | "accept" => {
                 out.push(Expr::Verdict(Verdict::parse(st)?));
             }
             _ => return None,
         }
+    }
+    if ctx.compares.iter().any(|n| *n > 1) {
+        return None;
     }
     Some(out)
 }

@@ -71,6 +71,49 @@ impl DataType {
     }
 }
 
+impl DataType {
+    /// nft's number for the type (`datatypes.h`), for the types whose
+    /// set declarations go over netlink.
+    pub fn type_id(self) -> Option<u32> {
+        Some(match self {
+            DataType::Ipv4Addr => 7,
+            DataType::Ipv6Addr => 8,
+            DataType::InetProto => 12,
+            DataType::InetService => 13,
+            DataType::Mark | DataType::Ifname => return None,
+        })
+    }
+
+    /// Bytes a value of the type takes, unpadded.
+    pub fn size(self) -> usize {
+        match self {
+            DataType::Ipv4Addr | DataType::Mark => 4,
+            DataType::Ipv6Addr | DataType::Ifname => 16,
+            DataType::InetProto => 1,
+            DataType::InetService => 2,
+        }
+    }
+
+    /// An element field of an interval set: a value or `{"range": [a, b]}`,
+    /// as (start, end) key bytes; `None` for anything else, or an empty
+    /// range.
+    pub fn encode_span(self, v: &Value) -> Option<(Vec<u8>, Vec<u8>)> {
+        if let Some(r) = v.get("range") {
+            let [lo, hi] = r.as_array()?.as_slice() else {
+                return None;
+            };
+            if v.as_object()?.len() != 1 {
+                return None;
+            }
+            let (lo, hi) = (self.encode(lo)?, self.encode(hi)?);
+            // Big-endian bytes of one length compare as the values do.
+            return (lo <= hi).then_some((lo, hi));
+        }
+        let one = self.encode(v)?;
+        Some((one.clone(), one))
+    }
+}
+
 fn proto(v: &Value) -> Option<u8> {
     if let Some(n) = v.as_u64() {
         return u8::try_from(n).ok();
@@ -131,6 +174,35 @@ impl KeyType {
             .collect::<Option<Vec<_>>>()?;
         let parts: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
         Some(concat(&parts))
+    }
+}
+
+impl KeyType {
+    /// Key bytes for an element of an interval set of this (concatenated)
+    /// type: `{"concat": [...]}`, each part a value or a range, as the
+    /// start key and the end key.
+    pub fn encode_span(&self, v: &Value) -> Option<(Vec<u8>, Vec<u8>)> {
+        let parts = v.get("concat")?.as_array()?;
+        if parts.len() != self.0.len() || self.0.len() < 2 || v.as_object()?.len() != 1 {
+            return None;
+        }
+        let spans = self
+            .0
+            .iter()
+            .zip(parts)
+            .map(|(t, p)| t.encode_span(p))
+            .collect::<Option<Vec<_>>>()?;
+        let starts: Vec<&[u8]> = spans.iter().map(|(a, _)| a.as_slice()).collect();
+        let ends: Vec<&[u8]> = spans.iter().map(|(_, b)| b.as_slice()).collect();
+        Some((concat(&starts), concat(&ends)))
+    }
+
+    /// Key length in bytes: a concatenation pads each part to four.
+    pub fn size(&self) -> usize {
+        match self.0.as_slice() {
+            [one] => one.size(),
+            parts => parts.iter().map(|t| t.size().div_ceil(4) * 4).sum(),
+        }
     }
 }
 
