@@ -95,6 +95,7 @@ pub struct Resolver<'a> {
     endpoints: &'a [Endpoint],
     namespaces: &'a NamespaceLabels,
     by_namespace: BTreeMap<&'a str, Vec<&'a Endpoint>>,
+    all: Vec<&'a Endpoint>,
     selected: HashMap<(EndpointSel, bool), Intervals>,
     /// Named port → (protocol, port) → the addresses that number it so.
     named: HashMap<(String, bool), BTreeMap<(u8, u16), Intervals>>,
@@ -113,6 +114,7 @@ impl<'a> Resolver<'a> {
             endpoints,
             namespaces,
             by_namespace,
+            all: endpoints.iter().collect(),
             selected: HashMap::new(),
             named: HashMap::new(),
         }
@@ -121,15 +123,11 @@ impl<'a> Resolver<'a> {
     /// The addresses (of family `v6`) of the endpoints `sel` selects.
     pub fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
         // A selector in one namespace need only look at that namespace.
-        let pool: Vec<&Endpoint> = match &sel.namespaces {
-            Namespaces::Named(n) => self
-                .by_namespace
-                .get(n.as_str())
-                .cloned()
-                .unwrap_or_default(),
-            Namespaces::Selected(_) => self.endpoints.iter().collect(),
+        let pool: &[&Endpoint] = match &sel.namespaces {
+            Namespaces::Named(n) => self.by_namespace.get(n.as_str()).map_or(&[], Vec::as_slice),
+            Namespaces::Selected(_) => &self.all,
         };
-        pool.into_iter()
+        pool.iter()
             .filter(|ep| sel.matches(ep, self.namespaces))
             .flat_map(|ep| ep.addrs.iter().copied())
             .filter(|a| a.is_ipv6() == v6)

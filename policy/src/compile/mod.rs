@@ -520,11 +520,10 @@ fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
     out
 }
 
-/// A run of a profile written as set lookups: its sets' name stem, and
-/// what their elements are computed from.
+/// A run of a profile written as set lookups (kept by its sets' name
+/// stem): what their elements are computed from.
 #[derive(Debug, Clone)]
 struct RunSets {
-    stem: String,
     ingress: bool,
     rules: Vec<Rule>,
     local_ports: Vec<NamedPort>,
@@ -673,7 +672,6 @@ fn build_profile(
             .map(|&v6| (v6, run_shapes(&rules, v6)))
             .collect();
         runs.entry(stem.clone()).or_insert_with(|| RunSets {
-            stem: stem.clone(),
             ingress,
             rules,
             local_ports: local_ports.to_vec(),
@@ -877,7 +875,7 @@ pub fn compile_cached<'a>(
         .collect();
     cache.policies.retain(|k, _| kept.contains(k));
     let mut res = merge::Resolver::new(endpoints, namespaces);
-    for run in runs.values() {
+    for (stem, run) in &runs {
         for &v6 in &needs.families {
             let (portless, ported) = run_shapes(&run.rules, v6);
             if !portless && !ported {
@@ -902,7 +900,7 @@ pub fn compile_cached<'a>(
                     })
                     .collect();
                 rs.sets.insert(
-                    run_set(&run.stem, ports, v6),
+                    run_set(stem, ports, v6),
                     SetDef {
                         kind: SetKind::Run { v6, ports },
                         elements,
