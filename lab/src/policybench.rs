@@ -14,7 +14,7 @@
 //! The cluster is generated from a seed: the same options give the same
 //! objects. Only IPv4 pod addresses.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,7 +28,7 @@ use tartan_api::resources::{
 };
 use tartan_felix::calc::policy::{Converted, desired, desired_cached};
 use tartan_felix::calc::state::{Labels, State};
-use tartan_felix::dataplane::nft::Written;
+use tartan_felix::dataplane::nft::{Via, Written};
 use tartan_felix::dataplane::policy::PolicyDriver;
 use tartan_policy::compile::CompileCache;
 use tartan_policy::compile::{Ruleset, hash, render};
@@ -702,6 +702,11 @@ pub struct Step {
     pub compile: Duration,
     pub apply: Duration,
     pub render: Duration,
+    /// The write went through the `nft` program (a command felix does
+    /// not encode over netlink).
+    pub via_nft: bool,
+    /// Commands in the batch (objects added, deleted, flushed).
+    pub commands: usize,
 }
 
 impl Step {
@@ -731,9 +736,18 @@ pub struct Size {
 #[derive(Debug, Default, Clone)]
 pub struct Path {
     pub profile: String,
-    /// Rules of the server's ingress profile, and of them set lookups.
+    /// Rules of the server's ingress profile, and of them set lookups
+    /// (runs, and guards written in the profile itself).
     pub profile_rules: usize,
     pub lookups: usize,
+    /// The stretches behind guards: how many, their guard lookups, and
+    /// the rules inside them.
+    pub stretches: usize,
+    pub guard_lookups: usize,
+    pub stretch_rules: usize,
+    /// Rules of the profile's Pass chain, and of them set lookups.
+    pub pass_rules: usize,
+    pub pass_lookups: usize,
     /// Rules of the client's egress profile.
     pub client_egress_rules: usize,
 }
@@ -786,18 +800,53 @@ fn rules_of(rs: &Ruleset, chain: &str) -> (usize, usize) {
     (c.len(), lookups)
 }
 
+/// The chains a chain's rules jump or go to, in order.
+fn targets_of(rs: &Ruleset, chain: &str) -> Vec<String> {
+    let Some(c) = rs.chains.get(chain) else {
+        return Vec::new();
+    };
+    c.iter()
+        .filter_map(|r| {
+            let v = serde_json::to_value(r.last()?).ok()?;
+            ["/jump/target", "/goto/target"]
+                .iter()
+                .find_map(|k| v.pointer(k)?.as_str().map(String::from))
+        })
+        .collect()
+}
+
 fn path_of(rs: &Ruleset, syn: &Synthetic) -> Path {
     let server = syn.server.interface.as_deref().unwrap_or("");
     let client = syn.client.interface.as_deref().unwrap_or("");
     let profile = rs.to_endpoint.get(server).cloned().unwrap_or_default();
     let (profile_rules, lookups) = rules_of(rs, &profile);
     let egress = rs.from_endpoint.get(client).cloned().unwrap_or_default();
-    Path {
-        profile,
+    let mut path = Path {
         profile_rules,
         lookups,
         client_egress_rules: rules_of(rs, &egress).0,
+        ..Path::default()
+    };
+    let mut stretches = BTreeSet::new();
+    for t in targets_of(rs, &profile) {
+        match t.chars().next() {
+            Some('g') => {
+                path.guard_lookups += rules_of(rs, &t).1;
+                stretches.extend(targets_of(rs, &t));
+            }
+            Some('x') => {
+                path.guard_lookups += 1;
+                path.lookups -= 1;
+                stretches.insert(t);
+            }
+            Some('k') => (path.pass_rules, path.pass_lookups) = rules_of(rs, &t),
+            _ => {}
+        }
     }
+    path.stretches = stretches.len();
+    path.stretch_rules = stretches.iter().map(|x| rules_of(rs, x).0).sum();
+    path.profile = profile;
+    path
 }
 
 /// The policy table has no set the packet path fills (felix passes the
@@ -822,17 +871,24 @@ fn timed_step(
         (_, w) => bail!("unexpected write {w:?} (the difference was refused?)"),
     }
     let t = Instant::now();
-    let len = match old {
-        None => render::full(&rs).to_string().len(),
-        Some(o) => render::diff(o, &rs).map_or(0, |v| v.to_string().len()),
+    let batch = match old {
+        None => Some(render::full(&rs)),
+        Some(o) => render::diff(o, &rs),
     };
+    let len = batch.as_ref().map_or(0, |v| v.to_string().len());
     let render = t.elapsed();
     std::hint::black_box(len);
+    let commands = batch
+        .as_ref()
+        .and_then(|b| b["nftables"].as_array().map(Vec::len))
+        .unwrap_or(0);
     Ok((
         Step {
             compile,
             apply,
             render,
+            via_nft: driver.last_via() == Some(Via::Nft),
+            commands,
         },
         rs,
     ))
@@ -1066,13 +1122,21 @@ pub fn run(o: &PolicyBenchOptions, mut log: impl FnMut(&str)) -> Result<(Synthet
 // ---------------------------------------------------------------------
 // Report.
 
+/// The median of `v` (0 when empty).
+fn quantile_usize(mut v: Vec<usize>) -> usize {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
 fn row(md: &mut String, what: &str, steps: &[Step], goal: &str) {
     let pick = |f: fn(&Step) -> Duration| -> Vec<Duration> { steps.iter().map(f).collect() };
     let total = pick(Step::total);
     let _ = writeln!(
         md,
-        "| {what} | {} | {} | {} | {} | {} | **{}** | {} | {} | {goal} |",
+        "| {what} | {} | {} | {} | {} | {} | {} | {} | **{}** | {} | {} | {goal} |",
         steps.len(),
+        quantile_usize(steps.iter().map(|s| s.commands).collect()),
+        steps.iter().filter(|s| s.via_nft).count(),
         ms(quantile(&pick(|s| s.compile), 0.5)),
         ms(quantile(&pick(|s| s.apply), 0.5)),
         ms(quantile(&pick(|s| s.render), 0.5)),
@@ -1128,7 +1192,7 @@ pub fn render_markdown(
     );
     let _ = writeln!(
         md,
-        "## Sync and changes\n\n{} runs. Each run deletes the table, then times: the full sync (compile + the first whole-table write, a new driver); `{}` changed (its first ingress rule's ports become TCP 8443) and changed back; pod `{}` relabelled ({}, which moves it to another profile) and back: each compile + difference write. *compile* is felix's `desired_cached()` (pure; its cache of rendered policy chains kept across the run's compiles, as felix keeps it, and empty for the full sync); *apply* is `PolicyDriver::apply` (render to JSON, serialise, write: over netlink when every command is one felix encodes itself, else through nft); *render* is `render::full`/`render::diff` + serialisation timed apart (pure), and *nft* is apply − render. Percentiles over all samples.\n",
+        "## Sync and changes\n\n{} runs. Each run deletes the table, then times: the full sync (compile + the first whole-table write, a new driver); `{}` changed (its first ingress rule's ports become TCP 8443) and changed back; pod `{}` relabelled ({}, which moves it to another profile) and back: each compile + difference write. *commands* counts the batch's commands (objects added, deleted or flushed); *by `nft`* how many samples' writes went through the `nft` program rather than netlink. *compile* is felix's `desired_cached()` (pure; its cache of rendered policies, built profiles and run-set elements kept across the run's compiles, as felix keeps it, and empty for the full sync); *apply* is `PolicyDriver::apply` (render to JSON, serialise, write: over netlink when every command is one felix encodes itself, else through nft); *render* is `render::full`/`render::diff` + serialisation timed apart (pure), and *nft* is apply − render. Percentiles over all samples; the last four rows split the changes by direction (there, back).\n",
         o.runs,
         syn.change_key,
         syn.relabel_key,
@@ -1136,12 +1200,24 @@ pub fn render_markdown(
     );
     let _ = writeln!(
         md,
-        "| operation | samples | compile (median) | apply (median) | of it render | of it nft | total (median) | p90 | max | goal |"
+        "| operation | samples | commands (median) | of them by `nft` | compile (median) | apply (median) | of it render | of it nft | total (median) | p90 | max | goal |"
     );
-    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(md, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     row(&mut md, "full sync", &f.full, "< 2 s");
     row(&mut md, "one policy changed", &f.change, "< 20 ms");
     row(&mut md, "one pod relabelled", &f.relabel, "< 20 ms");
+    // Each run's samples alternate: there, then back.
+    let half = |v: &[Step], back: usize| -> Vec<Step> {
+        v.iter().skip(back).step_by(2).copied().collect()
+    };
+    for (what, steps) in [
+        ("policy changed", &f.change),
+        ("pod relabelled", &f.relabel),
+    ] {
+        for (dir, k) in [("there", 0), ("back", 1)] {
+            row(&mut md, &format!("{what}, {dir}"), &half(steps, k), "");
+        }
+    }
     let _ = writeln!(
         md,
         "\nThe periodic drift check (`apply(…, check = true)` with nothing to write: `nft -j list table` and a comparison of chain, rule and element counts): median {}, max {}.\n",
@@ -1159,13 +1235,18 @@ pub fn render_markdown(
         let ratio = paired_ratio(&f.latency_policy, &f.latency_empty);
         let _ = writeln!(
             md,
-            "## Connection latency\n\nTwo pods of namespace `{BENCH_NS}` behind the node namespace, wired as the CNI plugin wires them (veth `tarbcli`/`tarbsrv`, /32 routes, gateway 169.254.1.1 as a permanent neighbour, proxy ARP on the host end). The client ({}) opens a fresh TCP connection to the server ({}:{SERVER_PORT}), sends one byte and reads it back, then resets the connection. With the ruleset, the SYN leaves the client through its egress profile ({} rules) and reaches the server through profile `{}`: {} rules, {} of them run-set lookups, standing for 30 policies; the last rule of the last Kubernetes policy (`bench-allow-…`, from app=loadgen to the named port `http`) allows it ({}); only the SYN walks them, the rest of the connection is `established`. Empty: the same pods, the table compiled with no policy (both interfaces dispatch to `open`).\n\nA second server ({OPEN_SERVER_ADDR}, `{OPEN_SERVER_IFACE}`, always dispatched to `open` by an extra map element) answers beside it: each run makes {} connections to each server, interleaved one by one (after {} unmeasured), so the two medians of a run saw the same machine. The client and both servers are pinned to one CPU (the last), so every connection takes the same path through the scheduler. Each round runs the ruleset and the empty table back to back (ruleset first in even rounds), each written by the driver as a difference before its run; a ratio is the median of the per-round ratios.\n",
+            "## Connection latency\n\nTwo pods of namespace `{BENCH_NS}` behind the node namespace, wired as the CNI plugin wires them (veth `tarbcli`/`tarbsrv`, /32 routes, gateway 169.254.1.1 as a permanent neighbour, proxy ARP on the host end). The client ({}) opens a fresh TCP connection to the server ({}:{SERVER_PORT}), sends one byte and reads it back, then resets the connection. With the ruleset, the SYN leaves the client through its egress profile ({} rules) and reaches the server through profile `{}`, standing for 30 policies: {} rules, {} of them run-set lookups besides the guards; {} guarded stretches of {} rules in all behind {} guard lookups (the SYN is in none of the stretches' boxes, so it tests the guards and skips the stretches); the profile's Pass goes to its Kubernetes chain ({} rules, {} lookups), where the Allow run holding the last Kubernetes policy's final rule (`bench-allow-…`, from app=loadgen to the named port `http`) allows it ({}); only the SYN walks them, the rest of the connection is `established`. Empty: the same pods, the table compiled with no policy (both interfaces dispatch to `open`).\n\nA second server ({OPEN_SERVER_ADDR}, `{OPEN_SERVER_IFACE}`, always dispatched to `open` by an extra map element) answers beside it: each run makes {} connections to each server, interleaved one by one (after {} unmeasured), so the two medians of a run saw the same machine. The client and both servers are pinned to one CPU (the last), so every connection takes the same path through the scheduler. Each round runs the ruleset and the empty table back to back (ruleset first in even rounds), each written by the driver as a difference before its run; a ratio is the median of the per-round ratios.\n",
             syn.client.addr,
             syn.server.addr,
             p.client_egress_rules,
             p.profile,
             p.profile_rules,
             p.lookups,
+            p.stretches,
+            p.stretch_rules,
+            p.guard_lookups,
+            p.pass_rules,
+            p.pass_lookups,
             f.enforced,
             o.connections,
             o.connections.min(100),

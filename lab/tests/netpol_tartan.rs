@@ -154,17 +154,112 @@ fn kernel_log_after(marker: &str) -> Result<String> {
     Ok(lines[start..].join("\n"))
 }
 
+/// Records from the nodes' namespaces reach the kernel log only with
+/// this (felix sets it too); nothing restores it.
+fn log_from_every_netns() {
+    let sysctl = "/proc/sys/net/netfilter/nf_log_all_netns";
+    if let Err(e) = std::fs::write(sysctl, "1") {
+        eprintln!("could not set {sysctl}: {e} (felix may have)");
+    }
+}
+
+/// Writes a unique line to the kernel log, and returns it.
+fn kernel_log_marker() -> Result<String> {
+    let marker = format!(
+        "netpol-log-marker-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/kmsg")
+        .and_then(|mut k| k.write_all(marker.as_bytes()))
+        .context("write a marker to /dev/kmsg")?;
+    Ok(marker)
+}
+
+/// Three hardening GlobalNetworkPolicies on x, each a Log on TCP 80, a
+/// Deny on TCP 81 and a Deny from a network (the third: y/b's address),
+/// then an Allow for the rest (order 900). The three are one stretch of
+/// rules behind a guard lookup (docs/policy.md): into x, TCP 81 is
+/// closed, y/b is kept out, the rest gets in; one SYN from z/a to x/a
+/// is logged once by each policy, never twice.
+fn guarded_log_and_deny_stretch(c: &NetpolCluster) -> Result<()> {
+    log_from_every_netns();
+    let yb = c.ip("y/b")?;
+    for i in 1..=3 {
+        let net = if i == 3 {
+            format!("{yb}/32")
+        } else {
+            format!("192.0.2.{i}/32")
+        };
+        c.apply_global_policy(global_policy(
+            &format!("harden-{i}"),
+            json!({"order": 10 + i, "selector": "all()", "namespaceSelector": in_ns("x"),
+                   "types": ["Ingress"], "ingress": [
+                {"action": "Log", "protocol": "TCP", "destination": {"ports": [80]}},
+                {"action": "Deny", "protocol": "TCP", "destination": {"ports": [81]}},
+                {"action": "Deny", "source": {"nets": [net]}}]}),
+        ))?;
+    }
+    c.apply_global_policy(global_policy(
+        "allow-rest",
+        json!({"order": 900, "selector": "all()", "namespaceSelector": in_ns("x"),
+               "types": ["Ingress"], "ingress": [{"action": "Allow"}]}),
+    ))?;
+    let mut but_yb = all();
+    but_yb.expect_to_namespace_from("y/b", "x", false);
+    c.expect(80, Tcp, &but_yb)?;
+    c.expect(81, Udp, &but_yb)?;
+    let mut closed = all();
+    closed.expect_to_namespace("x", false);
+    c.expect(81, Tcp, &closed)?;
+
+    let marker = kernel_log_marker()?;
+    let client = c.pod("z/a").context("no z/a")?;
+    let (src, dst) = (c.ip("z/a")?, c.ip("x/a")?);
+    if !probe(client.netns(), dst, 80, Tcp)? {
+        bail!("z/a does not reach x/a on TCP 80");
+    }
+    let ours = |log: &str, i: u32| {
+        log.lines()
+            .filter(|l| {
+                l.contains(&format!("tartan gnp:harden-{i} in: "))
+                    && l.contains(&format!("SRC={src} DST={dst} "))
+                    && l.contains("DPT=80 ")
+            })
+            .count()
+    };
+    let start = Instant::now();
+    loop {
+        let log = kernel_log_after(&marker)?;
+        let counts: Vec<usize> = (1..=3).map(|i| ours(&log, i)).collect();
+        if counts.iter().any(|&n| n > 1) {
+            bail!("a SYN logged more than once by one policy: {counts:?}\n{log}");
+        }
+        if counts == [1, 1, 1] {
+            return Ok(());
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            bail!(
+                "records per policy after 10 s: {counts:?}, want one each; the log after the \
+                 marker:\n{log}\n{}",
+                c.felix_logs(15)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 /// Ingress to x/a logged then allowed (order 10), ahead of a Kubernetes
 /// deny-ingress on all of x (order 1000): x/a stays reachable (Log goes
 /// on to the Allow), x/b and x/c are closed, and a probe of x/a leaves a
 /// kernel log record with the prefix `tartan ` and x/a's address.
 fn log_then_allow(c: &NetpolCluster) -> Result<()> {
-    // Records from the nodes' namespaces reach the kernel log only with
-    // this (felix sets it too); nothing restores it.
-    let sysctl = "/proc/sys/net/netfilter/nf_log_all_netns";
-    if let Err(e) = std::fs::write(sysctl, "1") {
-        eprintln!("could not set {sysctl}: {e} (felix may have)");
-    }
+    log_from_every_netns();
     c.apply_k8s_policy(k8s_policy(
         "x",
         "deny-ingress",
@@ -180,19 +275,7 @@ fn log_then_allow(c: &NetpolCluster) -> Result<()> {
     want.expect_to("x/b", false).expect_to("x/c", false);
     c.expect(80, Tcp, &want)?;
 
-    let marker = format!(
-        "netpol-log-marker-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    );
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/kmsg")
-        .and_then(|mut k| k.write_all(marker.as_bytes()))
-        .context("write a marker to /dev/kmsg")?;
+    let marker = kernel_log_marker()?;
     let client = c.pod("y/b").context("no y/b")?;
     let server = c.ip("x/a")?;
     let dst = format!("DST={server} ");
@@ -234,6 +317,10 @@ const CASES: &[Case] = &[
         global_policy_across_namespaces,
     ),
     ("Log, then Allow", log_then_allow),
+    (
+        "a stretch of Log and Deny rules behind its guard",
+        guarded_log_and_deny_stretch,
+    ),
 ];
 
 #[test]

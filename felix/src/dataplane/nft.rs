@@ -47,6 +47,8 @@ pub struct NftDriver<T> {
     /// What the kernel holds, as far as felix knows.
     applied: Option<T>,
     writer: NftWriter,
+    /// How the latest write reached the kernel (for benchmarks and logs).
+    last_via: Option<Via>,
 }
 
 impl<T> Default for NftDriver<T> {
@@ -54,6 +56,7 @@ impl<T> Default for NftDriver<T> {
         NftDriver {
             applied: None,
             writer: NftWriter::default(),
+            last_via: None,
         }
     }
 }
@@ -321,6 +324,11 @@ pub fn kernel_summary(
 }
 
 impl<T: Table> NftDriver<T> {
+    /// How the latest write reached the kernel; `None` before the first.
+    pub fn last_via(&self) -> Option<Via> {
+        self.last_via
+    }
+
     /// Make the kernel's table `want`. With `check`, first compare the
     /// kernel's table with what was applied (a table removed or edited by
     /// hand is rebuilt). `dynamic`: names of sets the packet path fills.
@@ -347,7 +355,8 @@ impl<T: Table> NftDriver<T> {
                 return Ok(Written::Nothing);
             };
             match self.writer.write(&batch, T::FAMILY, T::NAME) {
-                Ok(_) => {
+                Ok(via) => {
+                    self.last_via = Some(via);
                     self.applied = Some(want.clone());
                     return Ok(Written::Difference(started.elapsed()));
                 }
@@ -357,7 +366,7 @@ impl<T: Table> NftDriver<T> {
                 }
             }
         }
-        self.writer.write(&want.full(), T::FAMILY, T::NAME)?;
+        self.last_via = Some(self.writer.write(&want.full(), T::FAMILY, T::NAME)?);
         self.applied = Some(want.clone());
         Ok(Written::Full(started.elapsed()))
     }

@@ -25,9 +25,19 @@ use crate::model::{Action, Namespaces};
 /// direction `ingress` (the peer is the source for ingress, the
 /// destination for egress; ports are always the destination's).
 pub fn mergeable(r: &Rule, ingress: bool) -> bool {
-    if !matches!(r.action, Action::Allow | Action::Deny) {
-        return false;
+    match r.action {
+        Action::Allow | Action::Deny => box_shaped(r, ingress),
+        // A Log rule is a run of its own (two Log rules matching one
+        // packet log twice); one matching everything is a plain `log`.
+        Action::Log => box_shaped(r, ingress) && !universal(r),
+        Action::Pass => false,
     }
+}
+
+/// Whether the packets `r` matches are a union of (peer address,
+/// protocol, destination port) boxes, whatever its action: what a run
+/// and a guard (see the compiler's stretches) can hold.
+pub fn box_shaped(r: &Rule, ingress: bool) -> bool {
     let peer = peer_side(ingress);
     let mut has_protocol = false;
     let mut has_ports = false;
@@ -67,6 +77,12 @@ fn peer_side(ingress: bool) -> Side {
     } else {
         Side::Destination
     }
+}
+
+/// Whether a box-shaped rule matches every packet of a family (no
+/// condition but the IP version): a guard holding it would skip nothing.
+pub fn universal(r: &Rule) -> bool {
+    r.conds.iter().all(|c| matches!(c, Cond::IpVersion(_)))
 }
 
 /// Whether a mergeable rule has ports (written in the port-shaped set).
@@ -164,6 +180,40 @@ impl<'a> Resolver<'a> {
                 .collect()
         })
     }
+}
+
+/// What a run's boxes depend on besides its rules: the addresses its
+/// selectors pick and, for egress, who numbers its named ports how.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    Selected(Intervals),
+    Named(BTreeMap<(u8, u16), Intervals>),
+}
+
+/// The endpoint-dependent inputs of `rules` (a run's) in `families`: two
+/// compiles with equal rules, local ports and inputs give equal boxes.
+pub fn run_inputs(
+    rules: &[Rule],
+    families: &[bool],
+    ingress: bool,
+    res: &mut Resolver<'_>,
+) -> Vec<Input> {
+    let mut out = Vec::new();
+    for &v6 in families {
+        for c in rules.iter().flat_map(|r| &r.conds) {
+            match c {
+                Cond::Addr {
+                    addrs: Addrs::Endpoints(sel),
+                    ..
+                } => out.push(Input::Selected(res.selected(sel, v6))),
+                Cond::NamedPort { name, .. } if !ingress => {
+                    out.push(Input::Named(res.named(name, v6).clone()))
+                }
+                _ => {}
+            }
+        }
+    }
+    out
 }
 
 /// A mergeable rule as boxes: addresses × ranges of the second field
@@ -291,7 +341,8 @@ fn entries(
     }
 }
 
-/// The elements of a run's two sets in family `v6`: the portless shape
+/// The elements of a run's two sets in family `v6` (the rules' actions
+/// play no part): the portless shape
 /// (address × protocol range) and the port shape (address × protocol ×
 /// port range), as disjoint boxes.
 pub fn run_pieces(

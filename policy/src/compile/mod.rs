@@ -16,9 +16,13 @@
 //!   all such runs, so a packet's cost does not grow with their number.
 //!   The sets are named after the rules they hold, so profiles with the
 //!   same run share them, and a changed policy changes their elements and
-//!   the chains of the profiles that use it;
-//! - any other rule (Log, Pass, ICMP, negated selectors, local addresses)
-//!   is written as it is: every distinct endpoint selector such a rule
+//!   the chains of the profiles that use it. A Log rule of that shape is
+//!   a run of its own, its lookup's verdict `log`;
+//! - a stretch of consecutive runs sits in its own chain (`x<hash>`)
+//!   behind a guard: lookups in a set of the union of the stretch's boxes
+//!   (see `guard_stretches`), so a packet outside them skips it;
+//! - any other rule (Log matching everything, Pass, ICMP, negated
+//!   selectors, local addresses) is written as it is: every distinct endpoint selector such a rule
 //!   uses becomes a named set of addresses per IP family (`s<hash>4`,
 //!   `s<hash>6`), every named port a set of `address . protocol . port`
 //!   (`n<hash>4`, `n<hash>6`).
@@ -33,13 +37,15 @@
 //! no policy selects in a direction is open in that direction.
 
 pub mod boxes;
+#[cfg(test)]
+mod eval_tests;
 pub mod merge;
 pub mod render;
 pub mod stmt;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -374,25 +380,32 @@ fn nfproto(v6: bool) -> Statement<'static> {
 /// as one set lookup, and rules written as they are.
 #[derive(Debug, Clone, PartialEq)]
 enum Run {
-    /// Consecutive mergeable rules with the same action (see [`merge`]).
+    /// Consecutive mergeable rules with the same action, Allow or Deny,
+    /// or one mergeable Log rule (see [`merge`]).
     Merged { action: Action, rules: Vec<Rule> },
     /// One rule, as statements for each IP family it needs (a Pass rule's
     /// verdict still [`PASS_TARGET`]).
     Written(Vec<Stmts>),
 }
 
-fn policy_runs(p: &Policy, ingress: bool, needs: &mut Needs) -> Vec<Run> {
-    let rules = if ingress { &p.ingress } else { &p.egress };
-    let prefix = format!(
+/// What a policy's Log rules write before the packet's headers.
+fn log_prefix(p: &Policy, ingress: bool) -> String {
+    format!(
         "tartan {} {}: ",
         p.source,
         if ingress { "in" } else { "out" }
-    );
+    )
+}
+
+fn policy_runs(p: &Policy, ingress: bool, needs: &mut Needs) -> Vec<Run> {
+    let rules = if ingress { &p.ingress } else { &p.egress };
+    let prefix = log_prefix(p, ingress);
     let mut out: Vec<Run> = Vec::new();
     for r in rules.iter().flatten() {
         if merge::mergeable(r, ingress) {
             if let Some(Run::Merged { action, rules }) = out.last_mut()
                 && *action == r.action
+                && r.action != Action::Log
             {
                 rules.push(r.clone());
                 continue;
@@ -438,7 +451,42 @@ struct CachedPolicy {
 /// dropped.
 #[derive(Debug, Default, Clone)]
 pub struct CompileCache {
-    policies: std::collections::HashMap<(String, bool), Arc<CachedPolicy>>,
+    policies: HashMap<(String, bool), Arc<CachedPolicy>>,
+    /// Profiles built, by chain name: rebuilt only when one of their
+    /// policies changed.
+    profiles: HashMap<String, CachedProfile>,
+    /// Run and guard set elements, by stem: computed again only when the
+    /// run or the addresses its selectors pick changed.
+    run_sets: HashMap<String, CachedRunSets>,
+}
+
+#[derive(Debug, Clone)]
+struct CachedProfile {
+    policies: Vec<Arc<CachedPolicy>>,
+    families: Vec<bool>,
+    built: Arc<Built>,
+}
+
+impl CachedProfile {
+    /// Whether building the profile from `policies` in `families` would
+    /// give what it holds (a policy unchanged keeps its prepared entry).
+    fn same_input(&self, policies: &[Arc<CachedPolicy>], families: &[bool]) -> bool {
+        self.families == families
+            && self.policies.len() == policies.len()
+            && self
+                .policies
+                .iter()
+                .zip(policies)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+    }
+}
+
+#[derive(Debug, Clone)]
+struct CachedRunSets {
+    run: Arc<RunSets>,
+    families: Vec<bool>,
+    inputs: Vec<merge::Input>,
+    sets: Vec<(String, SetDef)>,
 }
 
 impl CompileCache {
@@ -522,11 +570,23 @@ fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
 
 /// A run of a profile written as set lookups (kept by its sets' name
 /// stem): what their elements are computed from.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct RunSets {
     ingress: bool,
     rules: Vec<Rule>,
     local_ports: Vec<NamedPort>,
+}
+
+/// Runs and guards by their sets' name stem.
+type Runs = BTreeMap<String, Arc<RunSets>>;
+
+/// What building one profile made: its chains (the profile, its Pass
+/// chain, its stretches and guards) and the runs and guards whose sets
+/// they use.
+#[derive(Debug, Default)]
+struct Built {
+    chains: BTreeMap<String, Arc<Vec<Stmts>>>,
+    runs: Runs,
 }
 
 /// The names of a run's two sets in family `v6`.
@@ -552,31 +612,33 @@ fn run_shapes(rules: &[Rule], v6: bool) -> (bool, bool) {
 
 /// One step of a profile chain.
 enum Item {
+    /// A run written as lookups in its sets, each with `verdict` (`ids`:
+    /// the policy runs it joins, `source#index`).
     Run {
         stem: String,
-        action: Action,
+        verdict: Box<Statement<'static>>,
         shapes: Vec<(bool, (bool, bool))>,
+        ids: Vec<String>,
     },
-    Written(Stmts),
+    /// A rule written as it is, for each IP family it needs.
+    Written(Vec<Stmts>),
+    /// Lookups in a guard's sets that lead into a stretch's chain (see
+    /// [`guard_stretches`]), or the jump to a chain of such lookups.
+    Guard(Vec<Stmts>),
 }
 
+/// A run's or guard's lookups: one rule per family and shape present,
+/// with `verdict`.
 fn lookup_rules(
     stem: &str,
-    action: Action,
     shapes: &[(bool, (bool, bool))],
     ingress: bool,
+    verdict: &Statement<'static>,
 ) -> Vec<Stmts> {
     let side = if ingress {
         Side::Source
     } else {
         Side::Destination
-    };
-    let verdict = || {
-        if action == Action::Deny {
-            drop()
-        } else {
-            accept()
-        }
     };
     let mut out = Vec::new();
     for &(v6, (portless, ported)) in shapes {
@@ -595,31 +657,39 @@ fn lookup_rules(
                     s(format!("@{}", run_set(stem, ports, v6))),
                     true,
                 ),
-                verdict(),
+                verdict.clone(),
             ]);
         }
     }
     out
 }
 
-fn render_items(items: &[&Item], ingress: bool, pass: &Statement<'static>) -> Vec<Stmts> {
+fn render_items<'i>(
+    items: impl IntoIterator<Item = &'i Item>,
+    ingress: bool,
+    pass: &Statement<'static>,
+) -> Vec<Stmts> {
     let mut out = Vec::new();
     for it in items {
         match it {
             Item::Run {
                 stem,
-                action,
+                verdict,
                 shapes,
-            } => out.extend(lookup_rules(stem, *action, shapes, ingress)),
-            Item::Written(st) => {
-                let mut st = st.clone();
-                if let Some(last) = st.last_mut()
-                    && matches!(last, Statement::Goto(t) if t.target == PASS_TARGET)
-                {
-                    *last = pass.clone();
+                ..
+            } => out.extend(lookup_rules(stem, shapes, ingress, verdict)),
+            Item::Written(stmts) => {
+                for st in stmts {
+                    let mut st = st.clone();
+                    if let Some(last) = st.last_mut()
+                        && matches!(last, Statement::Goto(t) if t.target == PASS_TARGET)
+                    {
+                        *last = pass.clone();
+                    }
+                    out.push(st);
                 }
-                out.push(st);
             }
+            Item::Guard(rules) => out.extend(rules.iter().cloned()),
         }
     }
     out
@@ -628,6 +698,168 @@ fn render_items(items: &[&Item], ingress: bool, pass: &Statement<'static>) -> Ve
 /// The chain of a profile that a Pass goes to: its Kubernetes policies.
 pub fn pass_chain(profile: &str) -> String {
     format!("k{}", &profile[1..])
+}
+
+/// What a profile's runs and guards have in common.
+struct ProfileCtx<'a> {
+    ingress: bool,
+    local_ports: &'a [NamedPort],
+    families: &'a [bool],
+}
+
+impl ProfileCtx<'_> {
+    /// The endpoint's numbers for the named ports `rules` use (ingress):
+    /// with the rules, all a run's boxes depend on besides its peers.
+    fn ports_of(&self, rules: &[Rule]) -> Vec<NamedPort> {
+        let names: BTreeSet<&str> = rules
+            .iter()
+            .flat_map(|r| &r.conds)
+            .filter_map(|c| match c {
+                Cond::NamedPort { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect();
+        self.local_ports
+            .iter()
+            .filter(|p| names.contains(p.name.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The name stem of a run's or guard's sets: its direction, the
+    /// policy runs it holds and the endpoint's numbers for the named
+    /// ports they use, so profiles with the same run share its sets.
+    fn stem(&self, kind: &str, ids: &[String], ports: &[NamedPort]) -> String {
+        let ports: Vec<String> = ports
+            .iter()
+            .map(|p| format!("{}={}/{}", p.name, p.protocol, p.port))
+            .collect();
+        format!(
+            "r{}",
+            hash(&format!(
+                "{kind}{}|{}|{}",
+                if self.ingress { "in" } else { "out" },
+                ports.join(","),
+                ids.join(",")
+            ))
+        )
+    }
+
+    fn shapes(&self, rules: &[Rule]) -> Vec<(bool, (bool, bool))> {
+        self.families
+            .iter()
+            .map(|&v6| (v6, run_shapes(rules, v6)))
+            .collect()
+    }
+
+    /// Notes the sets of run or guard `stem` holding `rules`' boxes.
+    fn note_sets(&self, stem: &str, rules: Vec<Rule>, ports: Vec<NamedPort>, runs: &mut Runs) {
+        runs.entry(stem.to_string()).or_insert_with(|| {
+            Arc::new(RunSets {
+                ingress: self.ingress,
+                rules,
+                local_ports: ports,
+            })
+        });
+    }
+}
+
+/// Puts each stretch of consecutive runs of one segment in a chain
+/// of its own (`x…`), entered only by a packet in the union of their
+/// boxes: one lookup per family and shape in a guard set (`r…`, like a
+/// run's). A packet outside it skips the whole stretch: none of its
+/// rules could match. More than one guard lookup goes in a chain of its
+/// own (`g…`, each lookup a `goto` into the stretch) entered by `jump`,
+/// so the stretch is walked once at most and the profile goes on after
+/// it. A rule matching every packet (no condition) ends a stretch, and
+/// a stretch is guarded only when that saves lookups.
+fn guard_stretches(
+    items: Vec<(u8, Item)>,
+    ctx: &ProfileCtx<'_>,
+    built: &mut Built,
+) -> Vec<(u8, Item)> {
+    let boxed_rules = |it: &Item| -> Option<Vec<Rule>> {
+        let Item::Run { stem, .. } = it else {
+            return None;
+        };
+        let rules = &built.runs.get(stem)?.rules;
+        (!rules.iter().any(merge::universal)).then(|| rules.clone())
+    };
+    // Each item with its rules when it can be guarded.
+    let marked: Vec<(u8, Item, Option<Vec<Rule>>)> = items
+        .into_iter()
+        .map(|(seg, it)| {
+            let rules = boxed_rules(&it);
+            (seg, it, rules)
+        })
+        .collect();
+    let mut out = Vec::new();
+    let mut stretch: Vec<(u8, Item, Vec<Rule>)> = Vec::new();
+    let flush =
+        |stretch: &mut Vec<(u8, Item, Vec<Rule>)>, out: &mut Vec<(u8, Item)>, built: &mut Built| {
+            let taken = std::mem::take(stretch);
+            let Some(&(seg, _, _)) = taken.first() else {
+                return;
+            };
+            let mut ids = Vec::new();
+            let mut rules = Vec::new();
+            for (_, it, r) in &taken {
+                if let Item::Run { ids: i, .. } = it {
+                    ids.extend(i.iter().cloned());
+                }
+                rules.extend(r.iter().cloned());
+            }
+            let shapes = ctx.shapes(&rules);
+            let lookups: usize = shapes
+                .iter()
+                .map(|(_, (a, p))| usize::from(*a) + usize::from(*p))
+                .sum();
+            // No Pass in a stretch: its verdict does not matter here.
+            let body = render_items(taken.iter().map(|(_, it, _)| it), ctx.ingress, &accept());
+            if lookups == 0 || body.len() <= 2 * lookups {
+                out.extend(taken.into_iter().map(|(s, it, _)| (s, it)));
+                return;
+            }
+            let ports = ctx.ports_of(&rules);
+            let stem = ctx.stem("guard|", &ids, &ports);
+            let body_chain = format!("x{}", &stem[1..]);
+            built
+                .chains
+                .entry(body_chain.clone())
+                .or_insert_with(|| Arc::new(body));
+            let entry = if lookups == 1 {
+                lookup_rules(&stem, &shapes, ctx.ingress, &jump(&body_chain))
+            } else {
+                let guard_chain = format!("g{}", &stem[1..]);
+                built.chains.entry(guard_chain.clone()).or_insert_with(|| {
+                    Arc::new(lookup_rules(
+                        &stem,
+                        &shapes,
+                        ctx.ingress,
+                        &goto(&body_chain),
+                    ))
+                });
+                vec![vec![jump(&guard_chain)]]
+            };
+            ctx.note_sets(&stem, rules, ports, &mut built.runs);
+            out.push((seg, Item::Guard(entry)));
+        };
+    for (seg, it, rules) in marked {
+        match rules {
+            Some(rules) => {
+                if stretch.first().is_some_and(|(s, _, _)| *s != seg) {
+                    flush(&mut stretch, &mut out, built);
+                }
+                stretch.push((seg, it, rules));
+            }
+            None => {
+                flush(&mut stretch, &mut out, built);
+                out.push((seg, it));
+            }
+        }
+    }
+    flush(&mut stretch, &mut out, built);
+    out
 }
 
 /// Writes the profile chain `name` for the policies `list` (and its Pass
@@ -641,47 +873,35 @@ fn build_profile(
     ingress: bool,
     local_ports: &[NamedPort],
     families: &[bool],
-    rs: &mut Ruleset,
-    runs: &mut BTreeMap<String, RunSets>,
+    built: &mut Built,
 ) {
+    let ctx = ProfileCtx {
+        ingress,
+        local_ports,
+        families,
+    };
     // Segments: Tartan policies before the Kubernetes ones (1), the
     // Kubernetes ones (2), Tartan policies after them (3). Runs never
     // join across segments: a Pass goes on to segment 2 alone.
     let mut items: Vec<(u8, Item)> = Vec::new();
-    let mut open: Option<(u8, Action, Vec<String>, Vec<Rule>)> = None;
-    let ports_text: Vec<String> = local_ports
-        .iter()
-        .map(|p| format!("{}={}/{}", p.name, p.protocol, p.port))
-        .collect();
-    let mut close = |open: &mut Option<(u8, Action, Vec<String>, Vec<Rule>)>,
-                     items: &mut Vec<(u8, Item)>| {
-        let Some((seg, action, ids, rules)) = open.take() else {
+    // The run being joined: its segment, action, verdict, runs, rules.
+    type Open = Option<(u8, Action, Statement<'static>, Vec<String>, Vec<Rule>)>;
+    let mut open: Open = None;
+    let close = |open: &mut Open, items: &mut Vec<(u8, Item)>, runs: &mut Runs| {
+        let Some((seg, _, verdict, ids, rules)) = open.take() else {
             return;
         };
-        let stem = format!(
-            "r{}",
-            hash(&format!(
-                "{}|{}|{}",
-                if ingress { "in" } else { "out" },
-                ports_text.join(","),
-                ids.join(",")
-            ))
-        );
-        let shapes = families
-            .iter()
-            .map(|&v6| (v6, run_shapes(&rules, v6)))
-            .collect();
-        runs.entry(stem.clone()).or_insert_with(|| RunSets {
-            ingress,
-            rules,
-            local_ports: local_ports.to_vec(),
-        });
+        let ports = ctx.ports_of(&rules);
+        let stem = ctx.stem("", &ids, &ports);
+        let shapes = ctx.shapes(&rules);
+        ctx.note_sets(&stem, rules, ports, runs);
         items.push((
             seg,
             Item::Run {
                 stem,
-                action,
+                verdict: Box::new(verdict),
                 shapes,
+                ids,
             },
         ));
     };
@@ -704,46 +924,56 @@ fn build_profile(
         for (k, run) in cp.runs.iter().enumerate() {
             match run {
                 Run::Merged { action, rules } => {
-                    if let Some((s, a, ids, rs)) = open.as_mut()
+                    // Allow and Deny runs join across policies; a Log
+                    // run stays alone.
+                    if let Some((s, a, _, ids, rs)) = open.as_mut()
                         && *s == seg
                         && a == action
+                        && *action != Action::Log
                     {
                         ids.push(format!("{source}#{k}"));
                         rs.extend(rules.iter().cloned());
                         continue;
                     }
-                    close(&mut open, &mut items);
-                    open = Some((seg, *action, vec![format!("{source}#{k}")], rules.clone()));
+                    close(&mut open, &mut items, &mut built.runs);
+                    let verdict = match action {
+                        Action::Deny => drop(),
+                        Action::Log => log(&log_prefix(p, ingress)),
+                        _ => accept(),
+                    };
+                    open = Some((
+                        seg,
+                        *action,
+                        verdict,
+                        vec![format!("{source}#{k}")],
+                        rules.clone(),
+                    ));
                 }
-                Run::Written(written) => {
-                    close(&mut open, &mut items);
-                    for st in written {
-                        can_pass |= matches!(st.last(), Some(Statement::Goto(t)) if t.target == PASS_TARGET);
-                        items.push((seg, Item::Written(st.clone())));
-                    }
+                Run::Written(stmts) => {
+                    close(&mut open, &mut items, &mut built.runs);
+                    can_pass |= stmts.iter().any(
+                        |st| matches!(st.last(), Some(Statement::Goto(t)) if t.target == PASS_TARGET),
+                    );
+                    items.push((seg, Item::Written(stmts.clone())));
                 }
             }
         }
     }
-    close(&mut open, &mut items);
+    close(&mut open, &mut items, &mut built.runs);
+    let items = guard_stretches(items, &ctx, built);
     let pass = if seen_kubernetes {
         goto(&pass_chain(name))
     } else {
         accept()
     };
-    let all: Vec<&Item> = items.iter().map(|(_, it)| it).collect();
-    let mut chain = render_items(&all, ingress, &pass);
+    let mut chain = render_items(items.iter().map(|(_, it)| it), ingress, &pass);
     chain.push(vec![drop()]);
-    rs.chains.insert(name.to_string(), Arc::new(chain));
+    built.chains.insert(name.to_string(), Arc::new(chain));
     if can_pass && seen_kubernetes {
-        let kube: Vec<&Item> = items
-            .iter()
-            .filter(|(s, _)| *s == 2)
-            .map(|(_, it)| it)
-            .collect();
-        let mut chain = render_items(&kube, ingress, &pass);
+        let kube = items.iter().filter(|(s, _)| *s == 2).map(|(_, it)| it);
+        let mut chain = render_items(kube, ingress, &pass);
         chain.push(vec![drop()]);
-        rs.chains.insert(pass_chain(name), Arc::new(chain));
+        built.chains.insert(pass_chain(name), Arc::new(chain));
     }
 }
 
@@ -790,7 +1020,8 @@ pub fn compile_cached<'a>(
     let mut rs = Ruleset::default();
     let mut needs = Needs::for_endpoints(endpoints);
     let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
-    let mut runs: BTreeMap<String, RunSets> = BTreeMap::new();
+    let mut runs: Runs = BTreeMap::new();
+    let mut profiles: HashMap<String, CachedProfile> = HashMap::new();
     for ep in endpoints {
         let Some(iface) = &ep.interface else { continue };
         let own = in_namespace
@@ -846,16 +1077,40 @@ pub fn compile_cached<'a>(
                     hash(&key.join(","))
                 );
                 if !rs.chains.contains_key(&name) {
-                    build_profile(
-                        &name,
-                        &list,
-                        &sorted,
-                        &prepared,
-                        ingress,
-                        &local_ports,
-                        &needs.families,
-                        &mut rs,
-                        &mut runs,
+                    let policies: Vec<Arc<CachedPolicy>> = list
+                        .iter()
+                        .map(|&i| prepared[&(i, ingress)].clone())
+                        .collect();
+                    let built = match cache.profiles.get(&name) {
+                        Some(c) if c.same_input(&policies, &needs.families) => c.built.clone(),
+                        _ => {
+                            let mut built = Built::default();
+                            build_profile(
+                                &name,
+                                &list,
+                                &sorted,
+                                &prepared,
+                                ingress,
+                                &local_ports,
+                                &needs.families,
+                                &mut built,
+                            );
+                            Arc::new(built)
+                        }
+                    };
+                    for (n, c) in &built.chains {
+                        rs.chains.entry(n.clone()).or_insert_with(|| c.clone());
+                    }
+                    for (n, r) in &built.runs {
+                        runs.entry(n.clone()).or_insert_with(|| r.clone());
+                    }
+                    profiles.insert(
+                        name.clone(),
+                        CachedProfile {
+                            policies,
+                            families: needs.families.clone(),
+                            built,
+                        },
                     );
                 }
                 name
@@ -874,8 +1129,23 @@ pub fn compile_cached<'a>(
         .map(|&(i, ingress)| (sorted[i].source.to_string(), ingress))
         .collect();
     cache.policies.retain(|k, _| kept.contains(k));
+    cache.profiles = profiles;
     let mut res = merge::Resolver::new(endpoints, namespaces);
+    let mut run_sets: HashMap<String, CachedRunSets> = HashMap::new();
     for (stem, run) in &runs {
+        let inputs = merge::run_inputs(&run.rules, &needs.families, run.ingress, &mut res);
+        if let Some(c) = cache.run_sets.remove(stem)
+            && (Arc::ptr_eq(&c.run, run) || c.run == *run)
+            && c.families == needs.families
+            && c.inputs == inputs
+        {
+            for (n, d) in c.sets.iter() {
+                rs.sets.insert(n.clone(), d.clone());
+            }
+            run_sets.insert(stem.clone(), c);
+            continue;
+        }
+        let mut sets = Vec::new();
         for &v6 in &needs.families {
             let (portless, ported) = run_shapes(&run.rules, v6);
             if !portless && !ported {
@@ -899,16 +1169,29 @@ pub fn compile_cached<'a>(
                         ports: ports.then_some(((x & 0xffff) as u16, (y & 0xffff) as u16)),
                     })
                     .collect();
-                rs.sets.insert(
+                sets.push((
                     run_set(stem, ports, v6),
                     SetDef {
                         kind: SetKind::Run { v6, ports },
                         elements,
                     },
-                );
+                ));
             }
         }
+        for (n, d) in &sets {
+            rs.sets.insert(n.clone(), d.clone());
+        }
+        run_sets.insert(
+            stem.clone(),
+            CachedRunSets {
+                run: run.clone(),
+                families: needs.families.clone(),
+                inputs,
+                sets,
+            },
+        );
     }
+    cache.run_sets = run_sets;
     for sel in &needs.selectors {
         for &v6 in &needs.families {
             let elements = res

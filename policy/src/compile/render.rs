@@ -280,6 +280,11 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
 
 /// Replace the whole table with `rs` in one transaction (valid whether
 /// or not the table exists).
+/// The kinds of compiled chain by their first letter, each before the
+/// kinds that may go to it: stretches (`x`), their guards (`g`), Pass
+/// chains (`k`), profiles (`q`).
+const CHAIN_ORDER: [&str; 4] = ["x", "g", "k", "q"];
+
 pub fn full(rs: &Ruleset) -> Value {
     let table = Table {
         family: NfFamily::INet,
@@ -314,8 +319,9 @@ pub fn full(rs: &Ruleset) -> Value {
     for (name, def) in &rs.sets {
         objs.push(add(set_object(name, def, true)));
     }
-    // Pass chains before the profiles that go to them.
-    for pass in ["k", "q"] {
+    // Chains before the chains that go to them: stretches, their
+    // guards, Pass chains, profiles.
+    for pass in CHAIN_ORDER {
         for (name, rules) in rs.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
             objs.extend(rules.iter().map(|r| rule(name, r.clone())));
         }
@@ -357,7 +363,7 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
             }
         }
     }
-    for pass in ["k", "q"] {
+    for pass in CHAIN_ORDER {
         for (name, rules) in new.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
             match old.chains.get(name) {
                 Some(was) if was == rules => continue,
@@ -385,9 +391,9 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
             objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
         }
     }
-    // Chains no longer used: emptied, then removed, profiles before the
-    // Pass chains they go to; then the sets their rules used.
-    for pass in ["q", "k"] {
+    // Chains no longer used: emptied, then removed, each after the
+    // chains that go to it; then the sets their rules used.
+    for pass in CHAIN_ORDER.iter().rev() {
         for name in old
             .chains
             .keys()
