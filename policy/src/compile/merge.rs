@@ -1,4 +1,5 @@
-//! Runs of Allow (or Deny) rules written as one set lookup. Pure.
+//! Runs of Allow (or Deny) rules written as one set lookup, and the boxes
+//! of any rule of that shape (a Log rule's, a guard's union). Pure.
 //!
 //! Within a run of rules with the same deciding action, order does not
 //! matter: the packet is decided if any rule matches. When every rule of

@@ -278,13 +278,13 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
     ]
 }
 
-/// Replace the whole table with `rs` in one transaction (valid whether
-/// or not the table exists).
 /// The kinds of compiled chain by their first letter, each before the
 /// kinds that may go to it: stretches (`x`), their guards (`g`), Pass
 /// chains (`k`), profiles (`q`).
 const CHAIN_ORDER: [&str; 4] = ["x", "g", "k", "q"];
 
+/// Replace the whole table with `rs` in one transaction (valid whether
+/// or not the table exists).
 pub fn full(rs: &Ruleset) -> Value {
     let table = Table {
         family: NfFamily::INet,

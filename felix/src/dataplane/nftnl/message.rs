@@ -112,15 +112,16 @@ pub struct Elem {
     pub data: Option<Data>,
 }
 
-/// Elements to add to or remove from one set.
+/// Elements to add to or remove from one set: [`Elem`]s, or
+/// [`RangeElem`]s for an interval set ([`RangeElementOp`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ElementOp {
+pub struct ElementOp<E = Elem> {
     pub add: bool,
     /// NFPROTO_* of the table.
     pub family: u8,
     pub table: String,
     pub set: String,
-    pub elems: Vec<Elem>,
+    pub elems: Vec<E>,
 }
 
 /// One element of an interval set of concatenated type: the key where
@@ -132,14 +133,7 @@ pub struct RangeElem {
 }
 
 /// Elements to add to or remove from one interval set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeElementOp {
-    pub add: bool,
-    pub family: u8,
-    pub table: String,
-    pub set: String,
-    pub elems: Vec<RangeElem>,
-}
+pub type RangeElementOp = ElementOp<RangeElem>;
 
 /// A set to declare: no flags, or an interval set of a concatenated type.
 /// Made by [`SetDecl::new`], only for the types it can encode.
@@ -473,6 +467,32 @@ pub fn get_table(family: u8, name: &str, seq: u32) -> Vec<u8> {
     out
 }
 
+/// The messages adding or removing `op`'s elements, [`PER_MESSAGE`] at a
+/// time, each element's attributes by `attrs`.
+fn element_messages<E>(
+    op: &ElementOp<E>,
+    attrs: impl Fn(&E) -> Attrs,
+) -> Vec<(u16, u16, u8, Vec<u8>)> {
+    op.elems
+        .chunks(PER_MESSAGE)
+        .map(|chunk| {
+            let mut list = Attrs::new();
+            for e in chunk {
+                list.nested(NFTA_LIST_ELEM, attrs(e));
+            }
+            let mut body = Attrs::new();
+            body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
+                .string(NFTA_SET_ELEM_LIST_SET, &op.set)
+                .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
+            if op.add {
+                (NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.family, body.0)
+            } else {
+                (NFT_MSG_DELSETELEM, 0, op.family, body.0)
+            }
+        })
+        .collect()
+}
+
 /// The messages of one op: (type, flags, body) each.
 fn messages(op: &Op) -> Vec<(u16, u16, u8, Vec<u8>)> {
     let chain_body = |c: &ChainRef, table_attr: u16, name_attr: u16| {
@@ -481,47 +501,13 @@ fn messages(op: &Op) -> Vec<(u16, u16, u8, Vec<u8>)> {
         b.0
     };
     match op {
-        Op::Elements(op) => op
-            .elems
-            .chunks(PER_MESSAGE)
-            .map(|chunk| {
-                let mut list = Attrs::new();
-                for e in chunk {
-                    list.nested(NFTA_LIST_ELEM, elem_attrs(e));
-                }
-                let mut body = Attrs::new();
-                body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
-                    .string(NFTA_SET_ELEM_LIST_SET, &op.set)
-                    .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
-                if op.add {
-                    (NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.family, body.0)
-                } else {
-                    (NFT_MSG_DELSETELEM, 0, op.family, body.0)
-                }
-            })
-            .collect(),
-        Op::RangeElements(op) => op
-            .elems
-            .chunks(PER_MESSAGE)
-            .map(|chunk| {
-                let mut list = Attrs::new();
-                for e in chunk {
-                    let mut a = Attrs::new();
-                    a.nested(NFTA_SET_ELEM_KEY, value(&e.key))
-                        .nested(NFTA_SET_ELEM_KEY_END, value(&e.key_end));
-                    list.nested(NFTA_LIST_ELEM, a);
-                }
-                let mut body = Attrs::new();
-                body.string(NFTA_SET_ELEM_LIST_TABLE, &op.table)
-                    .string(NFTA_SET_ELEM_LIST_SET, &op.set)
-                    .nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
-                if op.add {
-                    (NFT_MSG_NEWSETELEM, NLM_F_CREATE, op.family, body.0)
-                } else {
-                    (NFT_MSG_DELSETELEM, 0, op.family, body.0)
-                }
-            })
-            .collect(),
+        Op::Elements(op) => element_messages(op, elem_attrs),
+        Op::RangeElements(op) => element_messages(op, |e| {
+            let mut a = Attrs::new();
+            a.nested(NFTA_SET_ELEM_KEY, value(&e.key))
+                .nested(NFTA_SET_ELEM_KEY_END, value(&e.key_end));
+            a
+        }),
         Op::AddSet(d) => vec![(NFT_MSG_NEWSET, NLM_F_CREATE, d.family, set_body(d))],
         Op::DeleteSet(r) => {
             let mut b = Attrs::new();

@@ -1,7 +1,8 @@
 //! The reference evaluator: a packet decided from the semantics, directly
 //! over the IR.
 
-use crate::compile::{Endpoint, log_prefix};
+use crate::compile::Endpoint;
+use crate::compile::rules::log_prefix;
 use crate::ir::{Addrs, Cond, Policy};
 use crate::model::Action;
 
