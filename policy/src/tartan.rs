@@ -243,19 +243,34 @@ fn rule(r: &ApiRule, own: Option<&str>, field: &str, p: &mut Problems) -> Vec<Ru
             v.into_iter().map(Some).collect()
         }
     };
+    let action = action(r.action);
+    let (src_alts, dst_alts) = (alts(src_ports), alts(dst_ports));
     let mut out = Vec::new();
-    for s in alts(src_ports) {
-        for d in alts(dst_ports.clone()) {
+    for (i, s) in src_alts.iter().enumerate() {
+        for (j, d) in dst_alts.iter().enumerate() {
             let mut c = conds.clone();
             c.extend(s.clone());
-            c.extend(d);
-            out.push(Rule {
-                action: action(r.action),
-                conds: c,
-            });
+            c.extend(d.clone());
+            // A packet matching several alternatives of a Log rule (port
+            // 80 and a name numbered 80) is logged once: by the first
+            // source and the first destination alternative it matches.
+            if action == Action::Log {
+                let earlier = src_alts[..i].iter().chain(&dst_alts[..j]);
+                c.extend(earlier.flatten().map(negated));
+            }
+            out.push(Rule { action, conds: c });
         }
     }
     out
+}
+
+/// A port alternative's opposite.
+fn negated(c: &Cond) -> Cond {
+    let mut c = c.clone();
+    if let Cond::Ports { negate, .. } | Cond::NamedPort { negate, .. } = &mut c {
+        *negate = !*negate;
+    }
+    c
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -121,3 +121,67 @@ fn port_lists_mixing_numbers_and_names_split_into_alternatives() {
         negate: false
     }));
 }
+
+#[test]
+fn a_log_rule_s_port_alternatives_are_disjoint_so_it_logs_once() {
+    let p = from_network_policy(&tnp(json!({
+        "ingress": [{"action": "Log", "protocol": "TCP",
+                     "source": {"ports": [1024, "client"]},
+                     "destination": {"ports": [80, "http"]}}]
+    })))
+    .unwrap();
+    let rules = p.ingress.unwrap();
+    assert_eq!(rules.len(), 4, "two source by two destination alternatives");
+    let ports = |side, ranges: Vec<(u16, u16)>, negate| Cond::Ports {
+        side,
+        ranges,
+        negate,
+    };
+    let named = |side, name: &str, negate| Cond::NamedPort {
+        side,
+        name: name.into(),
+        negate,
+    };
+    use Side::{Destination as D, Source as S};
+    // (source 1024, destination 80) first; each later alternative rules
+    // out the earlier ones of its side, so a packet to port 80 whose
+    // destination numbers `http` 80 matches one alternative only.
+    let want: [Vec<Cond>; 4] = [
+        vec![
+            ports(S, vec![(1024, 1024)], false),
+            ports(D, vec![(80, 80)], false),
+        ],
+        vec![
+            ports(S, vec![(1024, 1024)], false),
+            named(D, "http", false),
+            ports(D, vec![(80, 80)], true),
+        ],
+        vec![
+            named(S, "client", false),
+            ports(D, vec![(80, 80)], false),
+            ports(S, vec![(1024, 1024)], true),
+        ],
+        vec![
+            named(S, "client", false),
+            named(D, "http", false),
+            ports(S, vec![(1024, 1024)], true),
+            ports(D, vec![(80, 80)], true),
+        ],
+    ];
+    for (r, want) in rules.iter().zip(want) {
+        assert_eq!(r.action, Action::Log);
+        let tail = &r.conds[r.conds.len() - want.len()..];
+        assert_eq!(tail, want.as_slice(), "{:?}", r.conds);
+    }
+    // Allow keeps overlapping alternatives: the first match decides.
+    let allow = from_network_policy(&tnp(json!({
+        "ingress": [{"action": "Allow", "protocol": "TCP",
+                     "destination": {"ports": [80, "http"]}}]
+    })))
+    .unwrap();
+    assert!(allow.ingress.unwrap().iter().all(|r| {
+        r.conds
+            .iter()
+            .all(|c| !matches!(c, Cond::Ports { negate: true, .. }))
+    }));
+}
