@@ -8,19 +8,10 @@ use serde_json::{Value, json};
 use tartan_felix::dataplane::nft::{NftWriter, Via};
 
 mod common;
-use common::in_new_netns;
+use common::{in_new_netns, nft_list};
 
 fn list(family: &str, table: &str) -> Value {
-    let out = Command::new("nft")
-        .args(["-j", "list", "table", family, table])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = nft_list(family, table);
     // Keep the sets and maps (name, elements), sorted, table name left out.
     let mut sets: Vec<Value> = v["nftables"]
         .as_array()

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tartan_felix::dataplane::nft::{NftWriter, Via};
 
 mod common;
-use common::in_new_netns;
+use common::{in_new_netns, nft_list};
 
 const T: &str = "tartan";
 
@@ -27,16 +27,7 @@ fn listing() -> Value {
             _ => {}
         }
     }
-    let out = Command::new("nft")
-        .args(["-j", "list", "table", "inet", T])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let mut v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut v = nft_list("inet", T);
     strip(&mut v);
     v
 }

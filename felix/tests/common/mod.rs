@@ -11,3 +11,19 @@ pub fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
     .join()
     .unwrap()
 }
+
+/// `nft -j list table FAMILY TABLE`, parsed.
+// Each test binary compiles this module; not all of them list tables.
+#[allow(dead_code)]
+pub fn nft_list(family: &str, table: &str) -> serde_json::Value {
+    let out = std::process::Command::new("nft")
+        .args(["-j", "list", "table", family, table])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

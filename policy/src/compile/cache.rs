@@ -71,6 +71,20 @@ pub(super) struct CachedRunSets {
     pub(super) sets: Vec<(String, SetDef)>,
 }
 
+impl CachedRunSets {
+    /// Whether its sets are those of `run` in `families` with `inputs`.
+    pub(super) fn reusable(
+        &self,
+        run: &Arc<RunSets>,
+        families: &[bool],
+        inputs: &[merge::Input],
+    ) -> bool {
+        (Arc::ptr_eq(&self.run, run) || *self.run == **run)
+            && self.families == families
+            && self.inputs == inputs
+    }
+}
+
 impl CompileCache {
     /// How many policy directions it holds.
     pub fn len(&self) -> usize {

@@ -55,7 +55,7 @@ use std::sync::Arc;
 use crate::ir::{EndpointSel, Policy};
 use crate::model::Namespaces;
 use cache::{CachedPolicy, CachedProfile, CachedRunSets, cached_policy};
-use profile::{Built, Runs, build_profile, run_shapes};
+use profile::{Built, RunSets, Runs, build_profile, run_shapes};
 use rules::Needs;
 use stmt::Stmts;
 
@@ -191,6 +191,50 @@ fn merge_sorted(a: &[usize], b: &[usize]) -> Vec<usize> {
         }
     }
     out
+}
+
+/// The sets of run or guard `stem` in `families`, their elements the
+/// disjoint boxes of its rules.
+fn run_set_defs(
+    stem: &str,
+    run: &RunSets,
+    families: &[bool],
+    res: &mut merge::Resolver<'_>,
+) -> Vec<(String, SetDef)> {
+    let mut sets = Vec::new();
+    for &v6 in families {
+        let (portless, ported) = run_shapes(&run.rules, v6);
+        if !portless && !ported {
+            continue;
+        }
+        let (a, p) = merge::run_pieces(&run.rules, v6, run.ingress, &run.local_ports, res);
+        for (present, ports, pieces) in [(portless, false, a), (ported, true, p)] {
+            if !present {
+                continue;
+            }
+            let elements = pieces
+                .into_iter()
+                .map(|((lo, hi), (x, y))| Element::Span {
+                    addrs: (boxes::number_addr(lo, v6), boxes::number_addr(hi, v6)),
+                    // Protocol numbers and ports: 8 and 16 bits.
+                    protos: if ports {
+                        ((x >> 16) as u8, (y >> 16) as u8)
+                    } else {
+                        (x as u8, y as u8)
+                    },
+                    ports: ports.then_some(((x & 0xffff) as u16, (y & 0xffff) as u16)),
+                })
+                .collect();
+            sets.push((
+                run_set(stem, ports, v6),
+                SetDef {
+                    kind: SetKind::Run { v6, ports },
+                    elements,
+                },
+            ));
+        }
+    }
+    sets
 }
 
 /// Everything this node's table should hold. `endpoints` are every
@@ -350,62 +394,18 @@ pub fn compile_cached<'a>(
     let mut run_sets: HashMap<String, CachedRunSets> = HashMap::new();
     for (stem, run) in &runs {
         let inputs = merge::run_inputs(&run.rules, &needs.families, run.ingress, &mut res);
-        if let Some(c) = cache.run_sets.remove(stem)
-            && (Arc::ptr_eq(&c.run, run) || c.run == *run)
-            && c.families == needs.families
-            && c.inputs == inputs
-        {
-            for (n, d) in c.sets.iter() {
-                rs.sets.insert(n.clone(), d.clone());
-            }
-            run_sets.insert(stem.clone(), c);
-            continue;
-        }
-        let mut sets = Vec::new();
-        for &v6 in &needs.families {
-            let (portless, ported) = run_shapes(&run.rules, v6);
-            if !portless && !ported {
-                continue;
-            }
-            let (a, p) = merge::run_pieces(&run.rules, v6, run.ingress, &run.local_ports, &mut res);
-            for (present, ports, pieces) in [(portless, false, a), (ported, true, p)] {
-                if !present {
-                    continue;
-                }
-                let elements = pieces
-                    .into_iter()
-                    .map(|((lo, hi), (x, y))| Element::Span {
-                        addrs: (boxes::number_addr(lo, v6), boxes::number_addr(hi, v6)),
-                        // Protocol numbers and ports: 8 and 16 bits.
-                        protos: if ports {
-                            ((x >> 16) as u8, (y >> 16) as u8)
-                        } else {
-                            (x as u8, y as u8)
-                        },
-                        ports: ports.then_some(((x & 0xffff) as u16, (y & 0xffff) as u16)),
-                    })
-                    .collect();
-                sets.push((
-                    run_set(stem, ports, v6),
-                    SetDef {
-                        kind: SetKind::Run { v6, ports },
-                        elements,
-                    },
-                ));
-            }
-        }
-        for (n, d) in &sets {
-            rs.sets.insert(n.clone(), d.clone());
-        }
-        run_sets.insert(
-            stem.clone(),
-            CachedRunSets {
-                run: run.clone(),
-                families: needs.families.clone(),
-                inputs,
-                sets,
-            },
-        );
+        let kept = cache
+            .run_sets
+            .remove(stem)
+            .filter(|c| c.reusable(run, &needs.families, &inputs));
+        let c = kept.unwrap_or_else(|| CachedRunSets {
+            run: run.clone(),
+            families: needs.families.clone(),
+            inputs,
+            sets: run_set_defs(stem, run, &needs.families, &mut res),
+        });
+        rs.sets.extend(c.sets.iter().cloned());
+        run_sets.insert(stem.clone(), c);
     }
     cache.run_sets = run_sets;
     for sel in &needs.selectors {

@@ -181,6 +181,28 @@ enum Field {
     Icmp { v6: bool, offset: u32 },
 }
 
+/// The fields by nft's names, with their offsets in their header.
+const FIELDS: [(&str, &str, Field); 10] = [
+    ("ip", "saddr", addr(false, 12)),
+    ("ip", "daddr", addr(false, 16)),
+    ("ip6", "saddr", addr(true, 8)),
+    ("ip6", "daddr", addr(true, 24)),
+    ("th", "sport", Field::Port { offset: 0 }),
+    ("th", "dport", Field::Port { offset: 2 }),
+    ("icmp", "type", icmp(false, 0)),
+    ("icmp", "code", icmp(false, 1)),
+    ("icmpv6", "type", icmp(true, 0)),
+    ("icmpv6", "code", icmp(true, 1)),
+];
+
+const fn addr(v6: bool, offset: u32) -> Field {
+    Field::Addr { v6, offset }
+}
+
+const fn icmp(v6: bool, offset: u32) -> Field {
+    Field::Icmp { v6, offset }
+}
+
 impl Field {
     fn parse(v: &Value) -> Option<Field> {
         let m = v.as_object()?;
@@ -193,43 +215,10 @@ impl Field {
         }
         let proto = p.get("protocol")?.as_str()?;
         let field = p.get("field")?.as_str()?;
-        Some(match (proto, field) {
-            ("ip", "saddr") => Field::Addr {
-                v6: false,
-                offset: 12,
-            },
-            ("ip", "daddr") => Field::Addr {
-                v6: false,
-                offset: 16,
-            },
-            ("ip6", "saddr") => Field::Addr {
-                v6: true,
-                offset: 8,
-            },
-            ("ip6", "daddr") => Field::Addr {
-                v6: true,
-                offset: 24,
-            },
-            ("th", "sport") => Field::Port { offset: 0 },
-            ("th", "dport") => Field::Port { offset: 2 },
-            ("icmp", "type") => Field::Icmp {
-                v6: false,
-                offset: 0,
-            },
-            ("icmp", "code") => Field::Icmp {
-                v6: false,
-                offset: 1,
-            },
-            ("icmpv6", "type") => Field::Icmp {
-                v6: true,
-                offset: 0,
-            },
-            ("icmpv6", "code") => Field::Icmp {
-                v6: true,
-                offset: 1,
-            },
-            _ => return None,
-        })
+        FIELDS
+            .iter()
+            .find(|(p, f, _)| *p == proto && *f == field)
+            .map(|(_, _, x)| *x)
     }
 
     fn base(self) -> u32 {
