@@ -14,8 +14,10 @@ use super::common::{
 
 /// What this node puts in NEXT_HOP of routes it sends the peer.
 ///
-/// `Auto`: itself for eBGP, unchanged for iBGP. `Self`: always itself.
-/// `Keep`: never changed.
+/// `Auto`: for eBGP, a next hop on the subnet shared with the peer is kept
+/// (a third-party next hop, RFC 4271 5.1.3), any other becomes itself; for
+/// iBGP, unchanged. `Self`: always itself. `Keep`: never changed. The
+/// node's own routes always carry its address.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
 pub enum NextHopMode {
     #[default]

@@ -1,8 +1,8 @@
 //! TOML → [`Config`]: the file's own shape (serde), then the checks that
 //! span several keys. Every error names the key and line.
 use super::model::{Announce, Config, GracefulRestart, Neighbor};
-use crate::model::Family;
 use crate::model::community::{parse_community, parse_large_community};
+use crate::model::{Family, NextHopMode};
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -105,10 +105,13 @@ struct RawNeighbor {
     hold_time: Option<Spanned<u16>>,
     #[serde(default = "yes")]
     graceful_restart: bool,
+    max_restart_time: Option<Spanned<u16>>,
     max_prefix: Option<Spanned<u32>>,
     families: Option<Spanned<Vec<Spanned<String>>>>,
-    #[serde(default)]
-    next_hop_self: bool,
+    /// `"auto"`, `"self"` or `"keep"`.
+    next_hop: Option<Spanned<String>>,
+    /// The older spelling of `next_hop = "self"`.
+    next_hop_self: Option<Spanned<bool>>,
     #[serde(default = "yes")]
     export: bool,
     local_address: Option<IpAddr>,
@@ -268,6 +271,37 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
                 fams
             }
         };
+        if let Some(t) = &n.max_restart_time
+            && *t.get_ref() > 4095
+        {
+            return Err(err_at(
+                t.span().start,
+                format!("neighbor {address}: max_restart_time is at most 4095 seconds (a 12-bit field)"),
+            ));
+        }
+        let next_hop = match (n.next_hop, n.next_hop_self) {
+            (Some(_), Some(old)) => {
+                return Err(err_at(
+                    old.span().start,
+                    format!("neighbor {address}: give next_hop or next_hop_self, not both"),
+                ));
+            }
+            (None, Some(old)) if *old.get_ref() => NextHopMode::SelfAddress,
+            (None, _) => NextHopMode::Auto,
+            (Some(mode), None) => match mode.get_ref().as_str() {
+                "auto" => NextHopMode::Auto,
+                "self" => NextHopMode::SelfAddress,
+                "keep" => NextHopMode::Keep,
+                other => {
+                    return Err(err_at(
+                        mode.span().start,
+                        format!(
+                            "neighbor {address}: next_hop {other:?} is not one of \"auto\", \"self\", \"keep\""
+                        ),
+                    ));
+                }
+            },
+        };
         if n.route_reflector_client && !ibgp {
             return Err(err_at(
                 at,
@@ -288,9 +322,10 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             route_reflector_client: n.route_reflector_client,
             hold_time,
             graceful_restart: n.graceful_restart,
+            max_restart_time: n.max_restart_time.map(|t| t.into_inner()),
             max_prefix: n.max_prefix.map(|m| m.into_inner()),
             families,
-            next_hop_self: n.next_hop_self,
+            next_hop,
             export: n.export,
             local_address: n.local_address,
         });

@@ -122,6 +122,16 @@ fn errors_name_the_key_and_the_line() {
             4,
             "12-bit",
         ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nnext_hop = \"myself\"\n",
+            6,
+            "\"auto\", \"self\", \"keep\"",
+        ),
+        (
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nnext_hop = \"keep\"\nnext_hop_self = true\n",
+            7,
+            "not both",
+        ),
         ("router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]\n", 3, ""),
     ];
     for (text, line, needle) in cases {
@@ -133,6 +143,31 @@ fn errors_name_the_key_and_the_line() {
         );
         assert!(e.to_string().starts_with("bgpd.toml:"), "{e}");
     }
+}
+
+#[test]
+fn next_hop_modes() {
+    let mode = |line: &str| {
+        let text = format!(
+            "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\n{line}\n"
+        );
+        parse("t", &text).unwrap().neighbors[0].next_hop
+    };
+    assert_eq!(mode(""), NextHopMode::Auto);
+    assert_eq!(mode("next_hop = \"auto\""), NextHopMode::Auto);
+    assert_eq!(mode("next_hop = \"self\""), NextHopMode::SelfAddress);
+    assert_eq!(mode("next_hop = \"keep\""), NextHopMode::Keep);
+    assert_eq!(mode("next_hop_self = true"), NextHopMode::SelfAddress);
+    assert_eq!(mode("next_hop_self = false"), NextHopMode::Auto);
+}
+
+#[test]
+fn max_restart_time_is_read_and_bounded() {
+    let text = "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nmax_restart_time = 30\n";
+    assert_eq!(parse("t", text).unwrap().neighbors[0].max_restart_time, Some(30));
+    let e = error_of(&text.replace("30", "5000"));
+    assert_eq!(e.line, 6);
+    assert!(e.to_string().contains("4095"), "{e}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The checked configuration, with every default filled in.
-use crate::model::Family;
+use crate::model::{Family, NextHopMode};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -49,9 +49,13 @@ pub struct Neighbor {
     pub route_reflector_client: bool,
     pub hold_time: u16,
     pub graceful_restart: bool,
+    /// The longest time the neighbor's routes are kept while it restarts
+    /// (seconds); None: the time it announces (RFC 4724).
+    pub max_restart_time: Option<u16>,
     pub max_prefix: Option<u32>,
     pub families: Vec<Family>,
-    pub next_hop_self: bool,
+    /// What we put in NEXT_HOP of the routes we send it.
+    pub next_hop: NextHopMode,
     /// Send routes to this neighbor (false: receive only).
     pub export: bool,
     /// Source address for our outgoing connection.

@@ -424,7 +424,8 @@ impl Daemon {
             address: n.address,
             ibgp: n.asn == self.config.asn,
             rr_client: n.route_reflector_client,
-            next_hop_self: n.next_hop_self,
+            next_hop: n.next_hop,
+            shared_subnet: crate::net::shared_subnet(local_ip, n.address.to_canonical()),
             local_v4,
             local_v6,
             local_v6_link_local,
@@ -581,6 +582,7 @@ impl Daemon {
             return;
         };
         slot.up = None;
+        let restart_time = restart_time.map(|t| bounded_restart_time(t, slot.neighbor.max_restart_time));
         match restart_time {
             Some(t) if graceful => {
                 info!(peer = %slot.neighbor.address, restart_time = t, "peer may be restarting; keeping its routes as stale (RFC 4724)");
@@ -664,6 +666,21 @@ pub(super) fn announce_attrs(a: &crate::config::Announce) -> PathAttrs {
 
 /// A BGP next hop as a kernel gateway. IPv6 uses the global address; a
 /// link-local-only next hop would need the interface and is not installed.
+/// How long a restarting peer's routes are kept: the time it announced,
+/// bounded by the operator's `max_restart_time`.
+fn bounded_restart_time(announced: u16, max: Option<u16>) -> u16 {
+    max.map_or(announced, |m| announced.min(m))
+}
+
+#[cfg(test)]
+#[test]
+fn the_restart_time_is_bounded_by_the_operator() {
+    assert_eq!(bounded_restart_time(120, None), 120);
+    assert_eq!(bounded_restart_time(120, Some(30)), 30);
+    assert_eq!(bounded_restart_time(10, Some(30)), 10);
+    assert_eq!(bounded_restart_time(120, Some(0)), 0);
+}
+
 pub(super) fn kernel_nexthop(nh: &NextHop) -> Option<Nexthop> {
     match nh {
         NextHop::None => None,

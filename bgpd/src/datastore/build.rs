@@ -28,6 +28,8 @@ use std::time::Duration;
 use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER, ServiceCidr};
+use tartan_api::resources::bgppeer::{NextHopMode as ApiNextHopMode, SourceAddress};
+use tartan_api::resources::common::parse_duration;
 use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
     BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
@@ -38,7 +40,7 @@ use tracing::warn;
 
 use super::services::ServiceIps;
 use crate::config::{Announce, Config, GracefulRestart, Neighbor};
-use crate::model::Family;
+use crate::model::{Family, NextHopMode};
 
 /// Everything the configuration depends on.
 #[derive(Debug, Clone, Default)]
@@ -271,8 +273,28 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 continue;
             }
         };
+        let next_hop = match bp.next_hop_mode {
+            ApiNextHopMode::Auto => NextHopMode::Auto,
+            ApiNextHopMode::SelfAddress => NextHopMode::SelfAddress,
+            ApiNextHopMode::Keep => NextHopMode::Keep,
+        };
+        let max_restart_time = match bp.max_restart_time.as_deref().map(parse_duration) {
+            None => None,
+            Some(Ok(t)) => Some(t.as_secs().min(4095) as u16),
+            Some(Err(why)) => {
+                warn!(peer = %name, %why, "BGPPeer maxRestartTime unreadable; not peering");
+                continue;
+            }
+        };
+        let source_address = bp.source_address;
         let mut add = |mut n: Neighbor| {
             n.password = pw.clone();
+            n.next_hop = next_hop;
+            n.max_restart_time = max_restart_time;
+            if source_address == SourceAddress::None {
+                // The kernel picks the source address of the connection.
+                n.local_address = None;
+            }
             add(vec![n]);
         };
         if let Some(ip) = &bp.peer_ip {
@@ -299,7 +321,11 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                     IpAddr::V6(_) => my_v6.map(IpAddr::V6),
                 },
             );
-            n.ttl_security = bp.ttl_security.is_some();
+            // RFC 5082: accept packets from at most that many hops away.
+            if let Some(hops) = bp.ttl_security {
+                n.ttl_security = true;
+                n.multihop = hops;
+            }
             add(n);
         } else if let Some(sel) = &bp.peer_selector {
             for p in &others {
@@ -360,12 +386,13 @@ fn neighbor(
         // Short: a node that dies is noticed within 9 s (3 keepalives).
         hold_time: 9,
         graceful_restart: true,
+        max_restart_time: None,
         max_prefix: None,
         families: vec![match address {
             IpAddr::V4(_) => Family::Ipv4Unicast,
             IpAddr::V6(_) => Family::Ipv6Unicast,
         }],
-        next_hop_self: false,
+        next_hop: NextHopMode::Auto,
         export: true,
         local_address: local,
     }

@@ -134,6 +134,81 @@ fn bgp_peers_by_node_selector_and_node() {
 }
 
 #[test]
+fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
+    use tartan_api::resources::bgppeer::SourceAddress;
+    let mut i = three();
+    i.peers.insert("tor".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.ttl_security = Some(2);
+        p.max_restart_time = Some("30s".into());
+        p.source_address = SourceAddress::None;
+        p
+    });
+    i.peers.insert("plain".into(), BgpPeerSpec::new("10.0.0.253", 65001));
+    i.peers.insert("bad".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.252", 65001);
+        p.max_restart_time = Some("soon".into());
+        p
+    });
+    let c = build(&i).unwrap();
+    let find = |a: &str| {
+        c.neighbors
+            .iter()
+            .find(|n| n.address == a.parse::<IpAddr>().unwrap())
+    };
+    let tor = find("10.0.0.254").unwrap();
+    assert!(tor.ttl_security);
+    assert_eq!(tor.multihop, 2, "up to 2 hops away (RFC 5082)");
+    assert_eq!(tor.max_restart_time, Some(30));
+    assert_eq!(tor.local_address, None, "sourceAddress None: the kernel picks");
+    let plain = find("10.0.0.253").unwrap();
+    assert!(!plain.ttl_security);
+    assert_eq!(plain.multihop, 1);
+    assert_eq!(plain.max_restart_time, None);
+    assert_eq!(plain.local_address, Some("10.0.0.1".parse().unwrap()));
+    assert!(find("10.0.0.252").is_none(), "an unreadable BGPPeer makes no session");
+}
+
+#[test]
+fn a_bgp_peers_next_hop_mode_reaches_its_sessions() {
+    use crate::model::NextHopMode;
+    use tartan_api::resources::bgppeer::NextHopMode as Api;
+    for (api, want) in [
+        (Api::Auto, NextHopMode::Auto),
+        (Api::SelfAddress, NextHopMode::SelfAddress),
+        (Api::Keep, NextHopMode::Keep),
+    ] {
+        let mut i = three();
+        // Without the mesh, so that the peerSelector sessions stand alone.
+        i.configs.insert(
+            "default".into(),
+            BgpConfigurationSpec {
+                node_to_node_mesh_enabled: Some(false),
+                ..Default::default()
+            },
+        );
+        i.peers.insert("tor".into(), {
+            let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+            p.next_hop_mode = api;
+            p
+        });
+        i.peers.insert("nodes".into(), {
+            let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+            p.peer_ip = None;
+            p.as_number = None;
+            p.peer_selector = Some("all()".into());
+            p.next_hop_mode = api;
+            p
+        });
+        let c = build(&i).unwrap();
+        assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3", "10.0.0.254"]);
+        for n in &c.neighbors {
+            assert_eq!(n.next_hop, want, "{n:?}");
+        }
+    }
+}
+
+#[test]
 fn announces_own_blocks_and_borrowed_addresses_not_unexported_pools() {
     let mut i = three();
     i.blocks = vec![

@@ -136,6 +136,20 @@ impl NextHop {
     }
 }
 
+/// What a speaker puts in NEXT_HOP of the routes it sends one peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NextHopMode {
+    /// External peers: a next hop on the subnet shared with the peer is
+    /// kept (a third-party next hop, RFC 4271 5.1.3), any other becomes
+    /// ours. Internal peers: unchanged. Our own routes: ours.
+    #[default]
+    Auto,
+    /// Always our own address.
+    SelfAddress,
+    /// Never changed; ours only where a route has none (our own routes).
+    Keep,
+}
+
 /// An attribute Tartan does not interpret, kept byte for byte so that it
 /// can be passed on (optional transitive ones, with the Partial bit set).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

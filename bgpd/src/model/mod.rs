@@ -4,5 +4,5 @@ mod attrs;
 pub mod community;
 mod family;
 
-pub use attrs::{AsPath, AsSegment, NextHop, Origin, PathAttrs, RawAttr, well_known};
+pub use attrs::{AsPath, AsSegment, NextHop, NextHopMode, Origin, PathAttrs, RawAttr, well_known};
 pub use family::Family;

@@ -6,7 +6,7 @@
 use super::attrs::AttrMeta;
 use super::peers::PeerInfo;
 use super::types::LocalConfig;
-use crate::model::{Family, NextHop, PathAttrs, RawAttr};
+use crate::model::{Family, NextHop, NextHopMode, PathAttrs, RawAttr};
 
 /// Community and reflection rules: may `src`'s path go to `target` at all?
 fn allowed(src: &PeerInfo, meta: &AttrMeta, target: &PeerInfo) -> bool {
@@ -37,6 +37,28 @@ fn own_next_hop(target: &PeerInfo, family: Family) -> Option<NextHop> {
     }
 }
 
+/// May `original` go to `target` unchanged, as its mode says?
+fn keeps_next_hop(original: NextHop, target: &PeerInfo) -> bool {
+    let Some(cfg) = target.cfg.as_ref() else {
+        return false;
+    };
+    let Some(addr) = original.addr() else {
+        // Our own routes have none: they always get ours.
+        return false;
+    };
+    match cfg.next_hop {
+        NextHopMode::SelfAddress => false,
+        NextHopMode::Keep => true,
+        NextHopMode::Auto if cfg.ibgp => true,
+        // A third-party next hop (RFC 4271 5.1.3): one on the subnet we
+        // share with the peer, so it is one hop from the peer too. Never
+        // the peer's own address: that would be a route to itself.
+        NextHopMode::Auto => {
+            addr != cfg.address && cfg.shared_subnet.is_some_and(|net| net.contains(&addr))
+        }
+    }
+}
+
 /// The next hop `target` gets, if there is one to give.
 fn next_hop_for(
     src: &PeerInfo,
@@ -44,10 +66,7 @@ fn next_hop_for(
     target: &PeerInfo,
     family: Family,
 ) -> Option<NextHop> {
-    let force_self = !target.ibgp()
-        || target.cfg.as_ref().is_some_and(|c| c.next_hop_self)
-        || original == NextHop::None;
-    if !force_self {
+    if keeps_next_hop(original, target) {
         return Some(original);
     }
     match own_next_hop(target, family) {

@@ -1,6 +1,6 @@
 //! The RIB's public vocabulary: configuration in, changes and batches out.
 
-use crate::model::{Family, NextHop, PathAttrs};
+use crate::model::{Family, NextHop, NextHopMode, PathAttrs};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -33,7 +33,11 @@ pub struct PeerConfig {
     pub address: IpAddr,
     pub ibgp: bool,
     pub rr_client: bool,
-    pub next_hop_self: bool,
+    pub next_hop: NextHopMode,
+    /// The connected network of our address on this session, when the
+    /// peer is on it too (one hop away): a next hop inside it can be
+    /// passed on as it is (RFC 4271 5.1.3).
+    pub shared_subnet: Option<IpNet>,
     /// Our addresses on this session: the next hop we send (eBGP, or
     /// next-hop-self, or our own routes).
     pub local_v4: Option<Ipv4Addr>,

@@ -6,7 +6,8 @@
 //! ```text
 //! chain forward { type filter hook forward priority filter; policy accept;
 //!     ct state established,related accept
-//!     ct state invalid drop
+//!     iifname "tar*" iifname != "tartan*" ct state invalid drop  # to and from pods only:
+//!     oifname "tar*" oifname != "tartan*" ct state invalid drop  # transit is routed as a router would
 //!     iifname "tar*" iifname != "tartan*" jump from_endpoint   # egress of the sending pod
 //! }
 //! chain forward_in { type filter hook forward priority filter + 1; policy accept;
@@ -232,7 +233,29 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
                 accept(),
             ],
         ),
-        rule(FORWARD, vec![flags_set(ct("state"), s("invalid")), drop()]),
+        // Invalid packets are dropped to and from pods only. A node also
+        // routes transit traffic it never saw the start of (a reply that a
+        // top-of-rack router's ECMP sent to this node for a pod on
+        // another): conntrack calls that invalid here, and dropping it
+        // would break the flow.
+        rule(
+            FORWARD,
+            vec![
+                matches(ifname(MetaKey::Iifname), wildcard(), true),
+                matches(ifname(MetaKey::Iifname), devices(), false),
+                flags_set(ct("state"), s("invalid")),
+                drop(),
+            ],
+        ),
+        rule(
+            FORWARD,
+            vec![
+                matches(ifname(MetaKey::Oifname), wildcard(), true),
+                matches(ifname(MetaKey::Oifname), devices(), false),
+                flags_set(ct("state"), s("invalid")),
+                drop(),
+            ],
+        ),
         rule(
             FORWARD,
             vec![

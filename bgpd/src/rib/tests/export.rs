@@ -101,11 +101,85 @@ fn ebgp_learned_to_ibgp_keeps_next_hop_and_med() {
 #[test]
 fn next_hop_self_to_ibgp() {
     let dst = PeerConfig {
-        next_hop_self: true,
+        next_hop: NextHopMode::SelfAddress,
         ..ibgp(3)
     };
     let out = through(ebgp(2), learned(), dst).unwrap();
     assert_eq!(out.next_hop, nh([192, 0, 2, 254]));
+}
+
+/// An external peer on 10.1.1.0/24 with us, in mode `mode`.
+fn ebgp_on_shared_subnet(mode: NextHopMode) -> PeerConfig {
+    PeerConfig {
+        next_hop: mode,
+        address: IpAddr::V4(Ipv4Addr::new(10, 1, 1, 9)),
+        local_v4: Some(Ipv4Addr::new(10, 1, 1, 254)),
+        shared_subnet: Some("10.1.1.0/24".parse().unwrap()),
+        ..ebgp(3)
+    }
+}
+
+#[test]
+fn third_party_next_hop_on_a_shared_subnet_is_kept_for_ebgp() {
+    // learned() has next hop 10.1.1.2: another router on the peer's subnet.
+    let out = through(ibgp(2), learned(), ebgp_on_shared_subnet(NextHopMode::Auto)).unwrap();
+    assert_eq!(out.next_hop, nh([10, 1, 1, 2]));
+    // From an external peer too (RFC 4271 5.1.3, second case).
+    let out = through(ebgp(2), learned(), ebgp_on_shared_subnet(NextHopMode::Auto)).unwrap();
+    assert_eq!(out.next_hop, nh([10, 1, 1, 2]));
+}
+
+#[test]
+fn next_hop_off_the_shared_subnet_becomes_ours_for_ebgp() {
+    let a = attrs(&[65002], [10, 7, 7, 7]);
+    let out = through(ibgp(2), a, ebgp_on_shared_subnet(NextHopMode::Auto)).unwrap();
+    assert_eq!(out.next_hop, nh([10, 1, 1, 254]));
+    // No shared subnet known (a multihop peer): ours.
+    let out = through(ibgp(2), learned(), ebgp(3)).unwrap();
+    assert_eq!(out.next_hop, nh([192, 0, 2, 254]));
+}
+
+#[test]
+fn the_peers_own_address_is_never_its_next_hop() {
+    let a = attrs(&[65002], [10, 1, 1, 9]);
+    let out = through(ibgp(2), a, ebgp_on_shared_subnet(NextHopMode::Auto)).unwrap();
+    assert_eq!(out.next_hop, nh([10, 1, 1, 254]));
+}
+
+#[test]
+fn next_hop_self_replaces_a_shared_subnet_next_hop() {
+    let dst = ebgp_on_shared_subnet(NextHopMode::SelfAddress);
+    let out = through(ibgp(2), learned(), dst).unwrap();
+    assert_eq!(out.next_hop, nh([10, 1, 1, 254]));
+}
+
+#[test]
+fn next_hop_keep_passes_any_next_hop_but_gives_ours_to_own_routes() {
+    let a = attrs(&[65002], [10, 7, 7, 7]);
+    let out = through(ibgp(2), a, ebgp(3).with_mode(NextHopMode::Keep)).unwrap();
+    assert_eq!(out.next_hop, nh([10, 7, 7, 7]));
+    let mut r = rib();
+    r.peer_up(ebgp(3).with_mode(NextHopMode::Keep));
+    let mut own = attrs(&[], [0; 4]);
+    own.next_hop = NextHop::None;
+    r.originate(own, net(P));
+    assert_eq!(drained(&mut r, 3).0[&net(P)].next_hop, nh([192, 0, 2, 254]));
+}
+
+#[test]
+fn own_routes_get_our_address_on_a_shared_subnet() {
+    let mut r = rib();
+    r.peer_up(ebgp_on_shared_subnet(NextHopMode::Auto));
+    let mut own = attrs(&[], [0; 4]);
+    own.next_hop = NextHop::None;
+    r.originate(own, net(P));
+    assert_eq!(drained(&mut r, 3).0[&net(P)].next_hop, nh([10, 1, 1, 254]));
+}
+
+impl PeerConfig {
+    fn with_mode(self, next_hop: NextHopMode) -> PeerConfig {
+        PeerConfig { next_hop, ..self }
+    }
 }
 
 #[test]

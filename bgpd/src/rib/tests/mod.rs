@@ -9,7 +9,7 @@ mod prop;
 mod scale;
 
 use super::*;
-use crate::model::{AsPath, AsSegment, Family, NextHop, Origin, PathAttrs, RawAttr};
+use crate::model::{AsPath, AsSegment, Family, NextHop, NextHopMode, Origin, PathAttrs, RawAttr};
 use ipnet::IpNet;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -39,7 +39,8 @@ pub(super) fn peer(id: PeerId, asn: u32) -> PeerConfig {
         address: IpAddr::V4(Ipv4Addr::new(192, 0, 2, b)),
         ibgp: asn == OUR_AS,
         rr_client: false,
-        next_hop_self: false,
+        next_hop: NextHopMode::Auto,
+        shared_subnet: None,
         local_v4: Some(Ipv4Addr::new(192, 0, 2, 254)),
         local_v6: Some("2001:db8::fe".parse().unwrap()),
         local_v6_link_local: Some("fe80::fe".parse().unwrap()),
