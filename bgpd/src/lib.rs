@@ -3,6 +3,7 @@ pub mod config;
 pub mod control;
 pub mod daemon;
 pub mod datastore;
+pub mod filter;
 pub mod kernel;
 pub mod model;
 pub mod net;

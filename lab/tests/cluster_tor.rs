@@ -36,7 +36,7 @@ struct TorLab {
     daemons: Vec<(Daemon, Daemon)>,
     bird: Bird,
     host: Netns,
-    _dir: TempDir,
+    dir: TempDir,
     lab: CniLab,
 }
 
@@ -121,7 +121,7 @@ impl TorLab {
             daemons,
             bird,
             host,
-            _dir: dir,
+            dir,
             lab,
         }
     }
@@ -353,6 +353,103 @@ fn with_next_hop_self_and_ecmp_at_the_tor_pod_flows_survive_either_path() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}\n{}", t.diagnostics());
+}
+
+#[test]
+fn a_bgp_filter_shapes_what_the_tor_learns_and_an_edit_applies_without_a_reset() {
+    use tartan_api::resources::{BgpFilter, BgpFilterSpec};
+    let t = TorLab::start(NextHopMode::Auto);
+    let (b0, b1) = (t.block(0), t.block(1));
+    t.tor_paths(1, 2);
+    // Block 1 refused towards the ToR; block 0 tagged and prepended.
+    let spec = |reject_b1: bool| -> BgpFilterSpec {
+        let mut rules = vec![serde_json::json!({
+            "action": "Accept", "cidr": b0, "matchOperator": "Equal",
+            "communities": {"add": ["64512:77"]}, "asPathPrepend": [64512],
+        })];
+        if reject_b1 {
+            rules.insert(
+                0,
+                serde_json::json!({"action": "Reject", "cidr": b1, "matchOperator": "In", "prefixLength": {"min": 26, "max": 26}}),
+            );
+        }
+        serde_json::from_value(serde_json::json!({ "exportV4": rules })).unwrap()
+    };
+    let store = &t.lab.store;
+    t.lab
+        .rt
+        .block_on(store.create_typed(&BgpFilter::new("tor-export", spec(true))))
+        .unwrap();
+    let mut peer: BgpPeer = t.lab.rt.block_on(store.get_typed(None, "tor")).unwrap();
+    peer.spec.filters = vec!["tor-export".into()];
+    t.lab.rt.block_on(store.update_typed(&peer)).unwrap();
+    let view = |prefix: &str| t.bird.routes_for(prefix).unwrap_or_default();
+    wait_for(
+        "the filtered view at the ToR",
+        Duration::from_secs(10),
+        || {
+            let tagged = view(&b0);
+            (view(&b1).is_empty()
+                && tagged.len() == 2
+                && tagged.iter().all(|r| {
+                    r.communities() == vec![(64512, 77)] && r.as_path() == vec![64512, 64512]
+                }))
+            .then_some(())
+        },
+    )
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            t.bird.birdc(&["show", "route", "all"]).unwrap_or_default()
+        )
+    });
+    let since = |i: usize| bird_since(&t.bird, t.node_address(i));
+    let before = (since(0), since(1));
+    let uptime = |i: usize| -> u64 {
+        let sock = t.dir.join(&format!("bgpd-{i}.sock"));
+        let peers = tartan_lab::peers::control_get(&sock, "/v1/peers").unwrap();
+        let tor = t.lab.underlay.node(2).address.to_string();
+        peers
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["address"] == tor.as_str()))
+            .and_then(|p| p["uptimeSeconds"].as_u64())
+            .unwrap_or(0)
+    };
+    let up_before = (uptime(0), uptime(1));
+    // The filter edited while the sessions run: block 1 goes out again.
+    let mut f: BgpFilter = t
+        .lab
+        .rt
+        .block_on(store.get_typed(None, "tor-export"))
+        .unwrap();
+    f.spec = spec(false);
+    let started = std::time::Instant::now();
+    t.lab.rt.block_on(store.update_typed(&f)).unwrap();
+    wait_for("block 1 back at the ToR", Duration::from_secs(2), || {
+        (view(&b1).len() == 2).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", t.daemons[0].0.log_tail(20)));
+    eprintln!("filter edit seen at the ToR in {:?}", started.elapsed());
+    // Neither session was reset: BIRD's sessions are as old as before, and
+    // the nodes' uptimes went on.
+    assert_eq!((since(0), since(1)), before);
+    let up_after = (uptime(0), uptime(1));
+    assert!(
+        up_after.0 >= up_before.0 && up_after.1 >= up_before.1,
+        "{up_before:?} -> {up_after:?}"
+    );
+}
+
+/// When BIRD's session with `addr` last changed state (`show protocols`).
+fn bird_since(bird: &Bird, addr: IpAddr) -> String {
+    let name = Bird::protocol_name(addr);
+    let out = bird
+        .birdc(&["show", "protocols", &name])
+        .unwrap_or_default();
+    out.lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+        .map(|l| l.split_whitespace().take(6).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
 }
 
 /// Child processes killed and reaped when the test ends, also on failure.

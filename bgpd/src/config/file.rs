@@ -1,5 +1,6 @@
 //! TOML → [`Config`]: the file's own shape (serde), then the checks that
 //! span several keys. Every error names the key and line.
+use super::filters;
 use super::model::{Announce, Config, GracefulRestart, Neighbor};
 use crate::model::community::{parse_community, parse_large_community};
 use crate::model::{Family, NextHopMode};
@@ -35,6 +36,8 @@ struct RawConfig {
     neighbor: Vec<RawNeighbor>,
     #[serde(default)]
     announce: Vec<RawAnnounce>,
+    #[serde(default)]
+    filter: Vec<filters::RawFilter>,
 }
 
 #[derive(Deserialize)]
@@ -115,6 +118,11 @@ struct RawNeighbor {
     #[serde(default = "yes")]
     export: bool,
     local_address: Option<IpAddr>,
+    /// Names of `[[filter]]` tables, tried in order.
+    #[serde(default)]
+    import_filters: Vec<Spanned<String>>,
+    #[serde(default)]
+    export_filters: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -187,6 +195,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         None => 120,
     };
 
+    let filters = filters::read(raw.filter).map_err(|(at, m)| err_at(at, m))?;
     let mut seen = HashSet::new();
     let mut neighbors = Vec::with_capacity(raw.neighbor.len());
     for n in raw.neighbor {
@@ -276,7 +285,9 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         {
             return Err(err_at(
                 t.span().start,
-                format!("neighbor {address}: max_restart_time is at most 4095 seconds (a 12-bit field)"),
+                format!(
+                    "neighbor {address}: max_restart_time is at most 4095 seconds (a 12-bit field)"
+                ),
             ));
         }
         let next_hop = match (n.next_hop, n.next_hop_self) {
@@ -302,6 +313,8 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
                 }
             },
         };
+        let peer_filters = filters::for_neighbor(&filters, &n.import_filters, &n.export_filters)
+            .map_err(|(at, m)| err_at(at, format!("neighbor {address}: {m}")))?;
         if n.route_reflector_client && !ibgp {
             return Err(err_at(
                 at,
@@ -326,6 +339,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             max_prefix: n.max_prefix.map(|m| m.into_inner()),
             families,
             next_hop,
+            filters: std::sync::Arc::new(peer_filters),
             export: n.export,
             local_address: n.local_address,
         });

@@ -164,7 +164,10 @@ fn next_hop_modes() {
 #[test]
 fn max_restart_time_is_read_and_bounded() {
     let text = "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\nmax_restart_time = 30\n";
-    assert_eq!(parse("t", text).unwrap().neighbors[0].max_restart_time, Some(30));
+    assert_eq!(
+        parse("t", text).unwrap().neighbors[0].max_restart_time,
+        Some(30)
+    );
     let e = error_of(&text.replace("30", "5000"));
     assert_eq!(e.line, 6);
     assert!(e.to_string().contains("4095"), "{e}");
@@ -178,4 +181,155 @@ fn description_change_keeps_the_session() {
     assert!(c.neighbors[0].session_settings_equal(&n));
     n.hold_time = 30;
     assert!(!c.neighbors[0].session_settings_equal(&n));
+}
+
+const FILTERS: &str = r#"
+router_id = "1.2.3.4"
+asn = 64512
+
+[[filter]]
+name = "pods-only"
+[[filter.rule]]
+action = "accept"
+cidr = "10.88.0.0/16"
+match = "in"
+prefix_length = { max = 26 }
+add_communities = ["64512:1", "64512:7:9"]
+as_path_prepend = [64512]
+[[filter.rule]]
+action = "reject"
+
+[[filter]]
+name = "no-default"
+[[filter.rule]]
+action = "reject"
+cidr = "0.0.0.0/0"
+match = "equal"
+[[filter.rule]]
+action = "reject"
+source = "remote-peers"
+prefix_length = { min = 120 }
+
+[[neighbor]]
+address = "10.0.0.2"
+asn = 65001
+import_filters = ["no-default"]
+export_filters = ["no-default", "pods-only"]
+"#;
+
+#[test]
+fn filters_are_read_in_the_order_named() {
+    use crate::filter::{MatchOp, Verdict};
+    let c = parse("t", FILTERS).unwrap();
+    let f = &c.neighbors[0].filters;
+    // Import: the default route and (both families) /120 and longer.
+    assert_eq!(f.import.v4.len(), 2);
+    assert_eq!(f.import.v6.len(), 1);
+    assert_eq!(
+        f.import.v4[0].network,
+        Some(("0.0.0.0/0".parse().unwrap(), MatchOp::Equal))
+    );
+    assert_eq!(f.import.v6[0].lengths, Some((120, 128)));
+    assert!(f.import.v6[0].remote_only);
+    // Export: no-default's rules, then pods-only's.
+    assert_eq!(f.export.v4.len(), 4);
+    let r = &f.export.v4[2];
+    assert_eq!(
+        r.lengths,
+        Some((16, 26)),
+        "min defaults to the cidr's length"
+    );
+    assert_eq!(r.add_communities, vec![(64512 << 16) | 1]);
+    assert_eq!(r.add_large_communities, vec![[64512, 7, 9]]);
+    assert_eq!(r.prepend, vec![64512]);
+    let v = |p: &str| f.export.verdict(&p.parse().unwrap(), false);
+    assert_eq!(v("10.88.0.64/26"), Verdict::Accept(Some(2)));
+    assert_eq!(v("10.88.0.64/27"), Verdict::Reject);
+    assert_eq!(v("0.0.0.0/0"), Verdict::Reject);
+    assert_eq!(v("192.0.2.0/24"), Verdict::Reject);
+}
+
+#[test]
+fn filter_mistakes_name_the_line() {
+    let with = |from: &str, to: &str| FILTERS.replacen(from, to, 1);
+    let cases: Vec<(String, &str)> = vec![
+        (with("match = \"in\"", "match = \"inside\""), "inside"),
+        (with("action = \"accept\"", "action = \"allow\""), "allow"),
+        (
+            with("cidr = \"10.88.0.0/16\"", "cidr = \"10.88.0.1/16\""),
+            "host bits",
+        ),
+        (
+            with(
+                "prefix_length = { max = 26 }",
+                "prefix_length = { max = 33 }",
+            ),
+            "0-32",
+        ),
+        (
+            with(
+                "prefix_length = { max = 26 }",
+                "prefix_length = { min = 8 }",
+            ),
+            "shorter",
+        ),
+        (
+            with("source = \"remote-peers\"", "source = \"peers\""),
+            "remote-peers",
+        ),
+        (
+            with(
+                "import_filters = [\"no-default\"]",
+                "import_filters = [\"nope\"]",
+            ),
+            "no filter named \"nope\"",
+        ),
+        (
+            with(
+                "import_filters = [\"no-default\"]",
+                "import_filters = [\"pods-only\"]",
+            ),
+            "only export filters",
+        ),
+        (
+            with("name = \"no-default\"", "name = \"pods-only\""),
+            "defined twice",
+        ),
+        (
+            with(
+                "cidr = \"0.0.0.0/0\"\nmatch = \"equal\"",
+                "cidr = \"0.0.0.0/0\"",
+            ),
+            "needs match",
+        ),
+        (
+            with(
+                "add_communities = [\"64512:1\"",
+                "add_communities = [\"64512:99999\"",
+            ),
+            "99999",
+        ),
+    ];
+    for (text, needle) in cases {
+        let e = error_of(&text);
+        assert!(
+            e.to_string().contains(needle),
+            "{e} should mention {needle:?}"
+        );
+        assert!(e.line > 1, "{e}");
+    }
+    // Changing communities needs an accept rule.
+    let bad = with(
+        "action = \"reject\"\n\n[[filter]]",
+        "action = \"reject\"\nadd_communities = [\"1:1\"]\n\n[[filter]]",
+    );
+    assert!(error_of(&bad).to_string().contains("only an accept rule"));
+}
+
+#[test]
+fn a_filter_change_keeps_the_session() {
+    let a = parse("t", FILTERS).unwrap();
+    let b = parse("t", &FILTERS.replace("max = 26", "max = 27")).unwrap();
+    assert_ne!(a.neighbors[0], b.neighbors[0]);
+    assert!(a.neighbors[0].session_settings_equal(&b.neighbors[0]));
 }

@@ -2,6 +2,7 @@
 //! on SIGHUP. Parsing turns the file into checked plain data or into one
 //! error that names the key and the line; nothing is applied half-way.
 mod file;
+mod filters;
 mod model;
 
 pub use file::{ConfigError, parse};

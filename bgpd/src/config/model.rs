@@ -1,7 +1,9 @@
 //! The checked configuration, with every default filled in.
+use crate::filter::PeerFilters;
 use crate::model::{Family, NextHopMode};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +58,8 @@ pub struct Neighbor {
     pub families: Vec<Family>,
     /// What we put in NEXT_HOP of the routes we send it.
     pub next_hop: NextHopMode,
+    /// Import and export rules; changed without a session reset.
+    pub filters: Arc<PeerFilters>,
     /// Send routes to this neighbor (false: receive only).
     pub export: bool,
     /// Source address for our outgoing connection.
@@ -64,10 +68,11 @@ pub struct Neighbor {
 
 impl Neighbor {
     /// Settings whose change needs the session to be reset (everything
-    /// except the description).
+    /// except the description and the filters).
     pub fn session_settings_equal(&self, other: &Neighbor) -> bool {
         let mut a = self.clone();
         a.description = other.description.clone();
+        a.filters = other.filters.clone();
         a == *other
     }
 }

@@ -431,6 +431,7 @@ impl Daemon {
             local_v6_link_local,
             families: negotiated.families.clone(),
             max_prefix: n.max_prefix,
+            filters: n.filters.clone(),
         };
         // RFC 4724 4.2: stale routes of a family the peer no longer keeps
         // forwarding for (no capability, or F bit clear) go at once.
@@ -582,7 +583,8 @@ impl Daemon {
             return;
         };
         slot.up = None;
-        let restart_time = restart_time.map(|t| bounded_restart_time(t, slot.neighbor.max_restart_time));
+        let restart_time =
+            restart_time.map(|t| bounded_restart_time(t, slot.neighbor.max_restart_time));
         match restart_time {
             Some(t) if graceful => {
                 info!(peer = %slot.neighbor.address, restart_time = t, "peer may be restarting; keeping its routes as stale (RFC 4724)");

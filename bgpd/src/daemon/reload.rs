@@ -2,7 +2,10 @@
 //! does not parse, or that changes what needs a restart, changes nothing.
 use super::instance::{Daemon, excluded, kernel_nexthop};
 use crate::config::{self, Config};
+use crate::filter::PeerFilters;
 use crate::model::Family;
+use crate::rib::PeerId;
+use crate::session::PeerCommand;
 use crate::wire::Notification;
 use ipnet::IpNet;
 use std::collections::HashMap;
@@ -58,6 +61,37 @@ impl Daemon {
             }
         }
         info!(exclude = ?new, added, removed, "kernel routes follow the new exclusions");
+    }
+
+    /// A neighbor's filters changed: taken over without a reset. What the
+    /// new export rules change goes out at once; for new import rules the
+    /// peer is asked to send its routes again (RFC 2918), or, where it
+    /// cannot be asked, its session is reset.
+    fn filters_changed(&mut self, id: PeerId, old: &PeerFilters, new: &Arc<PeerFilters>) {
+        let c = self.rib.set_filters(id, new.clone());
+        self.apply(c);
+        let Some(p) = self.peers.get(&id) else { return };
+        let address = p.neighbor.address;
+        let Some(up) = &p.up else {
+            info!(peer = %address, "filters changed; they apply when the session comes up");
+            return;
+        };
+        if old.import == new.import {
+            info!(peer = %address, "export filters changed; routes re-sent");
+            return;
+        }
+        if up.negotiated.route_refresh {
+            for f in up.negotiated.families.clone() {
+                let _ = p.link.commands.try_send(PeerCommand::RouteRefresh(f));
+            }
+            info!(peer = %address, "import filters changed; asked the peer to send its routes again (route refresh)");
+        } else {
+            info!(peer = %address, "import filters changed and the peer cannot refresh; resetting its session");
+            let n = p.neighbor.clone();
+            // RFC 4486: Other Configuration Change.
+            self.remove_peer(id, Notification::new(6, 6, vec![]));
+            self.add_peer(n);
+        }
     }
 
     pub(super) fn reload(&mut self) {
@@ -120,8 +154,12 @@ impl Daemon {
                     changed += 1;
                 }
                 Some(new_n) => {
+                    let refilter = n.filters != new_n.filters;
                     if let Some(p) = self.peers.get_mut(&id) {
                         p.neighbor = Arc::new(new_n.clone());
+                    }
+                    if refilter {
+                        self.filters_changed(id, &n.filters, &new_n.filters);
                     }
                 }
             }

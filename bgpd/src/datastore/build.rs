@@ -32,7 +32,8 @@ use tartan_api::resources::bgppeer::{NextHopMode as ApiNextHopMode, SourceAddres
 use tartan_api::resources::common::parse_duration;
 use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
-    BgpConfigurationSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp, WorkloadEndpointSpec,
+    BgpConfigurationSpec, BgpFilterSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp,
+    WorkloadEndpointSpec,
 };
 use tartan_api::resources::{SecretSource, TARTAN_NAMESPACE};
 use tartan_policy::Selector;
@@ -40,7 +41,9 @@ use tracing::warn;
 
 use super::services::ServiceIps;
 use crate::config::{Announce, Config, GracefulRestart, Neighbor};
+use crate::filter::peer_filters;
 use crate::model::{Family, NextHopMode};
+use std::sync::Arc;
 
 /// Everything the configuration depends on.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +54,8 @@ pub struct Inputs {
     pub configs: BTreeMap<String, BgpConfigurationSpec>,
     /// BGPPeer objects by name.
     pub peers: BTreeMap<String, BgpPeerSpec>,
+    /// BGPFilter objects by name.
+    pub filters: BTreeMap<String, BgpFilterSpec>,
     pub pools: Vec<IpPoolSpec>,
     pub blocks: Vec<IpamBlockSpec>,
     pub endpoints: Vec<WorkloadEndpointSpec>,
@@ -278,6 +283,13 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             ApiNextHopMode::SelfAddress => NextHopMode::SelfAddress,
             ApiNextHopMode::Keep => NextHopMode::Keep,
         };
+        let filters = match peer_filters(&bp.filters, &inp.filters) {
+            Ok(f) => Arc::new(f),
+            Err(why) => {
+                warn!(peer = %name, %why, "BGPPeer filters unusable; not peering");
+                continue;
+            }
+        };
         let max_restart_time = match bp.max_restart_time.as_deref().map(parse_duration) {
             None => None,
             Some(Ok(t)) => Some(t.as_secs().min(4095) as u16),
@@ -291,6 +303,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             n.password = pw.clone();
             n.next_hop = next_hop;
             n.max_restart_time = max_restart_time;
+            n.filters = filters.clone();
             if source_address == SourceAddress::None {
                 // The kernel picks the source address of the connection.
                 n.local_address = None;
@@ -393,6 +406,7 @@ fn neighbor(
             IpAddr::V6(_) => Family::Ipv6Unicast,
         }],
         next_hop: NextHopMode::Auto,
+        filters: Arc::default(),
         export: true,
         local_address: local,
     }

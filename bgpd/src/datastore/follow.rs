@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tartan_api::Kind;
 use tartan_api::resources::{
-    BgpConfiguration, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
+    BgpConfiguration, BgpFilter, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
 };
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
@@ -30,10 +30,11 @@ use crate::config::Config;
 
 /// Every kind bgpd reads (deploy/tartan-node.yaml must grant get, list and
 /// watch on each).
-pub const WATCHED: [Kind; 9] = [
+pub const WATCHED: [Kind; 10] = [
     Kind::Node,
     Kind::BgpConfiguration,
     Kind::BgpPeer,
+    Kind::BgpFilter,
     Kind::IpPool,
     Kind::IpamBlock,
     Kind::WorkloadEndpoint,
@@ -183,6 +184,11 @@ impl Seen {
                 .typed::<BgpPeer>()
                 .into_iter()
                 .map(|(k, p)| (name(&k), p.spec))
+                .collect(),
+            filters: self
+                .typed::<BgpFilter>()
+                .into_iter()
+                .map(|(k, f)| (name(&k), f.spec))
                 .collect(),
             pools: self
                 .typed::<IpPool>()

@@ -144,7 +144,8 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
         p.source_address = SourceAddress::None;
         p
     });
-    i.peers.insert("plain".into(), BgpPeerSpec::new("10.0.0.253", 65001));
+    i.peers
+        .insert("plain".into(), BgpPeerSpec::new("10.0.0.253", 65001));
     i.peers.insert("bad".into(), {
         let mut p = BgpPeerSpec::new("10.0.0.252", 65001);
         p.max_restart_time = Some("soon".into());
@@ -160,13 +161,65 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     assert!(tor.ttl_security);
     assert_eq!(tor.multihop, 2, "up to 2 hops away (RFC 5082)");
     assert_eq!(tor.max_restart_time, Some(30));
-    assert_eq!(tor.local_address, None, "sourceAddress None: the kernel picks");
+    assert_eq!(
+        tor.local_address, None,
+        "sourceAddress None: the kernel picks"
+    );
     let plain = find("10.0.0.253").unwrap();
     assert!(!plain.ttl_security);
     assert_eq!(plain.multihop, 1);
     assert_eq!(plain.max_restart_time, None);
     assert_eq!(plain.local_address, Some("10.0.0.1".parse().unwrap()));
-    assert!(find("10.0.0.252").is_none(), "an unreadable BGPPeer makes no session");
+    assert!(
+        find("10.0.0.252").is_none(),
+        "an unreadable BGPPeer makes no session"
+    );
+}
+
+#[test]
+fn a_bgp_peers_filters_reach_its_session_and_a_missing_one_stops_it() {
+    use tartan_api::resources::BgpFilterSpec;
+    let mut i = three();
+    i.filters.insert(
+        "export-pods".into(),
+        serde_json::from_value::<BgpFilterSpec>(serde_json::json!({
+            "exportV4": [{"action": "Reject", "cidr": "10.0.0.0/8", "matchOperator": "NotIn"}],
+            "importV4": [{"action": "Reject", "prefixLength": {"min": 25}}],
+        }))
+        .unwrap(),
+    );
+    i.peers.insert("tor".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.filters = vec!["export-pods".into()];
+        p
+    });
+    i.peers.insert("broken".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.253", 65001);
+        p.filters = vec!["export-pods".into(), "gone".into()];
+        p
+    });
+    let c = build(&i).unwrap();
+    let tor = c
+        .neighbors
+        .iter()
+        .find(|n| n.address == "10.0.0.254".parse::<IpAddr>().unwrap())
+        .unwrap();
+    assert_eq!(tor.filters.export.v4.len(), 1);
+    assert_eq!(tor.filters.import.v4[0].lengths, Some((25, 32)));
+    // The mesh has no filters.
+    assert!(
+        c.neighbors
+            .iter()
+            .filter(|n| n.asn == 64512)
+            .all(|n| n.filters.is_empty())
+    );
+    // A BGPPeer naming a filter that is not there makes no session: it
+    // must not run unfiltered.
+    assert!(
+        !c.neighbors
+            .iter()
+            .any(|n| n.address == "10.0.0.253".parse::<IpAddr>().unwrap())
+    );
 }
 
 #[test]

@@ -10,9 +10,11 @@ use super::output::Drain;
 use super::peers::{LOCAL_IDX, Peers, fam_index, info_in};
 use super::table::{Addr, Path, PeerIdx, Table};
 use super::types::{Changes, ImportError, LOCAL, LocalConfig, OutBatch, PeerConfig, PeerId};
+use crate::filter::{PeerFilters, Verdict};
 use crate::model::{Family, PathAttrs};
 use ipnet::IpNet;
 use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 /// A table and the rest of the RIB, borrowed apart.
 struct Parts<'a> {
@@ -158,6 +160,7 @@ impl Rib {
             return Err(ImportError::UnknownPeer(peer));
         };
         let (ibgp, max_prefix) = (cfg.ibgp, cfg.max_prefix);
+        let filters = cfg.filters.clone();
         let fams = [
             cfg.families.contains(&Family::Ipv4Unicast),
             cfg.families.contains(&Family::Ipv6Unicast),
@@ -179,6 +182,60 @@ impl Rib {
             }
             return Ok(self.withdraw(peer, prefixes));
         }
+        let mut changes = Changes::default();
+        if filters.import.is_empty() {
+            self.check_max_prefix(x, max_prefix, prefixes)?;
+            self.install(x, fams, attrs, prefixes, &mut changes);
+            return Ok(self.done(changes));
+        }
+        // Import rules: a rejected prefix is as if withdrawn (the peer's
+        // earlier path for it goes); accepted ones are grouped by the rule
+        // that changes their attributes.
+        let mut rejected = Vec::new();
+        // Keyed by (IPv6?, the rule that changes the attributes).
+        type Key = (bool, Option<u32>);
+        let mut groups: Vec<(Key, Vec<IpNet>)> = Vec::new();
+        for net in prefixes {
+            match filters.import.verdict(net, true) {
+                Verdict::Reject => rejected.push(*net),
+                Verdict::Accept(rule) => {
+                    let key = (matches!(net, IpNet::V6(_)), rule);
+                    match groups.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, v)) => v.push(*net),
+                        None => groups.push((key, vec![*net])),
+                    }
+                }
+            }
+        }
+        let accepted: Vec<IpNet> = groups.iter().flat_map(|(_, v)| v.iter().copied()).collect();
+        self.check_max_prefix(x, max_prefix, &accepted)?;
+        if let Some(info) = self.peers.info_mut(x) {
+            info.counts.filtered += rejected.len() as u64;
+        }
+        self.remove_prefixes(x, &rejected, &mut changes);
+        for ((v6, rule), nets) in groups {
+            let family = if v6 {
+                Family::Ipv6Unicast
+            } else {
+                Family::Ipv4Unicast
+            };
+            let mut a = attrs.clone();
+            if let Some(r) = rule.and_then(|i| filters.import.rule(family, i)) {
+                r.apply(&mut a);
+            }
+            self.install(x, fams, a, &nets, &mut changes);
+        }
+        Ok(self.done(changes))
+    }
+
+    /// Over the peer's max-prefix limit with `prefixes` added? Then nothing
+    /// may be applied.
+    fn check_max_prefix(
+        &self,
+        x: PeerIdx,
+        max_prefix: Option<u32>,
+        prefixes: &[IpNet],
+    ) -> Result<(), ImportError> {
         if let Some(limit) = max_prefix {
             let accepted = self.peers.info(x).counts.accepted;
             if accepted + prefixes.len() as u64 > u64::from(limit) {
@@ -188,9 +245,21 @@ impl Rib {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Puts `prefixes` with `attrs` from peer `x` into the tables (families
+    /// not negotiated, per `fams`, are skipped).
+    fn install(
+        &mut self,
+        x: PeerIdx,
+        fams: [bool; 2],
+        attrs: PathAttrs,
+        prefixes: &[IpNet],
+        changes: &mut Changes,
+    ) {
         let id = self.attrs.intern(attrs, prefixes.len() as u32);
-        let mut changes = Changes::default();
-        let mut p = self.parts(&mut changes);
+        let mut p = self.parts(changes);
         let (mut added, mut skipped) = (0u64, 0u32);
         for net in prefixes {
             let path = Path {
@@ -212,7 +281,28 @@ impl Rib {
         if let Some(info) = self.peers.info_mut(x) {
             info.counts.accepted += added;
         }
-        Ok(self.done(changes))
+    }
+
+    /// New import and export rules for a peer, taken over without a reset:
+    /// everything it holds or could hold is queued, so what the new export
+    /// rules change goes out (or is withdrawn). Routes already imported
+    /// stay as they are: the caller asks the peer to send them again
+    /// (RFC 2918) when the import rules changed.
+    pub fn set_filters(&mut self, peer: PeerId, filters: Arc<PeerFilters>) -> Changes {
+        let changes = Changes::default();
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return changes;
+        };
+        let Some(cfg) = self.peers.info_mut(x).and_then(|i| i.cfg.as_mut()) else {
+            return changes;
+        };
+        cfg.filters = filters;
+        for f in self.peers.outs[x as usize].fams.iter_mut().flatten() {
+            f.last_out = None;
+        }
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v4, x);
+        mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x);
+        self.done(changes)
     }
 
     fn has_path(&self, x: PeerIdx, net: &IpNet) -> bool {

@@ -6,7 +6,9 @@
 use super::attrs::AttrMeta;
 use super::peers::PeerInfo;
 use super::types::LocalConfig;
+use crate::filter::Verdict;
 use crate::model::{Family, NextHop, NextHopMode, PathAttrs, RawAttr};
+use ipnet::IpNet;
 
 /// Community and reflection rules: may `src`'s path go to `target` at all?
 fn allowed(src: &PeerInfo, meta: &AttrMeta, target: &PeerInfo) -> bool {
@@ -75,6 +77,17 @@ fn next_hop_for(
         // original on rather than nothing. Local routes need ours.
         None if target.ibgp() && original != NextHop::None && !src.is_local() => Some(original),
         None => None,
+    }
+}
+
+/// What `target`'s export rules make of `prefix` from `src` (they run
+/// after the rules above allowed it).
+pub(crate) fn export_verdict(target: &PeerInfo, src: &PeerInfo, prefix: &IpNet) -> Verdict {
+    match target.cfg.as_ref() {
+        Some(c) if !c.filters.export.is_empty() => {
+            c.filters.export.verdict(prefix, !src.is_local())
+        }
+        _ => Verdict::Accept(None),
     }
 }
 

@@ -9,10 +9,11 @@
 
 use super::attrs::{AttrId, AttrTable};
 use super::decision;
-use super::export::{exportable, rewrite};
+use super::export::{export_verdict, exportable, rewrite};
 use super::peers::{FamilyOut, GroupKey, Peers, info_in};
 use super::table::{Addr, PeerIdx, Table};
 use super::types::{LocalConfig, OutBatch};
+use crate::filter::Verdict;
 use hashbrown::HashMap;
 use std::sync::Arc;
 
@@ -38,14 +39,13 @@ impl<A: Addr> Drain<'_, A> {
         if let Some(b) = best {
             let e = self.attrs.get(b.attr);
             let infos = &self.peers.infos;
-            if exportable(
-                info_in(infos, b.peer),
-                &e.meta,
-                e.attrs.next_hop,
-                info_in(infos, self.target),
-                A::FAMILY,
-            ) {
-                return Some(GroupKey::of(&b));
+            let (src, target) = (info_in(infos, b.peer), info_in(infos, self.target));
+            if exportable(src, &e.meta, e.attrs.next_hop, target, A::FAMILY) {
+                match export_verdict(target, src, &self.table.prefix(i)) {
+                    Verdict::Accept(rule) => return Some(GroupKey::of(&b, rule)),
+                    // Rejected by the export rules: withdrawn if held.
+                    Verdict::Reject => {}
+                }
             }
         }
         out.adv.get(i).then_some(GroupKey::Withdraw)
@@ -103,24 +103,35 @@ impl<A: Addr> Drain<'_, A> {
         out: &mut FamilyOut,
         src: PeerIdx,
         attr: u32,
+        rule: u32,
     ) -> Option<Arc<crate::model::PathAttrs>> {
         let e = self.attrs.get(AttrId(attr));
-        if let Some((p, a, o)) = &out.last_out
+        if let Some((p, a, r, o)) = &out.last_out
             && *p == src
+            && *r == rule
             && Arc::ptr_eq(a, &e.attrs)
         {
             return Some(o.clone());
         }
         let infos = &self.peers.infos;
+        let target = info_in(infos, self.target);
+        // An export rule's changes come first; our own AS then goes in
+        // front of the path as for any route.
+        let changed = target.cfg.as_ref().and_then(|c| {
+            let r = c.filters.export.rule(A::FAMILY, rule)?;
+            let mut a = (*e.attrs).clone();
+            r.apply(&mut a);
+            Some(a)
+        });
         let rewritten = Arc::new(rewrite(
             self.local,
             info_in(infos, src),
             &e.meta,
-            &e.attrs,
-            info_in(infos, self.target),
+            changed.as_ref().unwrap_or(&e.attrs),
+            target,
             A::FAMILY,
         )?);
-        out.last_out = Some((src, e.attrs.clone(), rewritten.clone()));
+        out.last_out = Some((src, e.attrs.clone(), rule, rewritten.clone()));
         Some(rewritten)
     }
 
@@ -155,10 +166,10 @@ impl<A: Addr> Drain<'_, A> {
                     // Changed since the scan; a later scan finds it again.
                     continue;
                 }
-                if let GroupKey::Announce { peer, attr } = key
+                if let GroupKey::Announce { peer, attr, rule } = key
                     && attrs.is_none()
                 {
-                    attrs = self.out_attrs(out, peer, attr);
+                    attrs = self.out_attrs(out, peer, attr, rule);
                 }
                 match key {
                     GroupKey::Announce { .. } if attrs.is_none() => {

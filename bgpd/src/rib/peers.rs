@@ -54,15 +54,23 @@ impl PeerInfo {
 /// How the writer's next batch is grouped: the source path it exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum GroupKey {
-    Announce { peer: PeerIdx, attr: u32 },
+    /// `rule`: the export rule that changes the attributes, or NO_RULE.
+    Announce {
+        peer: PeerIdx,
+        attr: u32,
+        rule: u32,
+    },
     Withdraw,
 }
 
 impl GroupKey {
-    pub fn of(p: &Path) -> GroupKey {
+    pub const NO_RULE: u32 = u32::MAX;
+
+    pub fn of(p: &Path, rule: Option<u32>) -> GroupKey {
         GroupKey::Announce {
             peer: p.peer,
             attr: p.attr.0,
+            rule: rule.unwrap_or(Self::NO_RULE),
         }
     }
 }
@@ -82,8 +90,9 @@ pub(crate) struct FamilyOut {
     pub hints: Vec<(GroupKey, Vec<u32>)>,
     /// Where the next scan of `dirty` starts.
     pub cursor: u32,
-    /// The last rewrite: (source peer, source attrs, outgoing attrs).
-    pub last_out: Option<(PeerIdx, Arc<PathAttrs>, Arc<PathAttrs>)>,
+    /// The last rewrite: (source peer, source attrs, export rule, outgoing
+    /// attrs).
+    pub last_out: Option<(PeerIdx, Arc<PathAttrs>, u32, Arc<PathAttrs>)>,
 }
 
 impl FamilyOut {
@@ -233,6 +242,7 @@ fn missing_peer() -> &'static PeerInfo {
             accepted: 0,
             advertised: 0,
             looped: 0,
+            filtered: 0,
         },
     };
     &GONE

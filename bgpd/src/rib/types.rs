@@ -1,5 +1,6 @@
 //! The RIB's public vocabulary: configuration in, changes and batches out.
 
+use crate::filter::PeerFilters;
 use crate::model::{Family, NextHop, NextHopMode, PathAttrs};
 use ipnet::IpNet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -46,6 +47,8 @@ pub struct PeerConfig {
     /// Negotiated families.
     pub families: Vec<Family>,
     pub max_prefix: Option<u32>,
+    /// Import and export rules (BGPFilter); empty: everything passes.
+    pub filters: Arc<PeerFilters>,
 }
 
 /// Why an UPDATE was not applied.
@@ -101,6 +104,8 @@ pub struct PeerCounts {
     pub advertised: u64,
     /// Prefixes dropped on import as loops (own AS, originator, cluster).
     pub looped: u64,
+    /// Prefixes rejected by the import rules.
+    pub filtered: u64,
 }
 
 /// The chosen route for a prefix.

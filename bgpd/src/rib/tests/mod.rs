@@ -2,6 +2,7 @@
 
 mod decision;
 mod export;
+mod filters;
 mod import;
 mod lifecycle;
 mod output;
@@ -46,6 +47,7 @@ pub(super) fn peer(id: PeerId, asn: u32) -> PeerConfig {
         local_v6_link_local: Some("fe80::fe".parse().unwrap()),
         families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
         max_prefix: None,
+        filters: Default::default(),
     }
 }
 
