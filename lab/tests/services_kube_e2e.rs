@@ -7,7 +7,10 @@
 //!   Service unlabelled does;
 //! - `internalTrafficPolicy: Local` on a node whose only local endpoint is
 //!   terminating (a ready one elsewhere): the node uses its local
-//!   terminating endpoint (KEP-1669), where it would otherwise drop.
+//!   terminating endpoint (KEP-1669), where it would otherwise drop;
+//! - a LoadBalancer Service with `externalTrafficPolicy: Local` gets a
+//!   `healthCheckNodePort`; `curl` on it answers 200 with the Service and
+//!   one local endpoint on the node that has it, 503 on the other.
 
 mod services_common;
 
@@ -26,11 +29,70 @@ fn services_as_kube_proxy_e2e_expects() {
         server_pod(&lab, "lw-1", "node-2", "app=lw"),
         server_pod(&lab, "t-1", "node-1", "app=itp"),
         server_pod(&lab, "t-2", "node-2", "app=itp"),
+        server_pod(&lab, "h-1", "node-2", "app=hc"),
     ];
     lab.ok(&["pod", "add", "default/c-1", "--node", "node-1"]);
     let client = pod_netns(&lab, "default/c-1");
     labelled_services_are_not_proxied(&lab, &client);
     local_terminating_fallback(&lab, &client);
+    health_check_node_port(&lab);
+}
+
+/// `curl` from pod `default/c-1`: status code and body.
+fn curl(lab: &LabCli, url: &str) -> Option<(u16, serde_json::Value)> {
+    let (code, out, _) = lab.run(&[
+        "exec",
+        "default/c-1",
+        "--",
+        "curl",
+        "-s",
+        "-m",
+        "2",
+        "-w",
+        "\n%{http_code}",
+        url,
+    ]);
+    if code != 0 {
+        return None;
+    }
+    let (body, status) = out.trim().rsplit_once('\n')?;
+    Some((status.parse().ok()?, serde_json::from_str(body).ok()?))
+}
+
+fn health_check_node_port(lab: &LabCli) {
+    apply_ok(
+        lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: hc}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: hc}
+  ports: [{port: 80, targetPort: http}]
+",
+    );
+    let port = service(lab, "hc")["spec"]["healthCheckNodePort"]
+        .as_u64()
+        .expect("a healthCheckNodePort");
+    assert!((30000..=32767).contains(&port), "{port}");
+    let st = lab_state(lab);
+    for (node, code, local) in [("node-2", 200, 1), ("node-1", 503, 0)] {
+        let addr = st.node(node).unwrap().address;
+        let url = format!("http://{addr}:{port}/healthz");
+        let got = poll(Duration::from_secs(10), || {
+            curl(lab, &url).filter(|(c, _)| *c == code)
+        });
+        let Some((_, body)) = got else {
+            panic!(
+                "{url} ({node}) never answered {code}: {:?}",
+                curl(lab, &url)
+            );
+        };
+        assert_eq!(body["service"]["namespace"], "default", "{body}");
+        assert_eq!(body["service"]["name"], "hc", "{body}");
+        assert_eq!(body["localEndpoints"], local, "{body}");
+    }
 }
 
 fn labelled_services_are_not_proxied(lab: &LabCli, client: &str) {

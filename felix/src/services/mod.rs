@@ -15,6 +15,10 @@
 //!   `internalTrafficPolicy: Local` does the same for the ClusterIP.
 //! - A frontend with no endpoints at all is refused at once (TCP reset,
 //!   ICMP port unreachable).
+//! - A LoadBalancer with `externalTrafficPolicy: Local` and a
+//!   `healthCheckNodePort`: the node answers HTTP on that port, 200 with
+//!   its count of ready local endpoints or 503 without one
+//!   ([`healthcheck`]).
 //! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
 //!   outside those networks (NodePorts and external IPs are not limited).
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
@@ -26,6 +30,7 @@
 pub const MAX_AFFINITY_SECONDS: u32 = 86_400;
 
 pub mod elements;
+pub mod healthcheck;
 pub mod index;
 pub mod render;
 #[cfg(test)]
@@ -104,6 +109,10 @@ pub struct ServiceInfo {
     pub affinity: Option<u32>,
     pub external_local: bool,
     pub internal_local: bool,
+    /// `healthCheckNodePort` of a LoadBalancer with
+    /// `externalTrafficPolicy: Local`: where this node answers whether it
+    /// has local endpoints ([`healthcheck`]).
+    pub health_port: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -245,6 +254,12 @@ impl ServiceInfo {
             lb_ips,
             external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
             internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
+            health_port: (spec.type_.as_deref() == Some("LoadBalancer")
+                && spec.external_traffic_policy.as_deref() == Some("Local"))
+            .then_some(spec.health_check_node_port)
+            .flatten()
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0),
         })
     }
 }

@@ -290,6 +290,7 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
                 affinity: (i % 7 == 0).then_some(60),
                 external_local: false,
                 internal_local: false,
+                health_port: None,
             },
         );
         let endpoints = (0..eps + i % 3)
