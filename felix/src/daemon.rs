@@ -336,6 +336,7 @@ pub async fn run(
     // Services and EndpointSlices.
     let mut services_synced = [false; 2];
     let mut proxy = ServiceProxy::new(&cfg.node);
+    let mut health_checks = crate::services::healthcheck::HealthChecks::default();
     allow_logging_from_namespaces();
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;
     let mut recheck = false;
@@ -478,6 +479,7 @@ pub async fn run(
                 if services_synced.iter().all(|s| *s) {
                     proxy.index.set_local_pods(crate::calc::services::local_pods(&cfg.node, &state));
                     apply_services(&mut proxy, &health, kernel_check);
+                    health_checks.sync(proxy.index.health_targets());
                 }
                 let mut want = desired(&cfg.node, &state);
                 let ipip_before = tunnels.ipip.clone();

@@ -133,8 +133,8 @@ fn convergence(
             vxlan_mode: Default::default(),
             ipip_mode: Default::default(),
             dual_stack: false,
-            service_cidr: crate::cluster::state::DEFAULT_SERVICE_CIDR.into(),
-            lb_cidr: crate::cluster::state::DEFAULT_LB_CIDR.into(),
+            service_cidr: None,
+            lb_cidr: None,
         },
         &mut |l| log(l),
     )?;
@@ -232,8 +232,8 @@ fn throughput(
             vxlan_mode: Default::default(),
             ipip_mode: Default::default(),
             dual_stack: false,
-            service_cidr: crate::cluster::state::DEFAULT_SERVICE_CIDR.into(),
-            lb_cidr: crate::cluster::state::DEFAULT_LB_CIDR.into(),
+            service_cidr: None,
+            lb_cidr: None,
         },
         &mut |l| log(l),
     )?;

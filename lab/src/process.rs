@@ -1,8 +1,14 @@
 //! Daemons running inside a namespace, stopped (and reaped) by a guard.
+//!
+//! A daemon is reaped only by `stop`: until then its pid (and so its
+//! process group id) stays taken by it, alive or a zombie, and cannot be
+//! handed to another process. Every signal is sent before the reaping,
+//! none after.
 use crate::netns::Netns;
 use crate::tempdir::TempDir;
 use anyhow::{Context, Result};
 use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -20,7 +26,9 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 pub struct Daemon {
     name: String,
     pid: u32,
-    child: Mutex<Child>,
+    /// The child, and whether it has been reaped (after which its pid is
+    /// no longer its own and nothing is signalled).
+    child: Mutex<(Child, bool)>,
     log: PathBuf,
     dir: TempDir,
 }
@@ -52,7 +60,7 @@ impl Daemon {
         Ok(Daemon {
             name: name.to_string(),
             pid: child.id(),
-            child: Mutex::new(child),
+            child: Mutex::new((child, false)),
             log,
             dir,
         })
@@ -82,32 +90,68 @@ impl Daemon {
         self.dir.path()
     }
 
-    /// Sends `signal` to the daemon (not to its group).
+    /// Sends `signal` to the daemon (not to its group); refused once the
+    /// daemon has been reaped.
     pub fn kill(&self, signal: Signal) -> Result<()> {
+        let guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.1 {
+            anyhow::bail!("kill {signal} {}: it has exited and been reaped", self.name);
+        }
         kill(Pid::from_raw(self.pid as i32), signal)
             .with_context(|| format!("kill {signal} {}", self.name))
     }
 
-    /// True until the process has exited (reaps it when it has).
+    /// True until the process has exited. Does not reap it: its pid stays
+    /// its own until `stop`.
     pub fn is_running(&self) -> bool {
-        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        matches!(child.try_wait(), Ok(None))
+        let guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        !guard.1 && !self.exited()
+    }
+
+    /// Whether the (unreaped) child has exited, leaving it a zombie.
+    fn exited(&self) -> bool {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+        match waitid(Id::Pid(Pid::from_raw(self.pid as i32)), flags) {
+            Ok(WaitStatus::StillAlive) => false,
+            Ok(_) => true,
+            // ECHILD: reaped by someone else; nothing of it is ours now.
+            Err(_) => true,
+        }
     }
 
     /// SIGTERM, up to 3 s for the process to exit, then SIGKILL to its whole
-    /// process group; always reaps it. Idempotent.
+    /// process group, all while the daemon is not yet reaped (alive or a
+    /// zombie, its pid is the group's id and no one else's); then reaps it.
+    /// Idempotent: once reaped, nothing is signalled again.
     pub fn stop(&self) {
-        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(child.try_wait(), Ok(None)) {
-            let _ = kill(Pid::from_raw(self.pid as i32), Signal::SIGTERM);
+        let mut guard = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        let (child, reaped) = &mut *guard;
+        if *reaped {
+            return;
+        }
+        let pid = Pid::from_raw(self.pid as i32);
+        let gone = waitid(
+            Id::Pid(pid),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+        );
+        if gone.is_err() {
+            // Reaped by someone else: the pid may be another's already.
+            *reaped = true;
+            let _ = child.try_wait();
+            return;
+        }
+        if !self.exited() {
+            let _ = kill(pid, Signal::SIGTERM);
             let deadline = Instant::now() + STOP_GRACE;
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            while !self.exited() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        // Leftover children in the group, and the daemon if it ignored TERM.
-        let _ = killpg(Pid::from_raw(self.pid as i32), Signal::SIGKILL);
+        // Leftover children in the group, and the daemon if it ignored
+        // TERM. The leader is unreaped here, so the group is its own.
+        let _ = killpg(pid, Signal::SIGKILL);
         let _ = child.wait();
+        *reaped = true;
     }
 
     /// The last `lines` lines of the log.

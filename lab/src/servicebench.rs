@@ -150,6 +150,7 @@ fn service_info(ip: Ipv4Addr) -> ServiceInfo {
         affinity: None,
         external_local: false,
         internal_local: false,
+        health_port: None,
     }
 }
 

@@ -13,19 +13,24 @@ use crate::netns::{Netns, ip, unique_name};
 
 static SUBNETS: AtomicU32 = AtomicU32::new(0);
 
-/// A /24 under 10.213.0.0/16 that no interface or route on the host uses.
+/// A /24 under 10.213.0.0/16 that overlaps no address or route of the
+/// host (other labs' underlays included: a lab's second subnet has no
+/// address here, only a route through its router).
 pub fn free_subnet() -> Result<Ipv4Net> {
-    // Addresses, and routes: a lab's second subnet has no address here,
-    // only a route through its router.
-    let used = ip(&["-4", "-o", "addr", "show"])? + &ip(&["-4", "route", "show"])?;
+    let host = crate::cluster::hostnets::read()?;
+    let mut last = None;
     for _ in 0..256 {
         let n = (std::process::id() + SUBNETS.fetch_add(1, Ordering::Relaxed) * 7) % 250 + 1;
         let net: Ipv4Net = format!("10.213.{n}.0/24").parse()?;
-        if !used.contains(&format!("10.213.{n}.")) {
-            return Ok(net);
+        match crate::cluster::hostnets::overlap(&net, &host) {
+            None => return Ok(net),
+            Some(h) => last = Some(h.what.clone()),
         }
     }
-    bail!("no free /24 under 10.213.0.0/16 for an underlay")
+    bail!(
+        "no free /24 under 10.213.0.0/16 for an underlay (the last one tried overlaps the host's {})",
+        last.unwrap_or_default()
+    )
 }
 
 /// One node of the underlay.

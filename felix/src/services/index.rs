@@ -51,6 +51,12 @@ impl ServiceIndex {
         }
     }
 
+    /// The health-check node ports this node answers on, with what each
+    /// says ([`super::healthcheck::targets`]).
+    pub fn health_targets(&self) -> std::collections::BTreeMap<u16, super::healthcheck::Target> {
+        super::healthcheck::targets(&self.node, &self.services, &self.slices)
+    }
+
     /// A Service came, changed or went (`None`: gone, or one the proxy
     /// leaves alone). Whether anything the proxy uses changed.
     pub fn set_service(&mut self, key: &str, info: Option<ServiceInfo>) -> bool {

@@ -6,22 +6,31 @@
 //!   each with every service port (TCP, UDP, SCTP); NodePorts on the
 //!   node's own addresses (not loopback).
 //! - Backends: the Service's EndpointSlices' endpoints that are ready; when
-//!   none is, those serving while terminating.
+//!   none is, those serving while terminating. With a `Local` traffic
+//!   policy the choice is made among this node's endpoints alone (KEP-1669):
+//!   a node whose only local endpoint is terminating uses it.
 //! - `externalTrafficPolicy: Local`: external frontends and NodePorts go
 //!   to this node's endpoints only, keeping the client's address, and
 //!   traffic for them is dropped on a node without one.
 //!   `internalTrafficPolicy: Local` does the same for the ClusterIP.
 //! - A frontend with no endpoints at all is refused at once (TCP reset,
 //!   ICMP port unreachable).
+//! - A LoadBalancer with `externalTrafficPolicy: Local` and a
+//!   `healthCheckNodePort`: the node answers HTTP on that port, 200 with
+//!   its count of ready local endpoints or 503 without one
+//!   ([`healthcheck`]).
 //! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
 //!   outside those networks (NodePorts and external IPs are not limited).
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
-//!   alone. IPv4 only for now: IPv6 frontends are skipped with a log line.
+//!   alone, and so, as kube-proxy does, is a Service labelled
+//!   `service.kubernetes.io/service-proxy-name` (any value: another proxy
+//!   serves it) or `service.kubernetes.io/headless`. IPv4 only for now: IPv6 frontends are skipped with a log line.
 
 /// The longest session affinity the Kubernetes API allows.
 pub const MAX_AFFINITY_SECONDS: u32 = 86_400;
 
 pub mod elements;
+pub mod healthcheck;
 pub mod index;
 pub mod render;
 #[cfg(test)]
@@ -36,6 +45,13 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 /// `kubernetes.io/service-name`: the label tying a slice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// A Service with this label (whatever its value) is another proxy's.
+pub const SERVICE_PROXY_NAME_LABEL: &str = "service.kubernetes.io/service-proxy-name";
+
+/// A Service with this label is not proxied (its clients reach the
+/// endpoints directly).
+pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
 
 pub const TCP: u8 = 6;
 pub const UDP: u8 = 17;
@@ -93,6 +109,10 @@ pub struct ServiceInfo {
     pub affinity: Option<u32>,
     pub external_local: bool,
     pub internal_local: bool,
+    /// `healthCheckNodePort` of a LoadBalancer with
+    /// `externalTrafficPolicy: Local`: where this node answers whether it
+    /// has local endpoints ([`healthcheck`]).
+    pub health_port: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -153,8 +173,15 @@ fn port_info(p: &ServicePort) -> Option<PortInfo> {
 
 impl ServiceInfo {
     /// `None` for what the proxy leaves alone: ExternalName and headless
-    /// Services, and objects without a spec.
+    /// Services, those labelled for another proxy or as headless, and
+    /// objects without a spec.
     pub fn from_service(s: &Service) -> Option<ServiceInfo> {
+        if let Some(labels) = &s.metadata.labels
+            && (labels.contains_key(SERVICE_PROXY_NAME_LABEL)
+                || labels.contains_key(HEADLESS_LABEL))
+        {
+            return None;
+        }
         let spec = s.spec.as_ref()?;
         if spec.type_.as_deref() == Some("ExternalName") {
             return None;
@@ -227,6 +254,12 @@ impl ServiceInfo {
             lb_ips,
             external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
             internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
+            health_port: (spec.type_.as_deref() == Some("LoadBalancer")
+                && spec.external_traffic_policy.as_deref() == Some("Local"))
+            .then_some(spec.health_check_node_port)
+            .flatten()
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0),
         })
     }
 }
@@ -273,16 +306,46 @@ impl SliceInfo {
     }
 }
 
-/// The endpoints of one service port: ready ones, or when there are none
-/// the serving-but-terminating ones; each with whether it is on `node`.
+/// The usable endpoints of one service port, each with whether it is on
+/// this node: the ready ones, and those serving while terminating.
+#[derive(Debug, Default)]
+struct PortEndpoints {
+    ready: BTreeMap<Backend, bool>,
+    terminating: BTreeMap<Backend, bool>,
+}
+
+impl PortEndpoints {
+    /// Where traffic goes, as KEP-1669 (and kube-proxy) decide it: filter
+    /// by node first when `local_only`, then the ready endpoints, or when
+    /// none is ready, those serving while terminating. So a node whose
+    /// only local endpoint is terminating uses it.
+    fn usable(&self, local_only: bool) -> Vec<Backend> {
+        let pick = |m: &BTreeMap<Backend, bool>| -> Vec<Backend> {
+            m.iter()
+                .filter(|(_, local)| !local_only || **local)
+                .map(|(b, _)| *b)
+                .collect()
+        };
+        let ready = pick(&self.ready);
+        if ready.is_empty() {
+            pick(&self.terminating)
+        } else {
+            ready
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ready.is_empty() && self.terminating.is_empty()
+    }
+}
+
 fn endpoints_of(
     service: &str,
     port: &PortInfo,
     slices: &[&SliceInfo],
     node: &str,
-) -> Vec<(Backend, bool)> {
-    let mut ready = BTreeMap::new();
-    let mut terminating = BTreeMap::new();
+) -> PortEndpoints {
+    let mut out = PortEndpoints::default();
     for s in slices.iter().filter(|s| s.service == service) {
         let Some((proto, target)) = s.ports.get(&port.name) else {
             continue;
@@ -298,26 +361,23 @@ fn endpoints_of(
                     port: *target,
                 };
                 if e.ready {
-                    ready.insert(b, local);
+                    out.ready.insert(b, local);
                 } else if e.serving && e.terminating {
-                    terminating.insert(b, local);
+                    out.terminating.insert(b, local);
                 }
             }
         }
     }
-    let chosen = if ready.is_empty() { terminating } else { ready };
-    chosen.into_iter().collect()
+    out
 }
 
-fn dispatch(all: &[(Backend, bool)], local_only: bool, affinity: Option<u32>) -> Dispatch {
-    if all.is_empty() {
+/// No usable endpoint anywhere: refuse; none the traffic policy allows
+/// here: drop.
+fn dispatch(eps: &PortEndpoints, local_only: bool, affinity: Option<u32>) -> Dispatch {
+    if eps.is_empty() {
         return Dispatch::Reject;
     }
-    let backends: Vec<Backend> = all
-        .iter()
-        .filter(|(_, local)| !local_only || *local)
-        .map(|(b, _)| *b)
-        .collect();
+    let backends = eps.usable(local_only);
     if backends.is_empty() {
         Dispatch::Drop
     } else {

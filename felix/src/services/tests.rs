@@ -121,6 +121,71 @@ fn local_traffic_policies_keep_to_this_node_or_drop() {
 }
 
 #[test]
+fn local_policies_fall_back_to_this_nodes_terminating_endpoints() {
+    // n1's only endpoint is terminating while n2 has a ready one: cluster
+    // traffic goes to the ready one, local traffic on n1 to its own
+    // terminating one (the fallback is decided after filtering by node).
+    let eps = json!([
+        ep("10.244.0.5", "n1", false, true),
+        ep("10.244.1.5", "n2", true, false)
+    ]);
+    let svc = service(
+        web(
+            json!({"internalTrafficPolicy": "Local", "externalTrafficPolicy": "Local",
+                   "type": "LoadBalancer"}),
+        ),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    );
+    let t = table(svc, Some(slice(eps)));
+    assert_eq!(
+        backends(&t.frontends[&(CIP.parse().unwrap(), TCP, 80)]),
+        ["10.244.0.5:8080"]
+    );
+    assert_eq!(
+        backends(&t.frontends[&("192.0.2.10".parse().unwrap(), TCP, 80)]),
+        ["10.244.0.5:8080"]
+    );
+    assert_eq!(backends(&t.node_ports[&(TCP, 30080)]), ["10.244.0.5:8080"]);
+    // Without a local policy the ready endpoint elsewhere wins.
+    let svc = service(web(json!({})), json!({}));
+    let t = table(
+        svc,
+        Some(slice(json!([
+            ep("10.244.0.5", "n1", false, true),
+            ep("10.244.1.5", "n2", true, false)
+        ]))),
+    );
+    assert_eq!(
+        backends(&t.frontends[&(CIP.parse().unwrap(), TCP, 80)]),
+        ["10.244.1.5:8080"]
+    );
+}
+
+#[test]
+fn labelled_for_another_proxy_or_headless_is_not_proxied() {
+    let labelled = |labels: serde_json::Value| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "x", "labels": labels},
+            "spec": web(json!({}))
+        }))
+        .unwrap()
+    };
+    for labels in [
+        json!({SERVICE_PROXY_NAME_LABEL: "foo-bar"}),
+        json!({SERVICE_PROXY_NAME_LABEL: ""}),
+        json!({HEADLESS_LABEL: ""}),
+        json!({"app": "web", HEADLESS_LABEL: "true"}),
+    ] {
+        assert!(
+            ServiceInfo::from_service(&labelled(labels.clone())).is_none(),
+            "{labels} is proxied"
+        );
+    }
+    // Other labels leave it proxied.
+    assert!(ServiceInfo::from_service(&labelled(json!({"app": "web"}))).is_some());
+}
+
+#[test]
 fn headless_external_name_and_cluster_ip_only() {
     let s: Service = serde_json::from_value(json!({
         "metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}
@@ -225,6 +290,7 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
                 affinity: (i % 7 == 0).then_some(60),
                 external_local: false,
                 internal_local: false,
+                health_port: None,
             },
         );
         let endpoints = (0..eps + i % 3)

@@ -95,12 +95,17 @@ struct UpArgs {
     /// rr topologies).
     #[arg(long)]
     dual_stack: bool,
-    /// Where ClusterIPs are allocated from.
-    #[arg(long, default_value = tartan_lab::cluster::state::DEFAULT_SERVICE_CIDR)]
-    service_cidr: String,
-    /// Where LoadBalancer ingress IPs are allocated from.
-    #[arg(long, default_value = tartan_lab::cluster::state::DEFAULT_LB_CIDR)]
-    lb_cidr: String,
+    /// Where ClusterIPs are allocated from [default: 10.96.0.0/16, or the
+    /// next free one of 10.97.0.0/16, 10.98.0.0/16, ... when the host uses it].
+    /// Refused when it overlaps an address or route of the host.
+    #[arg(long)]
+    service_cidr: Option<String>,
+    /// Where LoadBalancer ingress IPs are allocated from [default:
+    /// 192.0.2.0/24, or the next free one of 198.51.100.0/24,
+    /// 203.0.113.0/24, ... when the host uses it]. Refused when it overlaps
+    /// an address or route of the host.
+    #[arg(long)]
+    lb_cidr: Option<String>,
 }
 
 #[derive(Subcommand)]

@@ -26,14 +26,30 @@ fn stray_processes(name: &str) -> Vec<Proc> {
             continue;
         }
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-        if String::from_utf8_lossy(&cmdline).contains(&needle) {
+        if String::from_utf8_lossy(&cmdline).contains(&needle)
+            && let Some(s) = detached::stat(pid)
+        {
+            // Its start time, read now, names it when it is signalled.
             out.push(Proc {
                 pid,
+                start: Some(s.start),
                 log: Default::default(),
             });
         }
     }
     out
+}
+
+/// Whether process `pid` is in the named network namespace.
+fn in_netns(pid: u32, ns: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(a), Ok(b)) = (
+        std::fs::metadata(format!("/proc/{pid}/ns/net")),
+        std::fs::metadata(format!("/run/netns/{ns}")),
+    ) else {
+        return false;
+    };
+    a.dev() == b.dev() && a.ino() == b.ino()
 }
 
 pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
@@ -78,17 +94,18 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
         if !ours {
             continue;
         }
-        // Whatever still runs inside (a command started with `exec`).
-        for pid in ip(&["netns", "pids", ns])
+        // Whatever still runs inside (a command started with `exec`): each
+        // named by its start time as listed, so that a pid given to
+        // another process since is not signalled.
+        let listed: Vec<(u32, u64)> = ip(&["netns", "pids", ns])
             .unwrap_or_default()
             .split_whitespace()
-        {
-            if let Ok(pid) = pid.parse::<i32>() {
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
+            .filter_map(|pid| pid.parse::<u32>().ok())
+            .filter_map(|pid| detached::stat(pid).map(|s| (pid, s.start)))
+            .filter(|&(pid, _)| in_netns(pid, ns))
+            .collect();
+        for (pid, start) in listed {
+            detached::signal_verified(pid, start, None, nix::sys::signal::Signal::SIGKILL);
         }
         if ip(&["netns", "del", ns]).is_ok() {
             removed += 1;

@@ -8,6 +8,7 @@
 pub mod client;
 pub mod detached;
 pub mod down;
+pub mod hostnets;
 pub mod pod;
 pub mod services;
 pub mod state;

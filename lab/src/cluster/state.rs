@@ -34,6 +34,12 @@ fn default_lb_cidr() -> String {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Proc {
     pub pid: u32,
+    /// The process's start time (clock ticks after boot, field 22 of
+    /// `/proc/PID/stat`): with the pid, it names the process; a pid alone
+    /// may since have been given to another one. None in a state written
+    /// before it was recorded: such a process is never signalled.
+    #[serde(default)]
+    pub start: Option<u64>,
     pub log: PathBuf,
 }
 

@@ -15,6 +15,7 @@ use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
 
 use super::detached;
+use super::hostnets;
 use super::state::{self, DEFAULT_POOL, DEFAULT_POOL6, LabState, NodeState};
 use crate::cni::tartan_bin_dir;
 use crate::etcd::etcd_binary;
@@ -30,10 +31,43 @@ pub struct UpOptions {
     pub ipip_mode: EncapMode,
     /// IPv6 node addresses, BGP over IPv6 and an IPv6 pool too.
     pub dual_stack: bool,
-    /// Where ClusterIPs come from.
-    pub service_cidr: String,
-    /// Where LoadBalancer ingress IPs come from.
-    pub lb_cidr: String,
+    /// Where ClusterIPs come from; None: the first of
+    /// [`hostnets::SERVICE_CANDIDATES`] the host does not use.
+    pub service_cidr: Option<String>,
+    /// Where LoadBalancer ingress IPs come from; None: the first of
+    /// [`hostnets::LB_CANDIDATES`] the host does not use.
+    pub lb_cidr: Option<String>,
+}
+
+/// The ranges a lab uses: the explicit ones, refused when they overlap an
+/// address or route of the host, and defaults that overlap nothing.
+pub fn resolve_ranges(
+    service: Option<&str>,
+    lb: Option<&str>,
+    host: &[hostnets::HostNet],
+) -> Result<(String, String)> {
+    let taken: Vec<ipnet::Ipv4Net> = vec![DEFAULT_POOL.parse()?, "10.213.0.0/16".parse()?];
+    let explicit = |flag: &str, s: &str| -> Result<ipnet::Ipv4Net> {
+        // check_ranges then checks its size and host bits.
+        let n: ipnet::Ipv4Net = s
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{flag} {s:?}: give an IPv4 prefix, e.g. 10.96.0.0/16"))?;
+        hostnets::check(flag, &n.trunc(), host)?;
+        Ok(n)
+    };
+    let svc = match service {
+        Some(s) => explicit("--service-cidr", s)?,
+        None => hostnets::pick("service range", hostnets::SERVICE_CANDIDATES, host, &taken)?,
+    };
+    let mut avoid = taken;
+    avoid.push(svc.trunc());
+    let lbn = match lb {
+        Some(s) => explicit("--lb-cidr", s)?,
+        None => hostnets::pick("LoadBalancer range", hostnets::LB_CANDIDATES, host, &avoid)?,
+    };
+    let (svc, lbn) = (svc.to_string(), lbn.to_string());
+    check_ranges(&svc, &lbn)?;
+    Ok((svc, lbn))
 }
 
 /// The service and LoadBalancer ranges: IPv4 prefixes of at least 4
@@ -125,7 +159,11 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     if o.vxlan_mode != EncapMode::Never && o.ipip_mode != EncapMode::Never {
         bail!("--vxlan-mode and --ipip-mode both set: a pool has one encapsulation");
     }
-    check_ranges(&o.service_cidr, &o.lb_cidr)?;
+    let (service_cidr, lb_cidr) = resolve_ranges(
+        o.service_cidr.as_deref(),
+        o.lb_cidr.as_deref(),
+        &hostnets::read()?,
+    )?;
     if LabState::path(&o.name).exists() {
         bail!(
             "lab {} exists; `tartan-lab down --name {}` removes it",
@@ -133,7 +171,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             o.name
         );
     }
-    let r = build(o, say);
+    let r = build(o, service_cidr, lb_cidr, say);
     if r.is_err() {
         say("failed; removing what was made");
         let _ = super::down::down(&o.name, &mut |_| {});
@@ -141,7 +179,12 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
     r
 }
 
-fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
+fn build(
+    o: &UpOptions,
+    service_cidr: String,
+    lb_cidr: String,
+    say: &mut dyn FnMut(&str),
+) -> Result<LabState> {
     let started = Instant::now();
     let dir = state::dir(&o.name);
     std::fs::create_dir_all(&dir)?;
@@ -166,8 +209,8 @@ fn build(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         topology: o.topology.clone(),
         subnet2: subnet2.map(|n| n.to_string()),
         tor: None,
-        service_cidr: o.service_cidr.clone(),
-        lb_cidr: o.lb_cidr.clone(),
+        service_cidr,
+        lb_cidr,
     };
     st.save()?;
 

@@ -74,6 +74,24 @@ fn wants_node_ports(s: &Service) -> bool {
     }
 }
 
+/// A LoadBalancer Service with `externalTrafficPolicy: Local` has a
+/// `healthCheckNodePort` (where load balancers ask a node whether it has
+/// local endpoints), from the NodePort range.
+fn wants_health_port(s: &Service) -> bool {
+    type_of(s) == "LoadBalancer"
+        && s.spec
+            .as_ref()
+            .and_then(|sp| sp.external_traffic_policy.as_deref())
+            == Some("Local")
+}
+
+fn health_port(s: &Service) -> Option<i32> {
+    s.spec
+        .as_ref()
+        .and_then(|sp| sp.health_check_node_port)
+        .filter(|n| *n != 0)
+}
+
 /// The ClusterIP a Service gives (`clusterIP`, else `clusterIPs[0]`);
 /// `None` when it gives none (or "").
 fn given_cluster_ip(s: &Service) -> Option<String> {
@@ -114,6 +132,9 @@ impl Held {
             if let Some(np) = p.node_port.and_then(|n| u16::try_from(n).ok()) {
                 self.node_ports.insert(np, k.clone());
             }
+        }
+        if let Some(np) = health_port(s).and_then(|n| u16::try_from(n).ok()) {
+            self.node_ports.insert(np, k.clone());
         }
         if type_of(s) == "LoadBalancer" {
             for ip in ingress_ips(s).iter().filter_map(|ip| ip.parse().ok()) {
@@ -182,6 +203,14 @@ fn own_problems(s: &Service, out: &mut Vec<String>) {
             );
         }
     }
+    if let Some(np) = health_port(s)
+        && !wants_health_port(s)
+    {
+        bad(
+            "spec.healthCheckNodePort".into(),
+            format!("{np}: only for LoadBalancer Services with externalTrafficPolicy: Local"),
+        );
+    }
     if let Some(ip) = given_cluster_ip(s)
         && ip != "None"
         && ip.parse::<Ipv4Addr>().is_err()
@@ -206,6 +235,8 @@ fn carry_over(s: &mut Service, stored: &Service, out: &mut Vec<String>) {
     let old_ip = given_cluster_ip(stored);
     let node_ports = wants_node_ports(s);
     let is_lb = type_of(s) == "LoadBalancer";
+    let health = wants_health_port(s) && health_port(s).is_none();
+    let old_health = health_port(stored);
     let external_name = type_of(s) == "ExternalName";
     let Some(sp) = s.spec.as_mut() else { return };
     match (given_cluster_ip_spec(sp), old_ip) {
@@ -237,6 +268,9 @@ fn carry_over(s: &mut Service, stored: &Service, out: &mut Vec<String>) {
                 p.node_port = Some(np);
             }
         }
+    }
+    if health && let Some(np) = old_health {
+        sp.health_check_node_port = Some(np);
     }
     if is_lb && ingress_ips(s).is_empty() && !ingress_ips(stored).is_empty() {
         let wanted = s.spec.as_ref().and_then(|sp| sp.load_balancer_ip.clone());
@@ -343,6 +377,30 @@ pub fn allocate(
                 ));
             }
         }
+        if let Some(np) = health_port(s) {
+            match u16::try_from(np)
+                .ok()
+                .filter(|n| ranges.node_ports.contains(n))
+            {
+                None => problems.push(format!(
+                    "Service {k}: spec.healthCheckNodePort: {np} is not in the NodePort range {}-{}",
+                    ranges.node_ports.start(),
+                    ranges.node_ports.end()
+                )),
+                Some(n) => {
+                    if let Some(other) = held.node_ports.insert(n, k.clone()) {
+                        problems.push(format!(
+                            "Service {k}: spec.healthCheckNodePort: {np} is already allocated to {}",
+                            if other == k {
+                                "one of its ports".to_string()
+                            } else {
+                                format!("Service {other}")
+                            }
+                        ));
+                    }
+                }
+            }
+        }
         if type_of(s) == "LoadBalancer" {
             let mut mine = ingress_ips(s);
             let wanted = s.spec.as_ref().and_then(|sp| sp.load_balancer_ip.clone());
@@ -377,6 +435,7 @@ pub fn allocate(
         let t = type_of(s).to_string();
         let node_ports = wants_node_ports(s);
         let lb_given = !ingress_ips(s).is_empty();
+        let health = wants_health_port(s) && health_port(s).is_none();
         let Some(sp) = s.spec.as_mut() else { continue };
         if t != "ExternalName" && given_cluster_ip_spec(sp).is_none() {
             match lowest_free(&ranges.service, true, &held.cluster_ips) {
@@ -416,6 +475,23 @@ pub fn allocate(
                         ranges.node_ports.end()
                     )),
                 }
+            }
+        }
+        if health {
+            match ranges
+                .node_ports
+                .clone()
+                .find(|n| !held.node_ports.contains_key(n))
+            {
+                Some(n) => {
+                    held.node_ports.insert(n, k.clone());
+                    sp.health_check_node_port = Some(i32::from(n));
+                }
+                None => problems.push(format!(
+                    "Service {k}: no free NodePort left in {}-{} for the healthCheckNodePort",
+                    ranges.node_ports.start(),
+                    ranges.node_ports.end()
+                )),
             }
         }
         if t == "LoadBalancer" && !lb_given {
@@ -581,6 +657,74 @@ mod tests {
         s["ports"][0]["nodePort"] = json!(30005);
         let e = allocate(&ranges(), &[], &[svc("z", s)]).unwrap_err();
         assert!(e[0].contains("only for NodePort and LoadBalancer"), "{e:?}");
+    }
+
+    #[test]
+    fn a_local_load_balancer_gets_a_health_check_node_port() {
+        let lb = |extra: Value| {
+            let mut s = json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                "ports": [{"port": 80}]});
+            for (k, v) in extra.as_object().unwrap() {
+                s[k] = v.clone();
+            }
+            s
+        };
+        let hc = |s: &Service| s.spec.as_ref().and_then(|sp| sp.health_check_node_port);
+        let a = allocate(&ranges(), &[], &[svc("a", lb(json!({})))]).unwrap();
+        // After the Service's own nodePort, from the same range.
+        assert_eq!(hc(&a[0]), Some(30001));
+        assert_eq!(node_ports(&a[0]), vec![30000]);
+        // Kept when applied again; the next Service gets other ports.
+        let again = allocate(&ranges(), &a, &[svc("a", lb(json!({})))]).unwrap();
+        assert_eq!(hc(&again[0]), Some(30001));
+        let b = allocate(&ranges(), &a, &[svc("b", lb(json!({})))]).unwrap();
+        assert_eq!((node_ports(&b[0]), hc(&b[0])), (vec![30002], Some(30003)));
+        // Cluster policy: none.
+        let c = allocate(
+            &ranges(),
+            &[],
+            &[svc("c", lb(json!({"externalTrafficPolicy": "Cluster"})))],
+        )
+        .unwrap();
+        assert_eq!(hc(&c[0]), None);
+        // A given one is kept, checked against the range and the holders.
+        let d = allocate(
+            &ranges(),
+            &a,
+            &[svc("d", lb(json!({"healthCheckNodePort": 31000})))],
+        )
+        .unwrap();
+        assert_eq!(hc(&d[0]), Some(31000));
+        let e = allocate(
+            &ranges(),
+            &a,
+            &[svc("e", lb(json!({"healthCheckNodePort": 30001})))],
+        )
+        .unwrap_err();
+        assert!(
+            e[0].contains("already allocated to Service default/a"),
+            "{e:?}"
+        );
+        let e = allocate(
+            &ranges(),
+            &[],
+            &[svc("f", lb(json!({"healthCheckNodePort": 80})))],
+        )
+        .unwrap_err();
+        assert!(e[0].contains("not in the NodePort range"), "{e:?}");
+        let e = allocate(
+            &ranges(),
+            &[],
+            &[svc(
+                "g",
+                lb(json!({"externalTrafficPolicy": "Cluster", "healthCheckNodePort": 31001})),
+            )],
+        )
+        .unwrap_err();
+        assert!(
+            e[0].contains("only for LoadBalancer Services with externalTrafficPolicy: Local"),
+            "{e:?}"
+        );
     }
 
     #[test]
