@@ -186,3 +186,8 @@ pub fn rcode_name(r: ResponseCode) -> String {
 #[cfg(test)]
 #[path = "handler_tests.rs"]
 mod tests;
+
+/// Whether `bytes` decode as a DNS message (for the fuzz target's checks).
+pub fn decodes(bytes: &[u8]) -> bool {
+    Message::from_vec(bytes).is_ok()
+}
