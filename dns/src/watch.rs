@@ -119,3 +119,47 @@ pub async fn follow(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn obj(v: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_service_withdraws_its_names() {
+        let mut r = Records::new();
+        let good = obj(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"clusterIP": "10.96.0.80"},
+        }));
+        let k = key(&good);
+        assert_eq!(k, ("default".to_string(), "web".to_string()));
+        apply_service(&mut r, &k, Some(good));
+        assert!(r.service("default", "web").is_some());
+        let bad = obj(json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"clusterIP": 7, "ports": "many"},
+        }));
+        apply_service(&mut r, &k, Some(bad));
+        assert!(r.service("default", "web").is_none());
+    }
+
+    #[test]
+    fn namespaces_come_and_go() {
+        let mut r = Records::new();
+        let ns =
+            obj(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}));
+        let k = key(&ns);
+        apply_namespace(&mut r, &k, Some(ns));
+        assert!(r.namespace_exists("team"));
+        apply_namespace(&mut r, &k, None);
+        assert!(!r.namespace_exists("team"));
+    }
+}
