@@ -1,0 +1,75 @@
+//! The server's request handling over arbitrary bytes, as UDP and as TCP:
+//! it must not panic, and whatever it sends back must decode.
+#![no_main]
+
+use std::sync::{Arc, OnceLock, RwLock};
+
+use libfuzzer_sys::fuzz_target;
+use tartan_dns::answer::Zone;
+use tartan_dns::handler::{Handler, Transport};
+use tartan_dns::metrics::Metrics;
+use tartan_dns::model::{Endpoint, Port, Records, ServiceKind, ServiceRec, SliceRec};
+
+fn handler() -> &'static (Handler, tokio::runtime::Runtime) {
+    static H: OnceLock<(Handler, tokio::runtime::Runtime)> = OnceLock::new();
+    H.get_or_init(|| {
+        let mut r = Records::new();
+        r.set_namespace("default", true);
+        let http = vec![Port { name: "http".into(), protocol: "tcp".into(), port: 80 }];
+        r.set_service(
+            &("default".into(), "web".into()),
+            Some(ServiceRec {
+                kind: ServiceKind::ClusterIp(vec!["10.96.0.80".parse().unwrap(), "fd00::80".parse().unwrap()]),
+                ports: http.clone(),
+                publish_not_ready: false,
+            }),
+        );
+        r.set_service(
+            &("default".into(), "db".into()),
+            Some(ServiceRec { kind: ServiceKind::Headless, ports: http.clone(), publish_not_ready: false }),
+        );
+        r.set_service(
+            &("default".into(), "ext".into()),
+            Some(ServiceRec {
+                kind: ServiceKind::ExternalName("example.com".into()),
+                ports: vec![],
+                publish_not_ready: false,
+            }),
+        );
+        let endpoints = (0..60)
+            .map(|i| Endpoint {
+                addresses: vec![format!("10.244.0.{}", i + 1).parse().unwrap()],
+                hostname: (i % 2 == 0).then(|| format!("db-{i}")),
+                ready: i % 7 != 0,
+            })
+            .collect();
+        r.set_slice(
+            &("default".into(), "db-1".into()),
+            Some(SliceRec { service: "db".into(), endpoints, ports: http }),
+        );
+        let h = Handler {
+            records: Arc::new(RwLock::new(r)),
+            zone: Zone::new("cluster.local", 5, 5).unwrap(),
+            forwarder: None,
+            metrics: Arc::new(Metrics::new()),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        (h, rt)
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let (h, rt) = handler();
+    for t in [Transport::Udp, Transport::Tcp] {
+        if let Some(out) = rt.block_on(h.handle(data, t)) {
+            assert!(hickory_ok(&out), "undecodable answer");
+            if t == Transport::Udp {
+                assert!(out.len() <= 4096);
+            }
+        }
+    }
+});
+
+fn hickory_ok(b: &[u8]) -> bool {
+    tartan_dns::handler::decodes(b)
+}

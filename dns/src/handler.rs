@@ -1,0 +1,193 @@
+//! One request in, one response out (bytes to bytes), whatever arrives:
+//! the cluster domain from the [`Records`], the rest forwarded. Never
+//! panics on input; garbage that is not even a DNS header is dropped.
+//!
+//! - Not a query (QR set): dropped, so two servers never loop.
+//! - Undecodable, or not exactly one question: FORMERR (if the header has an id).
+//! - Opcode other than QUERY: NOTIMP.
+//! - EDNS version above 0: BADVERS. An EDNS request gets an OPT back.
+//! - UDP answers larger than the client's limit (512, or its EDNS payload
+//!   size up to 4096) are cut to the header and question with TC set, so
+//!   the client asks again over TCP.
+
+use std::sync::{Arc, RwLock};
+
+use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
+use hickory_proto::rr::RecordType;
+
+use crate::answer::{Zone, answer};
+use crate::forward::{Forwarder, forwardable};
+use crate::metrics::{Metrics, QueryLabels};
+use crate::model::Records;
+
+/// The payload size we advertise and the most we send over UDP.
+pub const MAX_UDP: u16 = 1232;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    Udp,
+    Tcp,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Udp => "udp",
+            Transport::Tcp => "tcp",
+        }
+    }
+}
+
+pub struct Handler {
+    pub records: Arc<RwLock<Records>>,
+    pub zone: Zone,
+    pub forwarder: Option<Arc<Forwarder>>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Handler {
+    /// The response to `req`, or `None` to send nothing.
+    pub async fn handle(&self, req: &[u8], transport: Transport) -> Option<Vec<u8>> {
+        if req.len() < 12 {
+            return None;
+        }
+        let id = u16::from_be_bytes([req[0], req[1]]);
+        // The QR bit: a response is never answered.
+        if req[2] & 0x80 != 0 {
+            return None;
+        }
+        let request = match Message::from_vec(req) {
+            Ok(m) => m,
+            Err(_) => {
+                return self.finish(
+                    Message::error_msg(id, OpCode::Query, ResponseCode::FormErr),
+                    None,
+                    transport,
+                );
+            }
+        };
+        if request.metadata.message_type != MessageType::Query {
+            return None;
+        }
+        let mut resp = Message::response(id, request.metadata.op_code);
+        resp.metadata = Metadata::response_from_request(&request.metadata);
+        resp.metadata.recursion_available = self.forwarder.is_some();
+        resp.add_queries(request.queries.iter().cloned());
+        if let Some(e) = &request.edns {
+            let mut edns = Edns::new();
+            edns.set_max_payload(MAX_UDP);
+            resp.set_edns(edns);
+            if e.version() > 0 {
+                resp.metadata.response_code = ResponseCode::BADVERS;
+                return self.finish(resp, Some(&request), transport);
+            }
+        }
+        if request.metadata.op_code != OpCode::Query {
+            resp.metadata.response_code = ResponseCode::NotImp;
+            return self.finish(resp, Some(&request), transport);
+        }
+        if request.queries.len() != 1 {
+            resp.metadata.response_code = ResponseCode::FormErr;
+            return self.finish(resp, Some(&request), transport);
+        }
+        let q = &request.queries[0];
+        let local = {
+            let records = self.records.read().unwrap_or_else(|e| e.into_inner());
+            answer(&records, &self.zone, q)
+        };
+        if let Some(a) = local {
+            resp.metadata.authoritative = true;
+            resp.metadata.response_code = a.rcode;
+            resp.add_answers(a.answers);
+            resp.add_authorities(a.authorities);
+            resp.add_additionals(a.additionals);
+        } else if !forwardable(q) || matches!(q.query_type(), RecordType::AXFR | RecordType::IXFR) {
+            resp.metadata.response_code = ResponseCode::Refused;
+        } else if let Some(f) = &self.forwarder {
+            match f.resolve(q).await {
+                Ok(e) => {
+                    let (an, ns, ad) = e.aged(std::time::Instant::now());
+                    resp.metadata.response_code = e.rcode;
+                    resp.add_answers(an);
+                    resp.add_authorities(ns);
+                    resp.add_additionals(ad);
+                }
+                Err(_) => resp.metadata.response_code = ResponseCode::ServFail,
+            }
+        } else {
+            resp.metadata.response_code = ResponseCode::ServFail;
+        }
+        self.finish(resp, Some(&request), transport)
+    }
+
+    /// Count, encode, and cut to size for UDP.
+    fn finish(
+        &self,
+        resp: Message,
+        request: Option<&Message>,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
+        let qtype = resp
+            .queries
+            .first()
+            .map_or_else(|| "none".to_string(), |q| q.query_type().to_string());
+        self.metrics
+            .queries
+            .get_or_create(&QueryLabels {
+                qtype,
+                rcode: rcode_name(resp.metadata.response_code),
+                transport: transport.name().to_string(),
+            })
+            .inc();
+        let bytes = match resp.to_vec() {
+            Ok(b) => b,
+            Err(_) => {
+                let mut m = Message::error_msg(
+                    resp.metadata.id,
+                    resp.metadata.op_code,
+                    ResponseCode::ServFail,
+                );
+                m.add_queries(resp.queries.iter().cloned());
+                return m.to_vec().ok();
+            }
+        };
+        let limit = match transport {
+            Transport::Tcp => usize::from(u16::MAX),
+            Transport::Udp => usize::from(
+                request
+                    .and_then(|r| r.edns.as_ref())
+                    .map_or(512, |e| e.max_payload().clamp(512, 4096)),
+            ),
+        };
+        if bytes.len() <= limit {
+            return Some(bytes);
+        }
+        if transport == Transport::Udp {
+            self.metrics.truncated.inc();
+        }
+        resp.truncate().to_vec().ok()
+    }
+}
+
+/// The rcode's mnemonic as DNS tools print it.
+pub fn rcode_name(r: ResponseCode) -> String {
+    match u16::from(r) {
+        0 => "NOERROR".into(),
+        1 => "FORMERR".into(),
+        2 => "SERVFAIL".into(),
+        3 => "NXDOMAIN".into(),
+        4 => "NOTIMP".into(),
+        5 => "REFUSED".into(),
+        16 => "BADVERS".into(),
+        n => n.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[path = "handler_tests.rs"]
+mod tests;
+
+/// Whether `bytes` decode as a DNS message (for the fuzz target's checks).
+pub fn decodes(bytes: &[u8]) -> bool {
+    Message::from_vec(bytes).is_ok()
+}

@@ -1,0 +1,212 @@
+use std::sync::{Arc, RwLock};
+
+use hickory_proto::op::{Edns, Message, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RecordType};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+use crate::answer::tests::{NS, add_service, add_slice, cluster, service, slice, zone};
+use crate::metrics::Metrics;
+
+fn handler(records: Records) -> Handler {
+    Handler {
+        records: Arc::new(RwLock::new(records)),
+        zone: zone(),
+        forwarder: None,
+        metrics: Arc::new(Metrics::new()),
+    }
+}
+
+fn query(name: &str, t: RecordType, edns: Option<u16>) -> Vec<u8> {
+    let mut m = Message::query();
+    m.metadata.recursion_desired = true;
+    m.add_query(Query::query(Name::from_ascii(name).unwrap(), t));
+    if let Some(size) = edns {
+        let mut e = Edns::new();
+        e.set_max_payload(size);
+        m.set_edns(e);
+    }
+    m.to_vec().unwrap()
+}
+
+fn run(h: &Handler, req: &[u8], t: Transport) -> Option<Message> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(h.handle(req, t))
+        .map(|b| Message::from_vec(&b).expect("our answers decode"))
+}
+
+/// A headless Service with `n` ready endpoints.
+pub(crate) fn big_headless(n: usize) -> Records {
+    let mut r = cluster();
+    add_service(
+        &mut r,
+        &service(
+            "big",
+            json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    let eps: Vec<_> = (0..n)
+        .map(|i| json!({"addresses": [format!("10.250.{}.{}", i / 250, i % 250 + 1)]}))
+        .collect();
+    add_slice(&mut r, &slice("big-1", "big", "IPv4", json!(eps)));
+    r
+}
+
+#[test]
+fn large_udp_answer_is_truncated_and_tcp_carries_it_whole() {
+    let h = handler(big_headless(200));
+    let name = format!("big.{NS}.svc.cluster.local.");
+    for edns in [None, Some(1232)] {
+        let m = run(&h, &query(&name, RecordType::A, edns), Transport::Udp).unwrap();
+        assert!(m.metadata.truncation, "edns {edns:?}");
+        assert!(m.answers.is_empty());
+        assert_eq!(m.queries.len(), 1);
+        assert_eq!(m.edns.is_some(), edns.is_some());
+    }
+    let m = run(&h, &query(&name, RecordType::A, None), Transport::Tcp).unwrap();
+    assert!(!m.metadata.truncation);
+    assert_eq!(m.answers.len(), 200);
+    // 200 addresses exceed even a 4096-byte EDNS buffer.
+    let m = run(&h, &query(&name, RecordType::A, Some(4096)), Transport::Udp).unwrap();
+    assert!(m.metadata.truncation);
+    assert!(h.metrics.encode().contains("tartan_dns_truncated_total 3"));
+    // 40 fit in the 1232 bytes EDNS allows, but not in plain DNS's 512.
+    let h = handler(big_headless(40));
+    let m = run(&h, &query(&name, RecordType::A, Some(1232)), Transport::Udp).unwrap();
+    assert!(!m.metadata.truncation);
+    assert_eq!(m.answers.len(), 40);
+    let m = run(&h, &query(&name, RecordType::A, None), Transport::Udp).unwrap();
+    assert!(m.metadata.truncation);
+}
+
+#[test]
+fn answers_are_authoritative_and_echo_id_and_rd() {
+    let h = handler(cluster());
+    let req = query("kubernetes.default.svc.cluster.local.", RecordType::A, None);
+    let id = u16::from_be_bytes([req[0], req[1]]);
+    let m = run(&h, &req, Transport::Udp).unwrap();
+    assert_eq!(m.metadata.id, id);
+    assert!(m.metadata.authoritative && m.metadata.recursion_desired);
+    assert_eq!(m.answers.len(), 1);
+    assert!(m.edns.is_none());
+    let text = h.metrics.encode();
+    assert!(
+        text.contains(r#"tartan_dns_queries_total{qtype="A",rcode="NOERROR",transport="udp"} 1"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn edns_is_echoed_and_unknown_versions_get_badvers() {
+    let h = handler(cluster());
+    let m = run(
+        &h,
+        &query(
+            "kubernetes.default.svc.cluster.local.",
+            RecordType::A,
+            Some(4096),
+        ),
+        Transport::Udp,
+    )
+    .unwrap();
+    assert_eq!(m.edns.as_ref().unwrap().max_payload(), MAX_UDP);
+    let mut req = Message::query();
+    req.add_query(Query::query(Name::from_ascii("x.").unwrap(), RecordType::A));
+    let mut e = Edns::new();
+    e.set_version(1);
+    req.set_edns(e);
+    let m = run(&h, &req.to_vec().unwrap(), Transport::Udp).unwrap();
+    // 16 is BADVERS in an OPT-carrying answer (the decoder names it BADSIG).
+    assert_eq!(u16::from(m.metadata.response_code), 16);
+    assert!(m.edns.is_some());
+}
+
+#[test]
+fn other_opcodes_are_not_implemented_and_responses_are_dropped() {
+    let h = handler(cluster());
+    let mut req = Message::query();
+    req.metadata.op_code = OpCode::Status;
+    req.add_query(Query::query(Name::from_ascii("x.").unwrap(), RecordType::A));
+    let m = run(&h, &req.to_vec().unwrap(), Transport::Udp).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::NotImp);
+    let mut resp = Message::response(7, OpCode::Query);
+    resp.add_query(Query::query(Name::from_ascii("x.").unwrap(), RecordType::A));
+    assert!(run(&h, &resp.to_vec().unwrap(), Transport::Udp).is_none());
+}
+
+#[test]
+fn malformed_and_questionless_queries_get_formerr() {
+    let h = handler(cluster());
+    // A header that promises a question that is not there.
+    let mut bad = query("kubernetes.default.svc.cluster.local.", RecordType::A, None);
+    bad.truncate(20);
+    let m = run(&h, &bad, Transport::Udp).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
+    assert_eq!(m.metadata.id, u16::from_be_bytes([bad[0], bad[1]]));
+    let empty = Message::query().to_vec().unwrap();
+    let m = run(&h, &empty, Transport::Udp).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
+    // Shorter than a header: nothing to answer.
+    assert!(run(&h, &[0u8; 5], Transport::Udp).is_none());
+}
+
+#[test]
+fn outside_the_zone_without_upstreams_is_servfail_and_zone_transfers_refused() {
+    let h = handler(cluster());
+    let m = run(
+        &h,
+        &query("example.com.", RecordType::A, None),
+        Transport::Udp,
+    )
+    .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(!m.metadata.recursion_available);
+    let m = run(
+        &h,
+        &query("example.com.", RecordType::AXFR, None),
+        Transport::Tcp,
+    )
+    .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::Refused);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Arbitrary bytes never panic the handler, and anything it sends back
+    /// decodes and fits a UDP datagram.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600)) {
+        let h = handler(cluster());
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        if let Some(out) = rt.block_on(h.handle(&bytes, Transport::Udp)) {
+            prop_assert!(out.len() <= 4096);
+            prop_assert!(Message::from_vec(&out).is_ok());
+        }
+    }
+
+    /// Valid queries with mutated bytes: the same.
+    #[test]
+    fn mutated_queries_never_panic(
+        pos in 0usize..80, val in any::<u8>(), t in 0u16..300,
+        name in "[a-z0-9-]{1,12}(\\.[a-z0-9-]{1,12}){0,5}",
+    ) {
+        let h = handler(big_headless(40));
+        let Ok(n) = Name::from_ascii(format!("{name}.svc.cluster.local.")) else {
+            return Ok(());
+        };
+        let mut req = query(&n.to_ascii(), RecordType::from(t), Some(512));
+        if pos < req.len() {
+            req[pos] = val;
+        }
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        for tr in [Transport::Udp, Transport::Tcp] {
+            if let Some(out) = rt.block_on(h.handle(&req, tr)) {
+                prop_assert!(Message::from_vec(&out).is_ok());
+            }
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Tartan's cluster DNS (kube-dns's job).
+//!
+//! - [`model`]: Services, EndpointSlices and Namespaces as DNS sees them.
+//! - [`answer`]: the cluster domain's answers (pure).
+//! - [`forward`] and [`cache`]: other names, from the upstreams, cached.
+//! - [`handler`]: one request's bytes to one response's bytes.
+//! - [`limit`]: the per-client rate limit.
+//! - [`server`]: UDP and TCP sockets.
+//! - [`watch`]: the datastore followed into the records.
+//! - [`health`] and [`metrics`]: `/livez`, `/readyz`, `/metrics`.
+//! - [`daemon`]: all of it assembled.
+pub mod answer;
+pub mod cache;
+pub mod daemon;
+pub mod forward;
+pub mod handler;
+pub mod health;
+pub mod limit;
+pub mod metrics;
+pub mod model;
+pub mod server;
+pub mod watch;
