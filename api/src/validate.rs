@@ -1,21 +1,26 @@
 //! Checks on objects before they are stored, with messages a person can act
 //! on: which object, which field, what is wrong, what is allowed.
 //!
-//! A Tartan object is checked in two steps: its `spec` is parsed into the
-//! typed spec (a field of the wrong type or name stops the parse, and is
-//! reported with its path), then the spec's `check()` reports every
-//! remaining problem at once. Of the Kubernetes kinds only a Node's
-//! `tartan.dev/` annotations are checked.
+//! Every object is checked in two steps: it is decoded strictly into its
+//! typed struct (a field of the wrong type or an unknown field stops the
+//! decoding, and is reported with its path), then the API server's rules
+//! (and Tartan's, for its kinds) report every remaining problem at once.
+//! Metadata (names, namespaces, labels, annotations) is checked alike for
+//! every kind; a Node's `tartan.dev/` annotations are read as bgpd will.
+
+pub mod kube;
+pub mod names;
+pub mod strict;
 
 use std::fmt;
 
-use kube::core::DynamicObject;
+use ::kube::core::DynamicObject;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use serde_path_to_error::Segment;
 
 use crate::kind::Kind;
-use crate::resources::common::{Problem, dns_label, dns_subdomain};
+use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpPeerSpec, BlockAffinitySpec, GlobalNetworkPolicySpec,
     IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec, NetworkPolicySpec, NodeBgp,
@@ -76,20 +81,34 @@ pub fn validate(obj: &DynamicObject) -> Result<(), Invalid> {
             )],
         });
     };
-    if kind == Kind::Node {
-        let empty = Default::default();
-        let ann = obj.metadata.annotations.as_ref().unwrap_or(&empty);
-        return NodeBgp::from_annotations(&name, ann).map(|_| ());
-    }
     let info = kind.info();
-    if info.group != crate::kind::TARTAN_GROUP {
-        return Ok(());
-    }
     let object = match &obj.metadata.namespace {
         Some(ns) if info.namespaced => format!("{} \"{ns}/{name}\"", info.name),
         _ => format!("{} {name:?}", info.name),
     };
     let mut problems = metadata_problems(kind, obj);
+    if info.group != crate::kind::TARTAN_GROUP {
+        let whole = match serde_json::to_value(obj) {
+            Ok(v) => v,
+            Err(e) => {
+                return Err(Invalid {
+                    object,
+                    problems: vec![(String::new(), e.to_string())],
+                });
+            }
+        };
+        problems.extend(kube::problems(kind, &whole));
+        if kind == Kind::Node && problems.is_empty() {
+            let empty = Default::default();
+            let ann = obj.metadata.annotations.as_ref().unwrap_or(&empty);
+            return NodeBgp::from_annotations(&name, ann).map(|_| ());
+        }
+        return if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Invalid { object, problems })
+        };
+    }
     if kind == Kind::BgpConfiguration {
         // A bad `node.<nodename>` gets the more telling message.
         let named = BgpConfigurationSpec::check_name(&name);
@@ -115,7 +134,12 @@ fn metadata_problems(kind: Kind, obj: &DynamicObject) -> Vec<Problem> {
             "missing; every object needs a name".into(),
         )),
         Some(n) => {
-            if let Err(e) = dns_subdomain(n) {
+            let rule = match kind {
+                Kind::Namespace => dns_label,
+                Kind::Service => names::dns1035_label,
+                _ => dns_subdomain,
+            };
+            if let Err(e) = rule(n) {
                 p.push(("metadata.name".into(), e));
             }
         }
@@ -139,7 +163,43 @@ fn metadata_problems(kind: Kind, obj: &DynamicObject) -> Vec<Problem> {
         )),
         (None, false) => {}
     }
+    let mut labels = Problems::default();
+    if let Some(l) = &obj.metadata.labels {
+        kube::label_map("metadata.labels", l, &mut labels);
+    }
+    p.extend(labels.0);
+    if let Some(a) = &obj.metadata.annotations {
+        let mut size = 0;
+        for (k, v) in a {
+            size += k.len() + v.len();
+            if let Err(e) = names::qualified_name(k) {
+                p.push(("metadata.annotations".into(), e));
+            }
+        }
+        if size > names::ANNOTATIONS_MAX {
+            p.push((
+                "metadata.annotations".into(),
+                format!(
+                    "Too long: {size} bytes in total; annotations may hold at most {} bytes",
+                    names::ANNOTATIONS_MAX
+                ),
+            ));
+        }
+    }
     p
+}
+
+/// Problems with an object's metadata as written (before it is read into
+/// [`DynamicObject`], which would drop unknown fields and could not hold a
+/// boolean where a string goes): decoded strictly into `ObjectMeta`.
+pub fn raw_metadata_problems(obj: &Value) -> Vec<Problem> {
+    match obj.get("metadata") {
+        None | Some(Value::Null) => vec![("metadata".into(), "Required value".into())],
+        Some(m) => match strict::decode::<ObjectMeta>(m, "metadata") {
+            Ok(_) => vec![],
+            Err(p) => vec![p],
+        },
+    }
 }
 
 /// Problems with everything but metadata: the fields beside `spec`, then
@@ -185,120 +245,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
 fn spec_problems<T: DeserializeOwned>(spec: &Value, check: fn(&T) -> Vec<Problem>) -> Vec<Problem> {
     match serde_path_to_error::deserialize::<_, T>(spec) {
         Ok(typed) => check(&typed),
-        Err(e) => vec![parse_problem(&e)],
-    }
-}
-
-/// A serde error turned into (field path, what is wrong and what is allowed).
-fn parse_problem(e: &serde_path_to_error::Error<serde_json::Error>) -> Problem {
-    let mut path = String::from("spec");
-    let mut last_name: Option<String> = None;
-    for seg in e.path().iter() {
-        match seg {
-            Segment::Seq { index } => path.push_str(&format!("[{index}]")),
-            Segment::Map { key } | Segment::Enum { variant: key } => {
-                // Field names are identifiers; anything else is a map key
-                // (a CIDR, say), written as in the semantic checks.
-                if key.chars().all(|c| c.is_ascii_alphanumeric()) {
-                    path.push('.');
-                    path.push_str(key);
-                } else {
-                    path.push_str(&format!("[{key}]"));
-                }
-                last_name = Some(key.clone());
-            }
-            Segment::Unknown => path.push_str(".?"),
-        }
-    }
-    let msg = e.inner().to_string();
-    if let Some(rest) = msg.strip_prefix("unknown field `") {
-        let (field, expected) = rest.split_once('`').unwrap_or((rest, ""));
-        // The path may or may not already end at the unknown field.
-        if last_name.as_deref() != Some(field) || !path.ends_with(field) {
-            path.push('.');
-            path.push_str(field);
-        }
-        let allowed = backquoted(expected);
-        let why = if allowed.is_empty() {
-            "unknown field; this object has no fields".to_string()
-        } else {
-            format!("unknown field; allowed fields: {}", allowed.join(", "))
-        };
-        return (path, why);
-    }
-    if let Some(rest) = msg.strip_prefix("unknown variant `") {
-        let (value, expected) = rest.split_once('`').unwrap_or((rest, ""));
-        let noun = enum_noun(last_name.as_deref().unwrap_or(""));
-        return (
-            path,
-            format!(
-                "{value:?} is not {noun}; allowed {}",
-                backquoted(expected).join(", ")
-            ),
-        );
-    }
-    if let Some(rest) = msg.strip_prefix("missing field `") {
-        let field = rest.trim_end_matches('`');
-        return (format!("{path}.{field}"), "missing; it is required".into());
-    }
-    if let Some(rest) = msg.strip_prefix("invalid type: ") {
-        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
-        return (
-            path,
-            format!(
-                "{} is the wrong type; expected {}",
-                got.replace('`', ""),
-                expected_words(expected)
-            ),
-        );
-    }
-    if let Some(rest) = msg.strip_prefix("invalid value: ") {
-        let (got, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
-        let got = got.rsplit(' ').next().unwrap_or(got).replace('`', "");
-        let allowed = match expected {
-            "u8" => "0 to 255".to_string(),
-            "u16" => "0 to 65535".to_string(),
-            "u32" => "0 to 4294967295".to_string(),
-            other => expected_words(other),
-        };
-        return (path, format!("{got} is out of range; allowed {allowed}"));
-    }
-    (path, msg)
-}
-
-/// The names in "expected one of `a`, `b`" / "expected `a` or `b`".
-fn backquoted(s: &str) -> Vec<&str> {
-    s.split('`').skip(1).step_by(2).collect()
-}
-
-/// What serde's type names mean to a person writing YAML.
-fn expected_words(serde_expected: &str) -> String {
-    match serde_expected {
-        "u8" => "a whole number 0 to 255".into(),
-        "u16" => "a whole number 0 to 65535".into(),
-        "u32" => "a whole number 0 to 4294967295".into(),
-        "u64" => "a whole number".into(),
-        "f64" => "a number".into(),
-        "a boolean" => "true or false".into(),
-        "a sequence" => "a list".into(),
-        "a map" => "an object".into(),
-        s if s.starts_with("struct ") => "an object".into(),
-        s => s.into(),
-    }
-}
-
-/// "an action" for the field `action`, and so on.
-fn enum_noun(field: &str) -> &'static str {
-    match field {
-        "action" => "an action",
-        "ipipMode" | "vxlanMode" => "an encapsulation mode",
-        "nextHopMode" => "a next-hop mode",
-        "sourceAddress" => "a source address mode",
-        "matchOperator" => "a match operator",
-        "source" => "a route source",
-        "state" => "an affinity state",
-        "types" => "a policy type",
-        _ => "an allowed value",
+        Err(e) => vec![strict::parse_problem(&e, "spec")],
     }
 }
 

@@ -95,10 +95,10 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             pool("{cidr: 10.244.0.0/16, ipipMode: Sometimes}"),
             "spec.ipipMode: \"Sometimes\" is not an encapsulation mode; allowed Never, Always, CrossSubnet",
         ),
-        (pool("{blockSize: 26}"), "spec.cidr: missing; it is required"),
+        (pool("{blockSize: 26}"), "spec.cidr: Required value"),
         (
             pool("{cidr: 10.244.0.0/16, natOutgoing: 'yes'}"),
-            "spec.natOutgoing: string \"yes\" is the wrong type; expected true or false",
+            "spec.natOutgoing: expected true or false, got the string \"yes\"",
         ),
         (
             pool("{cidr: 10.244.0.0/16, blockSize: 300}"),
@@ -246,7 +246,7 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         ),
         (
             filter("{importV4: [{cidr: 10.0.0.0/8, matchOperator: In}]}"),
-            "spec.importV4[0].action: missing; it is required",
+            "spec.importV4[0].action: Required value",
         ),
         (
             filter("{exportV6: [{action: Drop}]}"),
@@ -340,7 +340,7 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         ),
         (
             cluster("GlobalNetworkPolicy", "g", "{order: high}"),
-            "spec.order: string \"high\" is the wrong type; expected a number",
+            "spec.order: expected a number, got the string \"high\"",
         ),
         // IPAMBlock
         (
@@ -486,12 +486,13 @@ fn semantic_problems_are_all_reported() {
 }
 
 #[test]
-fn kubernetes_kinds_other_than_node_annotations_are_not_checked() {
-    // A Pod with an odd name and fields: the API server's business.
+fn kubernetes_kinds_are_checked_as_the_api_server_does() {
     let pod = parse(
-        "{apiVersion: v1, kind: Pod, metadata: {name: Odd_Name, namespace: default}, spec: {whatever: 1}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: Odd_Name, namespace: default}, spec: {containers: [{name: a}], whatever: 1}}",
     );
-    assert_eq!(validate(&pod), Ok(()));
+    let e = validate(&pod).unwrap_err();
+    let fields: Vec<&str> = e.problems.iter().map(|(f, _)| f.as_str()).collect();
+    assert_eq!(fields, ["metadata.name", "spec.whatever"], "{e}");
     // A Node's other annotations are not Tartan's.
     let n = parse(&node("    example.com/anything: '!!'"));
     assert_eq!(validate(&n), Ok(()));

@@ -4,9 +4,40 @@
 //! point at it. Syntax errors in one YAML document do not hide the others:
 //! documents are split first and parsed one by one.
 
+mod dup;
+
 use std::fmt;
 
 use serde_json::Value;
+
+/// The API server's limit on a request body: a document is one request.
+pub const MAX_DOCUMENT_BYTES: usize = 3 * 1024 * 1024;
+/// The largest object etcd keeps (the API server's limit on an object).
+pub const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+/// Documents in one source.
+pub const MAX_DOCUMENTS: usize = 10_000;
+/// A source is refused before it is read whole past this size.
+pub const MAX_SOURCE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Refuses a source larger than [`MAX_SOURCE_BYTES`].
+pub fn check_source_size(name: &str, len: u64) -> anyhow::Result<()> {
+    if len > MAX_SOURCE_BYTES {
+        anyhow::bail!(
+            "{name}: larger than {} MiB; split it into several files",
+            MAX_SOURCE_BYTES / 1024 / 1024
+        );
+    }
+    Ok(())
+}
+
+/// The YAML reader's settings: duplicate keys and unknown tags refused,
+/// aliases and events bounded (no "billion laughs").
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        reject_unsupported_tags: true,
+        duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
+    }
+}
 
 /// Where a document came from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +95,26 @@ impl fmt::Display for DocError {
 /// A `.json` file is read as JSON only; anything else that starts like
 /// JSON is tried as JSON first, then as YAML.
 pub fn parse(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
+    let (docs, mut errors) = parse_any(source, text);
+    let mut kept = Vec::with_capacity(docs.len());
+    for d in docs {
+        let size = serde_json::to_vec(&d.value).map_or(usize::MAX, |v| v.len());
+        if size > MAX_OBJECT_BYTES {
+            errors.push(DocError {
+                origin: d.origin,
+                object: None,
+                message: format!(
+                    "the object is {size} bytes; an object may be at most {MAX_OBJECT_BYTES} bytes (1.5 MiB)"
+                ),
+            });
+        } else {
+            kept.push(d);
+        }
+    }
+    (kept, errors)
+}
+
+fn parse_any(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
     if source.ends_with(".json") {
         return match parse_json(source, text) {
             Ok(docs) => (docs, Vec::new()),
@@ -90,6 +141,40 @@ pub fn parse(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
 
 /// A stream of JSON values, each a document.
 fn parse_json(source: &str, text: &str) -> Result<Vec<Document>, DocError> {
+    if text.len() > MAX_DOCUMENT_BYTES {
+        return Err(DocError {
+            origin: Origin {
+                source: source.to_string(),
+                index: 1,
+                item: None,
+                line: None,
+            },
+            object: None,
+            message: format!(
+                "{} bytes of JSON; a request may be at most {MAX_DOCUMENT_BYTES} bytes (3 MiB)",
+                text.len()
+            ),
+        });
+    }
+    // Duplicate keys are refused, as the API server's strict decoding does.
+    let dup = serde_json::Deserializer::from_str(text)
+        .into_iter::<dup::NoDuplicates>()
+        .find_map(|r| {
+            r.err()
+                .filter(|e| e.to_string().starts_with(dup::DUPLICATE))
+        });
+    if let Some(e) = dup {
+        return Err(DocError {
+            origin: Origin {
+                source: source.to_string(),
+                index: 1,
+                item: None,
+                line: Some(e.line()),
+            },
+            object: None,
+            message: format!("invalid JSON: {e}"),
+        });
+    }
     let mut docs = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut index = 0;
@@ -196,10 +281,27 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
     let mut docs = Vec::new();
     let mut errors = Vec::new();
     let mut index = 0;
-    for chunk in split_yaml(text) {
-        let Some(line) = content_line(&chunk) else {
-            continue;
-        };
+    let chunks: Vec<(Chunk, usize)> = split_yaml(text)
+        .into_iter()
+        .filter_map(|c| content_line(&c).map(|l| (c, l)))
+        .collect();
+    if chunks.len() > MAX_DOCUMENTS {
+        errors.push(DocError {
+            origin: Origin {
+                source: source.to_string(),
+                index: MAX_DOCUMENTS + 1,
+                item: None,
+                line: Some(chunks[MAX_DOCUMENTS].1),
+            },
+            object: None,
+            message: format!(
+                "{} documents; at most {MAX_DOCUMENTS} are read from one source",
+                chunks.len()
+            ),
+        });
+        return (docs, errors);
+    }
+    for (chunk, line) in chunks {
         index += 1;
         let origin = Origin {
             source: source.to_string(),
@@ -207,7 +309,18 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
             item: None,
             line: Some(line),
         };
-        match serde_saphyr::from_str::<Value>(&chunk.text) {
+        if chunk.text.len() > MAX_DOCUMENT_BYTES {
+            errors.push(DocError {
+                origin,
+                object: None,
+                message: format!(
+                    "the document is {} bytes; a request may be at most {MAX_DOCUMENT_BYTES} bytes (3 MiB)",
+                    chunk.text.len()
+                ),
+            });
+            continue;
+        }
+        match serde_saphyr::from_str_with_options::<Value>(&chunk.text, yaml_options()) {
             Ok(value) => {
                 if let Err(e) = expand(origin, value, &mut docs) {
                     errors.push(*e);

@@ -110,8 +110,10 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
         if p.as_os_str() == "-" {
             let mut text = String::new();
             std::io::stdin()
+                .take(docs::MAX_SOURCE_BYTES + 1)
                 .read_to_string(&mut text)
                 .context("reading stdin")?;
+            docs::check_source_size("stdin", text.len() as u64)?;
             out.push(Source {
                 name: "stdin".into(),
                 text,
@@ -140,6 +142,10 @@ pub fn read_sources(paths: &[PathBuf]) -> anyhow::Result<Vec<Source>> {
 }
 
 fn read_file(p: &Path) -> anyhow::Result<Source> {
+    let len = std::fs::metadata(p)
+        .with_context(|| format!("cannot read {}", p.display()))?
+        .len();
+    docs::check_source_size(&p.display().to_string(), len)?;
     let text =
         std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?;
     Ok(Source {

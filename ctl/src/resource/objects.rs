@@ -83,6 +83,20 @@ fn prepare_one(doc: Document, namespace: Option<&str>, check: Check) -> Result<P
     };
     let kind = Kind::from_type(&api_version, &kind_name)
         .ok_or_else(|| fail(None, unknown_type(&api_version, &kind_name)))?;
+    // Metadata as written: a namespace or name of the wrong type is refused
+    // here, never replaced by a default.
+    let meta = tartan_api::validate::raw_metadata_problems(&value);
+    if !meta.is_empty() {
+        let what: Vec<String> = meta.iter().map(|(f, w)| format!("{f}: {w}")).collect();
+        let object = match name.as_deref() {
+            Some(n) => format!("{kind} {n:?}"),
+            None => kind.to_string(),
+        };
+        return Err(fail(
+            Some(object),
+            format!("is invalid: {}", what.join("; ")),
+        ));
+    }
     let Some(name) = name else {
         return Err(fail(
             Some(kind.to_string()),
@@ -216,7 +230,9 @@ mod tests {
             "apiVersion: tartan.dev/v1\nkind: IPPool\nmetadata:\n  name: a\n  labels: [1, 2]\n";
         let errs = prep(text, None).unwrap_err();
         assert!(
-            errs[0].to_string().contains("IPPool \"a\": malformed"),
+            errs[0]
+                .to_string()
+                .contains("IPPool \"a\": is invalid: metadata.labels"),
             "{}",
             errs[0]
         );

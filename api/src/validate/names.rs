@@ -1,0 +1,173 @@
+//! The API server's rules for names, label keys and values, port names and
+//! ports, as its `validation` package words them.
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// Longest label value and name part of a qualified name.
+pub const LABEL_VALUE_MAX: usize = 63;
+/// Largest total size of an object's annotations (keys and values).
+pub const ANNOTATIONS_MAX: usize = 256 * 1024;
+
+fn alnum(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`
+fn name_chars(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && alnum(b[0])
+        && alnum(b[b.len() - 1])
+        && b.iter()
+            .all(|c| alnum(*c) || matches!(c, b'-' | b'_' | b'.'))
+}
+
+/// A label value: empty, or at most 63 characters of the name alphabet.
+pub fn label_value(s: &str) -> Result<(), String> {
+    if s.len() > LABEL_VALUE_MAX {
+        return Err(format!(
+            "{} characters; a label value has at most {LABEL_VALUE_MAX}",
+            s.len()
+        ));
+    }
+    if s.is_empty() || name_chars(s) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not a valid label value; allowed: empty, or letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+        ))
+    }
+}
+
+/// A qualified name (label and annotation keys): an optional DNS
+/// subdomain prefix and `/`, then at most 63 characters of the name
+/// alphabet.
+pub fn qualified_name(s: &str) -> Result<(), String> {
+    let (prefix, name) = match s.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    if let Some(p) = prefix
+        && crate::resources::common::dns_subdomain(p).is_err()
+    {
+        return Err(format!(
+            "{s:?}: the prefix {p:?} is not a DNS subdomain (lowercase letters, digits, '-' and '.', at most 253)"
+        ));
+    }
+    if name.len() > LABEL_VALUE_MAX || !name_chars(name) {
+        return Err(format!(
+            "{s:?} is not a valid key; the name part must be at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, with an optional DNS subdomain prefix and '/'"
+        ));
+    }
+    Ok(())
+}
+
+/// A DNS-1035 label (Service names): a DNS-1123 label starting with a letter.
+pub fn dns1035_label(s: &str) -> Result<(), String> {
+    let ok = crate::resources::common::dns_label(s).is_ok()
+        && s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not a DNS-1035 label; allowed at most 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit"
+        ))
+    }
+}
+
+/// An IANA service name (a named port): at most 15 lowercase letters,
+/// digits and '-', with at least one letter, no '-' at either end, no "--".
+pub fn port_name(s: &str) -> Result<(), String> {
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 15
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b[0] != b'-'
+        && b[b.len() - 1] != b'-'
+        && !s.contains("--");
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not a port name; allowed at most 15 lowercase letters, digits and '-', with at least one letter, not starting or ending with '-' and without \"--\""
+        ))
+    }
+}
+
+/// A port number 1-65535.
+pub fn port_number(n: i64) -> Result<(), String> {
+    if (1..=65535).contains(&n) {
+        Ok(())
+    } else {
+        Err(format!("{n} is not a port; allowed 1 to 65535"))
+    }
+}
+
+/// An IP address as the API server reads one (no leading zeros, no zone).
+pub fn ip(s: &str) -> Result<IpAddr, String> {
+    s.parse::<IpAddr>()
+        .map_err(|_| format!("{s:?} is not a valid IP address"))
+}
+
+/// A CIDR as the API server reads one (host bits allowed).
+pub fn cidr(s: &str) -> Result<IpNet, String> {
+    s.parse::<IpNet>()
+        .map_err(|_| format!("{s:?} is not a valid CIDR, e.g. 10.0.0.0/16 or fd00::/64"))
+}
+
+/// A value from a fixed set.
+pub fn one_of(s: &str, allowed: &[&str]) -> Result<(), String> {
+    if allowed.contains(&s) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{s:?} is not supported; allowed {}",
+            allowed
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_and_keys() {
+        for good in ["", "a", "A.b_c-1", &"x".repeat(63)] {
+            assert!(label_value(good).is_ok(), "{good:?}");
+        }
+        for bad in ["-a", "a-", "a b", "a/b", &"x".repeat(64)] {
+            assert!(label_value(bad).is_err(), "{bad:?}");
+        }
+        for good in ["app", "kubernetes.io/metadata.name", "a.b/C_d"] {
+            assert!(qualified_name(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", "/a", "Upper.IO/a", "a/", "a/b/c", "-a", &"k".repeat(64)] {
+            assert!(qualified_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn port_names() {
+        for good in ["http", "h2c", "dns-tcp", "a1"] {
+            assert!(port_name(good).is_ok(), "{good:?}");
+        }
+        for bad in ["", "80", "HTTP", "-a", "a-", "a--b", "abcdefghijklmnop"] {
+            assert!(port_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn service_names_start_with_a_letter() {
+        assert!(dns1035_label("web").is_ok());
+        assert!(dns1035_label("1web").is_err());
+    }
+}
