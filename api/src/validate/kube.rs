@@ -385,7 +385,7 @@ fn service_ports(kind: &str, ports: &[ServicePort], p: &mut Problems) {
         let proto = port.protocol.clone().unwrap_or_else(|| "TCP".into());
         if !seen.insert((port.port, proto.clone())) {
             p.add(
-                format!("{f}"),
+                f.clone(),
                 format!("Duplicate value: port {} {proto}", port.port),
             );
         }

@@ -280,7 +280,6 @@ fn content_line(chunk: &Chunk) -> Option<usize> {
 fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
     let mut docs = Vec::new();
     let mut errors = Vec::new();
-    let mut index = 0;
     let chunks: Vec<(Chunk, usize)> = split_yaml(text)
         .into_iter()
         .filter_map(|c| content_line(&c).map(|l| (c, l)))
@@ -301,11 +300,10 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
         });
         return (docs, errors);
     }
-    for (chunk, line) in chunks {
-        index += 1;
+    for (i, (chunk, line)) in chunks.into_iter().enumerate() {
         let origin = Origin {
             source: source.to_string(),
-            index,
+            index: i + 1,
             item: None,
             line: Some(line),
         };
