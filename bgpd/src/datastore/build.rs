@@ -36,7 +36,7 @@ use tartan_api::resources::{
     WorkloadEndpointSpec,
 };
 use tartan_api::resources::{SecretSource, TARTAN_NAMESPACE};
-use tartan_policy::Selector;
+use tartan_api::selector::Selector;
 use tracing::warn;
 
 use super::services::ServiceIps;

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 use tartan_api::resources::{IpPool, IpReservation};
-use tartan_policy::Selector;
+use tartan_api::selector::Selector;
 
 use super::block;
 
