@@ -242,9 +242,20 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
 
 /// Parse `spec` as `T` and check it; a parse error is the only problem
 /// reported, as nothing after it can be trusted.
-fn spec_problems<T: DeserializeOwned>(spec: &Value, check: fn(&T) -> Vec<Problem>) -> Vec<Problem> {
+fn spec_problems<T: DeserializeOwned + serde::Serialize>(
+    spec: &Value,
+    check: fn(&T) -> Vec<Problem>,
+) -> Vec<Problem> {
     match serde_path_to_error::deserialize::<_, T>(spec) {
-        Ok(typed) => check(&typed),
+        Ok(typed) => {
+            let shape = serde_json::to_value(&typed)
+                .ok()
+                .and_then(|back| strict::list_read_as_object(spec, &back, "spec"));
+            match shape {
+                Some(problem) => vec![problem],
+                None => check(&typed),
+            }
+        }
         Err(e) => vec![strict::parse_problem(&e, "spec")],
     }
 }

@@ -317,6 +317,35 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             tnp("ctl", "{selector: \"app == 'a'\\tx\"}"),
             "spec.selector: contains the control character '\\t'",
         ),
+        // Selectors are parsed when written: one no agent can read is refused.
+        (
+            tnp("sel", "{selector: \"role == 'db' &&\"}"),
+            "spec.selector: \"role == 'db' &&\" is not a selector: column 15:",
+        ),
+        (
+            tnp("src", "{ingress: [{action: Allow, source: {selector: \"role = 'x'\"}}]}"),
+            "spec.ingress[0].source.selector: \"role = 'x'\" is not a selector: column",
+        ),
+        (
+            tnp("ns", "{egress: [{action: Allow, destination: {namespaceSelector: \"has(\"}}]}"),
+            "spec.egress[0].destination.namespaceSelector: \"has(\" is not a selector",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{selector: \"a in {'x'\"}"),
+            "spec.selector: \"a in {'x'\" is not a selector",
+        ),
+        (
+            pool("{cidr: 10.244.0.0/16, nodeSelector: \"zone == \"}"),
+            "spec.nodeSelector: \"zone == \" is not a selector",
+        ),
+        (
+            peer("{asNumber: 65001, peerSelector: \"!\"}"),
+            "spec.peerSelector: \"!\" is not a selector",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, nodeSelector: \"rack == 'a' || \"}"),
+            "spec.nodeSelector: \"rack == 'a' || \" is not a selector",
+        ),
         (
             "{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {name: np}, spec: {}}".into(),
             "metadata.namespace: missing; a NetworkPolicy lives in a namespace",

@@ -3,136 +3,14 @@
 //! ways a command must fail — clearly, with nothing half-written.
 
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tartan_lab::TempDir;
 use tartan_lab::etcd::EtcdCluster;
 
-/// `tartanctl` pointed at one datastore, with a directory for its files.
-struct Ctl {
-    datastore: String,
-    dir: TempDir,
-}
+mod support;
 
-/// What a run printed and how it ended.
-struct Run {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn from(out: Output) -> Run {
-        Run {
-            ok: out.status.success(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    }
-
-    /// Succeeded; its stdout.
-    #[track_caller]
-    fn out(&self) -> &str {
-        assert!(self.ok, "expected success:\n{}{}", self.stdout, self.stderr);
-        &self.stdout
-    }
-
-    /// Failed; its stderr.
-    #[track_caller]
-    fn err(&self) -> &str {
-        assert!(
-            !self.ok,
-            "expected failure:\n{}{}",
-            self.stdout, self.stderr
-        );
-        &self.stderr
-    }
-}
-
-fn tartanctl() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_tartanctl"));
-    c.env_remove("TARTAN_DATASTORE")
-        .env_remove("TARTAN_TIMEOUT")
-        .stdin(Stdio::null());
-    c
-}
-
-impl Ctl {
-    fn new(datastore: String) -> Ctl {
-        Ctl {
-            datastore,
-            dir: TempDir::new("ctl").expect("temp dir"),
-        }
-    }
-
-    fn etcd(etcd: &EtcdCluster) -> Ctl {
-        Ctl::new(etcd.datastore_spec())
-    }
-
-    fn run(&self, args: &[&str]) -> Run {
-        let out = tartanctl()
-            .arg("--datastore")
-            .arg(&self.datastore)
-            .args(args)
-            .output()
-            .expect("run tartanctl");
-        Run::from(out)
-    }
-
-    /// Runs with `text` on stdin.
-    fn run_stdin(&self, args: &[&str], text: &str) -> Run {
-        use std::io::Write;
-        let mut child = tartanctl()
-            .arg("--datastore")
-            .arg(&self.datastore)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run tartanctl");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("write stdin");
-        Run::from(child.wait_with_output().expect("wait"))
-    }
-
-    fn file(&self, name: &str, text: &str) -> String {
-        let p: PathBuf = self.dir.write(name, text).expect("write file");
-        p.display().to_string()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "json"]);
-        let r = self.run(&a);
-        serde_json::from_str(r.out()).expect("get -o json prints JSON")
-    }
-
-    fn yaml(&self, args: &[&str]) -> Value {
-        let mut a = args.to_vec();
-        a.extend(["-o", "yaml"]);
-        let r = self.run(&a);
-        serde_saphyr::from_str(r.out()).expect("get -o yaml prints YAML")
-    }
-
-    /// The names `get KIND -o json` lists (all namespaces).
-    fn names(&self, kind: &str) -> Vec<String> {
-        let list = self.json(&["get", kind, "-A"]);
-        list["items"]
-            .as_array()
-            .expect("a List")
-            .iter()
-            .map(|o| o["metadata"]["name"].as_str().unwrap_or("?").to_string())
-            .collect()
-    }
-}
+use support::{Ctl, tartanctl};
 
 /// The rows of a table after its header, split into cells.
 fn rows(table: &str) -> Vec<Vec<String>> {

@@ -232,11 +232,23 @@ pub fn dns_subdomain(s: &str) -> Result<(), String> {
 
 /// Selector expressions are parsed by the policy crate; here they are only
 /// checked to be printable text.
+/// A selector must parse: one an agent cannot read would select nothing (or,
+/// for a policy, be enforced as nothing), so it is refused when written.
 pub(crate) fn check_selector(field: &str, s: &str, p: &mut Problems) {
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         p.add(
             field,
             format!("contains the control character {c:?}; a selector is printable text"),
+        );
+        return;
+    }
+    if let Err(e) = crate::selector::Selector::parse(s) {
+        p.add(
+            field,
+            format!(
+                "{s:?} is not a selector: column {}: {}",
+                e.column, e.message
+            ),
         );
     }
 }

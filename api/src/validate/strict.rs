@@ -41,6 +41,30 @@ pub fn unknown_field(input: &Value, typed: &Value, path: &str) -> Option<String>
     }
 }
 
+/// The first place where `input` has a list that its round trip through a
+/// typed struct turned into an object: serde reads a struct from a list by
+/// position, which the API server never does (`destination: [[10.0.0.0/8]]`
+/// would become `nets`). An empty list read this way is the struct's
+/// defaults, the same as leaving the field out, and is let through.
+pub fn list_read_as_object(input: &Value, typed: &Value, path: &str) -> Option<Problem> {
+    match (input, typed) {
+        (Value::Array(_), Value::Object(_)) => Some((
+            path.to_string(),
+            "expected an object, got a list".to_string(),
+        )),
+        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| {
+            b.get(k)
+                .and_then(|w| list_read_as_object(v, w, &join(path, k)))
+        }),
+        (Value::Array(a), Value::Array(b)) => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(i, (v, w))| list_read_as_object(v, w, &format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
 fn join(path: &str, key: &str) -> String {
     // Field names are identifiers; anything else is a map key (a CIDR,
     // a label key), written in brackets.
