@@ -5,6 +5,7 @@
 //! written and decodes again to itself. Nothing panics.
 
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use serde_json::{Map, Value, json};
 use tartan_api::Kind;
 use tartan_api::resources::*;
@@ -12,27 +13,133 @@ use tartan_api::store::DynamicObject;
 use tartan_api::store::typed::{Resource, from_dynamic, to_dynamic};
 use tartan_api::validate::validate;
 
-
 const FIELDS: &[&str] = &[
-    "cidr", "blockSize", "ipipMode", "vxlanMode", "natOutgoing", "disabled", "nodeSelector",
-    "selector", "podSelector", "namespaceSelector", "matchLabels", "matchExpressions", "key",
-    "operator", "values", "policyTypes", "types", "ingress", "egress", "from", "to", "ipBlock",
-    "except", "ports", "port", "endPort", "protocol", "action", "source", "destination", "nets",
-    "order", "asNumber", "peerIP", "node", "peerSelector", "nodeToNodeMeshEnabled", "listenPort",
-    "type", "clusterIP", "clusterIPs", "targetPort", "nodePort", "name", "externalIPs",
-    "addressType", "endpoints", "addresses", "conditions", "ready", "containers", "image",
-    "containerPort", "hostPort", "nodeName", "podCIDR", "data", "stringData", "spec", "status",
-    "podIP", "export", "import", "V4", "V6", "cidrs", "matchOperator", "prefixLength",
-    "ipVersion", "icmp", "code", "hostname", "sessionAffinity", "finalizers", "unknownField",
+    "cidr",
+    "blockSize",
+    "ipipMode",
+    "vxlanMode",
+    "natOutgoing",
+    "disabled",
+    "nodeSelector",
+    "selector",
+    "podSelector",
+    "namespaceSelector",
+    "matchLabels",
+    "matchExpressions",
+    "key",
+    "operator",
+    "values",
+    "policyTypes",
+    "types",
+    "ingress",
+    "egress",
+    "from",
+    "to",
+    "ipBlock",
+    "except",
+    "ports",
+    "port",
+    "endPort",
+    "protocol",
+    "action",
+    "source",
+    "destination",
+    "nets",
+    "order",
+    "asNumber",
+    "peerIP",
+    "node",
+    "peerSelector",
+    "nodeToNodeMeshEnabled",
+    "listenPort",
+    "type",
+    "clusterIP",
+    "clusterIPs",
+    "targetPort",
+    "nodePort",
+    "name",
+    "externalIPs",
+    "addressType",
+    "endpoints",
+    "addresses",
+    "conditions",
+    "ready",
+    "containers",
+    "image",
+    "containerPort",
+    "hostPort",
+    "nodeName",
+    "podCIDR",
+    "data",
+    "stringData",
+    "spec",
+    "status",
+    "podIP",
+    "export",
+    "import",
+    "V4",
+    "V6",
+    "cidrs",
+    "matchOperator",
+    "prefixLength",
+    "ipVersion",
+    "icmp",
+    "code",
+    "hostname",
+    "sessionAffinity",
+    "finalizers",
+    "unknownField",
 ];
 
 const WORDS: &[&str] = &[
-    "10.0.0.0/24", "10.0.0.1/24", "10.0.0.300/24", "fd00::/64", "192.0.2.1", "not-an-ip",
-    "banana", "TCP", "UDP", "SCTP", "TCPX", "Ingress", "Egress", "Ingres", "Allow", "Deny",
-    "Pass", "Log", "In", "NotIn", "Exists", "Like", "Equal", "all()", "role == 'db'",
-    "role == 'db' &&", "has(x)", "http", "HTTP_1", "80", "70000", "Always", "Never",
-    "CrossSubnet", "ClusterIP", "NodePort", "IPv4", "IPv6", "None", "y", "", "web", "Web_0",
-    "a b", "node-a", "aGVsbG8=", "!!", "\u{7}",
+    "10.0.0.0/24",
+    "10.0.0.1/24",
+    "10.0.0.300/24",
+    "fd00::/64",
+    "192.0.2.1",
+    "not-an-ip",
+    "banana",
+    "TCP",
+    "UDP",
+    "SCTP",
+    "TCPX",
+    "Ingress",
+    "Egress",
+    "Ingres",
+    "Allow",
+    "Deny",
+    "Pass",
+    "Log",
+    "In",
+    "NotIn",
+    "Exists",
+    "Like",
+    "Equal",
+    "all()",
+    "role == 'db'",
+    "role == 'db' &&",
+    "has(x)",
+    "http",
+    "HTTP_1",
+    "80",
+    "70000",
+    "Always",
+    "Never",
+    "CrossSubnet",
+    "ClusterIP",
+    "NodePort",
+    "IPv4",
+    "IPv6",
+    "None",
+    "y",
+    "",
+    "web",
+    "Web_0",
+    "a b",
+    "node-a",
+    "aGVsbG8=",
+    "!!",
+    "\u{7}",
 ];
 
 /// A JSON value made of the words above, nested a few levels.
@@ -58,9 +165,9 @@ fn value() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(prop::sample::select(FIELDS), inner, 0..5).prop_map(
-                |m| Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-            ),
+            prop::collection::btree_map(prop::sample::select(FIELDS), inner, 0..5).prop_map(|m| {
+                Value::Object(m.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            }),
         ]
     })
 }
@@ -123,7 +230,9 @@ fn keeps(want: &Value, got: &Value) -> bool {
         (Value::Array(w), Value::Array(g)) => {
             w.len() == g.len() && w.iter().zip(g).all(|(a, b)| keeps(a, b))
         }
-        (w, _) if as_left_out(w) && !got.is_array() && !got.is_object() => true,
+        // A null or empty value read as the type's default: an empty list
+        // or object, or a scalar default.
+        (w, g) if as_left_out(w) && (as_left_out(g) || (!g.is_array() && !g.is_object())) => true,
         // 100 and 100.0 are one number (a field may be a float).
         (Value::Number(w), Value::Number(g)) => w.as_f64() == g.as_f64(),
         _ => want == got,
@@ -168,7 +277,9 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::Pod => round_trip::<core::Pod>(obj, written),
         Kind::Service => round_trip::<core::Service>(obj, written),
         Kind::Secret => round_trip::<core::Secret>(obj, written),
-        Kind::EndpointSlice => round_trip::<k8s_openapi::api::discovery::v1::EndpointSlice>(obj, written),
+        Kind::EndpointSlice => {
+            round_trip::<k8s_openapi::api::discovery::v1::EndpointSlice>(obj, written)
+        }
         Kind::KubeNetworkPolicy => {
             round_trip::<k8s_openapi::api::networking::v1::NetworkPolicy>(obj, written)
         }
@@ -181,7 +292,10 @@ fn check(kind: Kind, doc: &Value) -> Result<bool, String> {
     // unknown or mistyped metadata field is refused, not dropped.
     let meta = tartan_api::validate::raw_metadata_problems(doc);
     if !meta.is_empty() {
-        return match meta.iter().all(|(f, why)| f.starts_with("metadata") && !why.is_empty()) {
+        return match meta
+            .iter()
+            .all(|(f, why)| f.starts_with("metadata") && !why.is_empty())
+        {
             true => Ok(false),
             false => Err(format!("metadata refused without a field: {meta:?}")),
         };
@@ -267,8 +381,22 @@ fn mutated() -> impl Strategy<Value = (Kind, Value)> {
         })
 }
 
+fn seed() -> RngSeed {
+    let fixed = std::env::var("PROPTEST_RNG_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    RngSeed::Fixed(fixed.unwrap_or(0x7a27a9))
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+    // A fixed seed: the same 4,000 cases on every run, so CI's verdict does
+    // not depend on luck (set PROPTEST_RNG_SEED to explore others).
+    #![proptest_config(ProptestConfig {
+        cases: 4000,
+        rng_seed: seed(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_documents_are_refused_with_a_reason_or_round_trip((kind, doc) in document()) {

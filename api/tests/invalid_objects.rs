@@ -320,7 +320,7 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         // Selectors are parsed when written: one no agent can read is refused.
         (
             tnp("sel", "{selector: \"role == 'db' &&\"}"),
-            "spec.selector: \"role == 'db' &&\" is not a selector: column 15:",
+            "spec.selector: \"role == 'db' &&\" is not a selector: column 16:",
         ),
         (
             tnp("src", "{ingress: [{action: Allow, source: {selector: \"role = 'x'\"}}]}"),

@@ -5,7 +5,6 @@
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tartan_lab::etcd::EtcdCluster;
 
 mod support;

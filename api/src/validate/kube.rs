@@ -441,6 +441,11 @@ fn endpoint_slice(s: &EndpointSlice, p: &mut Problems) {
         {
             p.add(format!("endpoints[{i}].nodeName"), e);
         }
+        if let Some(h) = &ep.hostname
+            && let Err(e) = dns_label(h)
+        {
+            p.add(format!("endpoints[{i}].hostname"), e);
+        }
     }
     let mut names = HashSet::new();
     for (i, port) in s.ports.iter().flatten().enumerate() {

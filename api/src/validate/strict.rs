@@ -65,10 +65,24 @@ pub fn list_read_as_object(input: &Value, typed: &Value, path: &str) -> Option<P
     }
 }
 
+/// Fields whose value is a map of free keys (labels, selectors, data): a
+/// key under one is written in brackets, as the API server writes
+/// `metadata.labels[tier]`, even when it looks like a field name.
+const MAP_FIELDS: &[&str] = &[
+    "labels",
+    "annotations",
+    "matchLabels",
+    "nodeSelector",
+    "selector",
+    "data",
+    "stringData",
+];
+
 fn join(path: &str, key: &str) -> String {
     // Field names are identifiers; anything else is a map key (a CIDR,
     // a label key), written in brackets.
-    if !key.chars().all(|c| c.is_ascii_alphanumeric()) {
+    let parent = path.rsplit(['.', ']']).next().unwrap_or("");
+    if !key.chars().all(|c| c.is_ascii_alphanumeric()) || MAP_FIELDS.contains(&parent) {
         format!("{path}[{key}]")
     } else if path.is_empty() {
         key.to_string()
@@ -136,6 +150,20 @@ pub fn parse_problem(e: &serde_path_to_error::Error<serde_json::Error>, root: &s
             other => expected_words(other),
         };
         return (path, format!("{got} is out of range; allowed {allowed}"));
+    }
+    // Secret data is base64; the decoder's own words name no format.
+    const BASE64: &[&str] = &[
+        "Invalid symbol",
+        "Invalid last symbol",
+        "Invalid input length",
+        "Invalid padding",
+        "Encoded text cannot",
+    ];
+    if BASE64.iter().any(|b| msg.starts_with(b)) {
+        return (
+            path,
+            format!("not valid base64 ({})", msg.trim_end_matches('.')),
+        );
     }
     (path, msg)
 }

@@ -100,9 +100,14 @@ pub fn parse(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
     for d in docs {
         let size = serde_json::to_vec(&d.value).map_or(usize::MAX, |v| v.len());
         if size > MAX_OBJECT_BYTES {
+            let name = |f: &str| d.value.pointer(f).and_then(Value::as_str);
+            let object = match (name("/kind"), name("/metadata/name")) {
+                (Some(kind), Some(n)) => Some(format!("{kind} {n:?}")),
+                _ => None,
+            };
             errors.push(DocError {
                 origin: d.origin,
-                object: None,
+                object,
                 message: format!(
                     "the object is {size} bytes; an object may be at most {MAX_OBJECT_BYTES} bytes (1.5 MiB)"
                 ),
@@ -126,10 +131,11 @@ fn parse_any(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
         match parse_json(source, text) {
             Ok(docs) => return (docs, Vec::new()),
             // A YAML flow mapping (`{a: b}`) is not JSON; if it is not
-            // YAML either, the JSON error is the one that makes sense.
+            // YAML either, the JSON error is the one that makes sense when
+            // the text was meant as JSON (its first key is quoted).
             Err(json_err) => {
                 let (docs, errors) = parse_yaml(source, text);
-                if errors.is_empty() {
+                if errors.is_empty() || !meant_as_json(text) {
                     return (docs, errors);
                 }
                 return (Vec::new(), vec![json_err]);
@@ -137,6 +143,17 @@ fn parse_any(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
         }
     }
     parse_yaml(source, text)
+}
+
+/// Whether text starting with `{` or `[` was written as JSON: the first
+/// thing inside the brackets is a quoted string, a number or a closing
+/// bracket, where a YAML flow mapping has a bare word (`{apiVersion: v1}`).
+fn meant_as_json(text: &str) -> bool {
+    let inner = text.trim_start_matches(|c: char| c.is_whitespace() || c == '{' || c == '[');
+    matches!(
+        inner.chars().next(),
+        Some('"' | '}' | ']' | '-' | '0'..='9') | None
+    )
 }
 
 /// A stream of JSON values, each a document.
@@ -233,40 +250,40 @@ struct Chunk {
 /// Splits a YAML stream at its document markers (`---`, `...` at the
 /// start of a line). Markers are blanked rather than removed so that
 /// columns and line numbers inside each chunk stay those of the file.
-fn split_yaml(text: &str) -> Vec<Chunk> {
-    let mut chunks = Vec::new();
-    let mut current = Chunk {
+fn split_yaml(text: &str) -> impl Iterator<Item = Chunk> + '_ {
+    let mut lines = text.lines().enumerate();
+    let mut current = Some(Chunk {
         first_line: 1,
         text: String::new(),
-    };
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        let is_marker = |m: &str| {
-            line.strip_prefix(m)
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
-        };
-        if is_marker("---") || is_marker("...") {
-            let done = std::mem::replace(
-                &mut current,
-                Chunk {
+    });
+    // Lazy, so that a reader stopping at the document cap never builds
+    // the chunks past it.
+    std::iter::from_fn(move || {
+        let chunk = current.as_mut()?;
+        for (i, line) in lines.by_ref() {
+            let n = i + 1;
+            let is_marker = |m: &str| {
+                line.strip_prefix(m)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+            };
+            if is_marker("---") || is_marker("...") {
+                let mut next = Chunk {
                     first_line: n,
                     text: String::new(),
-                },
-            );
-            chunks.push(done);
-            if is_marker("---") {
-                // `--- {a: 1}`: content may follow the marker.
-                current.text.push_str("   ");
-                current.text.push_str(&line[3..]);
+                };
+                if is_marker("---") {
+                    // `--- {a: 1}`: content may follow the marker.
+                    next.text.push_str("   ");
+                    next.text.push_str(&line[3..]);
+                }
+                next.text.push('\n');
+                return Some(std::mem::replace(chunk, next));
             }
-            current.text.push('\n');
-            continue;
+            chunk.text.push_str(line);
+            chunk.text.push('\n');
         }
-        current.text.push_str(line);
-        current.text.push('\n');
-    }
-    chunks.push(current);
-    chunks
+        current.take()
+    })
 }
 
 /// The line of a chunk's first content (not blank, not a comment).
@@ -281,8 +298,8 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
     let mut docs = Vec::new();
     let mut errors = Vec::new();
     let chunks: Vec<(Chunk, usize)> = split_yaml(text)
-        .into_iter()
         .filter_map(|c| content_line(&c).map(|l| (c, l)))
+        .take(MAX_DOCUMENTS + 1)
         .collect();
     if chunks.len() > MAX_DOCUMENTS {
         errors.push(DocError {
@@ -294,8 +311,7 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
             },
             object: None,
             message: format!(
-                "{} documents; at most {MAX_DOCUMENTS} are read from one source",
-                chunks.len()
+                "more than {MAX_DOCUMENTS} documents; at most {MAX_DOCUMENTS} are read from one source"
             ),
         });
         return (docs, errors);
@@ -348,12 +364,40 @@ fn parse_yaml(source: &str, text: &str) -> (Vec<Document>, Vec<DocError>) {
 fn yaml_message(e: &serde_saphyr::Error) -> String {
     let text = e.without_snippet().to_string();
     let first = text.lines().next().unwrap_or("").trim();
+    if let Some(breach) = first.strip_prefix("budget breached: ") {
+        return budget_message(breach);
+    }
     // Its position is relative to the chunk; ours is the file's.
     let first = match first.rfind(" at line ") {
         Some(i) => &first[..i],
         None => first,
     };
     first.trim_end_matches(['.', ',', ':']).to_string()
+}
+
+/// The reader's bound on a document's size once its aliases are expanded
+/// (`Nodes { nodes: 250001 } at line …`), said in words.
+fn budget_message(breach: &str) -> String {
+    let what = breach.split([' ', '{']).next().unwrap_or("");
+    let count: String = breach
+        .split_once(": ")
+        .map(|(_, n)| n.chars().take_while(char::is_ascii_digit).collect())
+        .unwrap_or_default();
+    let measure = match what {
+        "Nodes" => "nodes",
+        "Aliases" => "aliases",
+        "Anchors" => "anchors",
+        "Events" => "parser events",
+        "Depth" => "levels of nesting",
+        "ScalarBytes" => "bytes of scalars",
+        "MergeKeys" => "merge keys",
+        "AliasAnchorRatio" => "aliases per anchor",
+        _ => "units",
+    };
+    format!(
+        "the YAML is too large once its aliases are expanded: {count} {measure} \
+         passed the reader's bound (anchors and aliases that multiply, a \"billion laughs\", are refused)"
+    )
 }
 
 /// Adds a document, or each item of a list document.
