@@ -85,6 +85,7 @@ pub struct Metrics {
     prefixes_received: Family<PeerLabels, Gauge>,
     prefixes_accepted: Family<PeerLabels, Gauge>,
     prefixes_advertised: Family<PeerLabels, Gauge>,
+    prefixes_filtered: Family<PeerLabels, Gauge>,
     messages: Family<MessageLabels, Counter>,
     treat_as_withdraw: Family<PeerLabels, Counter>,
     kernel_installed: Gauge,
@@ -107,6 +108,7 @@ impl Metrics {
             prefixes_received: Family::default(),
             prefixes_accepted: Family::default(),
             prefixes_advertised: Family::default(),
+            prefixes_filtered: Family::default(),
             messages: Family::default(),
             treat_as_withdraw: Family::default(),
             kernel_installed: Gauge::default(),
@@ -139,6 +141,11 @@ impl Metrics {
             "tartan_bgp_peer_prefixes_advertised",
             "Prefixes advertised to the peer",
             self.prefixes_advertised.clone(),
+        );
+        r.register(
+            "tartan_bgp_peer_prefixes_filtered",
+            "Prefixes from the peer rejected by its import filters since the session came up",
+            self.prefixes_filtered.clone(),
         );
         r.register(
             "tartan_bgp_messages",
@@ -193,6 +200,7 @@ impl Metrics {
             received: self.prefixes_received.get_or_create_owned(&labels),
             accepted: self.prefixes_accepted.get_or_create_owned(&labels),
             advertised: self.prefixes_advertised.get_or_create_owned(&labels),
+            filtered: self.prefixes_filtered.get_or_create_owned(&labels),
             sent_msgs: counters(Direction::Sent),
             received_msgs: counters(Direction::Received),
             treat_as_withdraw: self.treat_as_withdraw.get_or_create_owned(&labels),
@@ -214,6 +222,7 @@ impl Metrics {
             &self.prefixes_received,
             &self.prefixes_accepted,
             &self.prefixes_advertised,
+            &self.prefixes_filtered,
         ] {
             family.remove(&labels);
         }
@@ -272,6 +281,7 @@ pub struct PeerMetrics {
     received: Gauge,
     accepted: Gauge,
     advertised: Gauge,
+    filtered: Gauge,
     sent_msgs: [Counter; 5],
     received_msgs: [Counter; 5],
     treat_as_withdraw: Counter,
@@ -306,6 +316,11 @@ impl PeerMetrics {
         self.received.set(saturating_i64(counts.received));
         self.accepted.set(saturating_i64(counts.accepted));
         self.advertised.set(saturating_i64(counts.advertised));
+    }
+
+    /// Prefixes the import filters rejected since the session came up.
+    pub fn set_filtered(&self, prefixes: u64) {
+        self.filtered.set(saturating_i64(prefixes));
     }
 
     /// The message counters as the control API shows them, so the daemon

@@ -270,6 +270,7 @@ impl Daemon {
                     accepted: c.accepted,
                     advertised: c.advertised,
                 });
+            p.link.counters.metrics().set_filtered(c.filtered);
         }
         for f in Family::ALL {
             m.set_rib_prefixes(f, self.rib.prefix_count(f) as u64);

@@ -32,6 +32,7 @@ fn peer_handle_counts_and_exposes() {
         accepted: 8,
         advertised: 2,
     });
+    p.set_filtered(3);
     m.set_rib_prefixes(Family::Ipv6Unicast, 42);
     m.set_kernel_installed(7);
     m.inc_kernel_failed();
@@ -49,6 +50,7 @@ fn peer_handle_counts_and_exposes() {
         r#"tartan_bgp_peer_prefixes_received{peer="192.0.2.1"} 10"#,
         r#"tartan_bgp_peer_prefixes_accepted{peer="192.0.2.1"} 8"#,
         r#"tartan_bgp_peer_prefixes_advertised{peer="192.0.2.1"} 2"#,
+        r#"tartan_bgp_peer_prefixes_filtered{peer="192.0.2.1"} 3"#,
         r#"tartan_bgp_updates_treat_as_withdraw_total{peer="192.0.2.1"} 1"#,
         r#"tartan_bgp_rib_prefixes{family="ipv6-unicast"} 42"#,
         "tartan_bgp_kernel_routes_installed 7",
