@@ -373,3 +373,155 @@ fn rules_agree_with_the_parsers_on_edge_values() {
         assert_eq!(holds, parses, "{c}");
     }
 }
+
+/// The schema of `kind`'s CRD.
+fn crd_schema(kind: &str) -> Value {
+    let c = crds()
+        .into_iter()
+        .find(|c| c.spec.names.kind == kind)
+        .unwrap();
+    serde_json::to_value(c).unwrap()["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+}
+
+/// Whether the GlobalNetworkPolicy schema takes `rule` as the only rule.
+fn policy_rule_passes(eval: &Evaluator, schema: &Value, rule: Value) -> bool {
+    let obj = serde_json::json!({"spec": {"ingress": [rule]}});
+    eval.problems(schema, &obj).is_empty()
+}
+
+#[test]
+fn port_and_protocol_rules_agree_with_their_parsers() {
+    use tartan_api::resources::policy::{Port, Protocol};
+    let eval = Evaluator::new();
+    let schema = crd_schema("GlobalNetworkPolicy");
+    let ports = [
+        Value::from(80),
+        Value::from(0),
+        Value::from(65535),
+        Value::from(65536),
+        Value::from(-1),
+        Value::from("443"),
+        Value::from("0443"),
+        Value::from("0"),
+        Value::from("8000:8080"),
+        Value::from("8080:8000"),
+        Value::from("0:80"),
+        Value::from("1:65536"),
+        Value::from("1:2:3"),
+        Value::from("http"),
+        Value::from("http-alt"),
+        Value::from("Http"),
+        Value::from("http--alt"),
+        Value::from("-http"),
+        Value::from("123"),
+        Value::from("a23456789012345"),
+        Value::from("a234567890123456"),
+        Value::from(""),
+    ];
+    for p in ports {
+        let parses = serde_json::from_value::<Port>(p.clone()).is_ok_and(|p| p.check().is_ok());
+        let rule = serde_json::json!({"action": "Allow", "protocol": "TCP", "destination": {"ports": [p]}});
+        assert_eq!(policy_rule_passes(&eval, &schema, rule), parses, "port {p}");
+    }
+    let protocols = [
+        Value::from("TCP"),
+        Value::from("udplite"),
+        Value::from("ICMPv6"),
+        Value::from("GRE"),
+        Value::from(47),
+        Value::from("47"),
+        Value::from("047"),
+        Value::from(0),
+        Value::from(255),
+        Value::from(256),
+        Value::from("256"),
+        Value::from(-6),
+        Value::from(""),
+    ];
+    for p in protocols {
+        let parses = serde_json::from_value::<Protocol>(p.clone()).is_ok();
+        let rule = serde_json::json!({"action": "Allow", "protocol": p});
+        assert_eq!(
+            policy_rule_passes(&eval, &schema, rule),
+            parses,
+            "protocol {p}"
+        );
+    }
+}
+
+#[test]
+fn duration_rules_agree_with_the_parser() {
+    use tartan_api::resources::common::parse_duration;
+    let eval = Evaluator::new();
+    let schema = crd_schema("BGPConfiguration");
+    for d in [
+        "1s",
+        "0s",
+        "120s",
+        "2m",
+        "1m30s",
+        "1h",
+        "4095s",
+        "4096s",
+        "68m15s",
+        "68m16s",
+        "1500ms",
+        "999ms",
+        "1h1s",
+        "",
+        "12",
+        "s",
+        "1d",
+        "1.5s",
+        "-1s",
+        "1 s",
+        "2 minutes",
+    ] {
+        let parses = parse_duration(d)
+            .is_ok_and(|t| (1..=4095).contains(&t.as_secs()) && t.as_millis() >= 1000);
+        let obj = serde_json::json!({"spec": {"gracefulRestartTime": d}});
+        assert_eq!(eval.problems(&schema, &obj).is_empty(), parses, "{d:?}");
+    }
+}
+
+/// The selector rules are sound: every selector the parser takes passes
+/// them (they may let bad ones by).
+#[test]
+fn selector_rules_refuse_only_what_the_parser_refuses() {
+    use tartan_api::selector::Selector;
+    let eval = Evaluator::new();
+    let schema = crd_schema("GlobalNetworkPolicy");
+    let selectors = [
+        "",
+        "  ",
+        "all()",
+        "has(app)",
+        "!has(db)",
+        "app == 'web'",
+        "app == \"web\"",
+        "app in {'web', 'api'}",
+        "app not in {}",
+        "tier ends with '-end'  ",
+        "(app == 'db' || app == 'web') && !has(db)",
+        "app == 'x)' ",
+        "app == 'web'\u{a0}",
+        "role == 'db' &&",
+        "role = 'x'",
+        "has(",
+        "a in {'x'",
+        "!",
+        "app == 'web'\t",
+        "app",
+        "a == 'b' ||",
+    ];
+    let mut checked = 0;
+    for s in selectors {
+        let obj = serde_json::json!({"spec": {"selector": s}});
+        let passes = eval.problems(&schema, &obj).is_empty();
+        if Selector::parse(s).is_ok() && !s.chars().any(char::is_control) {
+            assert!(passes, "{s:?} parses but the schema refuses it");
+            checked += 1;
+        }
+    }
+    assert!(checked >= 12);
+}
