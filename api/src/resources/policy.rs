@@ -195,11 +195,11 @@ pub struct EntityRule {
     pub namespace_selector: Option<String>,
     /// The port is one of these: numbers, `lo:hi` ranges or named ports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(transform = schema_rules::bounded_list)]
+    #[schemars(transform = schema_rules::ports_list)]
     pub ports: Vec<Port>,
     /// The port is none of these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(transform = schema_rules::bounded_list)]
+    #[schemars(transform = schema_rules::ports_list)]
     pub not_ports: Vec<Port>,
 }
 

@@ -123,6 +123,7 @@ fn int_or_string(description: &str, rules: serde_json::Value) -> Schema {
     json_schema!({
         "x-kubernetes-int-or-string": true,
         "description": description,
+        "maxLength": super::schema_rules::INT_OR_STRING_MAX,
         "x-kubernetes-validations": rules,
     })
 }

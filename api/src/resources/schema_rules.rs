@@ -25,7 +25,11 @@ pub const SELECTOR_MAX: u64 = 4096;
 /// The most entries of a list that a rule walks, unless said otherwise.
 pub const LIST_MAX: u64 = 256;
 /// The most CIDRs or addresses in one list (policy nets, reservations).
-pub const NETS_MAX: u64 = 1024;
+pub const NETS_MAX: u64 = 256;
+/// The most ports in one list of a policy rule.
+pub const PORTS_MAX: u64 = 64;
+/// The longest protocol or port written as a string.
+pub const INT_OR_STRING_MAX: u64 = 32;
 /// The most addresses in a block (IPv4 /20, IPv6 /116).
 pub const BLOCK_MAX: u64 = super::ipam::MAX_BLOCK_ADDRESSES as u64;
 /// The most named communities in a BGPConfiguration, and community
@@ -266,6 +270,11 @@ pub(crate) fn community_name(s: &mut Schema) {
 /// A list bounded at [`LIST_MAX`] entries.
 pub(crate) fn bounded_list(s: &mut Schema) {
     set(s, "maxItems", json!(LIST_MAX));
+}
+
+/// A list of ports bounded at [`PORTS_MAX`] entries.
+pub(crate) fn ports_list(s: &mut Schema) {
+    set(s, "maxItems", json!(PORTS_MAX));
 }
 
 /// A list bounded at [`COMMUNITIES_MAX`] entries.
