@@ -525,3 +525,55 @@ fn selector_rules_refuse_only_what_the_parser_refuses() {
     }
     assert!(checked >= 12);
 }
+
+/// The evaluator itself: each kind of constraint refuses what it should,
+/// and defaults are filled in before rules run.
+#[test]
+fn the_evaluator_applies_every_constraint() {
+    let eval = Evaluator::new();
+    let schema = serde_json::json!({
+        "type": "object",
+        "required": ["n"],
+        "properties": {
+            "n": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 9},
+            "s": {"type": "string", "maxLength": 3, "pattern": "^[a-z]+$"},
+            "e": {"type": "string", "enum": ["A", "B"]},
+            "l": {"type": "array", "maxItems": 2, "x-kubernetes-list-type": "set",
+                  "items": {"type": "string"}},
+            "d": {"type": "string", "default": "x"},
+            "o": {"type": "string", "nullable": true},
+            "c": {"type": "string",
+                  "x-kubernetes-validations": [{"rule": "isCIDR(self) && cidr(self) == cidr(self).masked()", "message": "network"}]}
+        },
+        "x-kubernetes-validations": [{"rule": "self.d == 'x' || self.n > 5", "message": "d"}]
+    });
+    let ok = serde_json::json!({"n": 3, "s": "ab", "e": "A", "l": ["a", "b"], "o": null, "c": "10.0.0.0/8"});
+    assert_eq!(eval.problems(&schema, &ok), Vec::<String>::new());
+    for (bad, want) in [
+        (serde_json::json!({}), "n: Required value"),
+        (serde_json::json!({"n": 0}), "less than the minimum"),
+        (serde_json::json!({"n": 10}), "more than the maximum"),
+        (serde_json::json!({"n": "3"}), "not of type integer"),
+        (serde_json::json!({"n": 3, "s": "abcd"}), "longer than 3"),
+        (serde_json::json!({"n": 3, "s": "AB"}), "does not match"),
+        (serde_json::json!({"n": 3, "e": "C"}), "is not one of"),
+        (
+            serde_json::json!({"n": 3, "l": ["a", "a"]}),
+            "Duplicate value",
+        ),
+        (
+            serde_json::json!({"n": 3, "l": ["a", "b", "c"]}),
+            "more than 2 items",
+        ),
+        (serde_json::json!({"n": 3, "x": 1}), "x: unknown field"),
+        (serde_json::json!({"n": 3, "d": "y"}), ": d"),
+        (serde_json::json!({"n": 3, "c": "10.0.0.1/8"}), "c: network"),
+        (serde_json::json!({"n": 3, "c": "10.0.0.0"}), "c: network"),
+    ] {
+        let p = eval.problems(&schema, &bad);
+        assert!(
+            p.iter().any(|p| p.contains(want)),
+            "{bad}: {want} not in {p:?}"
+        );
+    }
+}
