@@ -44,7 +44,9 @@ fn block_addresses(net: &IpNet) -> Option<u32> {
 }
 
 /// The rules of a block that relate its fields: its size, and ordinals and
-/// indexes within range.
+/// indexes within range. A free entry of `allocations` is null; it is
+/// compared as `dyn(...) == null`, as the type checker takes `int == null`
+/// for no overload.
 fn block_rules() -> serde_json::Value {
     const FAMILY: &str = "cidr(self.cidr).ip().family()";
     const PREFIX: &str = "cidr(self.cidr).prefixLength()";
@@ -64,11 +66,11 @@ fn block_rules() -> serde_json::Value {
             "message": "unallocated: an ordinal is past the block's end"
         },
         {
-            "rule": "!has(self.unallocated) || !has(self.allocations) || self.unallocated.all(u, u >= size(self.allocations) || self.allocations[u] == null)",
+            "rule": "!has(self.unallocated) || !has(self.allocations) || self.unallocated.all(u, u >= size(self.allocations) || dyn(self.allocations[u]) == null)",
             "message": "unallocated: an address is both allocated and unallocated"
         },
         {
-            "rule": "!has(self.allocations) || self.allocations.all(a, a == null || (has(self.attributes) && a < size(self.attributes)))",
+            "rule": "!has(self.allocations) || self.allocations.all(a, dyn(a) == null || (has(self.attributes) && a < size(self.attributes)))",
             "message": "allocations: an entry is not an index into attributes"
         },
         {
