@@ -10,6 +10,7 @@ use super::common::{
     Problem, Problems, SecretSource, check_as_number, check_duration, dns_subdomain, parse_network,
 };
 use super::community::Community;
+use super::schema_rules;
 
 /// The name of the cluster-wide BGPConfiguration.
 pub const DEFAULT_NAME: &str = "default";
@@ -38,11 +39,15 @@ pub const MAX_RESTART_SECONDS: u64 = 4095;
     doc = "BGP settings: `default` for the cluster, `node.<nodename>` to override them on one node."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": prefix_communities_rule(),
+    "message": "prefixAdvertisements: a community is neither a name from spec.communities nor a community value (AA:NN, A:B:C, no-export, no-advertise, no-export-subconfed, no-peer)"
+}]))]
 pub struct BgpConfigurationSpec {
     /// The AS number of nodes that do not set their own. Default 64512.
     /// Allowed 1 to 4294967295 except 23456 (AS_TRANS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(transform = schema_rules::as_number)]
     pub as_number: Option<u32>,
     /// Whether every node peers with every other node. Default true.
     /// Turn it off when route reflectors or top-of-rack peers are used.
@@ -50,7 +55,7 @@ pub struct BgpConfigurationSpec {
     pub node_to_node_mesh_enabled: Option<bool>,
     /// TCP port for BGP sessions. Default 179.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(transform = schema_rules::port)]
     pub listen_port: Option<u16>,
     /// Service cluster IP ranges to announce over BGP.
     #[serde(
@@ -58,6 +63,7 @@ pub struct BgpConfigurationSpec {
         rename = "serviceClusterIPs",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub service_cluster_ips: Vec<ServiceCidr>,
     /// Service external IP ranges to announce over BGP.
     #[serde(
@@ -65,6 +71,7 @@ pub struct BgpConfigurationSpec {
         rename = "serviceExternalIPs",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub service_external_ips: Vec<ServiceCidr>,
     /// Service LoadBalancer IP ranges to announce over BGP.
     #[serde(
@@ -72,12 +79,18 @@ pub struct BgpConfigurationSpec {
         rename = "serviceLoadBalancerIPs",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub service_load_balancer_ips: Vec<ServiceCidr>,
     /// Named community values, for use in prefixAdvertisements.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        transform = schema_rules::communities_list,
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
+    )]
     pub communities: Vec<NamedCommunity>,
     /// Communities attached to the routes of given prefixes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::communities_list)]
     pub prefix_advertisements: Vec<PrefixAdvertisement>,
     /// TCP MD5 password for node-to-node mesh sessions. Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,6 +98,7 @@ pub struct BgpConfigurationSpec {
     /// How long peers keep this node's routes while it restarts
     /// (graceful restart), e.g. `120s`. Default 120s; 1s to 4095s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::restart_time)]
     pub graceful_restart_time: Option<String>,
 }
 
@@ -93,6 +107,7 @@ pub struct BgpConfigurationSpec {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ServiceCidr {
     /// e.g. `10.96.0.0/12`.
+    #[schemars(transform = schema_rules::network)]
     pub cidr: String,
 }
 
@@ -101,9 +116,11 @@ pub struct ServiceCidr {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamedCommunity {
     /// The name prefixAdvertisements refer to.
+    #[schemars(transform = schema_rules::community_name)]
     pub name: String,
     /// `AA:NN` (standard), `A:B:C` (large), or no-export, no-advertise,
     /// no-export-subconfed, no-peer.
+    #[schemars(transform = schema_rules::community_value)]
     pub value: String,
 }
 
@@ -112,10 +129,21 @@ pub struct NamedCommunity {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PrefixAdvertisement {
     /// The prefix, e.g. `10.244.0.0/16`.
+    #[schemars(transform = schema_rules::network)]
     pub cidr: String,
     /// Names from `communities` or literal community values.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::community_ref_list)]
     pub communities: Vec<String>,
+}
+
+/// The CEL rule that a prefix advertisement's communities are names from
+/// `communities` or community values.
+fn prefix_communities_rule() -> String {
+    format!(
+        "!has(self.prefixAdvertisements) || self.prefixAdvertisements.all(a, !has(a.communities) || a.communities.all(c, (has(self.communities) && self.communities.exists(n, n.name == c)) || {}))",
+        schema_rules::community_cel("c")
+    )
 }
 
 /// Which object a BGPConfiguration name stands for.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, parse_network};
 use super::community::Community;
+use super::schema_rules;
 
 /// What a matching rule does with the route.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
@@ -46,18 +47,23 @@ pub enum RouteSource {
     doc = "Import and export rules for BGP sessions."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = filter_spec_rules()))]
 pub struct BgpFilterSpec {
     /// Rules for IPv4 routes sent to peers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub export_v4: Vec<BgpFilterRule>,
     /// Rules for IPv4 routes learned from peers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub import_v4: Vec<BgpFilterRule>,
     /// Rules for IPv6 routes sent to peers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub export_v6: Vec<BgpFilterRule>,
     /// Rules for IPv6 routes learned from peers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub import_v6: Vec<BgpFilterRule>,
 }
 
@@ -65,11 +71,19 @@ pub struct BgpFilterSpec {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(extend("x-kubernetes-validations" = [
-    {"rule": "!has(self.cidr) || has(self.matchOperator)", "message": "matchOperator is required when cidr is set"}
+    {"rule": "!has(self.cidr) || has(self.matchOperator)", "message": "matchOperator is required when cidr is set"},
+    {"rule": "!has(self.matchOperator) || has(self.cidr)", "message": "matchOperator is set without cidr; give the cidr it compares with"},
+    {
+        "rule": "!has(self.cidr) || !isCIDR(self.cidr) || !has(self.prefixLength) || ((!has(self.prefixLength.min) || self.prefixLength.min >= cidr(self.cidr).prefixLength()) && (!has(self.prefixLength.max) || self.prefixLength.max >= cidr(self.cidr).prefixLength()))",
+        "message": "prefixLength is shorter than the cidr's prefix; no route within it matches"
+    },
+    {"rule": "!has(self.communities) || self.action == 'Accept'", "message": "communities: only an Accept rule can change communities"},
+    {"rule": "!has(self.asPathPrepend) || size(self.asPathPrepend) == 0 || self.action == 'Accept'", "message": "asPathPrepend: only an Accept rule can prepend to the AS path"}
 ]))]
 pub struct BgpFilterRule {
     /// The prefix routes are compared with; of the list's address family.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::network)]
     pub cidr: Option<String>,
     /// Match only routes whose prefix length is in this range.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,6 +101,7 @@ pub struct BgpFilterRule {
     pub communities: Option<CommunityChanges>,
     /// AS numbers to prepend to the AS path of accepted exported routes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::as_number_list)]
     pub as_path_prepend: Vec<u32>,
 }
 
@@ -99,9 +114,11 @@ pub struct BgpFilterRule {
 pub struct PrefixLength {
     /// Default: the rule's cidr prefix length, or 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 128))]
     pub min: Option<u8>,
     /// Default: 32 for IPv4, 128 for IPv6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = 128))]
     pub max: Option<u8>,
 }
 
@@ -111,9 +128,25 @@ pub struct PrefixLength {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CommunityChanges {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::community_list)]
     pub add: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::community_list)]
     pub remove: Vec<String>,
+}
+
+/// The rules on each list of a filter: its family, and no AS path
+/// prepending on import.
+fn filter_spec_rules() -> Vec<serde_json::Value> {
+    [
+        ("exportV4", 4, true),
+        ("importV4", 4, false),
+        ("exportV6", 6, true),
+        ("importV6", 6, false),
+    ]
+    .into_iter()
+    .flat_map(|(list, v, export)| schema_rules::filter_list_rules(list, v, export))
+    .collect()
 }
 
 impl BgpFilterSpec {

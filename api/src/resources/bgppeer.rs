@@ -11,6 +11,7 @@ use super::bgpconfiguration::MAX_RESTART_SECONDS;
 use super::common::{
     Problem, Problems, SecretSource, check_as_number, check_duration, check_selector, dns_subdomain,
 };
+use super::schema_rules;
 
 /// What this node puts in NEXT_HOP of routes it sends the peer.
 ///
@@ -59,20 +60,24 @@ pub struct BgpPeerSpec {
     /// The one node that makes this session. Default: all nodes (or those
     /// nodeSelector picks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::dns_name)]
     pub node: Option<String>,
     /// The nodes that make this session. Default: all nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub node_selector: Option<String>,
     /// The peer's address: `192.0.2.1`, `2001:db8::1`, `192.0.2.1:1179`
     /// or `[2001:db8::1]:1179` (port default 179).
     #[serde(default, rename = "peerIP", skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = peer_ip_rules)]
     pub peer_ip: Option<String>,
     /// The peer's AS number; required with peerIP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
+    #[schemars(transform = schema_rules::as_number)]
     pub as_number: Option<u32>,
     /// Peer with the nodes this selects (at their own AS), instead of peerIP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub peer_selector: Option<String>,
     /// TCP MD5 password (RFC 2385). Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,9 +93,11 @@ pub struct BgpPeerSpec {
     /// Longest time to keep the peer's routes while it restarts, e.g. `120s`;
     /// at most 4095s. Default: the time the peer announces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::max_restart_time)]
     pub max_restart_time: Option<String>,
     /// Names of BGPFilters applied to this session, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::dns_name_set)]
     pub filters: Vec<String>,
     /// Local address of the session. Default `UseNodeIP`.
     #[serde(default)]
@@ -184,6 +191,28 @@ impl BgpPeerSpec {
         }
         p.0
     }
+}
+
+/// The CRD's rules on peerIP, which [`parse_peer_ip`] also applies: the
+/// forms, the port, a unicast address.
+fn peer_ip_rules(schema: &mut schemars::Schema) {
+    const HOST: &str = "(isIP(self) ? self : self.startsWith('[') ? self.substring(1, self.lastIndexOf(']')) : self.substring(0, self.lastIndexOf(':')))";
+    let rules = serde_json::json!([
+        {
+            "rule": "isIP(self) || (self.matches('^[0-9.]+:[0-9]+$') && isIP(self.substring(0, self.lastIndexOf(':'))) && ip(self.substring(0, self.lastIndexOf(':'))).family() == 4) || (self.matches('^\\\\[[0-9a-fA-F:.]+\\\\]:[0-9]+$') && isIP(self.substring(1, self.lastIndexOf(']'))) && ip(self.substring(1, self.lastIndexOf(']'))).family() == 6)",
+            "message": "is not a peer address; expected 192.0.2.1, 2001:db8::1, 192.0.2.1:179 or [2001:db8::1]:179"
+        },
+        {
+            "rule": "isIP(self) || !self.matches(':[0-9]+$') || (int(self.substring(self.lastIndexOf(':') + 1)) >= 1 && int(self.substring(self.lastIndexOf(':') + 1)) <= 65535)",
+            "message": "the port is out of range; allowed 1 to 65535"
+        },
+        {
+            "rule": format!("!(isIP(self) || self.matches('^[0-9.]+:[0-9]+$') || self.matches('^\\\\[[0-9a-fA-F:.]+\\\\]:[0-9]+$')) || !isIP({HOST}) || !(ip({HOST}).isUnspecified() || cidr('224.0.0.0/4').containsIP(ip({HOST})) || cidr('ff00::/8').containsIP(ip({HOST})))"),
+            "message": "is not a unicast address; a peer needs one"
+        }
+    ]);
+    schema.insert("maxLength".into(), schema_rules::ADDRESS_MAX.into());
+    schema.insert("x-kubernetes-validations".into(), rules);
 }
 
 /// `IPv4`, `IPv6`, `IPv4:port` or `[IPv6]:port`.

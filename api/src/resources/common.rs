@@ -49,8 +49,10 @@ pub const TARTAN_NAMESPACE: &str = "tartan-system";
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretKeyRef {
     /// Name of the Secret.
+    #[schemars(transform = super::schema_rules::dns_name)]
     pub name: String,
     /// Key within the Secret's data.
+    #[schemars(transform = super::schema_rules::secret_key)]
     pub key: String,
 }
 

@@ -28,13 +28,22 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
 
 /// schemars lists `null` among the values of an optional enum; the field
 /// is already `nullable`, and Kubernetes wants enum values of the field's
-/// type, so the `null` goes.
+/// type, so the `null` goes. schemars also writes the formats `uint8` to
+/// `uint64` for unsigned fields, which the API server warns about (from
+/// 1.34): they become `int32` or `int64`, with the bounds they stood for.
 fn tidy(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     fn strip(v: &mut Value) {
         match v {
             Value::Object(m) => {
                 if let Some(Value::Array(values)) = m.get_mut("enum") {
                     values.retain(|e| !e.is_null());
+                }
+                if let Some(f) = m.get("format").and_then(Value::as_str)
+                    && let Some((format, max)) = unsigned_format(f)
+                {
+                    m.insert("format".into(), format.into());
+                    m.entry("minimum").or_insert(0.into());
+                    m.entry("maximum").or_insert(max.into());
                 }
                 m.values_mut().for_each(strip);
             }
@@ -47,6 +56,17 @@ fn tidy(crd: CustomResourceDefinition) -> CustomResourceDefinition {
     };
     strip(&mut v);
     serde_json::from_value(v).unwrap_or(crd)
+}
+
+/// The signed format and the maximum that stand for an unsigned format.
+fn unsigned_format(format: &str) -> Option<(&'static str, i64)> {
+    match format {
+        "uint8" => Some(("int32", u8::MAX.into())),
+        "uint16" => Some(("int32", u16::MAX.into())),
+        "uint32" => Some(("int64", u32::MAX.into())),
+        "uint64" | "uint" => Some(("int64", i64::MAX)),
+        _ => None,
+    }
 }
 
 /// The file a CRD is kept in under `deploy/crds/`: `<plural>.<group>.yaml`.

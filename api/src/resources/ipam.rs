@@ -9,6 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, dns_subdomain, parse_network};
+use super::schema_rules;
 
 /// The largest block IPAM keeps, in addresses: an IPv4 /20 or IPv6 /116.
 pub const MAX_BLOCK_ADDRESSES: u32 = 4096;
@@ -42,6 +43,43 @@ fn block_addresses(net: &IpNet) -> Option<u32> {
         .filter(|n| *n <= MAX_BLOCK_ADDRESSES)
 }
 
+/// The rules of a block that relate its fields: its size, and ordinals and
+/// indexes within range. A free entry of `allocations` is null; it is
+/// compared as `dyn(...) == null`, as the type checker takes `int == null`
+/// for no overload.
+fn block_rules() -> serde_json::Value {
+    const FAMILY: &str = "cidr(self.cidr).ip().family()";
+    const PREFIX: &str = "cidr(self.cidr).prefixLength()";
+    let sizes: Vec<String> = (0..=12).map(|b| (1u32 << b).to_string()).collect();
+    let sizes = sizes.join(", ");
+    serde_json::json!([
+        {
+            "rule": format!("!isCIDR(self.cidr) || {PREFIX} >= ({FAMILY} == 4 ? 20 : 116)"),
+            "message": format!("cidr is too large for a block; at most {MAX_BLOCK_ADDRESSES} addresses (IPv4 /20, IPv6 /116)")
+        },
+        {
+            "rule": format!("!isCIDR(self.cidr) || {PREFIX} < ({FAMILY} == 4 ? 20 : 116) || (has(self.allocations) ? size(self.allocations) : 0) == [{sizes}][({FAMILY} == 4 ? 32 : 128) - {PREFIX}]"),
+            "message": "allocations: one entry per address of the block"
+        },
+        {
+            "rule": "!has(self.unallocated) || self.unallocated.all(u, has(self.allocations) && u < size(self.allocations))",
+            "message": "unallocated: an ordinal is past the block's end"
+        },
+        {
+            "rule": "!has(self.unallocated) || !has(self.allocations) || self.unallocated.all(u, u >= size(self.allocations) || dyn(self.allocations[u]) == null)",
+            "message": "unallocated: an address is both allocated and unallocated"
+        },
+        {
+            "rule": "!has(self.allocations) || self.allocations.all(a, dyn(a) == null || (has(self.attributes) && a < size(self.attributes)))",
+            "message": "allocations: an entry is not an index into attributes"
+        },
+        {
+            "rule": "!has(self.released) || self.released.all(r, has(self.allocations) && r.ordinal < size(self.allocations))",
+            "message": "released: an ordinal is past the block's end"
+        }
+    ])
+}
+
 /// A block of addresses and who holds each of them. Ordinal `i` is the
 /// block's `i`-th address.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
@@ -55,12 +93,15 @@ fn block_addresses(net: &IpNet) -> Option<u32> {
     doc = "A block of pod addresses and their allocations. Written by IPAM only."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = block_rules()))]
 pub struct IpamBlockSpec {
     /// The block's network; its object name is conventionally
     /// `block_name(cidr)`, e.g. `10-244-0-0-26`.
+    #[schemars(transform = schema_rules::network)]
     pub cidr: String,
     /// `host:<nodename>`: the node the block belongs to. Default none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::affinity)]
     pub affinity: Option<String>,
     /// Only the affine node may allocate from this block. Default false.
     #[serde(default)]
@@ -68,12 +109,15 @@ pub struct IpamBlockSpec {
     /// One entry per address: the index into `attributes` of its holder, or
     /// null when free.
     #[serde(default)]
+    #[schemars(transform = schema_rules::block_list)]
     pub allocations: Vec<Option<u32>>,
     /// Ordinals of the free addresses, in the order they are handed out.
     #[serde(default)]
+    #[schemars(transform = schema_rules::ordinal_set)]
     pub unallocated: Vec<u32>,
     /// Who holds allocated addresses.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::block_list)]
     pub attributes: Vec<AllocationAttributes>,
     /// The block is being released; no new allocations. Default false.
     #[serde(default)]
@@ -82,6 +126,7 @@ pub struct IpamBlockSpec {
     /// only after a cool-down, so that a late packet never reaches a new
     /// pod. An entry goes when its address is allocated again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::block_list)]
     pub released: Vec<ReleasedAddress>,
 }
 
@@ -101,6 +146,7 @@ pub struct ReleasedAddress {
 pub struct AllocationAttributes {
     /// The IPAMHandle that owns the addresses.
     #[serde(default, rename = "handleID", skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
     pub handle_id: Option<String>,
     /// Free-form facts about the holder (node, namespace, pod).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -240,9 +286,11 @@ impl IpamBlockSpec {
 pub struct IpamHandleSpec {
     /// The handle's ID, as in the blocks' attributes.
     #[serde(rename = "handleID")]
+    #[schemars(transform = schema_rules::handle_id)]
     pub handle_id: String,
     /// Block CIDR to the number of addresses held in it.
     #[serde(default)]
+    #[schemars(transform = schema_rules::handle_blocks)]
     pub block: BTreeMap<String, u32>,
     /// The handle is being released. Default false.
     #[serde(default)]
@@ -288,8 +336,10 @@ pub enum AffinityState {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BlockAffinitySpec {
     /// The node's name.
+    #[schemars(transform = schema_rules::dns_name)]
     pub node: String,
     /// The block's network.
+    #[schemars(transform = schema_rules::network)]
     pub cidr: String,
     pub state: AffinityState,
     /// The claim is being released. Default false.

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, all_selector, check_selector, parse_network};
+use super::schema_rules;
 
 /// How traffic between pods on different nodes is carried.
 ///
@@ -37,11 +38,24 @@ pub enum EncapMode {
     {
         "rule": "!(has(self.ipipMode) && self.ipipMode != 'Never' && has(self.vxlanMode) && self.vxlanMode != 'Never')",
         "message": "both ipipMode and vxlanMode are set; choose one encapsulation"
+    },
+    {
+        "rule": "!has(self.blockSize) || !isCIDR(self.cidr) || (cidr(self.cidr).ip().family() == 4 ? (self.blockSize >= 20 && self.blockSize <= 32) : (self.blockSize >= 116 && self.blockSize <= 128))",
+        "message": "blockSize is out of range for the pool's family; allowed 20 to 32 for IPv4, 116 to 128 for IPv6"
+    },
+    {
+        "rule": "!isCIDR(self.cidr) || (has(self.blockSize) ? self.blockSize : (cidr(self.cidr).ip().family() == 4 ? 26 : 122)) >= cidr(self.cidr).prefixLength()",
+        "message": "blockSize is shorter than the pool's prefix; blocks must fit in the pool"
+    },
+    {
+        "rule": "!has(self.ipipMode) || self.ipipMode == 'Never' || !isCIDR(self.cidr) || cidr(self.cidr).ip().family() == 4",
+        "message": "ipipMode: IPIP carries IPv4 only; an IPv6 pool allows Never (use vxlanMode)"
     }
 ]))]
 pub struct IpPoolSpec {
     /// The pool's network, e.g. `10.244.0.0/16` or `fd00:10:244::/56`;
     /// host bits must be zero.
+    #[schemars(transform = schema_rules::network)]
     pub cidr: String,
     /// Prefix length of the blocks nodes claim: IPv4 20 to 32 (default 26),
     /// IPv6 116 to 128 (default 122). At least the pool's own prefix length.
@@ -67,6 +81,7 @@ pub struct IpPoolSpec {
     pub disable_bgp_export: bool,
     /// Nodes that may take blocks from this pool. Default `all()`.
     #[serde(default = "all_selector")]
+    #[schemars(transform = schema_rules::selector)]
     pub node_selector: String,
 }
 

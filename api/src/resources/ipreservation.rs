@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, parse_network_or_address};
+use super::schema_rules;
 
 /// Addresses IPAM must not hand out, e.g. ones used by routers or VIPs
 /// inside a pool.
@@ -24,7 +25,7 @@ pub struct IpReservationSpec {
     /// The reserved networks (`10.244.0.0/28`) or single addresses
     /// (`10.244.0.1`); at least one.
     #[serde(rename = "reservedCIDRs")]
-    #[schemars(length(min = 1))]
+    #[schemars(length(min = 1), transform = schema_rules::network_or_address_list)]
     pub reserved_cidrs: Vec<String>,
 }
 

@@ -17,6 +17,7 @@ pub mod ipreservation;
 pub mod node;
 pub mod policy;
 mod policy_values;
+pub mod schema_rules;
 pub mod workload;
 
 pub use bgpconfiguration::{BgpConfiguration, BgpConfigurationSpec};

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, all_selector, check_selector, parse_network_or_address};
 pub use super::policy_values::{Port, Protocol};
+use super::schema_rules;
 
 /// What a rule does with the packets it matches. `Allow` and `Deny` end
 /// evaluation; `Pass` skips the rest of this policy and every later Tartan
@@ -49,6 +50,7 @@ pub enum PolicyType {
     doc = "Ordered Allow/Deny/Pass/Log policy for the pods of one namespace."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_spec_rules()))]
 pub struct NetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -56,17 +58,21 @@ pub struct NetworkPolicySpec {
     pub order: Option<f64>,
     /// The pods (in this namespace) the policy applies to. Default `all()`.
     #[serde(default = "all_selector")]
+    #[schemars(transform = schema_rules::selector)]
     pub selector: String,
     /// Directions the policy governs. Default: Ingress when there are
     /// ingress rules or no egress rules, plus Egress when there are egress
     /// rules. A governed direction with no rules denies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::distinct)]
     pub types: Vec<PolicyType>,
     /// Rules for traffic to the selected pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub ingress: Vec<Rule>,
     /// Rules for traffic from the selected pods.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub egress: Vec<Rule>,
 }
 
@@ -84,6 +90,7 @@ pub struct NetworkPolicySpec {
     doc = "Ordered Allow/Deny/Pass/Log policy for endpoints across the cluster."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_spec_rules()))]
 pub struct GlobalNetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -91,27 +98,33 @@ pub struct GlobalNetworkPolicySpec {
     pub order: Option<f64>,
     /// The endpoints the policy applies to. Default `all()`.
     #[serde(default = "all_selector")]
+    #[schemars(transform = schema_rules::selector)]
     pub selector: String,
     /// Limits the policy to endpoints in the namespaces this selects.
     /// Default: all namespaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub namespace_selector: Option<String>,
     /// Directions the policy governs. Default: Ingress when there are
     /// ingress rules or no egress rules, plus Egress when there are egress
     /// rules. A governed direction with no rules denies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::distinct)]
     pub types: Vec<PolicyType>,
     /// Rules for traffic to the selected endpoints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub ingress: Vec<Rule>,
     /// Rules for traffic from the selected endpoints.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub egress: Vec<Rule>,
 }
 
 /// One rule: every condition given must match for `action` to apply.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_rule_rules()))]
 pub struct Rule {
     pub action: Action,
     /// IP protocol: TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to
@@ -123,7 +136,7 @@ pub struct Rule {
     pub not_protocol: Option<Protocol>,
     /// 4 or 6: match only this IP version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 4, max = 6))]
+    #[schemars(transform = schema_rules::ip_version)]
     pub ip_version: Option<u8>,
     /// ICMP type and code to match (protocol ICMP or ICMPv6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,6 +155,9 @@ pub struct Rule {
 /// An ICMP type, and optionally a code within it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = [
+    {"rule": "!has(self.code) || has(self.type)", "message": "code needs type; give the ICMP type too"}
+]))]
 pub struct IcmpMatch {
     /// ICMP type, 0 to 254.
     #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
@@ -158,25 +174,32 @@ pub struct IcmpMatch {
 pub struct EntityRule {
     /// The address is in one of these networks (CIDRs or addresses).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::network_or_address_list)]
     pub nets: Vec<String>,
     /// The address is in none of these networks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::network_or_address_list)]
     pub not_nets: Vec<String>,
     /// The endpoint matches this selector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub selector: Option<String>,
     /// The endpoint does not match this selector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub not_selector: Option<String>,
     /// The endpoint's namespace matches this selector. Default in a
     /// NetworkPolicy: the policy's own namespace (when selector is given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
     pub namespace_selector: Option<String>,
     /// The port is one of these: numbers, `lo:hi` ranges or named ports.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::ports_list)]
     pub ports: Vec<Port>,
     /// The port is none of these.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::ports_list)]
     pub not_ports: Vec<Port>,
 }
 

@@ -119,10 +119,12 @@ impl<'de> Deserialize<'de> for Protocol {
     }
 }
 
-fn int_or_string(description: &str) -> Schema {
+fn int_or_string(description: &str, rules: serde_json::Value) -> Schema {
     json_schema!({
         "x-kubernetes-int-or-string": true,
         "description": description,
+        "maxLength": super::schema_rules::INT_OR_STRING_MAX,
+        "x-kubernetes-validations": rules,
     })
 }
 
@@ -136,7 +138,10 @@ impl JsonSchema for Protocol {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        int_or_string("TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a protocol number 1 to 255.")
+        int_or_string(
+            "TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a protocol number 1 to 255.",
+            super::schema_rules::protocol_rules(),
+        )
     }
 }
 
@@ -254,7 +259,10 @@ impl JsonSchema for Port {
     }
 
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        int_or_string("A port 1 to 65535, a range \"lo:hi\", or a named container port.")
+        int_or_string(
+            "A port 1 to 65535, a range \"lo:hi\", or a named container port.",
+            super::schema_rules::port_rules(),
+        )
     }
 }
 

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, dns_subdomain, parse_network};
+use super::schema_rules;
 
 /// A pod's interface: where it is, what it is called on the host and in
 /// the pod, and its addresses. The object's labels are the pod's labels.
@@ -25,15 +26,20 @@ use super::common::{Problem, Problems, dns_subdomain, parse_network};
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WorkloadEndpointSpec {
     /// The node the pod runs on.
+    #[schemars(transform = schema_rules::dns_name)]
     pub node: String,
     /// The pod's name (in the object's namespace).
+    #[schemars(transform = schema_rules::dns_name)]
     pub pod: String,
     /// The container runtime's ID of the pod sandbox.
     #[serde(rename = "containerID")]
+    #[schemars(transform = schema_rules::printable_id)]
     pub container_id: String,
     /// The interface's name inside the pod (CNI_IFNAME), e.g. `eth0`.
+    #[schemars(transform = schema_rules::printable_id)]
     pub endpoint: String,
     /// The host end of the veth pair, e.g. `tar5f2c9a1b7d0`.
+    #[schemars(transform = schema_rules::interface_name)]
     pub interface_name: String,
     /// The pod end's MAC address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -41,9 +47,11 @@ pub struct WorkloadEndpointSpec {
     /// The pod's addresses as host networks (`10.244.1.5/32`,
     /// `fd00:10:244::5/128`).
     #[serde(rename = "ipNetworks")]
+    #[schemars(length(min = 1), transform = schema_rules::host_network_list)]
     pub ip_networks: Vec<String>,
     /// The pod's named ports, for policies that name them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::bounded_list)]
     pub ports: Vec<EndpointPort>,
 }
 
@@ -53,6 +61,7 @@ pub struct WorkloadEndpointSpec {
 pub struct EndpointPort {
     pub name: String,
     /// TCP, UDP or SCTP.
+    #[schemars(extend("enum" = ["TCP", "UDP", "SCTP"]))]
     pub protocol: String,
     #[schemars(range(min = 1, max = 65535))]
     pub port: u16,
