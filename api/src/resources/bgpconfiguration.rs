@@ -20,8 +20,7 @@ pub const NODE_PREFIX: &str = "node.";
 pub const DEFAULT_AS_NUMBER: u32 = 64512;
 /// TCP port BGP listens on when none is configured.
 pub const DEFAULT_LISTEN_PORT: u16 = 179;
-/// The graceful restart time field is 12 bits (RFC 4724).
-pub const MAX_RESTART_SECONDS: u64 = 4095;
+pub use super::limits::MAX_RESTART_SECONDS;
 
 /// BGP settings. The object named `default` holds the cluster's settings;
 /// an object named `node.<nodename>` overrides, for that node only, each

@@ -173,9 +173,7 @@ pub(crate) fn check_duration(field: &str, s: &str, min: u64, max: u64, p: &mut P
     }
 }
 
-/// AS 23456 (AS_TRANS, RFC 6793) stands in for 4-octet AS numbers on old
-/// speakers; no network may use it as its own.
-pub const AS_TRANS: u32 = 23456;
+pub use super::limits::AS_TRANS;
 
 /// Check an AS number a network may use as its own or its peer's.
 pub fn check_as_number(asn: u32) -> Result<(), String> {

@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::common::{Problem, Problems, dns_subdomain, parse_network};
 use super::schema_rules;
 
-/// The largest block IPAM keeps, in addresses: an IPv4 /20 or IPv6 /116.
-pub const MAX_BLOCK_ADDRESSES: u32 = 4096;
+pub use super::limits::MAX_BLOCK_ADDRESSES;
 
 /// Prefix of a block's `affinity`: `host:<nodename>`.
 pub const HOST_AFFINITY_PREFIX: &str = "host:";

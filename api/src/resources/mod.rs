@@ -14,6 +14,7 @@ pub mod crd;
 pub mod ipam;
 pub mod ippool;
 pub mod ipreservation;
+pub mod limits;
 pub mod node;
 pub mod policy;
 mod policy_values;

@@ -31,7 +31,7 @@ pub const PORTS_MAX: u64 = 64;
 /// The longest protocol or port written as a string.
 pub const INT_OR_STRING_MAX: u64 = 32;
 /// The most addresses in a block (IPv4 /20, IPv6 /116).
-pub const BLOCK_MAX: u64 = super::ipam::MAX_BLOCK_ADDRESSES as u64;
+pub const BLOCK_MAX: u64 = super::limits::MAX_BLOCK_ADDRESSES as u64;
 /// The most named communities in a BGPConfiguration, and community
 /// references in one prefix advertisement.
 pub const COMMUNITIES_MAX: u64 = 64;
@@ -178,7 +178,7 @@ pub(crate) fn as_number(s: &mut Schema) {
     add_rules(
         s,
         vec![rule(
-            &format!("self != {}", super::common::AS_TRANS),
+            &format!("self != {}", super::limits::AS_TRANS),
             "23456 is AS_TRANS, reserved for 2-octet speakers; use the real AS number",
         )],
     );
@@ -216,12 +216,12 @@ fn duration(s: &mut Schema, min: u64, max: u64) {
 
 /// A graceful restart time, 1s to 4095s.
 pub(crate) fn restart_time(s: &mut Schema) {
-    duration(s, 1, super::bgpconfiguration::MAX_RESTART_SECONDS);
+    duration(s, 1, super::limits::MAX_RESTART_SECONDS);
 }
 
 /// The longest restart time kept for a peer, 0s to 4095s.
 pub(crate) fn max_restart_time(s: &mut Schema) {
-    duration(s, 0, super::bgpconfiguration::MAX_RESTART_SECONDS);
+    duration(s, 0, super::limits::MAX_RESTART_SECONDS);
 }
 
 /// A community value.

@@ -1,8 +1,8 @@
 //! The instance task: owns the configuration, the RIB, the kernel sync and
 //! the peers, and reacts to their events one at a time.
+use super::control_channel::{ControlHandle, ControlRequest};
 use super::encode::encode_batch;
 use super::listener::{Listeners, Routes};
-use super::status::ControlRequest;
 use crate::config::{Config, Neighbor};
 use crate::control::Metrics;
 use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
@@ -81,7 +81,7 @@ impl Daemon {
     pub async fn start(
         config: Config,
         options: DaemonOptions,
-    ) -> anyhow::Result<(Daemon, super::ControlHandle)> {
+    ) -> anyhow::Result<(Daemon, ControlHandle)> {
         let (kernel, kernel_task, restarting) = if config.kernel_install {
             let k = Kernel::connect().await?;
             let own = k.list_own().await?;
@@ -137,7 +137,7 @@ impl Daemon {
         for n in config.neighbors {
             d.add_peer(Arc::new(n));
         }
-        Ok((d, super::ControlHandle::new(control_tx)))
+        Ok((d, ControlHandle::new(control_tx)))
     }
 
     pub(super) fn local_params(&self, n: &Neighbor) -> LocalParams {
@@ -629,7 +629,7 @@ impl Daemon {
     }
 
     fn on_control(&mut self, req: ControlRequest) {
-        super::status::answer(self, req);
+        self.answer_control(req);
     }
 
     pub(super) fn next_origin_changes(&mut self, old: &Config, new: &Config) {

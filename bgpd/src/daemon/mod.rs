@@ -1,11 +1,12 @@
 //! The running speaker: one instance task owns the RIB and the peers'
 //! state; peer tasks, the listener and the control API talk to it over
 //! channels (no shared locks on the RIB).
+mod control_channel;
 mod encode;
 mod instance;
 mod listener;
 mod reload;
 mod status;
 
+pub use control_channel::ControlHandle;
 pub use instance::{Daemon, DaemonOptions};
-pub use status::ControlHandle;

@@ -1,7 +1,9 @@
 //! The control API's view of the instance: requests travel to the
-//! instance task over a channel and are answered from its state.
+//! instance task over a channel (`control_channel.rs`) and are answered
+//! here from its state.
+use super::control_channel::ControlRequest;
 use super::instance::Daemon;
-use crate::control::{ControlSource, PathFlags, SourceUnavailable, path_view};
+use crate::control::{PathFlags, path_view};
 use crate::model::Family;
 use crate::rib::LOCAL;
 use ipnet::IpNet;
@@ -10,61 +12,15 @@ use tartan_api::bgp::{
     GracefulRestartStatus, KernelCounts, PeerKind, PeerStatus, PrefixCounts, RouteCounts,
     RouteEntry, SpeakerStatus,
 };
-use tokio::sync::{mpsc, oneshot};
 
-pub enum ControlRequest {
-    Peers(oneshot::Sender<Vec<PeerStatus>>),
-    Routes(
-        Option<Family>,
-        Option<IpNet>,
-        oneshot::Sender<Vec<RouteEntry>>,
-    ),
-    Status(oneshot::Sender<SpeakerStatus>),
-}
-
-/// Cheap to clone; what `control::serve_unix` is given.
-#[derive(Clone)]
-pub struct ControlHandle {
-    tx: mpsc::Sender<ControlRequest>,
-}
-
-impl ControlHandle {
-    pub(super) fn new(tx: mpsc::Sender<ControlRequest>) -> Self {
-        ControlHandle { tx }
-    }
-
-    async fn ask<T>(
-        &self,
-        make: impl FnOnce(oneshot::Sender<T>) -> ControlRequest,
-    ) -> Result<T, SourceUnavailable> {
-        let (tx, rx) = oneshot::channel();
-        self.tx
-            .send(make(tx))
-            .await
-            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))?;
-        rx.await
-            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))
+impl Daemon {
+    /// Answers a control request from the instance's state.
+    pub(super) fn answer_control(&self, req: ControlRequest) {
+        answer(self, req);
     }
 }
 
-impl ControlSource for ControlHandle {
-    async fn peers(&self) -> Result<Vec<PeerStatus>, SourceUnavailable> {
-        self.ask(ControlRequest::Peers).await
-    }
-    async fn routes(
-        &self,
-        family: Option<Family>,
-        prefix: Option<IpNet>,
-    ) -> Result<Vec<RouteEntry>, SourceUnavailable> {
-        self.ask(|tx| ControlRequest::Routes(family, prefix, tx))
-            .await
-    }
-    async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
-        self.ask(ControlRequest::Status).await
-    }
-}
-
-pub(super) fn answer(d: &Daemon, req: ControlRequest) {
+fn answer(d: &Daemon, req: ControlRequest) {
     match req {
         ControlRequest::Peers(tx) => {
             let _ = tx.send(peers(d));

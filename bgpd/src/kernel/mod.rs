@@ -53,6 +53,7 @@ mod message;
 mod netlink;
 mod route;
 mod sync;
+mod sync_shared;
 mod sync_task;
 
 pub use diff::{Diff, diff};

@@ -10,11 +10,11 @@
 //! insert, never awaits, and so never blocks the RIB.
 use super::netlink::Kernel;
 use super::route::{KernelRoute, Nexthop, canonical};
+use super::sync_shared::{Counters, Shared, State};
 use super::sync_task;
 use ipnet::IpNet;
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
 use tracing::info;
 
@@ -29,51 +29,6 @@ pub struct KernelStats {
     pub failed: u64,
     /// Replaces skipped because a route of another protocol holds the key.
     pub refused: u64,
-}
-
-/// What the RIB asked for, not yet applied. `None` removes the route.
-pub(crate) type Pending = HashMap<IpNet, Option<Vec<Nexthop>>>;
-
-#[derive(Debug, Default)]
-pub(crate) struct State {
-    pub pending: Pending,
-    /// Start-time routes not set since; [`KernelSync::flush_stale`]
-    /// deletes what is left.
-    pub stale: HashSet<IpNet>,
-    /// Bumped by every change; the task reports the value it has applied.
-    pub queued: u64,
-    pub shutdown: bool,
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub installed: AtomicU64,
-    pub removed: AtomicU64,
-    pub failed: AtomicU64,
-    pub refused: AtomicU64,
-}
-
-impl Counters {
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
-    }
-}
-
-#[derive(Debug)]
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    pub wake: Notify,
-    pub counters: Counters,
-    /// The last `queued` value applied; closed when the task ends.
-    applied: watch::Receiver<u64>,
-}
-
-impl Shared {
-    /// The state, even if a thread panicked while holding the lock: every
-    /// update leaves it consistent.
-    pub fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }
 
 /// The RIB's handle on the kernel sync task. Cheap to clone.

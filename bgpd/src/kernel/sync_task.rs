@@ -5,7 +5,7 @@ use super::error::KernelError;
 use super::message::family_of;
 use super::netlink::{Kernel, Snapshot};
 use super::route::{KernelRoute, Nexthop};
-use super::sync::{Counters, Pending, Shared};
+use super::sync_shared::{Counters, Pending, Shared};
 use futures::StreamExt;
 use ipnet::IpNet;
 use std::collections::{HashMap, HashSet};

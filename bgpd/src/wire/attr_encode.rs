@@ -4,7 +4,7 @@ use std::net::Ipv4Addr;
 
 use super::as_path;
 use super::attr_decode::{defined_flags, type_code as tc};
-use super::update_encode::EncodeError;
+use super::encode_error::EncodeError;
 use crate::model::{PathAttrs, RawAttr};
 
 const OPTIONAL: u8 = RawAttr::OPTIONAL;

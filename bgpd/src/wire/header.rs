@@ -1,10 +1,9 @@
 //! The 19-byte message header (RFC 4271 4.1): framing a byte stream into
 //! messages, and writing headers for the encoders.
 
+use super::message::{MARKER, finish_message, start_message};
 use super::notification::{Notification, header_error};
 use super::{HEADER_LEN, MAX_MESSAGE_LEN, msg_type};
-
-const MARKER: [u8; 16] = [0xff; 16];
 
 /// Framing over a receive buffer. `Ok(None)`: more bytes are needed.
 /// `Ok(Some(len))`: a whole message of `len` bytes is at `buf[..len]`.
@@ -54,22 +53,6 @@ pub(super) fn check_header(buf: &[u8]) -> Result<usize, Notification> {
         return Err(bad_len());
     }
     Ok(len)
-}
-
-/// Starts a message: appends a header whose length is fixed up by
-/// [`finish_message`]. Returns the offset of the message in `out`.
-pub(super) fn start_message(out: &mut Vec<u8>, ty: u8) -> usize {
-    let start = out.len();
-    out.extend_from_slice(&MARKER);
-    out.extend_from_slice(&[0, 0, ty]);
-    start
-}
-
-/// Writes the length of the message that begins at `start` and runs to the
-/// end of `out`. Callers keep messages within `u16` range.
-pub(super) fn finish_message(out: &mut [u8], start: usize) {
-    let len = u16::try_from(out.len() - start).unwrap_or(u16::MAX);
-    out[start + 16..start + 18].copy_from_slice(&len.to_be_bytes());
 }
 
 /// Appends a KEEPALIVE message (a bare header).

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::header::{finish_message, start_message};
+use super::message::{finish_message, start_message};
 use super::{MAX_MESSAGE_LEN, msg_type};
 
 /// A NOTIFICATION: the error code, subcode and data. Also the error type of

@@ -14,7 +14,7 @@ use std::net::Ipv4Addr;
 
 use super::as_path::AS_TRANS;
 use super::capabilities::Capabilities;
-use super::header::{finish_message, start_message};
+use super::message::{finish_message, start_message};
 use super::msg_type;
 use super::notification::{Notification, open_error as oe};
 

@@ -1,6 +1,6 @@
 //! ROUTE-REFRESH (RFC 2918, RFC 7313).
 
-use super::header::{finish_message, start_message};
+use super::message::{finish_message, start_message};
 use super::notification::Notification;
 use super::{Message, msg_type};
 use crate::model::Family;

@@ -4,7 +4,8 @@ use ipnet::IpNet;
 
 use super::attr_decode::type_code as tc;
 use super::attr_encode::{encode_attrs, put_attr};
-use super::header::{finish_message, start_message};
+pub use super::encode_error::EncodeError;
+use super::message::{finish_message, start_message};
 use super::nlri::{encode_prefix, encoded_len, max_prefix_len};
 use super::{HEADER_LEN, MAX_MESSAGE_LEN, msg_type};
 use crate::model::{Family, NextHop, PathAttrs, RawAttr};
@@ -25,20 +26,6 @@ impl Default for EncodeOptions {
             max_len: MAX_MESSAGE_LEN,
         }
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum EncodeError {
-    #[error(
-        "path attributes take {needed} bytes with one prefix, more than the {max_len}-byte message limit"
-    )]
-    AttributesTooLarge { needed: usize, max_len: usize },
-    #[error("attribute type {type_code} is {len} bytes long, more than 65535")]
-    AttributeTooLong { type_code: u8, len: usize },
-    #[error("next hop {next_hop:?} cannot be announced for {family}")]
-    NextHopMismatch { family: Family, next_hop: NextHop },
-    #[error("prefix {prefix} is not {family}")]
-    PrefixFamilyMismatch { family: Family, prefix: IpNet },
 }
 
 /// Length of the withdrawn-routes and attribute length fields.

@@ -1,0 +1,62 @@
+//! The control API's channel into the instance task: requests, and the
+//! handle that sends them. The instance answers them (`status.rs`).
+
+use ipnet::IpNet;
+use tartan_api::bgp::{PeerStatus, RouteEntry, SpeakerStatus};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::control::{ControlSource, SourceUnavailable};
+use crate::model::Family;
+
+/// One question to the instance, with where to send the answer.
+pub enum ControlRequest {
+    Peers(oneshot::Sender<Vec<PeerStatus>>),
+    Routes(
+        Option<Family>,
+        Option<IpNet>,
+        oneshot::Sender<Vec<RouteEntry>>,
+    ),
+    Status(oneshot::Sender<SpeakerStatus>),
+}
+
+/// Cheap to clone; what `control::serve_unix` is given.
+#[derive(Clone)]
+pub struct ControlHandle {
+    tx: mpsc::Sender<ControlRequest>,
+}
+
+impl ControlHandle {
+    pub(super) fn new(tx: mpsc::Sender<ControlRequest>) -> Self {
+        ControlHandle { tx }
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> ControlRequest,
+    ) -> Result<T, SourceUnavailable> {
+        let (tx, rx) = oneshot::channel();
+        self.tx
+            .send(make(tx))
+            .await
+            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))?;
+        rx.await
+            .map_err(|_| SourceUnavailable("tartan-bgpd is shutting down".into()))
+    }
+}
+
+impl ControlSource for ControlHandle {
+    async fn peers(&self) -> Result<Vec<PeerStatus>, SourceUnavailable> {
+        self.ask(ControlRequest::Peers).await
+    }
+    async fn routes(
+        &self,
+        family: Option<Family>,
+        prefix: Option<IpNet>,
+    ) -> Result<Vec<RouteEntry>, SourceUnavailable> {
+        self.ask(|tx| ControlRequest::Routes(family, prefix, tx))
+            .await
+    }
+    async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
+        self.ask(ControlRequest::Status).await
+    }
+}
