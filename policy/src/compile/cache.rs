@@ -5,23 +5,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::prepared::CachedPolicy;
 use super::profile::{Built, RunSets};
 use super::rules::{Needs, Run, policy_runs};
 use super::{SetDef, merge};
-use crate::ir::{Cond, EndpointSel, Policy};
-
-/// A policy's runs for one direction, with what they need.
-#[derive(Debug, Clone)]
-pub(super) struct CachedPolicy {
-    pub(super) policy: Policy,
-    pub(super) families: Vec<bool>,
-    pub(super) runs: Arc<Vec<Run>>,
-    pub(super) selectors: Vec<EndpointSel>,
-    pub(super) named_ports: Vec<String>,
-    /// Named ports of the protected endpoint its merged runs use
-    /// (ingress): they are resolved per profile.
-    pub(super) local_names: BTreeSet<String>,
-}
+use crate::ir::{Cond, Policy};
 
 /// Policies prepared by earlier compiles, kept by whoever compiles again
 /// and again (felix): a policy whose rules and IP families are unchanged

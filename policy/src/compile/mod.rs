@@ -41,6 +41,7 @@ mod cache;
 #[cfg(test)]
 mod eval_tests;
 pub mod merge;
+mod prepared;
 mod profile;
 pub mod render;
 mod rules;
@@ -54,7 +55,8 @@ use std::sync::Arc;
 
 use crate::ir::{EndpointSel, Policy};
 use crate::model::Namespaces;
-use cache::{CachedPolicy, CachedProfile, CachedRunSets, cached_policy};
+use cache::{CachedProfile, CachedRunSets, cached_policy};
+use prepared::CachedPolicy;
 use profile::{Built, RunSets, Runs, build_profile, run_shapes};
 use rules::Needs;
 use stmt::Stmts;

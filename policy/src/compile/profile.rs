@@ -7,7 +7,7 @@ use std::sync::Arc;
 use nftables::expr::MetaKey;
 use nftables::stmt::Statement;
 
-use super::cache::CachedPolicy;
+use super::prepared::CachedPolicy;
 use super::rules::{PASS_TARGET, Run, addr_field, log_prefix, nfproto, port_field};
 use super::stmt::*;
 use super::{NamedPort, fam, hash, merge};
