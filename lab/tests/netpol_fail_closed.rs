@@ -144,6 +144,7 @@ fn an_unreadable_network_policy_isolates_its_namespace_until_replaced() {
         .lines()
         .find(|l| l.contains("fail-closed"))
         .unwrap_or_else(|| panic!("check does not list it:\n{out}"));
+    eprintln!("tartanctl check:\n{out}{err}");
     for want in [
         "NetworkPolicy.networking.k8s.io",
         " x ",
