@@ -322,3 +322,50 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
         t.abort();
     }
 }
+
+#[cfg(test)]
+mod unreadable_tests {
+    use super::*;
+
+    fn peer(asn: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "BGPPeer",
+            "metadata": {"name": "tor"},
+            "spec": {"peerIP": "10.0.0.254", "asNumber": asn},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_peer_is_noted_once_makes_no_session_and_a_readable_one_replaces_it() {
+        let mut seen = Seen::new("node-1");
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Added(peer(serde_json::json!("many"))),
+        );
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!("many"))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 1);
+        let why: Vec<_> = seen.bad.all().map(|(_, _, r)| r.to_string()).collect();
+        assert!(why[0].contains("spec.asNumber"), "{why:?}");
+        assert!(seen.inputs("node-1").peers.is_empty());
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!(65001))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 0);
+        assert_eq!(seen.inputs("node-1").peers.len(), 1);
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!(true))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 1);
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Deleted(peer(serde_json::json!(true))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 0);
+    }
+}
