@@ -80,6 +80,10 @@ pub enum Command {
     /// Address management: pools and blocks, a consistency check, release.
     #[command(subcommand)]
     Ipam(IpamCommand),
+    /// List every object in the datastore that does not read as its kind
+    /// (written straight into etcd, or by an older version), with the field
+    /// at fault. Exits non-zero when there is any.
+    Check(OutputArgs),
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,9 +4,11 @@
 //!   datastore.
 //! - [`bgp`]: read-only views of the node's BGP speaker.
 //! - [`ipam`]: address use, consistency check and release.
+//! - [`check`]: every unreadable object in the datastore.
 //! - [`completion`], [`version`].
 pub mod bgp;
 pub mod bgp_client;
+pub mod check;
 pub mod cli;
 pub mod completion;
 pub mod human;
@@ -40,5 +42,6 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Delete(a) => resource::delete::run(&Ctx::open(global).await?, a).await,
         Command::Label(a) => resource::label::run(&Ctx::open(global).await?, a).await,
         Command::Ipam(c) => ipam::run(&Ctx::open(global).await?, c).await,
+        Command::Check(o) => check::run(&Ctx::open(global).await?, o.output).await,
     }
 }

@@ -13,7 +13,7 @@ use tartan_api::Kind;
 use tartan_api::store::typed::from_dynamic;
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
-use tracing::{info, warn};
+use tracing::{error, info};
 
 use crate::metrics::Metrics;
 use crate::model::{Key, Records, ServiceRec, SliceRec};
@@ -39,13 +39,14 @@ fn split(ev: WatchEvent) -> (Option<(Key, Option<DynamicObject>)>, bool) {
     }
 }
 
-/// Apply one Service event. An object that does not parse is logged and
-/// its names withdrawn (an unreadable Service answers nothing stale).
+/// Apply one Service event. An object that does not parse is logged at
+/// ERROR (once: the watch reports changes only) and its names withdrawn
+/// (an unreadable Service answers nothing stale).
 pub fn apply_service(records: &mut Records, k: &Key, o: Option<DynamicObject>) {
     let rec = o.and_then(|o| match from_dynamic::<Service>(o) {
         Ok(s) => ServiceRec::from_service(&s),
         Err(e) => {
-            warn!(service = %format!("{}/{}", k.0, k.1), error = %e, "unreadable Service; its names are withdrawn");
+            error!(service = %format!("{}/{}", k.0, k.1), error = %e, "unreadable Service; its names are withdrawn");
             None
         }
     });
@@ -56,7 +57,7 @@ pub fn apply_slice(records: &mut Records, k: &Key, o: Option<DynamicObject>) {
     let rec = o.and_then(|o| match from_dynamic::<EndpointSlice>(o) {
         Ok(s) => SliceRec::from_slice(&s),
         Err(e) => {
-            warn!(slice = %format!("{}/{}", k.0, k.1), error = %e, "unreadable EndpointSlice; its names are withdrawn");
+            error!(slice = %format!("{}/{}", k.0, k.1), error = %e, "unreadable EndpointSlice; its names are withdrawn");
             None
         }
     });

@@ -22,6 +22,7 @@ use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tracing::{debug, info, warn};
 
 use crate::calc::encap;
+use crate::calc::policy::Converted;
 use crate::calc::routes::desired;
 use crate::calc::state::{NodeInfo, State};
 use crate::dataplane::events::KernelEvents;
@@ -32,6 +33,7 @@ use crate::dataplane::services::ServiceProxy;
 use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
 use crate::services::{ServiceInfo, SliceInfo};
+use crate::unreadable::Unreadable;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
 use tartan_api::store::typed::TypedStore;
@@ -67,7 +69,7 @@ fn key(o: &DynamicObject) -> String {
 }
 
 /// What one event did to the state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Folded {
     /// The watch has delivered everything that existed.
     synced: bool,
@@ -77,32 +79,66 @@ struct Folded {
 }
 
 /// Fold one event of a watch of `T` into `map` (keyed `namespace/name`,
-/// holding what `spec` takes from each object).
+/// holding what `spec` takes from each object). An object that does not
+/// read is reported to `bad` and leaves `map` as it was.
 fn fold<T: Resource, S: PartialEq>(
     map: &mut BTreeMap<String, S>,
     ev: WatchEvent,
+    bad: &mut Unreadable,
     spec: fn(T) -> S,
+) -> Folded {
+    fold_read(map, ev, bad, |t| Ok(spec(t)), None)
+}
+
+/// [`fold`] for a policy: `convert` may fail too, and a policy that does
+/// not decode or does not convert is kept as its error (enforced as an
+/// isolation: fail closed).
+fn fold_policy<T: Resource>(
+    map: &mut BTreeMap<String, Converted>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    convert: impl FnOnce(T) -> Converted,
+) -> Folded {
+    fold_read(map, ev, bad, |t| convert(t).map(Ok), Some(Err))
+}
+
+/// `read` turns an object into what `map` keeps, or says why it cannot;
+/// with `fallback`, what cannot be read is kept as `fallback(why)`.
+fn fold_read<T: Resource, S: PartialEq>(
+    map: &mut BTreeMap<String, S>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    read: impl FnOnce(T) -> Result<S, String>,
+    fallback: Option<fn(String) -> S>,
 ) -> Folded {
     let changed = match ev {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
             let k = key(&o);
-            match from_dynamic::<T>(o) {
-                Ok(t) => {
-                    let s = spec(t);
-                    if map.get(&k) == Some(&s) {
-                        false
-                    } else {
-                        map.insert(k, s);
-                        true
-                    }
-                }
-                Err(e) => {
-                    warn!(object = %k, kind = %T::KIND, error = %e, "unreadable object ignored");
-                    false
-                }
+            let got = from_dynamic::<T>(o)
+                .map_err(|e| e.to_string())
+                .and_then(read);
+            bad.note(
+                T::KIND,
+                &k,
+                got.as_ref().map(|_| ()).map_err(String::as_str),
+            );
+            let s = match (got, fallback) {
+                (Ok(s), _) => s,
+                (Err(why), Some(f)) => f(why),
+                (Err(_), None) => return Folded::default(),
+            };
+            if map.get(&k) == Some(&s) {
+                false
+            } else {
+                map.insert(k, s);
+                true
             }
         }
-        WatchEvent::Deleted(o) => map.remove(&key(&o)).is_some(),
+        WatchEvent::Deleted(o) => {
+            let k = key(&o);
+            bad.note(T::KIND, &k, Ok(()));
+            map.remove(&k).is_some()
+        }
         WatchEvent::Synced { .. } => {
             return Folded {
                 synced: true,
@@ -146,15 +182,9 @@ fn allow_logging_from_namespaces() {
     }
 }
 
-/// A policy that does not convert is enforced as nothing; say so once,
-/// when it arrives.
-fn refused(
-    r: Result<tartan_policy::ir::Policy, tartan_policy::k8s::PolicyError>,
-) -> crate::calc::policy::Converted {
-    r.map_err(|e| {
-        warn!(error = %e, "policy not enforced");
-        e.to_string()
-    })
+/// A policy that does not convert, as its reason (see [`fold_policy`]).
+fn converted(r: Result<tartan_policy::ir::Policy, tartan_policy::k8s::PolicyError>) -> Converted {
+    r.map_err(|e| format!("does not convert: {e}"))
 }
 
 /// Compute the policy table and write what changed.
@@ -225,6 +255,18 @@ fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
             warn!(error = %e, "service table not written; retrying at the next check");
         }
     }
+}
+
+/// The typed object, or `None` (reported to `bad`) when it does not read:
+/// an unreadable Service or EndpointSlice counts as absent.
+fn read_noting<T: Resource>(bad: &mut Unreadable, key: &str, o: DynamicObject) -> Option<T> {
+    let got = from_dynamic::<T>(o).map_err(|e| e.to_string());
+    bad.note(
+        T::KIND,
+        key,
+        got.as_ref().map(|_| ()).map_err(String::as_str),
+    );
+    got.ok()
 }
 
 /// Hand one watch event to `set` as (key, object or `None` when gone).
@@ -318,6 +360,7 @@ pub async fn run(
     let mut tunnels = TunnelDriver::connect().context("open netlink")?;
     let mut events = KernelEvents::subscribe().context("listen to netlink events")?;
     let health = Health::new(cfg.resync);
+    let mut bad = Unreadable::new(Some(health.clone()));
     let _server = cfg.health.map(|addr| {
         let h = health.clone();
         AbortOnDrop(tokio::spawn(async move {
@@ -356,41 +399,41 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = endpoints.next() => {
-                let l = fold(&mut state.endpoint_labels, ev.clone(), |w: WorkloadEndpoint| {
+                let l = fold(&mut state.endpoint_labels, ev.clone(), &mut bad, |w: WorkloadEndpoint| {
                     w.metadata.labels.unwrap_or_default()
                 });
-                let f = fold(&mut state.endpoints, ev, |w: WorkloadEndpoint| w.spec);
+                let f = fold(&mut state.endpoints, ev, &mut bad, |w: WorkloadEndpoint| w.spec);
                 endpoints_synced |= f.synced;
                 dirty |= f.changed || l.changed;
             }
             ev = pods.next() => {
-                let f = fold(&mut state.pod_labels, ev, |p: Pod| p.metadata.labels.unwrap_or_default());
+                let f = fold(&mut state.pod_labels, ev, &mut bad, |p: Pod| p.metadata.labels.unwrap_or_default());
                 policy_synced[0] |= f.synced;
                 dirty |= f.changed;
             }
             ev = namespaces.next() => {
-                let f = fold(&mut state.namespaces, ev, |n: Namespace| n.metadata.labels.unwrap_or_default());
+                let f = fold(&mut state.namespaces, ev, &mut bad, |n: Namespace| n.metadata.labels.unwrap_or_default());
                 policy_synced[1] |= f.synced;
                 dirty |= f.changed;
             }
             ev = kube_policies.next() => {
-                let f = fold(&mut state.kube_policies, ev, |p: KubeNetworkPolicy| {
-                    refused(tartan_policy::k8s::from_network_policy(&p)
+                let f = fold_policy(&mut state.kube_policies, ev, &mut bad, |p: KubeNetworkPolicy| {
+                    converted(tartan_policy::k8s::from_network_policy(&p)
                         .map(|m| tartan_policy::ir::from_kubernetes(&m)))
                 });
                 policy_synced[2] |= f.synced;
                 dirty |= f.changed;
             }
             ev = tartan_policies.next() => {
-                let f = fold(&mut state.tartan_policies, ev, |p: NetworkPolicy| {
-                    refused(tartan_policy::tartan::from_network_policy(&p))
+                let f = fold_policy(&mut state.tartan_policies, ev, &mut bad, |p: NetworkPolicy| {
+                    converted(tartan_policy::tartan::from_network_policy(&p))
                 });
                 policy_synced[3] |= f.synced;
                 dirty |= f.changed;
             }
             ev = services.next() => {
                 let f = fold_into(ev, |k, o| {
-                    let info = o.and_then(|o| from_dynamic::<Service>(o).ok()).and_then(|s| ServiceInfo::from_service(&s));
+                    let info = o.and_then(|o| read_noting::<Service>(&mut bad, k, o)).and_then(|s| ServiceInfo::from_service(&s));
                     proxy.index.set_service(k, info)
                 });
                 services_synced[0] |= f.synced;
@@ -398,31 +441,31 @@ pub async fn run(
             }
             ev = slices.next() => {
                 let f = fold_into(ev, |k, o| {
-                    let info = o.and_then(|o| from_dynamic::<EndpointSlice>(o).ok()).and_then(|s| SliceInfo::from_slice(&s));
+                    let info = o.and_then(|o| read_noting::<EndpointSlice>(&mut bad, k, o)).and_then(|s| SliceInfo::from_slice(&s));
                     proxy.index.set_slice(k, info)
                 });
                 services_synced[1] |= f.synced;
                 dirty |= f.changed;
             }
             ev = global_policies.next() => {
-                let f = fold(&mut state.global_policies, ev, |p: GlobalNetworkPolicy| {
-                    refused(tartan_policy::tartan::from_global_network_policy(&p))
+                let f = fold_policy(&mut state.global_policies, ev, &mut bad, |p: GlobalNetworkPolicy| {
+                    converted(tartan_policy::tartan::from_global_network_policy(&p))
                 });
                 policy_synced[4] |= f.synced;
                 dirty |= f.changed;
             }
             ev = blocks.next() => {
-                let f = fold(&mut state.blocks, ev, |b: IpamBlock| b.spec);
+                let f = fold(&mut state.blocks, ev, &mut bad, |b: IpamBlock| b.spec);
                 blocks_synced |= f.synced;
                 dirty |= f.changed;
             }
             ev = pools.next() => {
-                let f = fold(&mut state.pools, ev, |p: IpPool| p.spec);
+                let f = fold(&mut state.pools, ev, &mut bad, |p: IpPool| p.spec);
                 pools_synced |= f.synced;
                 dirty |= f.changed;
             }
             ev = nodes.next() => {
-                let f = fold(&mut state.nodes, ev, |n: Node| NodeInfo::from_node(&n));
+                let f = fold(&mut state.nodes, ev, &mut bad, |n: Node| NodeInfo::from_node(&n));
                 nodes_synced |= f.synced;
                 dirty |= f.changed;
             }
@@ -574,14 +617,106 @@ mod tests {
     fn only_changes_to_what_felix_keeps_count() {
         let mut m = BTreeMap::new();
         let spec = |n: Node| NodeInfo::from_node(&n);
-        assert!(fold(&mut m, node("1", "02:00:00:00:00:01"), spec).changed);
-        assert!(!fold(&mut m, node("2", "02:00:00:00:00:01"), spec).changed);
-        assert!(fold(&mut m, node("3", "02:00:00:00:00:02"), spec).changed);
+        let mut bad = Unreadable::new(None);
+        assert!(fold(&mut m, node("1", "02:00:00:00:00:01"), &mut bad, spec).changed);
+        assert!(!fold(&mut m, node("2", "02:00:00:00:00:01"), &mut bad, spec).changed);
+        assert!(fold(&mut m, node("3", "02:00:00:00:00:02"), &mut bad, spec).changed);
         let gone = match node("3", "x") {
             WatchEvent::Modified(o) => WatchEvent::Deleted(o),
             _ => unreachable!(),
         };
-        assert!(fold(&mut m, gone, spec).changed);
+        assert!(fold(&mut m, gone, &mut bad, spec).changed);
         assert!(m.is_empty());
+    }
+
+    fn knp(name: &str, role: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": "x"},
+            "spec": {"podSelector": {"matchLabels": {"role": role}}, "policyTypes": ["Ingress", "Egress"]}
+        }))
+        .unwrap()
+    }
+
+    fn fold_knp(
+        m: &mut BTreeMap<String, Converted>,
+        bad: &mut Unreadable,
+        ev: WatchEvent,
+    ) -> Folded {
+        fold_policy(m, ev, bad, |p: KubeNetworkPolicy| {
+            converted(
+                tartan_policy::k8s::from_network_policy(&p)
+                    .map(|m| tartan_policy::ir::from_kubernetes(&m)),
+            )
+        })
+    }
+
+    #[test]
+    fn an_unreadable_policy_is_kept_as_its_error_counted_once_and_replaced_when_readable() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let kind = Kind::KubeNetworkPolicy;
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Added(knp("p", serde_json::json!(true))),
+        );
+        assert!(
+            f.changed,
+            "an unreadable policy changes the table (it isolates)"
+        );
+        let why = m["x/p"].clone().unwrap_err();
+        assert!(why.contains("spec.podSelector.matchLabels.role"), "{why}");
+        assert_eq!(bad.count(kind), 1);
+        // Delivered again (a relist): nothing new, still one.
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!(true))),
+        );
+        assert!(!f.changed);
+        assert_eq!(bad.count(kind), 1);
+        // A readable version replaces it.
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!("db"))),
+        );
+        assert!(f.changed);
+        assert!(m["x/p"].is_ok());
+        assert_eq!(bad.count(kind), 0);
+        // Unreadable again, then deleted: no longer counted.
+        fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!(1))),
+        );
+        assert_eq!(bad.count(kind), 1);
+        assert!(
+            fold_knp(
+                &mut m,
+                &mut bad,
+                WatchEvent::Deleted(knp("p", serde_json::json!(1)))
+            )
+            .changed
+        );
+        assert_eq!(bad.count(kind), 0);
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_object_of_another_kind_keeps_the_last_readable_version() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let spec = |n: Node| NodeInfo::from_node(&n);
+        fold(&mut m, node("1", "02:00:00:00:00:01"), &mut bad, spec);
+        let mut broken = match node("2", "x") {
+            WatchEvent::Modified(o) => o,
+            _ => unreachable!(),
+        };
+        broken.data["spec"] = serde_json::json!({"podCIDRs": "not a list"});
+        assert!(!fold(&mut m, WatchEvent::Modified(broken), &mut bad, spec).changed);
+        assert_eq!(bad.count(Kind::Node), 1);
+        assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]));
     }
 }

@@ -18,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
@@ -43,11 +44,13 @@ pub struct Health {
     pub policy_failures: Counter,
     pub service_writes: Counter,
     pub service_failures: Counter,
+    /// Objects felix watches that it cannot read, by `kind`.
+    unreadable: Family<Vec<(String, String)>, Gauge>,
 }
 
 impl Health {
     pub fn new(resync: Duration) -> Arc<Health> {
-        let mut registry = Registry::with_prefix("felix");
+        let mut root = Registry::default();
         let h = Health {
             started: Instant::now(),
             last_pass_ms: AtomicI64::new(0),
@@ -66,8 +69,15 @@ impl Health {
             policy_failures: Counter::default(),
             service_writes: Counter::default(),
             service_failures: Counter::default(),
+            unreadable: Family::default(),
         };
         h.ipip_supported.set(-1);
+        root.register(
+            "tartan_felix_unreadable_objects",
+            "Objects felix watches that do not read as their kind (a policy among them isolates what it would govern), by kind",
+            h.unreadable.clone(),
+        );
+        let registry = root.sub_registry_with_prefix("felix");
         registry.register(
             "route_applies",
             "Passes that compared routes with the kernel",
@@ -129,9 +139,16 @@ impl Health {
             h.service_failures.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
-            *r = registry;
+            *r = root;
         }
         Arc::new(h)
+    }
+
+    /// How many objects of `kind` felix cannot read now.
+    pub fn set_unreadable(&self, kind: tartan_api::Kind, n: usize) {
+        self.unreadable
+            .get_or_create(&vec![("kind".to_string(), kind.to_string())])
+            .set(n as i64);
     }
 
     /// The loop turned.

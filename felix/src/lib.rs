@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod dataplane;
 pub mod health;
 pub mod services;
+pub mod unreadable;
 
 /// Route protocol of local routes (pods, blocks).
 pub const ROUTE_PROTOCOL: u8 = 202;

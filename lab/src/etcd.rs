@@ -212,6 +212,23 @@ impl EtcdCluster {
         Ok(())
     }
 
+    /// Write `value` under `key` as it is, past every check Tartan makes on
+    /// a write: what another tool (or an older version) could leave there.
+    pub fn put_raw(&self, key: &str, value: &[u8]) -> Result<()> {
+        let addr = self.running_member()?;
+        post_json(
+            addr,
+            "/v3/kv/put",
+            &format!(
+                "{{\"key\":\"{}\",\"value\":\"{}\"}}",
+                base64(key.as_bytes()),
+                base64(value)
+            ),
+        )
+        .with_context(|| format!("put {key}"))?;
+        Ok(())
+    }
+
     /// The current revision of the store.
     pub fn revision(&self) -> Result<i64> {
         let v = self.status(self.running_member()?)?;
@@ -290,6 +307,28 @@ fn as_u64(v: &serde_json::Value) -> Option<u64> {
 }
 
 /// POST a JSON body to etcd's HTTP gateway and return the JSON answer.
+/// Standard base64 with padding, as etcd's JSON gateway takes bytes.
+fn base64(bytes: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ABC[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 fn post_json(addr: SocketAddr, path: &str, body: &str) -> Result<serde_json::Value> {
     let (code, payload) = exchange(addr, "POST", path, body)?;
     if code != 200 {
@@ -324,5 +363,20 @@ impl Drop for EtcdCluster {
         for m in &mut self.members {
             m.daemon.take();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::base64;
+
+    #[test]
+    fn base64_pads_as_the_standard_says() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"/tartan/x"), "L3RhcnRhbi94");
+        assert_eq!(base64(&[0xff, 0xfe]), "//4=");
     }
 }

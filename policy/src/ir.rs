@@ -98,11 +98,18 @@ pub enum Source {
     Namespaced(String, String),
     /// Tartan's GlobalNetworkPolicy.
     Global(String),
+    /// A policy of any of the three that could not be read, standing in
+    /// for it as an isolation (see [`crate::isolate`]): (what it was,
+    /// `namespace/name` or `name`).
+    Unreadable(String, String),
 }
 
 impl Source {
+    /// Evaluated among the Kubernetes NetworkPolicies, where a Pass does
+    /// not skip it. An unreadable policy stands there too, so that no
+    /// Tartan policy's Pass can skip its isolation.
     pub fn is_kubernetes(&self) -> bool {
-        matches!(self, Source::Kubernetes(..))
+        matches!(self, Source::Kubernetes(..) | Source::Unreadable(..))
     }
 }
 
@@ -112,6 +119,7 @@ impl fmt::Display for Source {
             Source::Kubernetes(ns, n) => write!(f, "knp:{ns}/{n}"),
             Source::Namespaced(ns, n) => write!(f, "tnp:{ns}/{n}"),
             Source::Global(n) => write!(f, "gnp:{n}"),
+            Source::Unreadable(what, n) => write!(f, "unreadable:{what}:{n}"),
         }
     }
 }

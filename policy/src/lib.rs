@@ -2,10 +2,12 @@
 //! NetworkPolicy converts into ([`model`], [`k8s`]); Tartan's own policies
 //! ([`tartan`]); the rule IR both become ([`ir`]); and compilation of the
 //! IR for one node into nftables sets, maps and chains ([`compile`]).
+//! A policy that cannot be read stands as an isolation ([`isolate`]).
 //! Selectors are parsed by the api crate ([`selector`], re-exported).
 
 pub mod compile;
 pub mod ir;
+pub mod isolate;
 pub mod k8s;
 #[cfg(test)]
 mod k8s_tests;

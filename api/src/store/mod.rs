@@ -19,6 +19,7 @@ pub mod error;
 pub mod etcd;
 pub mod kube;
 pub mod memory;
+pub mod readable;
 pub mod retry;
 pub mod typed;
 pub mod watch;

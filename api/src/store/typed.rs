@@ -27,11 +27,28 @@ pub fn to_dynamic<T: Resource>(r: &T) -> Result<DynamicObject> {
 
 /// The typed object; an error names the object when its stored shape does
 /// not fit the type (a hand-edited etcd value, say).
+/// A placeholder for a stored value that is not an object at all (see
+/// [`super::readable`]) is refused with its reason.
 pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
-    let name = o.metadata.name.clone().unwrap_or_default();
+    let name = match &o.metadata.namespace {
+        Some(ns) if T::KIND.info().namespaced => {
+            format!("{ns}/{}", o.metadata.name.as_deref().unwrap_or(""))
+        }
+        _ => o.metadata.name.clone().unwrap_or_default(),
+    };
+    if let Some(why) = super::readable::placeholder_reason(&o) {
+        return Err(StoreError::BadObject(format!(
+            "stored {} {name:?} does not parse: {why}",
+            T::KIND
+        )));
+    }
     let v = serde_json::to_value(o).map_err(|e| StoreError::BadObject(e.to_string()))?;
-    serde_json::from_value(v).map_err(|e| {
-        StoreError::BadObject(format!("stored {} {name:?} does not parse: {e}", T::KIND))
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let (field, why) = crate::validate::strict::parse_problem(&e, "");
+        StoreError::BadObject(format!(
+            "stored {} {name:?} does not parse: {field}: {why}",
+            T::KIND
+        ))
     })
 }
 

@@ -18,11 +18,12 @@ use tartan_api::Kind;
 use tartan_api::resources::{
     BgpConfiguration, BgpFilter, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
 };
+use tartan_api::store::readable::{self, UnreadableLog};
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::build::{Inputs, build};
 use super::services::LocalServices;
@@ -75,6 +76,11 @@ struct Seen {
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
     services: LocalServices,
     synced: BTreeMap<Kind, bool>,
+    /// Objects that do not read, each logged once at ERROR when it
+    /// arrives. An unreadable BGPPeer makes no session; a peer naming an
+    /// unreadable BGPFilter is not run unfiltered but stopped, as for a
+    /// missing one.
+    bad: UnreadableLog,
 }
 
 fn key(o: &DynamicObject) -> String {
@@ -91,6 +97,7 @@ impl Seen {
             objects: BTreeMap::new(),
             services: LocalServices::new(node),
             synced: BTreeMap::new(),
+            bad: UnreadableLog::default(),
         }
     }
 
@@ -119,16 +126,35 @@ impl Seen {
             }
         };
         // An object that does not parse counts as absent.
-        fn typed<T: Resource>(k: &str, o: Option<DynamicObject>) -> Option<T> {
-            from_dynamic::<T>(o?)
-                .inspect_err(|e| warn!(object = %k, error = %e, "unreadable object ignored"))
-                .ok()
+        fn typed<T: Resource>(
+            bad: &mut UnreadableLog,
+            k: &str,
+            o: Option<DynamicObject>,
+        ) -> Option<T> {
+            let Some(o) = o else {
+                bad.readable(T::KIND, k);
+                return None;
+            };
+            match from_dynamic::<T>(o) {
+                Ok(t) => {
+                    bad.readable(T::KIND, k);
+                    Some(t)
+                }
+                Err(e) => {
+                    bad.unreadable(T::KIND, k, &e.to_string());
+                    None
+                }
+            }
         }
         match kind {
-            Kind::Service => self.services.service(&k, typed::<Service>(&k, o).as_ref()),
-            _ => self
-                .services
-                .slice(&k, typed::<EndpointSlice>(&k, o).as_ref()),
+            Kind::Service => {
+                let s = typed::<Service>(&mut self.bad, &k, o);
+                self.services.service(&k, s.as_ref())
+            }
+            _ => {
+                let s = typed::<EndpointSlice>(&mut self.bad, &k, o);
+                self.services.slice(&k, s.as_ref())
+            }
         }
     }
 
@@ -136,10 +162,17 @@ impl Seen {
         let m = self.objects.entry(kind).or_default();
         match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                m.insert(key(&o), o);
+                let k = key(&o);
+                match readable::check(kind, &o) {
+                    Ok(()) => self.bad.readable(kind, &k),
+                    Err(why) => self.bad.unreadable(kind, &k, &why),
+                };
+                m.insert(k, o);
             }
             WatchEvent::Deleted(o) => {
-                m.remove(&key(&o));
+                let k = key(&o);
+                self.bad.readable(kind, &k);
+                m.remove(&k);
             }
             WatchEvent::Synced { .. } => {
                 self.synced.insert(kind, true);
@@ -159,7 +192,8 @@ impl Seen {
             .filter_map(|(k, o)| match from_dynamic::<T>(o.clone()) {
                 Ok(t) => Some((k.clone(), t)),
                 Err(e) => {
-                    warn!(object = %k, error = %e, "unreadable object ignored");
+                    // Logged at ERROR once, when it arrived.
+                    debug!(object = %k, error = %e, "unreadable object left out");
                     None
                 }
             })
@@ -286,5 +320,52 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
     }
     for t in tasks {
         t.abort();
+    }
+}
+
+#[cfg(test)]
+mod unreadable_tests {
+    use super::*;
+
+    fn peer(asn: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "BGPPeer",
+            "metadata": {"name": "tor"},
+            "spec": {"peerIP": "10.0.0.254", "asNumber": asn},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_peer_is_noted_once_makes_no_session_and_a_readable_one_replaces_it() {
+        let mut seen = Seen::new("node-1");
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Added(peer(serde_json::json!("many"))),
+        );
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!("many"))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 1);
+        let why: Vec<_> = seen.bad.all().map(|(_, _, r)| r.to_string()).collect();
+        assert!(why[0].contains("spec.asNumber"), "{why:?}");
+        assert!(seen.inputs("node-1").peers.is_empty());
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!(65001))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 0);
+        assert_eq!(seen.inputs("node-1").peers.len(), 1);
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Modified(peer(serde_json::json!(true))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 1);
+        seen.apply(
+            Kind::BgpPeer,
+            WatchEvent::Deleted(peer(serde_json::json!(true))),
+        );
+        assert_eq!(seen.bad.count(Kind::BgpPeer), 0);
     }
 }

@@ -5,16 +5,37 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
+use tartan_api::Kind;
 use tartan_api::resources::WorkloadEndpointSpec;
 use tartan_policy::compile::{self, Endpoint, NamedPort, Ruleset};
 use tartan_policy::ir::Policy;
+use tartan_policy::isolate;
 
 use super::state::State;
 
 /// A policy as watched: converted once when it changes; a policy that
-/// does not convert is kept as its error (and enforced as nothing: felix
-/// logs it when it arrives).
+/// does not decode or does not convert is kept as its error, and enforced
+/// as an isolation of what it would have governed ([`isolations`]).
 pub type Converted = Result<Policy, String>;
+
+/// Fail closed: the isolation standing for each policy that could not be
+/// read, from its key (`namespace/name`, `/name` for a global one).
+pub fn isolations(state: &State) -> Vec<Policy> {
+    let kinds = [
+        (Kind::KubeNetworkPolicy, &state.kube_policies),
+        (Kind::NetworkPolicy, &state.tartan_policies),
+        (Kind::GlobalNetworkPolicy, &state.global_policies),
+    ];
+    let mut out = Vec::new();
+    for (kind, map) in kinds {
+        for (key, _) in map.iter().filter(|(_, p)| p.is_err()) {
+            let (ns, name) = key.split_once('/').unwrap_or(("", key));
+            let ns = (!ns.is_empty()).then_some(ns);
+            out.push(isolate::isolation(&kind.to_string(), ns, name));
+        }
+    }
+    out
+}
 
 fn protocol_number(p: &str) -> Option<u8> {
     match p.to_ascii_uppercase().as_str() {
@@ -72,6 +93,8 @@ pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCac
         .chain(state.tartan_policies.values())
         .chain(state.global_policies.values())
         .filter_map(|p| p.as_ref().ok());
+    let isolations = isolations(state);
+    let policies = policies.chain(isolations.iter());
     let endpoints: Vec<Endpoint> = state
         .endpoints
         .iter()
@@ -130,5 +153,88 @@ mod tests {
         assert_eq!(rs.to_endpoint.len(), 1);
         assert_eq!(rs.to_endpoint["tara"], compile::OPEN_CHAIN);
         assert!(rs.chains.is_empty() && rs.sets.is_empty());
+    }
+
+    fn allow_from_same_namespace(ns: &str, name: &str) -> Policy {
+        let p: k8s_openapi::api::networking::v1::NetworkPolicy =
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
+                         "ingress": [{"from": [{"podSelector": {}}]}]}
+            }))
+            .unwrap();
+        tartan_policy::ir::from_kubernetes(&tartan_policy::k8s::from_network_policy(&p).unwrap())
+    }
+
+    #[test]
+    fn an_unreadable_policy_isolates_its_namespace_both_ways_and_others_still_allow() {
+        let mut s = State::default();
+        s.endpoints
+            .insert("x/a.eth0".into(), wep("n1", "a", "tara", "10.0.0.1/32"));
+        s.endpoints
+            .insert("y/b.eth0".into(), wep("n1", "b", "tarb", "10.0.0.2/32"));
+        let open = desired("n1", &s);
+        assert_eq!(open.to_endpoint["tara"], compile::OPEN_CHAIN);
+        assert_eq!(open.from_endpoint["tara"], compile::OPEN_CHAIN);
+        s.kube_policies.insert(
+            "x/bad".into(),
+            Err("spec.podSelector.matchLabels.role: wrong type".into()),
+        );
+        let closed = desired("n1", &s);
+        assert_eq!(
+            isolations(&s)[0].source.to_string(),
+            "unreadable:NetworkPolicy.networking.k8s.io:x/bad"
+        );
+        assert_ne!(
+            closed.to_endpoint["tara"],
+            compile::OPEN_CHAIN,
+            "ingress of x closed"
+        );
+        assert_ne!(
+            closed.from_endpoint["tara"],
+            compile::OPEN_CHAIN,
+            "egress of x closed"
+        );
+        assert_eq!(
+            closed.to_endpoint["tarb"],
+            compile::OPEN_CHAIN,
+            "y untouched"
+        );
+        // The isolation is a policy that allows nothing: it equals, for
+        // the pods it selects, a readable policy without rules.
+        let mut same = State {
+            kube_policies: Default::default(),
+            ..s.clone()
+        };
+        same.kube_policies.insert(
+            "x/bad".into(),
+            Ok(isolate::isolation(
+                "NetworkPolicy.networking.k8s.io",
+                Some("x"),
+                "bad",
+            )),
+        );
+        assert_eq!(desired("n1", &same), closed);
+        // A readable policy beside it still allows what it allows: the
+        // ingress chain now has its rule besides the final drop.
+        s.kube_policies.insert(
+            "x/allow".into(),
+            Ok(allow_from_same_namespace("x", "allow")),
+        );
+        let both = desired("n1", &s);
+        let chain = |rs: &Ruleset, i: &str| rs.chains[&rs.to_endpoint[i]].len();
+        assert!(chain(&both, "tara") > chain(&closed, "tara"));
+        // Global: every pod.
+        s.kube_policies.clear();
+        s.global_policies
+            .insert("/g".into(), Err("spec.order: wrong type".into()));
+        let all = desired("n1", &s);
+        for i in ["tara", "tarb"] {
+            assert_ne!(all.to_endpoint[i], compile::OPEN_CHAIN, "{i}");
+            assert_ne!(all.from_endpoint[i], compile::OPEN_CHAIN, "{i}");
+        }
+        // Readable again: open again.
+        s.global_policies.clear();
+        assert_eq!(desired("n1", &s), open);
     }
 }

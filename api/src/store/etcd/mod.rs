@@ -21,7 +21,7 @@ use etcd_client::{
 };
 use futures::stream::BoxStream;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use tracing::warn;
+use tracing::{error, warn};
 
 use super::{
     Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
@@ -112,6 +112,37 @@ pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
         });
     }
     Ok(obj)
+}
+
+/// [`decode`], or for a value that is not an object of `kind` a
+/// placeholder naming the object and why (see [`crate::store::readable`]):
+/// one unreadable value (written by hand, say) neither hides every other
+/// object nor is itself hidden. `None` only for a key that names no object
+/// of `kind` (logged).
+pub(crate) fn decode_or_placeholder(kind: Kind, kv: &KeyValue) -> Option<DynamicObject> {
+    match decode(kind, kv) {
+        Ok(o) => Some(o),
+        Err(e) => match keys::parse(kind, kv.key()) {
+            Some((namespace, name)) => {
+                let key = ObjectKey {
+                    kind,
+                    namespace,
+                    name,
+                };
+                let reason = match serde_json::from_slice::<serde_json::Value>(kv.value()) {
+                    Ok(_) => format!("not an object of this kind: {e}"),
+                    Err(j) => format!("not JSON: {j}"),
+                };
+                let mut o = crate::store::readable::placeholder(&key, &reason);
+                o.metadata.resource_version = Some(kv.mod_revision().to_string());
+                Some(o)
+            }
+            None => {
+                error!(error = %e, "etcd key names no object; not read");
+                None
+            }
+        },
+    }
 }
 
 fn encode(obj: &DynamicObject) -> Result<Vec<u8>> {
@@ -236,7 +267,9 @@ impl Datastore for EtcdStore {
             .await
             .map_err(map_err)?;
         match resp.kvs().first() {
-            Some(kv) => decode(key.kind, kv),
+            Some(kv) => {
+                decode_or_placeholder(key.kind, kv).ok_or_else(|| StoreError::NotFound(key.clone()))
+            }
             None => Err(StoreError::NotFound(key.clone())),
         }
     }
@@ -246,14 +279,12 @@ impl Datastore for EtcdStore {
         let end = keys::range_end(&prefix);
         let pages = self.list_pages(prefix.into(), end, LIST_PAGE).await?;
         let mut items = Vec::with_capacity(pages.kvs.len());
-        for kv in &pages.kvs {
-            // One unreadable value (written by hand, say) must not hide
-            // every other object from every node: skip it, loudly.
-            match decode(kind, kv) {
-                Ok(o) => items.push(o),
-                Err(e) => warn!(error = %e, "skipping unreadable object"),
-            }
-        }
+        items.extend(
+            pages
+                .kvs
+                .iter()
+                .filter_map(|kv| decode_or_placeholder(kind, kv)),
+        );
         Ok(Listing {
             items,
             revision: pages.revision.to_string(),

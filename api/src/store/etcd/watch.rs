@@ -9,9 +9,8 @@ use std::collections::VecDeque;
 use etcd_client::{Client, EventType, WatchOptions, WatchResponse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use tracing::warn;
 
-use super::{decode, keys, map_err};
+use super::{decode, decode_or_placeholder, keys, map_err};
 use crate::kind::Kind;
 use crate::store::{DynamicObject, RawEvent, Result, StoreError, WatchScope};
 
@@ -91,10 +90,11 @@ fn translate(kind: Kind, resp: &WatchResponse, out: &mut VecDeque<Result<RawEven
     for ev in resp.events() {
         let Some(kv) = ev.kv() else { continue };
         match ev.event_type() {
-            EventType::Put => match decode(kind, kv) {
-                Ok(o) => out.push_back(Ok(RawEvent::Put(o))),
-                Err(e) => warn!(error = %e, "watch: skipping unreadable object"),
-            },
+            EventType::Put => {
+                if let Some(o) = decode_or_placeholder(kind, kv) {
+                    out.push_back(Ok(RawEvent::Put(o)));
+                }
+            }
             EventType::Delete => {
                 let mut obj = match ev.prev_kv().map(|p| decode(kind, p)) {
                     Some(Ok(o)) => o,
