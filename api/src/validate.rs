@@ -175,6 +175,13 @@ fn metadata_problems(kind: Kind, obj: &DynamicObject) -> Vec<Problem> {
             if let Err(e) = names::qualified_name(k) {
                 p.push(("metadata.annotations".into(), e));
             }
+            if k == crate::store::placeholder::UNREADABLE_ANNOTATION {
+                p.push((
+                    format!("metadata.annotations[{k}]"),
+                    "reserved: Tartan marks with it a stored value it cannot read; remove it"
+                        .into(),
+                ));
+            }
         }
         if size > names::ANNOTATIONS_MAX {
             p.push((

@@ -54,7 +54,7 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
     for want in [
         "team",
         "bad",
-        "spec.podSelector.matchLabels.role",
+        "spec.podSelector.matchLabels[role]",
         "boolean",
     ] {
         assert!(policy.contains(want), "{want} in {policy}");
@@ -84,7 +84,7 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
             && f["reason"]
                 .as_str()
                 .unwrap_or("")
-                .contains("spec.podSelector.matchLabels.role")
+                .contains("spec.podSelector.matchLabels[role]")
     }));
     assert!(!r.ok);
 

@@ -666,7 +666,7 @@ mod tests {
             "an unreadable policy changes the table (it isolates)"
         );
         let why = m["x/p"].clone().unwrap_err();
-        assert!(why.contains("spec.podSelector.matchLabels.role"), "{why}");
+        assert!(why.contains("spec.podSelector.matchLabels[role]"), "{why}");
         assert_eq!(bad.count(kind), 1);
         // Delivered again (a relist): nothing new, still one.
         let f = fold_knp(

@@ -148,7 +148,7 @@ fn an_unreadable_network_policy_isolates_its_namespace_until_replaced() {
     for want in [
         "NetworkPolicy.networking.k8s.io",
         " x ",
-        "spec.podSelector.matchLabels.role",
+        "spec.podSelector.matchLabels[role]",
     ] {
         assert!(row.contains(want), "{want:?} in {row}");
     }

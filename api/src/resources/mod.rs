@@ -37,7 +37,7 @@ pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, Ne
 pub use workload::{EndpointPort, WorkloadEndpoint, WorkloadEndpointSpec, workload_name};
 
 use crate::kind::Kind;
-use crate::store::typed::Resource;
+use crate::store::resource::Resource;
 
 macro_rules! tartan_resource {
     ($($ty:ty => $kind:ident),* $(,)?) => {

@@ -13,35 +13,15 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tracing::{error, info};
 
+use super::DynamicObject;
 use super::typed::{self, Resource};
-use super::{DynamicObject, ObjectKey};
 use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpPeer, BlockAffinity, GlobalNetworkPolicy, IpPool,
     IpReservation, IpamBlock, IpamHandle, NetworkPolicy, WorkloadEndpoint,
 };
 
-/// The annotation a placeholder carries: why the stored value is not an
-/// object. Only backends set it; no stored object has it.
-pub const UNREADABLE_ANNOTATION: &str = "tartan.dev/unreadable";
-
-/// An object standing for a stored value that is not an object of `key`'s
-/// kind at all (not JSON, metadata of the wrong shape).
-pub fn placeholder(key: &ObjectKey, reason: &str) -> DynamicObject {
-    let mut o = DynamicObject::new(&key.name, &key.kind.api_resource());
-    o.metadata.namespace = key.namespace.clone();
-    o.metadata.annotations = Some([(UNREADABLE_ANNOTATION.to_string(), reason.to_string())].into());
-    o
-}
-
-/// Why `o` is a placeholder; `None` for an object read from the store.
-pub fn placeholder_reason(o: &DynamicObject) -> Option<&str> {
-    o.metadata
-        .annotations
-        .as_ref()?
-        .get(UNREADABLE_ANNOTATION)
-        .map(String::as_str)
-}
+pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
 
 fn decodes<T: Resource>(o: &DynamicObject) -> Result<(), String> {
     typed::from_dynamic::<T>(o.clone())
@@ -121,6 +101,7 @@ impl UnreadableLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::ObjectKey;
     use serde_json::json;
 
     fn obj(v: serde_json::Value) -> DynamicObject {
@@ -135,7 +116,7 @@ mod tests {
             "spec": {"podSelector": {"matchLabels": {"role": true}}}
         }));
         let e = check(Kind::KubeNetworkPolicy, &o).unwrap_err();
-        assert!(e.contains("spec.podSelector.matchLabels.role"), "{e}");
+        assert!(e.contains("spec.podSelector.matchLabels[role]"), "{e}");
         assert!(e.contains("\"x/bad\""), "{e}");
         let good = obj(json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
@@ -158,6 +139,38 @@ mod tests {
             let e = check(kind, &p).unwrap_err();
             assert!(e.contains("not JSON"), "{kind}: {e}");
         }
+    }
+
+    #[test]
+    fn a_tartan_object_the_write_path_refuses_is_unreadable() {
+        // Both decode; neither passes the write path's rules, which a CRD
+        // schema cannot fully say: `kubectl apply` may have stored them.
+        let np = obj(json!({
+            "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "sel", "namespace": "x"},
+            "spec": {"selector": "role = 'db'"}
+        }));
+        let e = check(Kind::NetworkPolicy, &np).unwrap_err();
+        assert!(e.contains("spec.selector") && e.contains("column"), "{e}");
+        let pool = obj(json!({
+            "apiVersion": "tartan.dev/v1", "kind": "IPPool",
+            "metadata": {"name": "p"},
+            "spec": {"cidr": "fd00:10::/56", "blockSize": 26}
+        }));
+        let e = check(Kind::IpPool, &pool).unwrap_err();
+        assert!(e.contains("spec.blockSize"), "{e}");
+    }
+
+    #[test]
+    fn the_unreadable_annotation_is_refused_on_write() {
+        let mut o = crate::examples::example(Kind::IpPool, "p");
+        o.metadata.annotations =
+            Some([(UNREADABLE_ANNOTATION.to_string(), "x".to_string())].into());
+        let e = crate::validate::validate(&o).unwrap_err().to_string();
+        assert!(
+            e.contains("metadata.annotations[tartan.dev/unreadable]: reserved"),
+            "{e}"
+        );
     }
 
     #[test]

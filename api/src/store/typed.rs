@@ -2,17 +2,11 @@
 //! their Rust types, over any [`Datastore`].
 
 use async_trait::async_trait;
-use serde::{Serialize, de::DeserializeOwned};
 
 use super::{Datastore, DynamicObject, ObjectKey, Result, StoreError};
 use crate::kind::Kind;
 
-/// A type stored in the datastore as one [`Kind`].
-pub trait Resource:
-    ::kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync + 'static
-{
-    const KIND: Kind;
-}
+pub use super::resource::Resource;
 
 /// The object in its dynamic (stored) shape, with apiVersion and kind set.
 pub fn to_dynamic<T: Resource>(r: &T) -> Result<DynamicObject> {
@@ -36,11 +30,21 @@ pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
         }
         _ => o.metadata.name.clone().unwrap_or_default(),
     };
-    if let Some(why) = super::readable::placeholder_reason(&o) {
+    if let Some(why) = super::placeholder::placeholder_reason(&o) {
         return Err(StoreError::BadObject(format!(
             "stored {} {name:?} does not parse: {why}",
             T::KIND
         )));
+    }
+    // The kinds people write are held to the write path's rules on read as
+    // well: a CRD schema cannot say all of them (a selector's grammar, a
+    // per-node configuration's name), and `kubectl apply` stores what it
+    // lets through. Kubernetes' own kinds are not: a newer API server may
+    // send fields this version does not know.
+    if read_checked(T::KIND)
+        && let Err(e) = crate::validate::validate(&o)
+    {
+        return Err(StoreError::BadObject(format!("stored {e}")));
     }
     let v = serde_json::to_value(o).map_err(|e| StoreError::BadObject(e.to_string()))?;
     serde_path_to_error::deserialize(v).map_err(|e| {
@@ -50,6 +54,22 @@ pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
             T::KIND
         ))
     })
+}
+
+/// The kinds a person writes, checked on read as on write. IPAM records
+/// and WorkloadEndpoints are written by Tartan alone, through the write
+/// path, and read on the CNI's hot path.
+fn read_checked(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::IpPool
+            | Kind::IpReservation
+            | Kind::BgpConfiguration
+            | Kind::BgpPeer
+            | Kind::BgpFilter
+            | Kind::NetworkPolicy
+            | Kind::GlobalNetworkPolicy
+    )
 }
 
 /// Typed versions of the [`Datastore`] calls.

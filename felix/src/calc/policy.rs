@@ -13,10 +13,7 @@ use tartan_policy::isolate;
 
 use super::state::State;
 
-/// A policy as watched: converted once when it changes; a policy that
-/// does not decode or does not convert is kept as its error, and enforced
-/// as an isolation of what it would have governed ([`isolations`]).
-pub type Converted = Result<Policy, String>;
+pub use super::state::Converted;
 
 /// Fail closed: the isolation standing for each policy that could not be
 /// read, from its key (`namespace/name`, `/name` for a global one).
@@ -178,7 +175,7 @@ mod tests {
         assert_eq!(open.from_endpoint["tara"], compile::OPEN_CHAIN);
         s.kube_policies.insert(
             "x/bad".into(),
-            Err("spec.podSelector.matchLabels.role: wrong type".into()),
+            Err("spec.podSelector.matchLabels[role]: wrong type".into()),
         );
         let closed = desired("n1", &s);
         assert_eq!(

@@ -6,8 +6,13 @@ use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
+use tartan_policy::ir::Policy;
 
-use super::policy::Converted;
+/// A policy as watched: converted once when it changes; a policy that
+/// does not decode or does not convert is kept as its error, and enforced
+/// as an isolation of what it would have governed (`isolations` in
+/// `policy.rs`).
+pub type Converted = Result<Policy, String>;
 
 /// What felix needs of a Node: where it is on the underlay, and its VXLAN
 /// endpoint's MAC once the node's felix has published it.
