@@ -43,6 +43,7 @@ pub struct Health {
     pub policy_failures: Counter,
     pub service_writes: Counter,
     pub service_failures: Counter,
+    pub conntrack_deleted: Counter,
 }
 
 impl Health {
@@ -66,6 +67,7 @@ impl Health {
             policy_failures: Counter::default(),
             service_writes: Counter::default(),
             service_failures: Counter::default(),
+            conntrack_deleted: Counter::default(),
         };
         h.ipip_supported.set(-1);
         registry.register(
@@ -127,6 +129,11 @@ impl Health {
             "service_write_failures",
             "Service table writes nft refused",
             h.service_failures.clone(),
+        );
+        registry.register(
+            "conntrack_entries_deleted",
+            "UDP and SCTP conntrack entries deleted because their Service endpoint or frontend went away",
+            h.conntrack_deleted.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = registry;
