@@ -15,8 +15,11 @@ use netlink_sys::{Socket, protocols::NETLINK_NETFILTER};
 
 use crate::services::stale::{Entry, Flow};
 
-/// Delete messages per datagram (each about 80 bytes).
-const BATCH: usize = 400;
+/// Messages per datagram (a delete is 80 bytes). Each ack the kernel
+/// queues costs about 1 KiB of the receive buffer (its allocation, not its
+/// 36 bytes): more in flight than the buffer holds and the kernel drops
+/// acks (ENOBUFS).
+const BATCH: usize = 128;
 
 /// What one cleanup did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +68,8 @@ impl Conntrack {
         let mut sock = Socket::new(NETLINK_NETFILTER)?;
         sock.bind_auto()?;
         sock.set_cap_ack(true)?;
+        // Room for a batch's acks with a margin (the default is enough).
+        let _ = sock.set_rx_buf_sz(1usize << 20);
         Ok(Conntrack { sock, seq: 1 })
     }
 
@@ -111,13 +116,35 @@ impl Conntrack {
     /// Delete `entries`; how many the kernel deleted and how many were
     /// already gone.
     pub fn delete(&mut self, entries: &[Entry]) -> io::Result<(usize, usize)> {
-        let (mut deleted, mut vanished) = (0, 0);
+        self.send_acked(entries, wire::delete, libc::ENOENT)
+    }
+
+    /// Create `entries` (for benchmarks and tests); how many were made and
+    /// how many existed already.
+    pub fn create(&mut self, entries: &[Entry], timeout: u32) -> io::Result<(usize, usize)> {
+        self.send_acked(
+            entries,
+            |e, seq| wire::create(e, timeout, seq),
+            libc::EEXIST,
+        )
+    }
+
+    /// One message per entry, [`BATCH`] to a datagram, each acked: how
+    /// many succeeded and how many were refused with `benign`.
+    fn send_acked(
+        &mut self,
+        entries: &[Entry],
+        encode: impl Fn(&Entry, u32) -> Vec<u8>,
+        benign: i32,
+    ) -> io::Result<(usize, usize)> {
+        self.drain();
+        let (mut done, mut skipped) = (0, 0);
         let mut refused = None;
         for chunk in entries.chunks(BATCH) {
-            let mut buf = Vec::with_capacity(chunk.len() * 96);
+            let mut buf = Vec::with_capacity(chunk.len() * 160);
             for e in chunk {
                 let seq = self.next_seq();
-                buf.extend_from_slice(&wire::delete(e, seq));
+                buf.extend_from_slice(&encode(e, seq));
             }
             self.sock.send(&buf, 0)?;
             // Every answer is read, also after a refusal, so that none is
@@ -128,8 +155,8 @@ impl Conntrack {
                 for e in r.errors {
                     answered += 1;
                     match e {
-                        0 => deleted += 1,
-                        libc::ENOENT => vanished += 1,
+                        0 => done += 1,
+                        e if e == benign => skipped += 1,
                         e => {
                             refused.get_or_insert(e);
                         }
@@ -139,7 +166,7 @@ impl Conntrack {
         }
         match refused {
             Some(e) => Err(io::Error::from_raw_os_error(e)),
-            None => Ok((deleted, vanished)),
+            None => Ok((done, skipped)),
         }
     }
 

@@ -160,3 +160,13 @@ proptest! {
         prop_assert_eq!(r.entries, vec![e]);
     }
 }
+
+#[test]
+fn a_create_carries_both_tuples_and_asks_for_an_ack() {
+    let msg = wire::create(&sample(), 600, 5);
+    // REQUEST | ACK | EXCL | CREATE.
+    assert_eq!(&msg[6..8], &0x0605u16.to_ne_bytes());
+    let mut e = sample();
+    e.id = None;
+    assert_eq!(wire::read(&msg).entries, vec![e]);
+}

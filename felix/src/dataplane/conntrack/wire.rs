@@ -109,6 +109,38 @@ pub fn delete(e: &Entry, seq: u32) -> Vec<u8> {
     m.done()
 }
 
+/// Create entry `e` with `timeout` seconds to live: not used by felix,
+/// but by benchmarks and tests that need a table of entries without the
+/// traffic that would make them.
+pub fn create(e: &Entry, timeout: u32, seq: u32) -> Vec<u8> {
+    const NLM_F_CREATE: u16 = 0x400;
+    const NLM_F_EXCL: u16 = 0x200;
+    const CTA_TIMEOUT: u16 = 7;
+    let mut m = Msg::new(
+        IPCTNL_MSG_CT_NEW,
+        NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+        seq,
+    );
+    for (kind, t) in [(CTA_TUPLE_ORIG, e.orig), (CTA_TUPLE_REPLY, e.reply)] {
+        m.nest(kind, |m| {
+            m.nest(CTA_TUPLE_IP, |m| {
+                m.attr(CTA_IP_V4_SRC, &t.src.octets());
+                m.attr(CTA_IP_V4_DST, &t.dst.octets());
+            });
+            m.nest(CTA_TUPLE_PROTO, |m| {
+                m.attr(CTA_PROTO_NUM, &[t.proto]);
+                m.attr(CTA_PROTO_SRC_PORT, &t.src_port.to_be_bytes());
+                m.attr(CTA_PROTO_DST_PORT, &t.dst_port.to_be_bytes());
+            });
+        });
+    }
+    m.attr(CTA_TIMEOUT, &timeout.to_be_bytes());
+    if let Some(z) = e.zone {
+        m.attr(CTA_ZONE, &z.to_be_bytes());
+    }
+    m.done()
+}
+
 /// The attributes in `b`: (type without flags, payload). Stops at the
 /// first one that does not fit.
 fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
