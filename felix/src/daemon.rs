@@ -379,6 +379,7 @@ pub async fn run(
     // Services and EndpointSlices.
     let mut services_synced = [false; 2];
     let mut proxy = ServiceProxy::new(&cfg.node);
+    proxy.conntrack_deleted = health.conntrack_deleted.clone();
     let mut health_checks = crate::services::healthcheck::HealthChecks::default();
     allow_logging_from_namespaces();
     let mut nat_applied: Option<crate::calc::nat::Nat> = None;

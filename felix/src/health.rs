@@ -46,6 +46,7 @@ pub struct Health {
     pub service_failures: Counter,
     /// Objects felix watches that it cannot read, by `kind`.
     unreadable: Family<Vec<(String, String)>, Gauge>,
+    pub conntrack_deleted: Counter,
 }
 
 impl Health {
@@ -70,6 +71,7 @@ impl Health {
             service_writes: Counter::default(),
             service_failures: Counter::default(),
             unreadable: Family::default(),
+            conntrack_deleted: Counter::default(),
         };
         h.ipip_supported.set(-1);
         root.register(
@@ -137,6 +139,11 @@ impl Health {
             "service_write_failures",
             "Service table writes nft refused",
             h.service_failures.clone(),
+        );
+        registry.register(
+            "conntrack_entries_deleted",
+            "UDP and SCTP conntrack entries deleted because their Service endpoint or frontend went away",
+            h.conntrack_deleted.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = root;

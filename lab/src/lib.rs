@@ -8,6 +8,7 @@ pub mod clusterbench;
 pub mod cni;
 pub mod cnibench;
 pub mod cnilab;
+pub mod conntrackbench;
 pub mod etcd;
 pub mod netns;
 pub mod netpol;

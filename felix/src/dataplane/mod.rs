@@ -1,6 +1,7 @@
 //! Drivers: read the kernel, compare with the desired state, change only
 //! the difference.
 
+pub mod conntrack;
 pub mod events;
 pub mod nat;
 pub mod nft;

@@ -5,10 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use prometheus_client::metrics::counter::Counter;
 use serde_json::Value;
-use tracing::warn;
+use tracing::{debug, warn};
 
 use super::DataplaneError;
+use super::conntrack::Conntrack;
 use super::nft::{NftWriter, Table, Written, kernel_summary};
 use crate::services::elements;
 use crate::services::index::ServiceIndex;
@@ -33,6 +35,10 @@ impl Table for SvcNft {
 
 pub struct ServiceProxy {
     pub index: ServiceIndex,
+    /// Opened at the first cleanup.
+    conntrack: Option<Conntrack>,
+    /// Entries deleted (`felix_conntrack_entries_deleted`).
+    pub conntrack_deleted: Counter,
     /// The kernel holds the index's table as of the last write.
     written: bool,
     pub writer: NftWriter,
@@ -42,14 +48,64 @@ impl ServiceProxy {
     pub fn new(node: &str) -> ServiceProxy {
         ServiceProxy {
             index: ServiceIndex::new(node),
+            conntrack: None,
+            conntrack_deleted: Counter::default(),
             written: false,
             writer: NftWriter::default(),
         }
     }
 
-    /// Write what changed. With `check`, first make sure the kept table
-    /// equals one computed afresh and the kernel's equals the kept one.
+    /// Write what changed, then delete the conntrack entries the change
+    /// left pointing where traffic no longer goes (kube-proxy's order: the
+    /// new rules first, so the next packet is dispatched by them). With
+    /// `check`, first make sure the kept table equals one computed afresh
+    /// and the kernel's equals the kept one.
     pub fn sync(&mut self, check: bool) -> Result<Written, DataplaneError> {
+        let written = self.write(check)?;
+        self.clean_conntrack();
+        Ok(written)
+    }
+
+    /// Delete the entries of the flows changes left stale; on failure keep
+    /// them for the next sync.
+    fn clean_conntrack(&mut self) {
+        let flows = self.index.take_stale();
+        if flows.is_empty() {
+            return;
+        }
+        let ct = match self.conntrack.take() {
+            Some(c) => Ok(c),
+            None => Conntrack::open(),
+        };
+        let result = ct.and_then(|mut c| {
+            let r = c.clean(&flows);
+            self.conntrack = Some(c);
+            r
+        });
+        match result {
+            Ok(c) => {
+                self.conntrack_deleted.inc_by(c.deleted as u64);
+                debug!(
+                    flows = flows.len(),
+                    listed = c.listed,
+                    deleted = c.deleted,
+                    vanished = c.vanished,
+                    took_ms = c.took.as_secs_f64() * 1e3,
+                    "stale conntrack entries deleted"
+                );
+            }
+            Err(e) => {
+                // A socket that failed is opened afresh next time.
+                self.conntrack = None;
+                warn!(error = %e, flows = flows.len(), "stale conntrack entries not deleted; retrying at the next sync");
+                if flows.len() < 100_000 {
+                    self.index.keep_stale(flows);
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, check: bool) -> Result<Written, DataplaneError> {
         let started = Instant::now();
         self.index.update();
         if check {

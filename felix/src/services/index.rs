@@ -9,6 +9,7 @@ use std::net::Ipv4Addr;
 use serde_json::Value;
 
 use super::render::{self, Picker, SvcNft};
+use super::stale::{self, Flow};
 use super::{ServiceInfo, ServiceTable, SliceInfo, desired_for};
 
 /// The Services and slices felix has seen, the table they make, and what
@@ -29,6 +30,9 @@ pub struct ServiceIndex {
     /// Changes not yet taken: (old part, new part) per Service.
     pending: Vec<(SvcNft, SvcNft)>,
     hairpin_before: BTreeSet<Ipv4Addr>,
+    /// Conntrack flows left stale by changes, not yet taken
+    /// ([`super::stale`]).
+    stale: Vec<Flow>,
     pickers_before: BTreeSet<Picker>,
     affinity_before: u32,
 }
@@ -46,6 +50,7 @@ impl ServiceIndex {
             dirty: BTreeSet::new(),
             pending: Vec::new(),
             hairpin_before: BTreeSet::new(),
+            stale: Vec::new(),
             pickers_before: BTreeSet::new(),
             affinity_before: 0,
         }
@@ -140,6 +145,7 @@ impl ServiceIndex {
             if new != SvcNft::default() {
                 self.parts.insert(key, new.clone());
             }
+            self.stale.extend(stale::stale(&old, &new));
             self.pending.push((old, new));
         }
         self.table.pickers = self.picker_uses.keys().copied().collect();
@@ -175,6 +181,21 @@ impl ServiceIndex {
             self.table.affinity_slots,
         );
         render::patch(&pending, &hairpin, &pickers, affinity)
+    }
+
+    /// The conntrack flows changes left stale since the last call, less
+    /// those the table (after [`ServiceIndex::update`]) still serves.
+    pub fn take_stale(&mut self) -> Vec<Flow> {
+        let mut flows = std::mem::take(&mut self.stale);
+        flows.sort();
+        flows.dedup();
+        flows.retain(|f| !stale::still_served(&self.table, f));
+        flows
+    }
+
+    /// Flows whose cleanup failed, to try again with the next ones.
+    pub fn keep_stale(&mut self, flows: Vec<Flow>) {
+        self.stale.extend(flows);
     }
 
     /// Forget what was pending: the next write is the whole table.

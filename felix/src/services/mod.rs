@@ -33,6 +33,7 @@ pub mod elements;
 pub mod healthcheck;
 pub mod index;
 pub mod render;
+pub mod stale;
 #[cfg(test)]
 mod tests;
 

@@ -34,6 +34,25 @@ enum Cmd {
     /// several sizes, connection latency to a ClusterIP among 10 and
     /// 10,000 Services, tartan-felix's memory at 10,000 Services.
     Services(ServicesArgs),
+    /// Stale UDP conntrack cleanup: a Service's endpoints all removed at
+    /// once, entries deleted over ctnetlink, unrelated ones counted.
+    Conntrack(ConntrackArgs),
+}
+
+#[derive(clap::Args)]
+struct ConntrackArgs {
+    /// Endpoints removed at once.
+    #[arg(long, default_value_t = 1000)]
+    endpoints: usize,
+    /// Entries per endpoint.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    /// Unrelated entries in the table.
+    #[arg(long, default_value_t = 6000)]
+    unrelated: usize,
+    /// Runs (median reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
 }
 
 #[derive(clap::Args)]
@@ -191,6 +210,7 @@ fn main() -> Result<()> {
         Cmd::Cluster(a) => return cluster(a),
         Cmd::Policy(a) => return policy(a),
         Cmd::Services(a) => return services(a),
+        Cmd::Conntrack(a) => return conntrack(a),
     };
     let devices = a
         .devices
@@ -321,6 +341,20 @@ fn numbers(s: &str, what: &str) -> Result<Vec<usize>> {
                 .with_context(|| format!("{what}: numbers"))
         })
         .collect()
+}
+
+fn conntrack(a: ConntrackArgs) -> Result<()> {
+    use tartan_lab::conntrackbench::{ConntrackBenchOptions, render_markdown, run};
+    let opts = ConntrackBenchOptions {
+        endpoints: a.endpoints.max(1),
+        clients: a.clients.max(1),
+        unrelated: a.unrelated.max(3),
+        runs: a.runs.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let runs = run(&opts, |line| eprintln!("{line}"))?;
+    print!("{}", render_markdown(&opts, &runs, &command));
+    Ok(())
 }
 
 fn services(a: ServicesArgs) -> Result<()> {
