@@ -19,7 +19,7 @@ use tartan_api::resources::{
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
-use tracing::{debug, info, warn};
+use tracing::{debug, error, info, warn};
 
 use crate::calc::encap;
 use crate::calc::policy::Converted;
@@ -58,6 +58,9 @@ pub struct Config {
     pub grace: Duration,
     /// Where /livez, /readyz and /metrics are served; `None`: nowhere.
     pub health: Option<std::net::SocketAddr>,
+    /// Where the Service proxy's /healthz and /livez are served (10256,
+    /// as kube-proxy); `None`: nowhere.
+    pub proxy_health: Option<std::net::SocketAddr>,
 }
 
 fn key(o: &DynamicObject) -> String {
@@ -227,7 +230,11 @@ fn apply_policy(
 
 /// Write what changed in the service table.
 fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
-    match proxy.sync(check) {
+    let written = proxy.sync(check);
+    if written.is_ok() {
+        health.proxy_synced();
+    }
+    match written {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.service_writes.inc();
@@ -366,6 +373,14 @@ pub async fn run(
         AbortOnDrop(tokio::spawn(async move {
             if let Err(e) = crate::health::serve(addr, h).await {
                 warn!(%addr, error = %e, "health endpoint failed");
+            }
+        }))
+    });
+    let _proxy_server = cfg.proxy_health.map(|addr| {
+        let h = health.clone();
+        AbortOnDrop(tokio::spawn(async move {
+            if let Err(e) = crate::health::serve_proxy(addr, h).await {
+                error!(%addr, error = %e, "service proxy health endpoint failed; load balancers cannot probe this node");
             }
         }))
     });

@@ -5,11 +5,17 @@
 //! - `/readyz`: 200 once the datastore was read in full and the dataplane
 //!   applied without error at least once, and the last apply succeeded.
 //! - `/metrics`: OpenMetrics text.
+//!
+//! And, on an address of its own (10256, as kube-proxy), the Service
+//! proxy's health as load balancers and kube-proxy's own checks probe it:
+//! `/healthz` and `/livez`, 200 while the Service table was last found or
+//! made right within three resync periods, 503 otherwise, with a JSON body
+//! giving when (`lastUpdated`, `currentTime`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use axum::Router;
 use axum::extract::State;
@@ -47,6 +53,9 @@ pub struct Health {
     /// Objects felix watches that it cannot read, by `kind`.
     unreadable: Family<Vec<(String, String)>, Gauge>,
     pub conntrack_deleted: Counter,
+    /// Unix milliseconds of the last Service table sync that succeeded;
+    /// -1: none yet.
+    proxy_synced_unix_ms: AtomicI64,
 }
 
 impl Health {
@@ -72,6 +81,7 @@ impl Health {
             service_failures: Counter::default(),
             unreadable: Family::default(),
             conntrack_deleted: Counter::default(),
+            proxy_synced_unix_ms: AtomicI64::new(-1),
         };
         h.ipip_supported.set(-1);
         root.register(
@@ -158,6 +168,12 @@ impl Health {
             .set(n as i64);
     }
 
+    /// The Service table was found or made right.
+    pub fn proxy_synced(&self) {
+        self.proxy_synced_unix_ms
+            .store(unix_ms(SystemTime::now()), Ordering::Relaxed);
+    }
+
     /// The loop turned.
     pub fn pass(&self) {
         self.last_pass_ms
@@ -217,6 +233,58 @@ async fn metrics(State(h): State<Arc<Health>>) -> Response {
         .into_response()
 }
 
+fn unix_ms(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn rfc3339(unix_ms: i64) -> serde_json::Value {
+    match k8s_openapi::jiff::Timestamp::from_millisecond(unix_ms) {
+        Ok(t) => t.to_string().into(),
+        Err(_) => serde_json::Value::Null,
+    }
+}
+
+/// The proxy health answer at `now_ms` (Unix milliseconds): healthy when
+/// the last successful Service sync (`None`: none yet) is younger than
+/// `stale_after`; the body says when it was, as kube-proxy's does.
+pub fn proxy_answer(last_ms: Option<i64>, now_ms: i64, stale_after: Duration) -> (bool, String) {
+    let healthy =
+        last_ms.is_some_and(|t| now_ms.saturating_sub(t) < stale_after.as_millis() as i64);
+    let body = serde_json::json!({
+        "lastUpdated": last_ms.map_or(serde_json::Value::Null, rfc3339),
+        "currentTime": rfc3339(now_ms),
+        "nodeEligible": true,
+    });
+    (healthy, format!("{body}\n"))
+}
+
+async fn proxy_healthz(State(h): State<Arc<Health>>) -> Response {
+    let last = h.proxy_synced_unix_ms.load(Ordering::Relaxed);
+    let (healthy, body) = proxy_answer(
+        (last >= 0).then_some(last),
+        unix_ms(SystemTime::now()),
+        h.stale_after,
+    );
+    let status = if healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Serve the Service proxy's health until the task is dropped.
+pub async fn serve_proxy(addr: SocketAddr, h: Arc<Health>) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "service proxy health listening");
+    let app = Router::new()
+        .route("/healthz", get(proxy_healthz))
+        .route("/livez", get(proxy_healthz))
+        .with_state(h);
+    axum::serve(listener, app).await
+}
+
 /// Serve until the task is dropped.
 pub async fn serve(addr: SocketAddr, h: Arc<Health>) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
@@ -227,4 +295,61 @@ pub async fn serve(addr: SocketAddr, h: Arc<Health>) -> std::io::Result<()> {
         .route("/metrics", get(metrics))
         .with_state(h);
     axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_is_healthy_while_its_last_sync_is_recent() {
+        let stale = Duration::from_secs(35);
+        let now = 1_795_000_000_000;
+        let (ok, body) = proxy_answer(Some(now - 1_000), now, stale);
+        assert!(ok, "{body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["lastUpdated"], rfc3339(now - 1_000));
+        assert_eq!(v["currentTime"], rfc3339(now));
+        assert!(v["currentTime"].as_str().unwrap().ends_with('Z'), "{body}");
+        assert_eq!(v["nodeEligible"], true);
+
+        let (ok, body) = proxy_answer(Some(now - 35_000), now, stale);
+        assert!(!ok, "stale: {body}");
+        let (ok, body) = proxy_answer(None, now, stale);
+        assert!(!ok, "never synced: {body}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert!(v["lastUpdated"].is_null());
+    }
+
+    #[tokio::test]
+    async fn healthz_and_livez_answer_over_http() {
+        let h = Health::new(Duration::from_secs(1));
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = probe.local_addr().unwrap();
+        drop(probe);
+        let server = tokio::spawn(serve_proxy(addr, h.clone()));
+        let get = |path: &'static str| async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            for _ in 0..100 {
+                if let Ok(mut s) = tokio::net::TcpStream::connect(addr).await {
+                    let req =
+                        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+                    s.write_all(req.as_bytes()).await.unwrap();
+                    let mut out = String::new();
+                    s.read_to_string(&mut out).await.unwrap();
+                    return out;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("no server on {addr}");
+        };
+        assert!(get("/healthz").await.starts_with("HTTP/1.1 503"));
+        h.proxy_synced();
+        for path in ["/healthz", "/livez"] {
+            let r = get(path).await;
+            assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+            assert!(r.contains("\"lastUpdated\":\"20"), "{r}");
+        }
+        server.abort();
+    }
 }

@@ -10,7 +10,9 @@
 //!   terminating endpoint (KEP-1669), where it would otherwise drop;
 //! - a LoadBalancer Service with `externalTrafficPolicy: Local` gets a
 //!   `healthCheckNodePort`; `curl` on it answers 200 with the Service and
-//!   one local endpoint on the node that has it, 503 on the other.
+//!   one local endpoint on the node that has it, 503 on the other;
+//! - every node serves the proxy's own `/healthz` and `/livez` on 10256,
+//!   200 with when the Service table was last made right.
 
 mod services_common;
 
@@ -36,6 +38,25 @@ fn services_as_kube_proxy_e2e_expects() {
     labelled_services_are_not_proxied(&lab, &client);
     local_terminating_fallback(&lab, &client);
     health_check_node_port(&lab);
+    proxy_health(&lab);
+}
+
+fn proxy_health(lab: &LabCli) {
+    let st = lab_state(lab);
+    for node in ["node-1", "node-2"] {
+        let addr = st.node(node).unwrap().address;
+        for path in ["healthz", "livez"] {
+            let url = format!("http://{addr}:10256/{path}");
+            let got = poll(Duration::from_secs(10), || {
+                curl(lab, &url).filter(|(c, _)| *c == 200)
+            });
+            let Some((_, body)) = got else {
+                panic!("{url} ({node}) never answered 200: {:?}", curl(lab, &url));
+            };
+            assert!(body["lastUpdated"].is_string(), "{body}");
+            assert!(body["currentTime"].is_string(), "{body}");
+        }
+    }
 }
 
 /// `curl` from pod `default/c-1`: status code and body.

@@ -25,6 +25,10 @@ struct Cli {
     /// Serve /livez, /readyz and /metrics here ("none": nowhere).
     #[arg(long, default_value = "127.0.0.1:9099")]
     health_address: String,
+    /// Serve the Service proxy's /healthz and /livez here, as kube-proxy
+    /// does ("none": nowhere).
+    #[arg(long, default_value = "0.0.0.0:10256")]
+    proxy_health_address: String,
 }
 
 fn hostname() -> Option<String> {
@@ -53,6 +57,13 @@ fn main() -> Result<()> {
                 .with_context(|| format!("--health-address {a:?} is not HOST:PORT"))?,
         ),
     };
+    let proxy_health = match cli.proxy_health_address.as_str() {
+        "none" => None,
+        a => Some(
+            a.parse()
+                .with_context(|| format!("--proxy-health-address {a:?} is not HOST:PORT"))?,
+        ),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -74,6 +85,7 @@ fn main() -> Result<()> {
                 resync: Duration::from_secs(cli.resync_seconds.max(1)),
                 grace: Duration::from_secs(cli.grace_seconds),
                 health,
+                proxy_health,
             },
             store,
             shutdown,
