@@ -62,6 +62,19 @@ impl Msg {
     }
 
     /// A nested attribute whose content `f` writes.
+    /// A tuple's addresses and ports, as the kernel nests them.
+    fn tuple(&mut self, t: &Tuple) {
+        self.nest(CTA_TUPLE_IP, |m| {
+            m.attr(CTA_IP_V4_SRC, &t.src.octets());
+            m.attr(CTA_IP_V4_DST, &t.dst.octets());
+        });
+        self.nest(CTA_TUPLE_PROTO, |m| {
+            m.attr(CTA_PROTO_NUM, &[t.proto]);
+            m.attr(CTA_PROTO_SRC_PORT, &t.src_port.to_be_bytes());
+            m.attr(CTA_PROTO_DST_PORT, &t.dst_port.to_be_bytes());
+        });
+    }
+
     fn nest(&mut self, kind: u16, f: impl FnOnce(&mut Msg)) {
         let at = self.0.len();
         self.0.extend_from_slice(&[0; 4]);
@@ -90,15 +103,7 @@ pub fn delete(e: &Entry, seq: u32) -> Vec<u8> {
     let mut m = Msg::new(IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, seq);
     let t = e.orig;
     m.nest(CTA_TUPLE_ORIG, |m| {
-        m.nest(CTA_TUPLE_IP, |m| {
-            m.attr(CTA_IP_V4_SRC, &t.src.octets());
-            m.attr(CTA_IP_V4_DST, &t.dst.octets());
-        });
-        m.nest(CTA_TUPLE_PROTO, |m| {
-            m.attr(CTA_PROTO_NUM, &[t.proto]);
-            m.attr(CTA_PROTO_SRC_PORT, &t.src_port.to_be_bytes());
-            m.attr(CTA_PROTO_DST_PORT, &t.dst_port.to_be_bytes());
-        });
+        m.tuple(&t);
     });
     if let Some(z) = e.zone {
         m.attr(CTA_ZONE, &z.to_be_bytes());
@@ -123,15 +128,7 @@ pub fn create(e: &Entry, timeout: u32, seq: u32) -> Vec<u8> {
     );
     for (kind, t) in [(CTA_TUPLE_ORIG, e.orig), (CTA_TUPLE_REPLY, e.reply)] {
         m.nest(kind, |m| {
-            m.nest(CTA_TUPLE_IP, |m| {
-                m.attr(CTA_IP_V4_SRC, &t.src.octets());
-                m.attr(CTA_IP_V4_DST, &t.dst.octets());
-            });
-            m.nest(CTA_TUPLE_PROTO, |m| {
-                m.attr(CTA_PROTO_NUM, &[t.proto]);
-                m.attr(CTA_PROTO_SRC_PORT, &t.src_port.to_be_bytes());
-                m.attr(CTA_PROTO_DST_PORT, &t.dst_port.to_be_bytes());
-            });
+            m.tuple(&t);
         });
     }
     m.attr(CTA_TIMEOUT, &timeout.to_be_bytes());
@@ -270,15 +267,7 @@ pub fn listed(e: &Entry, seq: u32) -> Vec<u8> {
     let mut m = Msg::new(IPCTNL_MSG_CT_NEW, 0, seq);
     for (kind, t) in [(CTA_TUPLE_ORIG, e.orig), (CTA_TUPLE_REPLY, e.reply)] {
         m.nest(kind, |m| {
-            m.nest(CTA_TUPLE_IP, |m| {
-                m.attr(CTA_IP_V4_SRC, &t.src.octets());
-                m.attr(CTA_IP_V4_DST, &t.dst.octets());
-            });
-            m.nest(CTA_TUPLE_PROTO, |m| {
-                m.attr(CTA_PROTO_NUM, &[t.proto]);
-                m.attr(CTA_PROTO_SRC_PORT, &t.src_port.to_be_bytes());
-                m.attr(CTA_PROTO_DST_PORT, &t.dst_port.to_be_bytes());
-            });
+            m.tuple(&t);
         });
     }
     // Attributes felix does not read come between.
