@@ -9,7 +9,9 @@
 //!   that learned it over BGP: `services_bgp.rs`.)
 //! - externalTrafficPolicy Local: through the node with the endpoint the
 //!   server sees the host's own address, by NodePort and by LB IP; through
-//!   a node without one the connection times out (dropped, not refused).
+//!   a node without one the connection times out (dropped, not refused);
+//!   from a pod on that node, and from the node itself, it is served by
+//!   the cluster-wide endpoint (the policy governs external clients only).
 
 mod services_common;
 
@@ -170,5 +172,22 @@ spec:
         Outcome::TimedOut,
         "Local LB IP via node-2 (no endpoint) must drop"
     );
+
+    // The traffic policy governs external clients only (issue 24, point
+    // 4): a pod on node-2, which has no endpoint of `loc`, reaches its LB
+    // IP and node-2's own NodePort, and so does node-2 itself; each gets
+    // the cluster-wide endpoint as kube-proxy short-circuits them.
+    let pod_on_2 = pod_netns(&lab, "default/e-2");
+    let node_2 = st.nodes[1].netns.clone();
+    for (from, who) in [(&pod_on_2, "pod e-2 on node-2"), (&node_2, "node-2 itself")] {
+        for (to, port, what) in [(loc, 80, "LB IP"), (node_addr[1], np_loc, "NodePort")] {
+            let (o, took) = ask(from, to, port, Proto::Tcp, T);
+            assert_eq!(
+                o.server(),
+                Some("l-1"),
+                "{who} → Local {what} {to}:{port}: {o:?} after {took:?}"
+            );
+        }
+    }
     eprintln!("all done in {:?}", t0.elapsed());
 }

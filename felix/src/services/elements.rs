@@ -102,6 +102,8 @@ pub fn all(t: &SvcNft) -> Vec<ElementOp> {
         slots("np_port", &t.np_slots, node_port, port),
         pickers("frontends", &t.frontends, frontend),
         pickers("node_ports", &t.node_ports, node_port),
+        pickers("frontends_in", &t.frontends_in, frontend),
+        pickers("node_ports_in", &t.node_ports_in, node_port),
         set("reject_fe", &t.reject_fe, frontend),
         set("drop_fe", &t.drop_fe, frontend),
         set("reject_np", &t.reject_np, node_port),

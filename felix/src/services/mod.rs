@@ -13,6 +13,10 @@
 //!   to this node's endpoints only, keeping the client's address, and
 //!   traffic for them is dropped on a node without one.
 //!   `internalTrafficPolicy: Local` does the same for the ClusterIP.
+//!   The policy governs external clients only: this node's pods and the
+//!   node itself reaching an external frontend or a NodePort of such a
+//!   Service go to the cluster-wide endpoints, as kube-proxy short-circuits
+//!   them, so a pod reaches a `Local` LoadBalancer IP from any node.
 //! - A frontend with no endpoints at all is refused at once (TCP reset,
 //!   ICMP port unreachable).
 //! - A LoadBalancer with `externalTrafficPolicy: Local` and a
@@ -89,6 +93,13 @@ pub struct ServiceTable {
     pub frontends: BTreeMap<(Ipv4Addr, u8, u16), Dispatch>,
     /// (protocol, node port) → dispatch, on the node's own addresses.
     pub node_ports: BTreeMap<(u8, u16), Dispatch>,
+    /// For clients inside the cluster (this node's pods, the node
+    /// itself): the external frontends and node ports of Services with
+    /// `externalTrafficPolicy: Local`, to the cluster-wide endpoints.
+    /// Only frontends with endpoints are here; the others are refused as
+    /// for any client.
+    pub frontends_in: BTreeMap<(Ipv4Addr, u8, u16), Dispatch>,
+    pub node_ports_in: BTreeMap<(u8, u16), Dispatch>,
     /// Addresses of this node's pods: a pod reaching itself through a
     /// Service is masqueraded (hairpin).
     pub local_pods: BTreeSet<Ipv4Addr>,
@@ -414,6 +425,20 @@ pub fn desired_for(
         }
         if let Some(np) = port.node_port {
             t.node_ports.insert((port.protocol, np), external.clone());
+        }
+        if !svc.external_local {
+            continue;
+        }
+        let inside = dispatch(&eps, false, svc.affinity);
+        if !matches!(inside, Dispatch::Backends { .. }) {
+            continue;
+        }
+        for ip in &svc.external {
+            t.frontends_in
+                .insert((*ip, port.protocol, port.port), inside.clone());
+        }
+        if let Some(np) = port.node_port {
+            t.node_ports_in.insert((port.protocol, np), inside.clone());
         }
     }
 }

@@ -12,10 +12,14 @@
 //!
 //! ```text
 //! chain prerouting { type nat hook prerouting priority dstnat
+//!   iifname "tar*" iifname != "tartan*"            # from this node's pods
+//!     meta mark set ip daddr . meta l4proto . th dport map @frontends_in meta mark vmap @fe_pickers
 //!   meta mark set ip daddr . meta l4proto . th dport map @frontends meta mark vmap @fe_pickers
+//!   iifname "tar*" iifname != "tartan*" fib daddr type local ip daddr != 127.0.0.0/8
+//!     meta mark set meta l4proto . th dport map @node_ports_in meta mark vmap @np_pickers
 //!   fib daddr type local ip daddr != 127.0.0.0/8
 //!     meta mark set meta l4proto . th dport map @node_ports meta mark vmap @np_pickers }
-//! chain output      { the same, for the node's own connections }
+//! chain output      { the same, for the node's own connections (all inside) }
 //! chain fe_2        { meta mark set numgen random mod 2; goto fe_dnat }
 //! chain fe_dnat     { dnat ip to <fe_addr[daddr.proto.dport.mark]> : <fe_port[…]> }
 //! chain postrouting { type nat hook postrouting priority srcnat
@@ -35,6 +39,12 @@
 //!
 //! The slot is carried in the packet mark (only in the NAT chains, on a
 //! connection's first packet).
+//!
+//! `externalTrafficPolicy: Local` governs external clients only: the maps
+//! `frontends_in` and `node_ports_in` send this node's pods and the node
+//! itself to the cluster-wide endpoints of such a Service (kube-proxy's
+//! short-circuit). Their picking chains (`fe_3_in`) pick slots from
+//! [`INSIDE_SLOTS`] up, so both endpoint lists share the slot maps.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +75,10 @@ pub const TABLE: &str = "tartan-svc";
 type Frontend = (Ipv4Addr, u8, u16);
 type NodePort = (u8, u16);
 
+/// Where the slots of inside pickers start ([`Picker::inside`]): above
+/// any endpoint count, below the picker id's flag bits.
+pub const INSIDE_SLOTS: u32 = 1 << 24;
+
 /// Which map family a chain serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
@@ -79,6 +93,9 @@ pub struct Picker {
     pub kind: Kind,
     pub count: u32,
     pub affinity: Option<u32>,
+    /// For clients inside the cluster of an external frontend with
+    /// `externalTrafficPolicy: Local`: picks slots from [`INSIDE_SLOTS`].
+    pub inside: bool,
 }
 
 /// Endpoints a Service with session affinity can have in its picker id.
@@ -88,16 +105,22 @@ impl Picker {
     /// The number `frontends` and `node_ports` map a frontend to, and the
     /// `fe_pickers`/`np_pickers` key of this chain: the count, or with
     /// affinity bit 31, the timeout (at most a day: 17 bits) from bit 13
-    /// and the count (below 8,192) under it.
+    /// and the count (below 8,192) under it; bit 30 for an inside picker.
     pub fn id(&self) -> u32 {
-        match self.affinity {
-            None => self.count,
+        let id = match self.affinity {
+            None => self.count & (INSIDE_SLOTS - 1),
             Some(t) => {
                 0x8000_0000
                     | (t.min(super::MAX_AFFINITY_SECONDS) << 13)
                     | (self.count & MAX_AFFINITY_ENDPOINTS as u32)
             }
-        }
+        };
+        if self.inside { id | 0x4000_0000 } else { id }
+    }
+
+    /// The first slot this chain picks.
+    pub fn first_slot(&self) -> u32 {
+        if self.inside { INSIDE_SLOTS } else { 0 }
     }
 
     pub fn chain(&self) -> String {
@@ -105,9 +128,10 @@ impl Picker {
             Kind::Frontend => "fe",
             Kind::NodePort => "np",
         };
+        let inside = if self.inside { "_in" } else { "" };
         match self.affinity {
-            None => format!("{k}_{}", self.count),
-            Some(t) => format!("{k}_{}_a{t}", self.count),
+            None => format!("{k}_{}{inside}", self.count),
+            Some(t) => format!("{k}_{}_a{t}{inside}", self.count),
         }
     }
 }
@@ -128,6 +152,7 @@ pub fn written_pickers(used: &BTreeSet<Picker>) -> BTreeSet<Picker> {
                 kind,
                 count,
                 affinity: None,
+                inside: false,
             });
         }
     }
@@ -150,6 +175,10 @@ pub struct SvcNft {
     /// Frontend → its picking chain (written as the chain's id).
     pub frontends: BTreeMap<Frontend, Picker>,
     pub node_ports: BTreeMap<NodePort, Picker>,
+    /// Inside clients' pickers of `Local` external frontends (their slots
+    /// from [`INSIDE_SLOTS`] in `fe_slots` / `np_slots`).
+    pub frontends_in: BTreeMap<Frontend, Picker>,
+    pub node_ports_in: BTreeMap<NodePort, Picker>,
     pub fe_slots: BTreeMap<(Frontend, u32), Backend>,
     pub np_slots: BTreeMap<(NodePort, u32), Backend>,
     pub reject_fe: BTreeSet<Frontend>,
@@ -182,11 +211,31 @@ impl SvcNft {
                 }
                 Dispatch::Backends { backends, affinity } => {
                     let backends = capped(backends, *affinity);
-                    let p = n.picker(Kind::Frontend, backends.len(), *affinity);
+                    let p = n.picker(Kind::Frontend, backends.len(), *affinity, false);
                     n.frontends.insert(*fe, p);
                     for (i, b) in backends.iter().enumerate() {
                         n.fe_slots.insert((*fe, i as u32), *b);
                     }
+                }
+            }
+        }
+        for (fe, d) in &t.frontends_in {
+            if let Dispatch::Backends { backends, affinity } = d {
+                let backends = capped(backends, *affinity);
+                let p = n.picker(Kind::Frontend, backends.len(), *affinity, true);
+                n.frontends_in.insert(*fe, p);
+                for (i, b) in backends.iter().enumerate() {
+                    n.fe_slots.insert((*fe, INSIDE_SLOTS + i as u32), *b);
+                }
+            }
+        }
+        for (np, d) in &t.node_ports_in {
+            if let Dispatch::Backends { backends, affinity } = d {
+                let backends = capped(backends, *affinity);
+                let p = n.picker(Kind::NodePort, backends.len(), *affinity, true);
+                n.node_ports_in.insert(*np, p);
+                for (i, b) in backends.iter().enumerate() {
+                    n.np_slots.insert((*np, INSIDE_SLOTS + i as u32), *b);
                 }
             }
         }
@@ -204,7 +253,7 @@ impl SvcNft {
                 }
                 Dispatch::Backends { backends, affinity } => {
                     let backends = capped(backends, *affinity);
-                    let p = n.picker(Kind::NodePort, backends.len(), *affinity);
+                    let p = n.picker(Kind::NodePort, backends.len(), *affinity, false);
                     n.node_ports.insert(*np, p);
                     for (i, b) in backends.iter().enumerate() {
                         n.np_slots.insert((*np, i as u32), *b);
@@ -226,6 +275,8 @@ impl SvcNft {
         }
         out(&mut self.frontends, &part.frontends);
         out(&mut self.node_ports, &part.node_ports);
+        out(&mut self.frontends_in, &part.frontends_in);
+        out(&mut self.node_ports_in, &part.node_ports_in);
         out(&mut self.fe_slots, &part.fe_slots);
         out(&mut self.np_slots, &part.np_slots);
         for (set, p) in [
@@ -248,6 +299,8 @@ impl SvcNft {
     pub fn add(&mut self, part: &SvcNft) {
         self.frontends.extend(part.frontends.clone());
         self.node_ports.extend(part.node_ports.clone());
+        self.frontends_in.extend(part.frontends_in.clone());
+        self.node_ports_in.extend(part.node_ports_in.clone());
         self.fe_slots.extend(part.fe_slots.clone());
         self.np_slots.extend(part.np_slots.clone());
         self.reject_fe.extend(part.reject_fe.iter().copied());
@@ -258,11 +311,12 @@ impl SvcNft {
         self.lb_allowed.extend(part.lb_allowed.iter().copied());
     }
 
-    fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>) -> Picker {
+    fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>, inside: bool) -> Picker {
         let p = Picker {
             kind,
             count: count as u32,
             affinity,
+            inside,
         };
         if affinity.is_some() {
             self.affinity_slots = self.affinity_slots.max(p.count);
@@ -424,6 +478,18 @@ fn element_changes(
     let (g, c) = changed(&old.node_ports, &new.node_ports);
     out.push((
         "node_ports",
+        map_elems(g, np_elem, id),
+        map_elems(c, np_elem, id),
+    ));
+    let (g, c) = changed(&old.frontends_in, &new.frontends_in);
+    out.push((
+        "frontends_in",
+        map_elems(g, fe_elem, id),
+        map_elems(c, fe_elem, id),
+    ));
+    let (g, c) = changed(&old.node_ports_in, &new.node_ports_in);
+    out.push((
+        "node_ports_in",
         map_elems(g, np_elem, id),
         map_elems(c, np_elem, id),
     ));
@@ -603,6 +669,8 @@ fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
     vec![
         ("frontends", FE, Some(Some(SetType::Mark))),
         ("node_ports", NP, Some(Some(SetType::Mark))),
+        ("frontends_in", FE, Some(Some(SetType::Mark))),
+        ("node_ports_in", NP, Some(Some(SetType::Mark))),
         ("fe_pickers", &[SetType::Mark], Some(None)),
         ("np_pickers", &[SetType::Mark], Some(None)),
         ("fe_addr", FE_SLOT, Some(Some(SetType::Ipv4Addr))),
@@ -701,10 +769,11 @@ fn dnat_chain(kind: Kind) -> &'static str {
 }
 
 fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
+    let first = p.first_slot();
     let random = set_mark(Expression::Named(NamedExpression::Numgen(Numgen {
         mode: NgMode::Random,
         ng_mod: p.count.max(1),
-        offset: None,
+        offset: (first > 0).then_some(first),
     })));
     let dnat = goto(dnat_chain(p.kind));
     let Some(t) = p.affinity else {
@@ -714,7 +783,7 @@ fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
     for i in 0..p.count {
         out.push(vec![
             is(client_key(), s(format!("@aff_{i}")), Operator::EQ),
-            set_mark(n(i)),
+            set_mark(n(first + i)),
             remember(i, t),
             dnat.clone(),
         ]);
@@ -722,7 +791,7 @@ fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
     out.push(vec![random]);
     for i in 0..p.count {
         out.push(vec![
-            is(meta(MetaKey::Mark), n(i), Operator::EQ),
+            is(meta(MetaKey::Mark), n(first + i), Operator::EQ),
             remember(i, t),
         ]);
     }
@@ -802,10 +871,31 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
             }),
         ]
     };
-    let dispatch = || {
+    // Pods' interfaces start with "tar", and so do Tartan's own devices
+    // (tartan.vxlan), which are not pods.
+    let pods = || s("tar*");
+    let devices = || s("tartan*");
+    // This node's pods; in `output` every client is inside.
+    let from_pod = || {
+        vec![
+            is(meta(MetaKey::Iifname), pods(), Operator::EQ),
+            is(meta(MetaKey::Iifname), devices(), Operator::NEQ),
+        ]
+    };
+    let dispatch = |inside: Vec<Statement<'static>>| {
+        let mut fe_in = inside.clone();
+        fe_in.extend(pick(frontend_key(), "frontends_in", "fe_pickers"));
+        let mut np_in = inside;
+        np_in.extend(local_destination());
+        np_in.extend(pick(node_port_key(), "node_ports_in", "np_pickers"));
         let mut np = local_destination();
         np.extend(pick(node_port_key(), "node_ports", "np_pickers"));
-        vec![pick(frontend_key(), "frontends", "fe_pickers"), np]
+        vec![
+            fe_in,
+            pick(frontend_key(), "frontends", "fe_pickers"),
+            np_in,
+            np,
+        ]
     };
     let dnat_status = || {
         is(
@@ -818,8 +908,6 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
             Operator::IN,
         )
     };
-    let pods = || s("tar*");
-    let devices = || s("tartan*");
     let filter = |name: &str, hook| {
         let mut rules = Vec::new();
         rules.extend(reject_rules("reject_fe", frontend_key(), false));
@@ -833,11 +921,11 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     vec![
         (
             base("prerouting", NfChainType::NAT, NfHook::Prerouting, -100),
-            dispatch(),
+            dispatch(from_pod()),
         ),
         (
             base("output", NfChainType::NAT, NfHook::Output, -100),
-            dispatch(),
+            dispatch(vec![]),
         ),
         (
             base("postrouting", NfChainType::NAT, NfHook::Postrouting, 100),
@@ -855,8 +943,7 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
             ],
         ),
         // From outside and on to another node: masquerade, so the reply
-        // comes back this way. Pods' interfaces start with "tar", and so
-        // do Tartan's own devices (tartan.vxlan), which are not pods.
+        // comes back this way.
         (
             chain("masq_external"),
             vec![
@@ -1069,6 +1156,8 @@ pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
     for (name, count) in [
         ("frontends", t.frontends.len()),
         ("node_ports", t.node_ports.len()),
+        ("frontends_in", t.frontends_in.len()),
+        ("node_ports_in", t.node_ports_in.len()),
         ("fe_addr", t.fe_slots.len()),
         ("fe_port", t.fe_slots.len()),
         ("np_addr", t.np_slots.len()),

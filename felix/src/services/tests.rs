@@ -121,6 +121,70 @@ fn local_traffic_policies_keep_to_this_node_or_drop() {
 }
 
 #[test]
+fn inside_clients_of_a_local_external_frontend_reach_every_endpoint() {
+    // A LoadBalancer with `externalTrafficPolicy: Local`, one endpoint on
+    // n2 and a terminating one on n1: external clients of n1 get n1's
+    // terminating endpoint; n1's pods and n1 itself get the cluster-wide
+    // choice (the ready endpoint on n2), as kube-proxy short-circuits them.
+    let lb = "192.0.2.10";
+    let svc = service(
+        web(
+            json!({"externalTrafficPolicy": "Local", "type": "LoadBalancer",
+                   "externalIPs": ["198.51.100.4"]}),
+        ),
+        json!({"loadBalancer": {"ingress": [{"ip": lb}]}}),
+    );
+    let eps = json!([
+        ep("10.244.1.5", "n2", true, false),
+        ep("10.244.0.9", "n1", false, true)
+    ]);
+    let t = table(svc.clone(), Some(slice(eps)));
+    let fe = (lb.parse().unwrap(), TCP, 80);
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.0.9:8080"]);
+    assert_eq!(backends(&t.frontends_in[&fe]), ["10.244.1.5:8080"]);
+    let ext = ("198.51.100.4".parse().unwrap(), TCP, 80);
+    assert_eq!(backends(&t.frontends_in[&ext]), ["10.244.1.5:8080"]);
+    assert_eq!(
+        backends(&t.node_ports_in[&(TCP, 30080)]),
+        ["10.244.1.5:8080"]
+    );
+    // The ClusterIP is not an external frontend.
+    assert!(
+        !t.frontends_in
+            .contains_key(&(CIP.parse().unwrap(), TCP, 80))
+    );
+
+    // In the table: the inside picker's slots start at INSIDE_SLOTS in
+    // the shared slot maps, and its chain is its own.
+    let nft = SvcNft::from_table(&t);
+    let p = nft.frontends_in[&fe];
+    assert!(p.inside);
+    assert_eq!(p.chain(), "fe_1_in");
+    assert_ne!(p.id(), nft.frontends[&fe].id());
+    let slot = nft.fe_slots[&(fe, render::INSIDE_SLOTS)];
+    assert_eq!(slot.addr.to_string(), "10.244.1.5");
+    assert_eq!(nft.fe_slots[&(fe, 0)].addr.to_string(), "10.244.0.9");
+    let doc = full(&nft).to_string();
+    assert!(doc.contains(r#""name":"frontends_in""#), "{doc}");
+    assert!(doc.contains(r#""offset":16777216"#), "{doc}");
+
+    // No endpoint at all: refused for every client, nothing inside.
+    let t = table(svc.clone(), None);
+    assert!(t.frontends_in.is_empty() && t.node_ports_in.is_empty());
+    assert_eq!(t.frontends[&fe], Dispatch::Reject);
+    // `Cluster` policy: one path for every client.
+    let svc = service(
+        web(json!({"type": "LoadBalancer"})),
+        json!({"loadBalancer": {"ingress": [{"ip": lb}]}}),
+    );
+    let t = table(
+        svc,
+        Some(slice(json!([ep("10.244.1.5", "n2", true, false)]))),
+    );
+    assert!(t.frontends_in.is_empty() && t.node_ports_in.is_empty());
+}
+
+#[test]
 fn local_policies_fall_back_to_this_nodes_terminating_endpoints() {
     // n1's only endpoint is terminating while n2 has a ready one: cluster
     // traffic goes to the ready one, local traffic on n1 to its own
@@ -376,14 +440,17 @@ fn picker_ids_are_distinct_per_chain() {
                 Some(10_800),
                 Some(MAX_AFFINITY_SECONDS),
             ] {
-                let p = Picker {
-                    kind,
-                    count,
-                    affinity,
-                };
-                // One id per chain of a kind (the two kinds have their own maps).
-                if let Some(other) = seen.insert((kind, p.id()), p.chain()) {
-                    panic!("{} and {other} share id {:#x}", p.chain(), p.id());
+                for inside in [false, true] {
+                    let p = Picker {
+                        kind,
+                        count,
+                        affinity,
+                        inside,
+                    };
+                    // One id per chain of a kind (the two kinds have their own maps).
+                    if let Some(other) = seen.insert((kind, p.id()), p.chain()) {
+                        panic!("{} and {other} share id {:#x}", p.chain(), p.id());
+                    }
                 }
             }
         }
