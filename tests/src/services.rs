@@ -1,6 +1,5 @@
 //! What the Service tests share: a lab driven through `tartan-lab`, files
 //! applied with `ctl apply`, name servers in pods, tallies of who answered.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -16,10 +15,9 @@ pub const HTTP: u16 = 8080;
 /// The UDP port every server pod listens on.
 pub const DNS: u16 = 8053;
 
+#[track_caller]
 pub fn up(prefix: &str, nodes: usize) -> LabCli {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), prefix);
-    lab.ok(&["up", "--nodes", &nodes.to_string()]);
-    lab
+    crate::lab_up(prefix, &["--nodes", &nodes.to_string()]).0
 }
 
 pub fn lab_state(lab: &LabCli) -> LabState {
@@ -80,6 +78,16 @@ pub fn server_pod(lab: &LabCli, name: &str, node: &str, labels: &str) -> NameSer
         "http=8080/TCP,dns=8053/UDP",
     ]);
     NameServers::start(&pod_netns(lab, &p), name, &[HTTP], &[DNS]).unwrap()
+}
+
+/// The external-traffic tests' servers: `e-1` on node-1 and `e-2` on
+/// node-2 labelled `app=ext`, `l-1` on node-1 labelled `app=loc`.
+pub fn ext_and_local_servers(lab: &LabCli) -> [NameServers; 3] {
+    [
+        server_pod(lab, "e-1", "node-1", "app=ext"),
+        server_pod(lab, "e-2", "node-2", "app=ext"),
+        server_pod(lab, "l-1", "node-1", "app=loc"),
+    ]
 }
 
 /// How many answers each server gave; failures under `!<outcome>`.

@@ -1,31 +1,25 @@
 //! Two BIRDs peer over a veth pair (run as root).
 use anyhow::Result;
 use std::net::Ipv4Addr;
-use std::time::Duration;
 use tartan_lab::netns::{Netns, veth};
 use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route};
 use tartan_lab::{Family, Pair, ping, wait_kernel_route};
 
-const T: Duration = Duration::from_secs(30);
+use tartan_tests::peering::{self, PEER_WAIT as T};
 
 #[test]
 fn bird_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::new("bi4")?;
     assert!(ping(&p.b, p.a_v4().into(), 1), "veth must carry traffic");
-    let a = Bird::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65000)
-            .neighbor(Neighbor::new(p.b_v4().into(), 65000))
-            .route(
-                Route::new("192.0.2.0/24")
-                    .community(65000, 7)
-                    .large_community(65000, 1, 2),
-            ),
-    )?;
-    let b = Bird::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(p.a_v4().into(), 65000)),
-    )?;
+    let (a, b) = peering::ibgp_v4(
+        &p,
+        Route::new("192.0.2.0/24")
+            .community(65000, 7)
+            .large_community(65000, 1, 2),
+    );
+    let a = Bird::start(&p.a, a)?;
+    let b = Bird::start(&p.b, b)?;
     a.wait_established(T)?;
     b.wait_established(T)?;
     let r = b.wait_route("192.0.2.0/24", T)?;
@@ -41,17 +35,11 @@ fn bird_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
 
 #[test]
 fn bird_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("be6", 6)?;
-    let _a = Bird::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65001)
-            .neighbor(Neighbor::new(p.b_v6().into(), 65002))
-            .route(Route::new("2001:db8:1::/48")),
-    )?;
-    let b = Bird::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65002).neighbor(Neighbor::new(p.a_v6().into(), 65001)),
-    )?;
+    let (a, b) = peering::ebgp_v6(&p, "2001:db8:1::/48");
+    let _a = Bird::start(&p.a, a)?;
+    let b = Bird::start(&p.b, b)?;
     b.wait_established(T)?;
     let r = b.wait_route("2001:db8:1::/48", T)?;
     assert_eq!(r.as_path(), vec![65001]);
@@ -70,6 +58,7 @@ fn bird_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
 
 #[test]
 fn bird_route_reflector_sets_originator_and_cluster_list() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     // c1 — rr — c2, all AS 65000; c2 reaches c1's subnet through rr.
     let rr = Netns::new("brr")?;
     let c1 = Netns::new("bc1")?;

@@ -41,6 +41,7 @@ fn everything() -> BgpConfig {
 
 #[test]
 fn bird_accepts_every_option() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let text = Bird::check_config(&everything())?;
     assert!(text.contains("rr cluster id 1.1.1.1"), "{text}");
     Ok(())
@@ -48,6 +49,7 @@ fn bird_accepts_every_option() -> Result<()> {
 
 #[test]
 fn frr_accepts_every_option() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let text = Frr::check_config(&everything())?;
     assert!(
         text.contains("neighbor 10.0.0.2 route-reflector-client"),
@@ -58,6 +60,7 @@ fn frr_accepts_every_option() -> Result<()> {
 
 #[test]
 fn gobgp_accepts_every_option() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let text = Gobgp::check_config(&everything())?;
     assert!(text.contains("route-reflector-client = true"), "{text}");
     Ok(())
@@ -65,6 +68,7 @@ fn gobgp_accepts_every_option() -> Result<()> {
 
 #[test]
 fn exabgp_accepts_every_option() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let text = ExaBgp::check_config(&everything())?;
     assert!(text.contains("md5-password"), "{text}");
     Ok(())
@@ -72,6 +76,7 @@ fn exabgp_accepts_every_option() -> Result<()> {
 
 #[test]
 fn checkers_reject_bad_configurations() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let bad = |extra: &str| everything().extra(extra);
     assert!(Bird::check_config(&bad("protocol bgp x { bogus; }")).is_err());
     assert!(Frr::check_config(&bad("router bgp 65000\n neighbor 10.0.0.2 bogus-option")).is_err());

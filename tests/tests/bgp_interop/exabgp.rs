@@ -2,15 +2,15 @@
 //! (run as root).
 use anyhow::Result;
 use std::net::IpAddr;
-use std::time::Duration;
 use tartan_lab::netns::wait_for;
 use tartan_lab::peers::{BgpConfig, Bird, ExaBgp, Neighbor, Route};
 use tartan_lab::{Family, Pair};
 
-const T: Duration = Duration::from_secs(30);
+use tartan_tests::peering::PEER_WAIT as T;
 
 #[test]
 fn exabgp_unknown_transitive_attribute_reaches_bird() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("ex", 9)?;
     let a_v4 = IpAddr::from(p.a_v4());
     let bird = Bird::start(

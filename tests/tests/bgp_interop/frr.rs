@@ -1,25 +1,18 @@
 //! Two FRRs (zebra + bgpd each) peer over a veth pair (run as root).
 use anyhow::Result;
 use std::net::IpAddr;
-use std::time::Duration;
-use tartan_lab::peers::{BgpConfig, Frr, Neighbor, Route};
+use tartan_lab::peers::{Frr, Route};
 use tartan_lab::{Family, Pair, wait_kernel_route};
 
-const T: Duration = Duration::from_secs(30);
+use tartan_tests::peering::{self, PEER_WAIT as T};
 
 #[test]
 fn frr_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("fi4", 4)?;
-    let a = Frr::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65000)
-            .neighbor(Neighbor::new(p.b_v4().into(), 65000))
-            .route(Route::new("192.0.2.0/24").community(65000, 7)),
-    )?;
-    let b = Frr::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(p.a_v4().into(), 65000)),
-    )?;
+    let (a, b) = peering::ibgp_v4(&p, Route::new("192.0.2.0/24").community(65000, 7));
+    let a = Frr::start(&p.a, a)?;
+    let b = Frr::start(&p.b, b)?;
     a.wait_established(T)?;
     b.wait_established(T)?;
     let r = b.wait_best_route("192.0.2.0/24", T)?;
@@ -41,17 +34,11 @@ fn frr_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
 
 #[test]
 fn frr_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("fe6", 5)?;
-    let _a = Frr::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65001)
-            .neighbor(Neighbor::new(p.b_v6().into(), 65002))
-            .route(Route::new("2001:db8:2::/48")),
-    )?;
-    let b = Frr::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65002).neighbor(Neighbor::new(p.a_v6().into(), 65001)),
-    )?;
+    let (a, b) = peering::ebgp_v6(&p, "2001:db8:2::/48");
+    let _a = Frr::start(&p.a, a)?;
+    let b = Frr::start(&p.b, b)?;
     b.wait_established(T)?;
     let r = b.wait_best_route("2001:db8:2::/48", T)?;
     assert_eq!(r.as_path, vec![65001]);

@@ -2,25 +2,18 @@
 //! kernel routes, so the checks are on its RIB.
 use anyhow::Result;
 use std::net::IpAddr;
-use std::time::Duration;
 use tartan_lab::Pair;
-use tartan_lab::peers::{BgpConfig, Gobgp, Neighbor, Route};
+use tartan_lab::peers::{Gobgp, Route};
 
-const T: Duration = Duration::from_secs(30);
+use tartan_tests::peering::{self, PEER_WAIT as T};
 
 #[test]
 fn gobgp_ibgp_ipv4_route_reaches_peer() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("gi4", 7)?;
-    let a = Gobgp::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65000)
-            .neighbor(Neighbor::new(p.b_v4().into(), 65000))
-            .route(Route::new("192.0.2.0/24").community(65000, 7)),
-    )?;
-    let b = Gobgp::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(p.a_v4().into(), 65000)),
-    )?;
+    let (a, b) = peering::ibgp_v4(&p, Route::new("192.0.2.0/24").community(65000, 7));
+    let a = Gobgp::start(&p.a, a)?;
+    let b = Gobgp::start(&p.b, b)?;
     a.wait_established(T)?;
     b.wait_established(T)?;
     let r = b.wait_route("192.0.2.0/24", T)?;
@@ -45,17 +38,11 @@ fn gobgp_ibgp_ipv4_route_reaches_peer() -> Result<()> {
 
 #[test]
 fn gobgp_ebgp_ipv6_route_reaches_peer() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("ge6", 8)?;
-    let _a = Gobgp::start(
-        &p.a,
-        BgpConfig::new(p.a_v4(), 65001)
-            .neighbor(Neighbor::new(p.b_v6().into(), 65002))
-            .route(Route::new("2001:db8:3::/48")),
-    )?;
-    let b = Gobgp::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65002).neighbor(Neighbor::new(p.a_v6().into(), 65001)),
-    )?;
+    let (a, b) = peering::ebgp_v6(&p, "2001:db8:3::/48");
+    let _a = Gobgp::start(&p.a, a)?;
+    let b = Gobgp::start(&p.b, b)?;
     b.wait_established(T)?;
     let r = b.wait_route("2001:db8:3::/48", T)?;
     assert_eq!(r.as_path, vec![65001]);

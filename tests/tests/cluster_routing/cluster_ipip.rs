@@ -7,8 +7,6 @@
 use std::process::Command;
 use std::time::Duration;
 
-use tartan_lab::cluster::client::LabCli;
-
 /// Whether this kernel makes an IPIP device (tried in a scratch namespace).
 fn kernel_has_ipip() -> bool {
     let ns = format!("tipprobe{}", std::process::id());
@@ -56,17 +54,19 @@ fn metric(netns: &str, name: &str) -> Option<i64> {
 
 #[test]
 fn ipip_pools_tunnel_where_the_kernel_can_and_say_so_where_it_cannot() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let has = kernel_has_ipip();
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "ipi");
-    let out = lab.ok(&[
-        "up",
-        "--nodes",
-        "3",
-        "--topology",
-        "two-subnets",
-        "--ipip-mode",
-        "CrossSubnet",
-    ]);
+    let (lab, out) = tartan_tests::lab_up(
+        "ipi",
+        &[
+            "--nodes",
+            "3",
+            "--topology",
+            "two-subnets",
+            "--ipip-mode",
+            "CrossSubnet",
+        ],
+    );
     assert!(out.contains("ipipMode CrossSubnet"), "{out}");
     let pods = ["default/p1", "default/p2", "default/p3"];
     for (i, p) in pods.iter().enumerate() {

@@ -11,26 +11,17 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::IpPool;
 use tartan_api::store::typed::TypedStore;
-use tartan_lab::TempDir;
-use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::wait_for;
 use tartan_lab::wire::WireCounters;
 
 #[test]
 fn three_node_mesh_routes_pods_across_nodes() {
-    let lab = CniLab::new(3).unwrap();
-    lab.add_pool("default", "10.87.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(3, "10.87.0.0/16");
     for i in 0..3 {
         lab.add_node_object(i).unwrap();
     }
-    let dir = TempDir::new("mesh").unwrap();
-    let daemons: Vec<_> = (0..3)
-        .map(|i| lab.start_node_daemons(i, &dir).unwrap())
-        .collect();
-    // A pod on each node.
-    let pods: Vec<_> = (0..3)
-        .map(|i| lab.add_pod_on(i, &format!("p{i}")).unwrap())
-        .collect();
+    let (_dir, daemons, pods) = tartan_tests::daemons_and_a_pod_each(&lab, 3, "mesh");
     // Each node learns the other two blocks over BGP, via the owning node.
     let blocks: Vec<String> = (0..3).map(|i| format!("10.87.0.{}/26", i * 64)).collect();
     for (i, (bgpd, felix)) in daemons.iter().enumerate() {

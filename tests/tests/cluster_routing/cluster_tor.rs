@@ -43,8 +43,7 @@ struct TorLab {
 impl TorLab {
     fn start(mode: NextHopMode) -> TorLab {
         // node-1 and node-2 are cluster nodes; the third namespace is the ToR.
-        let lab = CniLab::new(3).unwrap();
-        lab.add_pool("default", "10.88.0.0/16", None).unwrap();
+        let lab = tartan_tests::cni_lab(3, "10.88.0.0/16");
         let tor = lab.underlay.node(2);
         let tor_ip = tor.address;
         for i in 0..2 {
@@ -108,13 +107,7 @@ impl TorLab {
         }
         let bird = Bird::start(&tor.netns, cfg).unwrap();
 
-        let dir = TempDir::new("tor").unwrap();
-        let daemons: Vec<_> = (0..2)
-            .map(|i| lab.start_node_daemons(i, &dir).unwrap())
-            .collect();
-        let pods: Vec<_> = (0..2)
-            .map(|i| lab.add_pod_on(i, &format!("p{i}")).unwrap())
-            .collect();
+        let (dir, daemons, pods) = tartan_tests::daemons_and_a_pod_each(&lab, 2, "tor");
         bird.wait_established(Duration::from_secs(30)).unwrap();
         TorLab {
             pods,
@@ -194,6 +187,7 @@ fn failed_flows(n: u16, mut f: impl FnMut(u16) -> bool) -> Vec<u16> {
 
 #[test]
 fn a_tor_router_learns_each_block_from_its_owner_and_its_hosts_reach_pods() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t = TorLab::start(NextHopMode::Auto);
     // Both nodes announce both blocks, and every path names the block's
     // owner as next hop: the other node passes it on as a third-party next
@@ -284,6 +278,7 @@ fn a_tor_router_learns_each_block_from_its_owner_and_its_hosts_reach_pods() {
 
 #[test]
 fn with_next_hop_self_and_ecmp_at_the_tor_pod_flows_survive_either_path() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t = TorLab::start(NextHopMode::SelfAddress);
     // Each block has two paths, each through the node that sent it, and
     // the ToR installs both.
@@ -357,6 +352,7 @@ fn with_next_hop_self_and_ecmp_at_the_tor_pod_flows_survive_either_path() {
 
 #[test]
 fn a_bgp_filter_shapes_what_the_tor_learns_and_an_edit_applies_without_a_reset() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     use tartan_api::resources::{BgpFilter, BgpFilterSpec};
     let t = TorLab::start(NextHopMode::Auto);
     let (b0, b1) = (t.block(0), t.block(1));

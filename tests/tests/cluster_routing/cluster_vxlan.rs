@@ -61,8 +61,8 @@ fn set_mode(datastore: &str, mode: EncapMode) {
 
 #[test]
 fn cross_subnet_vxlan_always_never_and_drift_repair() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "vxl");
-    let out = lab.ok(&["up", "--nodes", "3", "--topology", "two-subnets"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, out) = tartan_tests::lab_up("vxl", &["--nodes", "3", "--topology", "two-subnets"]);
     assert!(out.contains("vxlanMode CrossSubnet"), "{out}");
     let state: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(format!("/run/tartan-lab/{}/state.json", lab.name)).unwrap(),

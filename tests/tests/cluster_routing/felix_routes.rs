@@ -10,6 +10,7 @@ use tartan_lab::Daemon;
 use tartan_lab::cni::tartan_bin_dir;
 use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::{Netns, wait_for};
+use tartan_tests::felix_http_get;
 
 fn routes(ns: &Netns) -> String {
     ns.ip(&["route", "show", "proto", "202"]).unwrap()
@@ -20,28 +21,6 @@ fn wait_route(ns: &Netns, what: &str, present: bool) {
         (routes(ns).contains(what) == present).then_some(())
     })
     .unwrap_or_else(|e| panic!("{e}; routes now:\n{}", routes(ns)));
-}
-
-/// GET `path` from felix's health endpoint inside `ns`. (A plain socket
-/// from a thread in the namespace: a client that half-closes after its
-/// request, as `socat -` does, may get no answer from the server.)
-fn http_get(ns: &Netns, path: &str) -> String {
-    use std::io::{Read, Write};
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_current_thread().ok()?;
-            let mut c = std::net::TcpStream::connect("127.0.0.1:9099").ok()?;
-            c.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-            write!(c, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
-            let mut out = String::new();
-            c.read_to_string(&mut out).ok()?;
-            Some(out)
-        })
-        .join()
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-    })
 }
 
 /// felix on the lab's only node, comparing with the kernel every
@@ -63,8 +42,8 @@ fn start_felix(lab: &CniLab, resync: &str, extra: &[&str]) -> Daemon {
 
 #[test]
 fn felix_keeps_pod_routes_and_block_blackholes() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.86.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.86.0.0/16");
     let node = &lab.underlay.node(0).netns;
     let felix = start_felix(&lab, "1", &["--grace-seconds", "2"]);
     let rt = lab.plain(0);
@@ -81,11 +60,11 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
 
     // Health: live, ready after the first apply; metrics count the work.
     let ready = wait_for("felix ready", Duration::from_secs(10), || {
-        let r = http_get(node, "/readyz");
+        let r = felix_http_get(node, "/readyz");
         r.starts_with("HTTP/1.0 200").then_some(r)
     });
-    assert!(ready.is_ok(), "{:?}", http_get(node, "/readyz"));
-    assert!(http_get(node, "/livez").starts_with("HTTP/1.0 200"));
+    assert!(ready.is_ok(), "{:?}", felix_http_get(node, "/readyz"));
+    assert!(felix_http_get(node, "/livez").starts_with("HTTP/1.0 200"));
     let installed = |m: &str| -> u64 {
         m.lines()
             .find_map(|l| l.strip_prefix("felix_routes_installed_total "))
@@ -93,9 +72,9 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
             .unwrap_or(0)
     };
     let counted = wait_for("routes counted", Duration::from_secs(10), || {
-        (installed(&http_get(node, "/metrics")) >= 1).then_some(())
+        (installed(&felix_http_get(node, "/metrics")) >= 1).then_some(())
     });
-    assert!(counted.is_ok(), "{}", http_get(node, "/metrics"));
+    assert!(counted.is_ok(), "{}", felix_http_get(node, "/metrics"));
 
     // Removed by hand: back within the resync period.
     node.ip(&["route", "del", &addr]).unwrap();
@@ -158,6 +137,7 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
 /// masquerades; the NAT table comes back if flushed by hand.
 #[test]
 fn nat_outgoing_masquerades_traffic_leaving_the_pools() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     use tartan_api::resources::{IpPool, IpPoolSpec};
     use tartan_api::store::typed::TypedStore;
     let lab = CniLab::new(1).unwrap();
@@ -206,8 +186,8 @@ fn nat_outgoing_masquerades_traffic_leaving_the_pools() {
 /// return within two seconds.
 #[test]
 fn netlink_events_repair_drift_between_checks() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.85.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.85.0.0/16");
     let node = &lab.underlay.node(0).netns;
     let _felix = start_felix(&lab, "3600", &[]);
     let rt = lab.plain(0);

@@ -3,12 +3,10 @@
 
 use std::process::Command;
 
-use tartan_lab::cluster::client::LabCli;
-
 #[test]
 fn up_pods_exec_status_down() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "tl");
-    let out = lab.ok(&["up", "--nodes", "3"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, out) = tartan_tests::lab_up("tl", &["--nodes", "3"]);
     assert!(out.contains("3 nodes, 3 BGP sessions"), "{out}");
     let (code, _, err) = lab.run(&["up", "--nodes", "2"]);
     assert_ne!(code, 0);

@@ -4,12 +4,10 @@
 
 use std::time::Duration;
 
-use tartan_lab::cluster::client::LabCli;
-
 #[test]
 fn pods_reach_each_other_over_both_families() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "dst");
-    let out = lab.ok(&["up", "--nodes", "3", "--dual-stack"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, out) = tartan_tests::lab_up("dst", &["--nodes", "3", "--dual-stack"]);
     assert!(out.contains("3 nodes, 6 BGP sessions"), "{out}");
     assert_eq!(lab.sessions(), [4, 4, 4], "two peers, two families each");
     let pods = ["default/p1", "default/p2", "default/p3"];

@@ -5,12 +5,11 @@
 use std::process::Command;
 
 use std::time::Duration;
-use tartan_lab::cluster::client::LabCli;
 
 #[test]
 fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "rr");
-    let out = lab.ok(&["up", "--nodes", "5", "--topology", "rr"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, out) = tartan_tests::lab_up("rr", &["--nodes", "5", "--topology", "rr"]);
     // 1 reflector-reflector session + 3 clients x 2 reflectors.
     assert!(
         out.contains("5 nodes, 7 BGP sessions (route reflectors"),

@@ -5,12 +5,10 @@
 
 use std::process::Command;
 
-use tartan_lab::cluster::client::LabCli;
-
 #[test]
 fn nodes_reach_each_other_through_a_tor_router() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "tor");
-    let out = lab.ok(&["up", "--nodes", "3", "--topology", "tor"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, out) = tartan_tests::lab_up("tor", &["--nodes", "3", "--topology", "tor"]);
     assert!(
         out.contains("3 nodes, 3 BGP sessions (eBGP to the top-of-rack router)"),
         "{out}"

@@ -69,8 +69,8 @@ fn address(r: &Value) -> IpAddr {
 
 #[test]
 fn a_hundred_parallel_adds_on_one_node() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.90.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.90.0.0/16");
     let rt = lab.plain(0);
     let t = std::time::Instant::now();
     let pods = parallel_adds(&lab, &rt, "p", 100);
@@ -104,8 +104,8 @@ fn weps(lab: &CniLab) -> Vec<WorkloadEndpoint> {
 
 #[test]
 fn three_nodes_each_a_hundred_parallel_adds() {
-    let lab = CniLab::new(3).unwrap();
-    lab.add_pool("default", "10.91.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(3, "10.91.0.0/16");
     let rts: Vec<Runtime> = (0..3).map(|i| lab.plain(i)).collect();
     let per_node: Vec<Vec<(Netns, Call, Value)>> = std::thread::scope(|s| {
         let hs: Vec<_> = rts
@@ -153,6 +153,7 @@ fn three_nodes_each_a_hundred_parallel_adds() {
 /// the other, and node-1 then borrows from node-2's.
 #[test]
 fn a_node_borrows_when_the_pool_has_no_free_block() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = CniLab::new(2).unwrap();
     lab.add_pool("small", "10.92.0.0/28", Some(29)).unwrap();
     let r1 = lab.plain(0);
@@ -193,6 +194,7 @@ fn a_node_borrows_when_the_pool_has_no_free_block() {
 
 #[test]
 fn exhaustion_is_a_clear_error_and_clears_after_release() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = CniLab::new(1).unwrap();
     // 8 addresses, 6 usable.
     lab.add_pool("tiny", "10.93.0.0/29", Some(29)).unwrap();
@@ -243,6 +245,7 @@ fn exhaustion_is_a_clear_error_and_clears_after_release() {
 /// keep their addresses.
 #[test]
 fn adds_killed_midway_leave_nothing_after_gc() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = CniLab::new(1).unwrap();
     lab.add_pool("default", "10.94.0.0/16", Some(28)).unwrap();
     let rt = lab.plain(0);

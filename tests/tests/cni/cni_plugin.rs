@@ -86,8 +86,8 @@ fn node_links(lab: &CniLab, i: usize) -> String {
 
 #[test]
 fn add_check_del_and_the_result_in_every_version() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.77.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.77.0.0/16");
     for version in ["0.4.0", "1.0.0", "1.1.0"] {
         let rt = lab.runtime(
             0,
@@ -145,8 +145,8 @@ fn add_check_del_and_the_result_in_every_version() {
 
 #[test]
 fn error_codes_for_bad_calls() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.78.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.78.0.0/16");
     let (pod, call) = lab.pod("default", "p").unwrap();
     let netns = call.netns.as_ref().unwrap().display().to_string();
     let conf = json!({"cniVersion": "1.1.0", "name": NETWORK})
@@ -246,8 +246,8 @@ fn error_codes_for_bad_calls() {
 
 #[test]
 fn check_notices_what_was_changed_by_hand() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.79.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.79.0.0/16");
     let rt = lab.plain(0);
     let (pod, call) = lab.pod("default", "p").unwrap();
     let r = rt.add(&call).unwrap();
@@ -266,6 +266,7 @@ fn check_notices_what_was_changed_by_hand() {
 
 #[test]
 fn status_and_gc() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = CniLab::new(1).unwrap();
     let rt = lab.plain(0);
     // No pool: not available (50).
@@ -322,8 +323,8 @@ fn status_and_gc() {
 
 #[test]
 fn pings_in_and_out_and_nothing_left_after_del() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.81.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.81.0.0/16");
     lab.add_pool("default-v6", "fd00:81::/64", None).unwrap();
     let mut entry = lab.tartan_entry(0, json!({}));
     entry["mtu"] = json!(1400);
@@ -384,13 +385,13 @@ fn pings_in_and_out_and_nothing_left_after_del() {
 /// fed its result: portmap's mapping carries a real TCP connection.
 #[test]
 fn chained_with_portmap_bandwidth_and_tuning() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     for p in ["portmap", "bandwidth", "tuning"] {
         if !Path::new("/usr/lib/cni").join(p).exists() {
             panic!("/usr/lib/cni/{p} is missing: install containernetworking-plugins");
         }
     }
-    let lab = CniLab::new(2).unwrap();
-    lab.add_pool("default", "10.82.0.0/16", None).unwrap();
+    let lab = tartan_tests::cni_lab(2, "10.82.0.0/16");
     // The node forwards (felix's job later; the lab does it here).
     lab.underlay
         .node(0)
@@ -505,8 +506,8 @@ fn chained_with_portmap_bandwidth_and_tuning() {
 /// object in the datastore (etcd here, as on a bare-metal fleet).
 #[test]
 fn the_record_carries_the_pods_labels_and_named_ports() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.83.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.83.0.0/16");
     let pod_obj: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
         "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web", "tier": "front"}},
         "spec": {"containers": [{"name": "c", "ports": [
@@ -557,8 +558,8 @@ fn the_record_carries_the_pods_labels_and_named_ports() {
 /// on the /32 addresses Tartan hands out.)
 #[test]
 fn tartan_ipam_under_another_plugin() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.84.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.84.0.0/16");
     let conflist = CniLab::conflist(
         "1.0.0",
         vec![json!({
@@ -623,8 +624,8 @@ fn tartan_ipam_under_another_plugin() {
 
 #[test]
 fn a_node_name_that_cannot_name_objects_is_refused() {
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.85.0.0/16", None).unwrap();
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.85.0.0/16");
     let mut entry = lab.tartan_entry(0, json!({}));
     entry["nodename"] = json!("../../etc/x");
     let rt = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));

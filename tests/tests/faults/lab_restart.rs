@@ -5,19 +5,19 @@
 
 use std::time::Duration;
 
-use tartan_lab::cluster::client::LabCli;
+use tartan_tests::faults::{assert_running_then_stop, restart_in_turn, stdout_of, stop_all};
 
 #[test]
 fn restarts_lose_no_packet_and_no_connection() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "rs");
-    lab.ok(&["up", "--nodes", "2"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, _) = tartan_tests::lab_up("rs", &["--nodes", "2"]);
     lab.ok(&["pod", "add", "default/a", "--node", "node-1"]);
     lab.ok(&["pod", "add", "default/b", "--node", "node-2"]);
     let b = lab.ok(&["pod", "ip", "default/b"]).trim().to_string();
     assert!(lab.wait_reach("default/a", "default/b", Duration::from_secs(10)));
 
     // A TCP stream a -> b, and pings every 20 ms for 12 s.
-    let mut server = lab
+    let server = lab
         .spawn(&[
             "exec",
             "default/b",
@@ -30,7 +30,7 @@ fn restarts_lose_no_packet_and_no_connection() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let target = format!("TCP:{b}:5001");
-    let mut client = lab
+    let client = lab
         .spawn(&[
             "exec",
             "default/a",
@@ -58,33 +58,24 @@ fn restarts_lose_no_packet_and_no_connection() {
         ])
         .unwrap();
 
-    std::thread::sleep(Duration::from_secs(2));
-    lab.ok(&["restart", "node-2", "felix"]);
-    std::thread::sleep(Duration::from_secs(1));
-    lab.ok(&["restart", "node-2", "bgpd", "--kill"]);
-    std::thread::sleep(Duration::from_secs(2));
-    lab.ok(&["restart", "node-1", "bgpd", "--kill"]);
-    std::thread::sleep(Duration::from_secs(1));
-    lab.ok(&["restart", "node-1", "felix"]);
+    restart_in_turn(
+        &lab,
+        &[
+            (2000, &["node-2", "felix"]),
+            (1000, &["node-2", "bgpd", "--kill"]),
+            (2000, &["node-1", "bgpd", "--kill"]),
+            (1000, &["node-1", "felix"]),
+        ],
+    );
 
-    let out = ping.wait_with_output().unwrap();
-    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    let summary = stdout_of(ping);
     assert!(
         summary.contains("600 packets transmitted, 600 received"),
         "pings lost:\n{summary}"
     );
     // The stream is still going: the client has not exited.
-    assert!(
-        client.try_wait().unwrap().is_none(),
-        "the TCP connection broke: {:?}",
-        client
-            .wait_with_output()
-            .map(|o| String::from_utf8_lossy(&o.stderr).to_string())
-    );
-    let _ = client.kill();
-    let _ = client.wait();
-    let _ = server.kill();
-    let _ = server.wait();
+    assert_running_then_stop(client, "the TCP connection broke");
+    stop_all(&mut [server]);
     // The sessions came back.
     let status: serde_json::Value =
         serde_json::from_str(&lab.ok(&["status", "-o", "json"])).unwrap();

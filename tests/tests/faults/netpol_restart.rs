@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use tartan_lab::cluster::client::LabCli;
+use tartan_tests::faults::{assert_running_then_stop, restart_in_turn, stdout_of, stop_all};
 
 const POLICY: &str = r#"
 apiVersion: networking.k8s.io/v1
@@ -22,8 +22,8 @@ spec:
 
 #[test]
 fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "npr");
-    lab.ok(&["up", "--nodes", "2"]);
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (lab, _) = tartan_tests::lab_up("npr", &["--nodes", "2"]);
     lab.ok(&[
         "pod",
         "add",
@@ -77,7 +77,7 @@ fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
         .unwrap(),
     ];
     std::thread::sleep(Duration::from_millis(300));
-    let mut stream = lab
+    let stream = lab
         .spawn(&[
             "exec",
             "x/ok",
@@ -102,17 +102,17 @@ fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
         ])
         .unwrap();
 
-    std::thread::sleep(Duration::from_secs(1));
-    lab.ok(&["restart", "node-1", "felix"]);
-    std::thread::sleep(Duration::from_secs(2));
-    lab.ok(&["restart", "node-1", "felix", "--kill"]);
-    std::thread::sleep(Duration::from_secs(2));
-    lab.ok(&["restart", "node-2", "felix", "--kill"]);
-    std::thread::sleep(Duration::from_secs(1));
-    lab.ok(&["restart", "node-1", "felix"]);
+    restart_in_turn(
+        &lab,
+        &[
+            (1000, &["node-1", "felix"]),
+            (2000, &["node-1", "felix", "--kill"]),
+            (2000, &["node-2", "felix", "--kill"]),
+            (1000, &["node-1", "felix"]),
+        ],
+    );
 
-    let out = probes.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let text = stdout_of(probes);
     assert!(
         text.contains("DONE"),
         "the probe loop did not finish: {text}"
@@ -122,25 +122,13 @@ fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
         "{} denied connections got through:\n{text}",
         text.matches("THROUGH").count()
     );
-    let out = pings.wait_with_output().unwrap();
-    let summary = String::from_utf8_lossy(&out.stdout).to_string();
+    let summary = stdout_of(pings);
     assert!(
         summary.contains("200 packets transmitted, 0 received"),
         "denied pings got through:\n{summary}"
     );
-    assert!(
-        stream.try_wait().unwrap().is_none(),
-        "the allowed connection broke: {:?}",
-        stream
-            .wait_with_output()
-            .map(|o| String::from_utf8_lossy(&o.stderr).to_string())
-    );
-    let _ = stream.kill();
-    let _ = stream.wait();
-    for s in &mut servers {
-        let _ = s.kill();
-        let _ = s.wait();
-    }
+    assert_running_then_stop(stream, "the allowed connection broke");
+    stop_all(&mut servers);
     // A new connection from the allowed pod still works after it all.
     assert!(lab.reach("x/ok", "x/server"));
     assert!(!lab.reach("x/bad", "x/server"));

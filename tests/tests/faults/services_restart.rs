@@ -5,17 +5,16 @@
 //! started, and felix on node-2 restarted. Not one echo may fail, and new
 //! connections to the Service work afterwards.
 
-mod services_common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use services_common::*;
 use tartan_lab::cluster::svcprobe::{Proto, Stream, ask_many};
+use tartan_tests::services::*;
 
 #[test]
 fn felix_restarts_keep_service_connections() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let lab = up("sr", 2);
     let _server = server_pod(&lab, "srv", "node-2", "app=srv");

@@ -28,23 +28,7 @@ fn policy(spec: serde_json::Value) -> Vec<u8> {
 
 /// GET /metrics from felix on node `i` (127.0.0.1:9099 in its namespace).
 fn metrics(c: &NetpolCluster, i: usize) -> String {
-    use std::io::{Read, Write};
-    let ns = &c.lab.underlay.node(i).netns;
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            ns.enter_current_thread().ok()?;
-            let mut t = std::net::TcpStream::connect("127.0.0.1:9099").ok()?;
-            t.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-            write!(t, "GET /metrics HTTP/1.0\r\n\r\n").ok()?;
-            let mut out = String::new();
-            t.read_to_string(&mut out).ok()?;
-            Some(out)
-        })
-        .join()
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-    })
+    tartan_tests::felix_http_get(&c.lab.underlay.node(i).netns, "/metrics")
 }
 
 /// The value of `tartan_felix_unreadable_objects` for Kubernetes
@@ -113,6 +97,7 @@ fn error_lines(c: &NetpolCluster) -> Vec<usize> {
 
 #[test]
 fn an_unreadable_network_policy_isolates_its_namespace_until_replaced() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let c = NetpolCluster::start().unwrap();
     // Before: every pod reaches every pod (start waited for TCP/80).

@@ -403,6 +403,7 @@ const CASES: &[Case] = &[
 
 #[test]
 fn kubernetes_network_policy_truth_tables() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = std::time::Instant::now();
     let c = NetpolCluster::start().unwrap();
     // With no policy every pod reaches every pod on both ports over TCP

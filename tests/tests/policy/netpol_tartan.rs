@@ -325,6 +325,7 @@ const CASES: &[Case] = &[
 
 #[test]
 fn tartan_policy_truth_tables() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let c = NetpolCluster::start().unwrap();
     c.expect(80, Tcp, &all())
         .unwrap_or_else(|e| panic!("baseline: {e:#}"));

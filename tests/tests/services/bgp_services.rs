@@ -264,6 +264,7 @@ fn setup() -> Lab {
 
 #[test]
 fn service_ranges_from_every_node_and_a_local_service_only_from_its_endpoints_node() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t = setup();
     let start = Instant::now();
     t.bird

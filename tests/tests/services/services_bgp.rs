@@ -13,20 +13,18 @@
 //!   node-1, which has the endpoint; the ToR forwards it there, and the
 //!   server sees the client's own address.
 
-mod services_common;
-
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use services_common::*;
 use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::state;
 use tartan_lab::cluster::svcprobe::{Outcome, Proto, ask, ask_many, poll};
 use tartan_lab::netns::{Netns, ip, unique_name};
 use tartan_lab::peers::{Bird, BirdRoute, parse_bird_routes};
+use tartan_tests::services::*;
 
 const T: Duration = Duration::from_secs(2);
 /// The client's link behind the ToR: the ToR is .1, the client .2.
@@ -152,19 +150,15 @@ fn client_behind(tor: &Tor) -> Netns {
 
 #[test]
 fn lb_and_external_ips_through_a_bgp_router() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "sbg");
-    lab.ok(&["up", "--nodes", "2", "--topology", "tor"]);
+    let (lab, _) = tartan_tests::lab_up("sbg", &["--nodes", "2", "--topology", "tor"]);
     let st = lab_state(&lab);
     let nodes: Vec<Ipv4Addr> = st.nodes.iter().map(|n| n.address).collect();
     let tor = Tor::of(&lab, &nodes);
     eprintln!("lab up in {:?}", t0.elapsed());
 
-    let _servers = [
-        server_pod(&lab, "e-1", "node-1", "app=ext"),
-        server_pod(&lab, "e-2", "node-2", "app=ext"),
-        server_pod(&lab, "l-1", "node-1", "app=loc"),
-    ];
+    let _servers = ext_and_local_servers(&lab);
     apply_ok(
         &lab,
         &format!(

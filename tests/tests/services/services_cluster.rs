@@ -17,20 +17,19 @@
 //!   still serve; with none the Service refuses; a pod relabelled into
 //!   the selector (`ctl label pod`) becomes its endpoint.
 
-mod services_common;
-
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use services_common::*;
 use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::svcprobe::{Outcome, Proto, Stream, ask, ask_many, poll, svc_table};
+use tartan_tests::services::*;
 
 const T: Duration = Duration::from_secs(2);
 
 #[test]
 fn services_in_the_cluster() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let lab = up("sc", 3);
     let mut servers = vec![];

@@ -11,25 +11,20 @@
 //!   server sees the host's own address, by NodePort and by LB IP; through
 //!   a node without one the connection times out (dropped, not refused).
 
-mod services_common;
-
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
-use services_common::*;
 use tartan_lab::cluster::svcprobe::{Outcome, OutsideHost, Proto, ask, ask_many};
+use tartan_tests::services::*;
 
 const T: Duration = Duration::from_secs(2);
 
 #[test]
 fn services_from_outside() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let lab = up("sx", 3);
-    let _servers = [
-        server_pod(&lab, "e-1", "node-1", "app=ext"),
-        server_pod(&lab, "e-2", "node-2", "app=ext"),
-        server_pod(&lab, "l-1", "node-1", "app=loc"),
-    ];
+    let _servers = ext_and_local_servers(&lab);
     apply_ok(
         &lab,
         "apiVersion: v1

@@ -14,18 +14,17 @@
 //! - every node serves the proxy's own `/healthz` and `/livez` on 10256,
 //!   200 with when the Service table was last made right.
 
-mod services_common;
-
 use std::time::Duration;
 
-use services_common::*;
 use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::svcprobe::{Proto, ask, poll, svc_table};
+use tartan_tests::services::*;
 
 const T: Duration = Duration::from_secs(2);
 
 #[test]
 fn services_as_kube_proxy_e2e_expects() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = up("ke", 2);
     let _servers = [
         server_pod(&lab, "lw-1", "node-2", "app=lw"),

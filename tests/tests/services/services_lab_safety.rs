@@ -1,13 +1,10 @@
 //! The lab signals only processes it can prove are its own, and keeps its
 //! ranges clear of the host's addresses and routes.
 
-mod services_common;
-
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::state::{self, LabState};
 use tartan_lab::cluster::{detached, down, hostnets};
 use tartan_lab::netns::{ip, unique_name};
@@ -73,6 +70,7 @@ fn proc_json(pid: u32, start: u64) -> serde_json::Value {
 /// alone; one whose start time matches is stopped.
 #[test]
 fn down_spares_a_process_that_is_not_the_labs() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let name = format!("sf{}", std::process::id() % 10_000_000);
     let _dir = StateDir(name.clone());
     let mut recycled = StandIn::new();
@@ -118,6 +116,7 @@ fn down_spares_a_process_that_is_not_the_labs() {
 /// it, and `stop` signals no stand-in.
 #[test]
 fn daemon_stop_spares_a_process_given_its_pid() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let d = Daemon::start("safety-true", Command::new("true")).expect("spawn true");
     let end = Instant::now() + Duration::from_secs(5);
     while d.is_running() {
@@ -179,10 +178,11 @@ impl Drop for HostAddr {
 /// An explicit range overlapping a host address is refused, naming it.
 #[test]
 fn up_refuses_ranges_overlapping_the_host() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     // 198.18.0.0/15 (RFC 2544, benchmarking): not a network this host uses.
     let third = std::process::id() % 200 + 20;
     let host = HostAddr::new(&format!("198.18.{third}.1/24"));
-    let lab = LabCli::new(env!("CARGO_BIN_EXE_tartan-lab"), "sfr");
+    let lab = tartan_tests::lab("sfr");
     for flag in ["--lb-cidr", "--service-cidr"] {
         let range = format!("198.18.{third}.0/24");
         let (code, out, err) = lab.run(&["up", "--nodes", "1", flag, &range]);
@@ -200,14 +200,15 @@ fn up_refuses_ranges_overlapping_the_host() {
 /// another one that overlaps nothing of the host's.
 #[test]
 fn up_picks_ranges_clear_of_the_host() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let default_lb: ipnet::Ipv4Net = hostnets::LB_CANDIDATES[0].parse().unwrap();
     let nets = hostnets::read().unwrap();
     // Make sure the host uses the default range (some hosts do already).
     let _host = hostnets::overlap(&default_lb, &nets)
         .is_none()
         .then(|| HostAddr::new("192.0.2.77/32"));
-    let lab = services_common::up("sfp", 1);
-    let st = services_common::lab_state(&lab);
+    let lab = tartan_tests::services::up("sfp", 1);
+    let st = tartan_tests::services::lab_state(&lab);
     let nets = hostnets::read().unwrap();
     let lb: ipnet::Ipv4Net = st.lb_cidr.parse().unwrap();
     let svc: ipnet::Ipv4Net = st.service_cidr.parse().unwrap();

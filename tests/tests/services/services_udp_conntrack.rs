@@ -9,17 +9,15 @@
 //! new pod within 2 s of its creation. Without felix deleting the old
 //! entries, the client kept them alive and kept sending to the dead pod.
 
-mod services_common;
-
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use services_common::*;
 use tartan_lab::cluster::svcprobe::{Proto, poll};
 use tartan_lab::netpol::probe::enter_netns;
+use tartan_tests::services::*;
 
 /// A client sending from one source port every 100 ms, recording who
 /// answered and when. Stopped and joined on drop.
@@ -108,6 +106,7 @@ impl Drop for PinnedClient {
 
 #[test]
 fn udp_traffic_follows_a_replaced_backend() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = up("ucl", 2);
     let _old = server_pod(&lab, "u-1", "node-2", "app=u");
     lab.ok(&["pod", "add", "default/c-1", "--node", "node-1"]);
