@@ -17,7 +17,7 @@ pub const DNS: u16 = 8053;
 
 #[track_caller]
 pub fn up(prefix: &str, nodes: usize) -> LabCli {
-    crate::lab_up(prefix, &["--nodes", &nodes.to_string()]).0
+    crate::lab::lab_up(prefix, &["--nodes", &nodes.to_string()]).0
 }
 
 pub fn lab_state(lab: &LabCli) -> LabState {
