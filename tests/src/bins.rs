@@ -1,7 +1,8 @@
 //! The workspace's binaries (`tartan-lab`, `tartan-bgpd`, `tartan-felix`,
-//! the CNI plugins…) in the target directory beside the test executable:
-//! `cargo test --workspace` builds them, `cargo test -p tartan-tests`
-//! alone does not, so a missing one fails with the command that builds it.
+//! the CNI plugins…) in the target directory beside the test executable.
+//! Cargo builds a package's binaries only for that package's own
+//! integration tests, not for these, so a missing one fails with the
+//! command that builds them all.
 
 use std::path::PathBuf;
 
@@ -23,7 +24,7 @@ pub fn target_bin(name: &str) -> PathBuf {
     assert!(
         path.is_file(),
         "{} is not built: run `cargo build --workspace --bins` first \
-         (`cargo test --workspace` builds it; `cargo test -p tartan-tests` alone does not)",
+         (cargo test builds a package's binaries only for that package's own tests)",
         path.display()
     );
     path
