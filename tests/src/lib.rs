@@ -1,0 +1,19 @@
+//! The end-to-end tests' fixtures: where the workspace's binaries are,
+//! the lab driven through `tartan-lab`, one test file at a time within a
+//! test binary, and what the Service tests share. The tests themselves are
+//! under `tests/`, one binary per group (see README.md).
+
+pub mod bins;
+pub mod cnilab;
+pub mod faults;
+pub mod felix;
+pub mod gate;
+pub mod lab;
+pub mod peering;
+pub mod services;
+
+pub use bins::{lab_bin, target_bin};
+pub use cnilab::{cni_lab, daemons_and_a_pod_each};
+pub use felix::felix_http_get;
+pub use gate::{FileGuard, one_file_at_a_time};
+pub use lab::{lab, lab_up};

@@ -1,0 +1,147 @@
+//! What the Service tests share: a lab driven through `tartan-lab`, files
+//! applied with `ctl apply`, name servers in pods, tallies of who answered.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::time::Duration;
+
+use serde_json::Value;
+use tartan_lab::cluster::client::LabCli;
+use tartan_lab::cluster::svcprobe::{NameServers, Outcome, Proto, ask, poll};
+use tartan_lab::cluster::{LabState, state};
+
+/// The port every server pod listens on (TCP), named `http` in its Pod.
+pub const HTTP: u16 = 8080;
+/// The UDP port every server pod listens on.
+pub const DNS: u16 = 8053;
+
+#[track_caller]
+pub fn up(prefix: &str, nodes: usize) -> LabCli {
+    crate::lab::lab_up(prefix, &["--nodes", &nodes.to_string()]).0
+}
+
+pub fn lab_state(lab: &LabCli) -> LabState {
+    LabState::load(&lab.name).expect("the lab's state")
+}
+
+/// `tartan-lab ctl apply -f` of `yaml`: exit code, stdout, stderr.
+pub fn apply(lab: &LabCli, yaml: &str) -> (i32, String, String) {
+    let path = state::dir(&lab.name).join(format!("test-{}.yaml", std::process::id()));
+    std::fs::write(&path, yaml).unwrap();
+    let r = lab.run(&["ctl", "apply", "-f", path.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&path);
+    r
+}
+
+#[track_caller]
+pub fn apply_ok(lab: &LabCli, yaml: &str) -> String {
+    let (code, out, err) = apply(lab, yaml);
+    assert_eq!(code, 0, "ctl apply:\n{yaml}\n{out}{err}");
+    out
+}
+
+/// The stored Service `default/name`.
+pub fn service(lab: &LabCli, name: &str) -> Value {
+    serde_json::from_str(&lab.ok(&["ctl", "get", "service", name, "-o", "json"])).unwrap()
+}
+
+pub fn cluster_ip(lab: &LabCli, name: &str) -> Ipv4Addr {
+    let s = service(lab, name);
+    s["spec"]["clusterIP"]
+        .as_str()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("Service {name} has no ClusterIP: {s}"))
+}
+
+pub fn pod_netns(lab: &LabCli, pod: &str) -> String {
+    let (ns, name) = pod.split_once('/').unwrap();
+    state::pod_netns(&lab.name, ns, name)
+}
+
+pub fn pod_ip(lab: &LabCli, pod: &str) -> String {
+    lab.ok(&["pod", "ip", pod]).trim().to_string()
+}
+
+/// A server pod `default/NAME` on `node` with `labels`, its container
+/// port 8080 named `http`, answering on TCP 8080 and UDP 8053.
+pub fn server_pod(lab: &LabCli, name: &str, node: &str, labels: &str) -> NameServers {
+    let p = format!("default/{name}");
+    lab.ok(&[
+        "pod",
+        "add",
+        &p,
+        "--node",
+        node,
+        "--labels",
+        labels,
+        "--ports",
+        "http=8080/TCP,dns=8053/UDP",
+    ]);
+    NameServers::start(&pod_netns(lab, &p), name, &[HTTP], &[DNS]).unwrap()
+}
+
+/// The external-traffic tests' servers: `e-1` on node-1 and `e-2` on
+/// node-2 labelled `app=ext`, `l-1` on node-1 labelled `app=loc`.
+pub fn ext_and_local_servers(lab: &LabCli) -> [NameServers; 3] {
+    [
+        server_pod(lab, "e-1", "node-1", "app=ext"),
+        server_pod(lab, "e-2", "node-2", "app=ext"),
+        server_pod(lab, "l-1", "node-1", "app=loc"),
+    ]
+}
+
+/// How many answers each server gave; failures under `!<outcome>`.
+pub fn tally(outcomes: &[Outcome]) -> BTreeMap<String, usize> {
+    let mut t = BTreeMap::new();
+    for o in outcomes {
+        let k = match o {
+            Outcome::Answer { server, .. } => server.clone(),
+            other => format!("!{other:?}"),
+        };
+        *t.entry(k).or_insert(0) += 1;
+    }
+    t
+}
+
+pub fn servers_of(outcomes: &[Outcome]) -> BTreeSet<String> {
+    outcomes
+        .iter()
+        .filter_map(|o| o.server().map(String::from))
+        .collect()
+}
+
+/// Waits until a request from `netns` to `to:port` is answered (felix has
+/// the Service), or panics with the node's table.
+#[track_caller]
+pub fn wait_served(lab: &LabCli, netns: &str, to: Ipv4Addr, port: u16, proto: Proto) {
+    let ok = poll(Duration::from_secs(20), || {
+        matches!(
+            ask(netns, to, port, proto, Duration::from_millis(500)).0,
+            Outcome::Answer { .. }
+        )
+        .then_some(())
+    });
+    if ok.is_none() {
+        panic!(
+            "{to}:{port} {proto:?} not served from {netns} after 20 s\n{}",
+            dump(lab)
+        );
+    }
+}
+
+/// Every node's service table, for failure messages.
+pub fn dump(lab: &LabCli) -> String {
+    let st = lab_state(lab);
+    st.nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "---- {} ----\n{}",
+                n.name,
+                tartan_lab::cluster::svcprobe::svc_table(&st, &n.name)
+                    .unwrap_or_else(|e| e.to_string())
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

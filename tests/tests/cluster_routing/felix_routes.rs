@@ -1,0 +1,219 @@
+//! tartan-felix keeps a node's local routes: the blackhole of each block
+//! the node holds and each pod's route, both with protocol 202; it puts
+//! back what is removed by hand, removes stale routes of its own after a
+//! grace period, never touches routes of other protocols, and leaves the
+//! dataplane in place when it stops.
+
+use std::time::Duration;
+
+use tartan_lab::Daemon;
+use tartan_lab::cni::tartan_bin_dir;
+use tartan_lab::cnilab::CniLab;
+use tartan_lab::netns::{Netns, wait_for};
+use tartan_tests::felix_http_get;
+
+fn routes(ns: &Netns) -> String {
+    ns.ip(&["route", "show", "proto", "202"]).unwrap()
+}
+
+fn wait_route(ns: &Netns, what: &str, present: bool) {
+    wait_for(what, Duration::from_secs(10), || {
+        (routes(ns).contains(what) == present).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}; routes now:\n{}", routes(ns)));
+}
+
+/// felix on the lab's only node, comparing with the kernel every
+/// `resync` seconds.
+fn start_felix(lab: &CniLab, resync: &str, extra: &[&str]) -> Daemon {
+    let node = &lab.underlay.node(0).netns;
+    let mut cmd = node.command(tartan_bin_dir().join("tartan-felix").to_str().unwrap());
+    cmd.args([
+        "--datastore",
+        &lab.etcd.datastore_spec(),
+        "--node",
+        "node-1",
+        "--resync-seconds",
+        resync,
+    ])
+    .args(extra);
+    Daemon::start("felix", cmd).unwrap()
+}
+
+#[test]
+fn felix_keeps_pod_routes_and_block_blackholes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.86.0.0/16");
+    let node = &lab.underlay.node(0).netns;
+    let felix = start_felix(&lab, "1", &["--grace-seconds", "2"]);
+    let rt = lab.plain(0);
+    let (_pod, call) = lab.pod("default", "p").unwrap();
+    let r = rt.add(&call).unwrap();
+    let addr = r["ips"][0]["address"].as_str().unwrap().to_string();
+    let host = r["interfaces"][0]["name"].as_str().unwrap().to_string();
+    wait_route(node, "blackhole 10.86.0.0/26", true);
+    wait_route(
+        node,
+        &format!("{} dev {host}", addr.trim_end_matches("/32")),
+        true,
+    );
+
+    // Health: live, ready after the first apply; metrics count the work.
+    let ready = wait_for("felix ready", Duration::from_secs(10), || {
+        let r = felix_http_get(node, "/readyz");
+        r.starts_with("HTTP/1.0 200").then_some(r)
+    });
+    assert!(ready.is_ok(), "{:?}", felix_http_get(node, "/readyz"));
+    assert!(felix_http_get(node, "/livez").starts_with("HTTP/1.0 200"));
+    let installed = |m: &str| -> u64 {
+        m.lines()
+            .find_map(|l| l.strip_prefix("felix_routes_installed_total "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let counted = wait_for("routes counted", Duration::from_secs(10), || {
+        (installed(&felix_http_get(node, "/metrics")) >= 1).then_some(())
+    });
+    assert!(counted.is_ok(), "{}", felix_http_get(node, "/metrics"));
+
+    // Removed by hand: back within the resync period.
+    node.ip(&["route", "del", &addr]).unwrap();
+    wait_route(
+        node,
+        &format!("{} dev {host}", addr.trim_end_matches("/32")),
+        true,
+    );
+    node.ip(&["route", "del", "blackhole", "10.86.0.0/26"])
+        .unwrap();
+    wait_route(node, "blackhole 10.86.0.0/26", true);
+
+    // A stale route of ours goes after the grace period; other protocols'
+    // routes stay.
+    node.ip(&[
+        "route",
+        "add",
+        "10.86.200.1/32",
+        "dev",
+        "lo",
+        "proto",
+        "202",
+    ])
+    .unwrap();
+    node.ip(&[
+        "route",
+        "add",
+        "10.86.200.2/32",
+        "dev",
+        "lo",
+        "proto",
+        "201",
+    ])
+    .unwrap();
+    node.ip(&["route", "add", "10.86.200.3/32", "dev", "lo"])
+        .unwrap();
+    wait_route(node, "10.86.200.1", false);
+    let all = node.ip(&["route", "show"]).unwrap();
+    assert!(
+        all.contains("10.86.200.2") && all.contains("10.86.200.3"),
+        "{all}"
+    );
+
+    // Stopping felix leaves the dataplane as it is.
+    felix.stop();
+    let before = routes(node);
+    assert!(before.contains("blackhole 10.86.0.0/26"), "{before}");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(routes(node), before);
+
+    // With felix back, a pod's deletion takes its route away.
+    let _felix = lab.start_felix(0).unwrap();
+    rt.del(&call, Some(&r)).unwrap();
+    wait_route(node, &host, false);
+    assert!(routes(node).contains("blackhole 10.86.0.0/26"));
+}
+
+/// natOutgoing: a pod reaches an address outside every pool (the
+/// underlay's gateway, which knows no pod routes) only while its pool
+/// masquerades; the NAT table comes back if flushed by hand.
+#[test]
+fn nat_outgoing_masquerades_traffic_leaving_the_pools() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    use tartan_api::resources::{IpPool, IpPoolSpec};
+    use tartan_api::store::typed::TypedStore;
+    let lab = CniLab::new(1).unwrap();
+    let mut spec = IpPoolSpec::new("10.89.0.0/16");
+    spec.nat_outgoing = true;
+    let pool = lab
+        .rt
+        .block_on(lab.store.create_typed(&IpPool::new("nat", spec)))
+        .unwrap();
+    let node = &lab.underlay.node(0).netns;
+    let _felix = lab.start_felix(0).unwrap();
+    let (pod, call) = lab.pod("default", "p").unwrap();
+    let r = lab.plain(0).add(&call).unwrap();
+    let outside = lab.underlay.gateway.to_string();
+    let ping = || pod.exec("ping", &["-c1", "-W1", &outside]).is_ok();
+    wait_for("masqueraded ping", Duration::from_secs(10), || {
+        ping().then_some(())
+    })
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}\n{}",
+            node.exec("nft", &["list", "ruleset"]).unwrap_or_default()
+        )
+    });
+    // Flushed by hand: back at the next check.
+    node.exec("nft", &["delete", "table", "ip", "tartan-nat"])
+        .unwrap();
+    wait_for("NAT table restored", Duration::from_secs(10), || {
+        node.exec("nft", &["list", "table", "ip", "tartan-nat"])
+            .ok()
+    })
+    .unwrap();
+    // natOutgoing off: the outside no longer answers the pod.
+    let mut off = pool.clone();
+    off.spec.nat_outgoing = false;
+    lab.rt.block_on(lab.store.update_typed(&off)).unwrap();
+    wait_for("masquerade gone", Duration::from_secs(10), || {
+        (!ping()).then_some(())
+    })
+    .unwrap();
+    lab.plain(0).del(&call, Some(&r)).unwrap();
+}
+
+/// With the periodic check an hour away, only netlink events can bring
+/// back what is removed by hand: a pod's route and a block's blackhole
+/// return within two seconds.
+#[test]
+fn netlink_events_repair_drift_between_checks() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.85.0.0/16");
+    let node = &lab.underlay.node(0).netns;
+    let _felix = start_felix(&lab, "3600", &[]);
+    let rt = lab.plain(0);
+    let (_pod, call) = lab.pod("default", "p").unwrap();
+    let r = rt.add(&call).unwrap();
+    let addr = r["ips"][0]["address"].as_str().unwrap().to_string();
+    let host = r["interfaces"][0]["name"].as_str().unwrap().to_string();
+    let pod_route = format!("{} dev {host}", addr.trim_end_matches("/32"));
+    wait_route(node, "blackhole 10.85.0.0/26", true);
+    wait_route(node, &pod_route, true);
+    for (del, want) in [
+        (vec!["route", "del", addr.as_str()], pod_route.as_str()),
+        (
+            vec!["route", "del", "blackhole", "10.85.0.0/26"],
+            "blackhole 10.85.0.0/26",
+        ),
+    ] {
+        node.ip(&del).unwrap();
+        let back = wait_for(want, Duration::from_secs(2), || {
+            routes(node).contains(want).then_some(())
+        });
+        assert!(
+            back.is_ok(),
+            "{want} not back within 2 s:\n{}",
+            routes(node)
+        );
+    }
+    rt.del(&call, Some(&r)).unwrap();
+}

@@ -1,0 +1,188 @@
+//! Services from outside the cluster (acceptance 2 and 4 of issue 7): a
+//! host on the lab's underlay, in its own namespace, reaches
+//!
+//! - a NodePort Service (TCP and UDP) through every node's address, also
+//!   the node without an endpoint (externalTrafficPolicy Cluster: it
+//!   forwards, masqueraded);
+//! - a LoadBalancer Service's ingress IP, given by the lab from its LB
+//!   range, through a static route via a node. (Through a BIRD router
+//!   that learned it over BGP: `services_bgp.rs`.)
+//! - externalTrafficPolicy Local: through the node with the endpoint the
+//!   server sees the host's own address, by NodePort and by LB IP; through
+//!   a node without one the connection times out (dropped, not refused);
+//!   from a pod on that node, and from the node itself, it is served by
+//!   the cluster-wide endpoint (the policy governs external clients only).
+
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use tartan_lab::cluster::svcprobe::{Outcome, OutsideHost, Proto, ask, ask_many};
+use tartan_tests::services::*;
+
+const T: Duration = Duration::from_secs(2);
+
+#[test]
+fn services_from_outside() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let t0 = Instant::now();
+    let lab = up("sx", 3);
+    let _servers = ext_and_local_servers(&lab);
+    apply_ok(
+        &lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: np}
+spec:
+  type: NodePort
+  selector: {app: ext}
+  ports:
+  - {name: http, port: 80, targetPort: http}
+  - {name: dns, port: 53, targetPort: 8053, protocol: UDP}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: lb}
+spec:
+  type: LoadBalancer
+  selector: {app: ext}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: loc}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: loc}
+  ports: [{port: 80, targetPort: 8080}]
+",
+    );
+    let st = lab_state(&lab);
+    let host = OutsideHost::attach(&st, 200).unwrap();
+    let hostns = vec![host.name().to_string()];
+    let node_addr: Vec<Ipv4Addr> = st.nodes.iter().map(|n| n.address).collect();
+    let node_port = |svc: &str, i: usize| -> u16 {
+        service(&lab, svc)["spec"]["ports"][i]["nodePort"]
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .unwrap_or_else(|| panic!("{svc} has no nodePort: {}", service(&lab, svc)))
+    };
+    let lb_ip = |svc: &str| -> Ipv4Addr {
+        service(&lab, svc)["status"]["loadBalancer"]["ingress"][0]["ip"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("{svc} has no ingress IP: {}", service(&lab, svc)))
+    };
+    let (np_tcp, np_udp) = (node_port("np", 0), node_port("np", 1));
+    assert!((30000..=32767).contains(&np_tcp) && np_tcp != np_udp);
+    eprintln!("lab, pods and Services up in {:?}", t0.elapsed());
+
+    // NodePort through every node, also node-3 which has no endpoint.
+    for (i, a) in node_addr.iter().enumerate() {
+        wait_served(&lab, host.name(), *a, np_tcp, Proto::Tcp);
+        for (proto, port) in [(Proto::Tcp, np_tcp), (Proto::Udp, np_udp)] {
+            let r = ask_many(&hostns, 12, *a, port, proto, T);
+            let t = tally(&r[0]);
+            eprintln!("NodePort {proto:?} via node-{} ({a}:{port}): {t:?}", i + 1);
+            assert!(r[0].iter().all(|o| o.server().is_some()), "{t:?}");
+        }
+    }
+
+    // The LoadBalancer IP, routed by the host via node-3.
+    let lb = lb_ip("lb");
+    let lbnet: ipnet::Ipv4Net = st.lb_cidr.parse().unwrap();
+    assert!(lbnet.contains(&lb), "{lb} outside {lbnet}");
+    host.netns
+        .ip(&[
+            "route",
+            "add",
+            &format!("{lb}/32"),
+            "via",
+            &node_addr[2].to_string(),
+        ])
+        .unwrap();
+    wait_served(&lab, host.name(), lb, 80, Proto::Tcp);
+    let r = ask_many(&hostns, 12, lb, 80, Proto::Tcp, T);
+    assert!(
+        r[0].iter().all(|o| o.server().is_some()),
+        "{:?}",
+        tally(&r[0])
+    );
+    eprintln!("LB IP {lb} via node-3: {:?}", tally(&r[0]));
+
+    // externalTrafficPolicy Local: l-1 is on node-1 only.
+    let me = host.address.to_string();
+    let np_loc = node_port("loc", 0);
+    wait_served(&lab, host.name(), node_addr[0], np_loc, Proto::Tcp);
+    let (o, _) = ask(host.name(), node_addr[0], np_loc, Proto::Tcp, T);
+    assert_eq!(
+        o,
+        Outcome::Answer {
+            server: "l-1".into(),
+            client: me.clone()
+        },
+        "Local NodePort via node-1 keeps the client's address"
+    );
+    for i in [1, 2] {
+        let (o, took) = ask(host.name(), node_addr[i], np_loc, Proto::Tcp, T);
+        assert_eq!(
+            o,
+            Outcome::TimedOut,
+            "Local NodePort via node-{} (no endpoint) must drop, after {took:?}",
+            i + 1
+        );
+    }
+    let loc = lb_ip("loc");
+    host.netns
+        .ip(&[
+            "route",
+            "add",
+            &format!("{loc}/32"),
+            "via",
+            &node_addr[0].to_string(),
+        ])
+        .unwrap();
+    wait_served(&lab, host.name(), loc, 80, Proto::Tcp);
+    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+    assert_eq!(
+        o,
+        Outcome::Answer {
+            server: "l-1".into(),
+            client: me
+        },
+        "Local LB IP via node-1"
+    );
+    host.netns
+        .ip(&[
+            "route",
+            "replace",
+            &format!("{loc}/32"),
+            "via",
+            &node_addr[1].to_string(),
+        ])
+        .unwrap();
+    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+    assert_eq!(
+        o,
+        Outcome::TimedOut,
+        "Local LB IP via node-2 (no endpoint) must drop"
+    );
+
+    // The traffic policy governs external clients only (issue 24, point
+    // 4): a pod on node-2, which has no endpoint of `loc`, reaches its LB
+    // IP and node-2's own NodePort, and so does node-2 itself; each gets
+    // the cluster-wide endpoint as kube-proxy short-circuits them.
+    let pod_on_2 = pod_netns(&lab, "default/e-2");
+    let node_2 = st.nodes[1].netns.clone();
+    for (from, who) in [(&pod_on_2, "pod e-2 on node-2"), (&node_2, "node-2 itself")] {
+        for (to, port, what) in [(loc, 80, "LB IP"), (node_addr[1], np_loc, "NodePort")] {
+            let (o, took) = ask(from, to, port, Proto::Tcp, T);
+            assert_eq!(
+                o.server(),
+                Some("l-1"),
+                "{who} → Local {what} {to}:{port}: {o:?} after {took:?}"
+            );
+        }
+    }
+    eprintln!("all done in {:?}", t0.elapsed());
+}

@@ -1,0 +1,203 @@
+//! Services as kube-proxy's e2e suite expects them, in a two-node lab
+//! (issue 24):
+//!
+//! - a Service labelled `service.kubernetes.io/service-proxy-name` (any
+//!   value) or `service.kubernetes.io/headless` is not proxied: its
+//!   ClusterIP is in no node's table and does not answer, while the same
+//!   Service unlabelled does;
+//! - `internalTrafficPolicy: Local` on a node whose only local endpoint is
+//!   terminating (a ready one elsewhere): the node uses its local
+//!   terminating endpoint (KEP-1669), where it would otherwise drop;
+//! - a LoadBalancer Service with `externalTrafficPolicy: Local` gets a
+//!   `healthCheckNodePort`; `curl` on it answers 200 with the Service and
+//!   one local endpoint on the node that has it, 503 on the other;
+//! - every node serves the proxy's own `/healthz` and `/livez` on 10256,
+//!   200 with when the Service table was last made right.
+
+use std::time::Duration;
+
+use tartan_lab::cluster::client::LabCli;
+use tartan_lab::cluster::svcprobe::{Proto, ask, poll, svc_table};
+use tartan_tests::services::*;
+
+const T: Duration = Duration::from_secs(2);
+
+#[test]
+fn services_as_kube_proxy_e2e_expects() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = up("ke", 2);
+    let _servers = [
+        server_pod(&lab, "lw-1", "node-2", "app=lw"),
+        server_pod(&lab, "t-1", "node-1", "app=itp"),
+        server_pod(&lab, "t-2", "node-2", "app=itp"),
+        server_pod(&lab, "h-1", "node-2", "app=hc"),
+    ];
+    lab.ok(&["pod", "add", "default/c-1", "--node", "node-1"]);
+    let client = pod_netns(&lab, "default/c-1");
+    labelled_services_are_not_proxied(&lab, &client);
+    local_terminating_fallback(&lab, &client);
+    health_check_node_port(&lab);
+    proxy_health(&lab);
+}
+
+fn proxy_health(lab: &LabCli) {
+    let st = lab_state(lab);
+    for node in ["node-1", "node-2"] {
+        let addr = st.node(node).unwrap().address;
+        for path in ["healthz", "livez"] {
+            let url = format!("http://{addr}:10256/{path}");
+            let got = poll(Duration::from_secs(10), || {
+                curl(lab, &url).filter(|(c, _)| *c == 200)
+            });
+            let Some((_, body)) = got else {
+                panic!("{url} ({node}) never answered 200: {:?}", curl(lab, &url));
+            };
+            assert!(body["lastUpdated"].is_string(), "{body}");
+            assert!(body["currentTime"].is_string(), "{body}");
+        }
+    }
+}
+
+/// `curl` from pod `default/c-1`: status code and body.
+fn curl(lab: &LabCli, url: &str) -> Option<(u16, serde_json::Value)> {
+    let (code, out, _) = lab.run(&[
+        "exec",
+        "default/c-1",
+        "--",
+        "curl",
+        "-s",
+        "-m",
+        "2",
+        "-w",
+        "\n%{http_code}",
+        url,
+    ]);
+    if code != 0 {
+        return None;
+    }
+    let (body, status) = out.trim().rsplit_once('\n')?;
+    Some((status.parse().ok()?, serde_json::from_str(body).ok()?))
+}
+
+fn health_check_node_port(lab: &LabCli) {
+    apply_ok(
+        lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: hc}
+spec:
+  type: LoadBalancer
+  externalTrafficPolicy: Local
+  selector: {app: hc}
+  ports: [{port: 80, targetPort: http}]
+",
+    );
+    let port = service(lab, "hc")["spec"]["healthCheckNodePort"]
+        .as_u64()
+        .expect("a healthCheckNodePort");
+    assert!((30000..=32767).contains(&port), "{port}");
+    let st = lab_state(lab);
+    for (node, code, local) in [("node-2", 200, 1), ("node-1", 503, 0)] {
+        let addr = st.node(node).unwrap().address;
+        let url = format!("http://{addr}:{port}/healthz");
+        let got = poll(Duration::from_secs(10), || {
+            curl(lab, &url).filter(|(c, _)| *c == code)
+        });
+        let Some((_, body)) = got else {
+            panic!(
+                "{url} ({node}) never answered {code}: {:?}",
+                curl(lab, &url)
+            );
+        };
+        assert_eq!(body["service"]["namespace"], "default", "{body}");
+        assert_eq!(body["service"]["name"], "hc", "{body}");
+        assert_eq!(body["localEndpoints"], local, "{body}");
+    }
+}
+
+fn labelled_services_are_not_proxied(lab: &LabCli, client: &str) {
+    apply_ok(
+        lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: plain}
+spec:
+  selector: {app: lw}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: other-proxy
+  labels: {service.kubernetes.io/service-proxy-name: foo-bar}
+spec:
+  selector: {app: lw}
+  ports: [{port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: labelled-headless
+  labels: {service.kubernetes.io/headless: \"\"}
+spec:
+  selector: {app: lw}
+  ports: [{port: 80, targetPort: http}]
+",
+    );
+    let plain = cluster_ip(lab, "plain");
+    // Once the plain one answers, felix has seen all three.
+    wait_served(lab, client, plain, 80, Proto::Tcp);
+    let st = lab_state(lab);
+    for name in ["other-proxy", "labelled-headless"] {
+        let vip = cluster_ip(lab, name);
+        for n in &st.nodes {
+            let table = svc_table(&st, &n.name).unwrap();
+            assert!(
+                !table.contains(&vip.to_string()),
+                "{name} ({vip}) is in {}'s table:\n{table}",
+                n.name
+            );
+        }
+        let (o, _) = ask(client, vip, 80, Proto::Tcp, T);
+        assert!(o.server().is_none(), "{name} ({vip}) answered: {o:?}");
+    }
+}
+
+fn local_terminating_fallback(lab: &LabCli, client: &str) {
+    apply_ok(
+        lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: itp}
+spec:
+  selector: {app: itp}
+  internalTrafficPolicy: Local
+  ports: [{port: 80, targetPort: http}]
+",
+    );
+    let vip = cluster_ip(lab, "itp");
+    wait_served(lab, client, vip, 80, Proto::Tcp);
+    assert_eq!(ask(client, vip, 80, Proto::Tcp, T).0.server(), Some("t-1"));
+    // node-1's only endpoint terminates while node-2's stays ready: node-1
+    // still sends its clients to its own, terminating, endpoint.
+    lab.ok(&["pod", "terminate", "default/t-1"]);
+    let slice_terminating = poll(Duration::from_secs(10), || {
+        let v: serde_json::Value =
+            serde_json::from_str(&lab.ok(&["ctl", "get", "endpointslices", "-o", "json"])).ok()?;
+        v["items"]
+            .as_array()?
+            .iter()
+            .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "itp")
+            .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+            .any(|e| e["conditions"]["terminating"] == true)
+            .then_some(())
+    });
+    assert!(slice_terminating.is_some(), "t-1 never shown terminating");
+    // Give felix a moment to apply the slice, then every request must
+    // reach t-1 (before KEP-1669's per-node fallback they were dropped).
+    std::thread::sleep(Duration::from_millis(1000));
+    for i in 0..10 {
+        let (o, _) = ask(client, vip, 80, Proto::Tcp, T);
+        assert_eq!(o.server(), Some("t-1"), "request {i}: {o:?}\n{}", dump(lab));
+    }
+}
