@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow};
 use serde_json::Value;
 
-use crate::netns::Netns;
 use crate::storebench::quantile;
+use tartan_lab::netns::Netns;
 
 /// Runs `f` on a thread inside `ns` (children it starts, `nft` among
 /// them, inherit the namespace).
@@ -37,7 +37,7 @@ pub fn in_ns<T: Send>(ns: &Netns, f: impl FnOnce() -> Result<T> + Send) -> Resul
 /// permanent neighbour per address (it has no address of its own to ask
 /// ARP from).
 pub fn wire_pod(node: &Netns, pod: &Netns, host: &str, addrs: &[Ipv4Addr]) -> Result<()> {
-    crate::netns::veth_eth0(Some(node.name()), host, pod.name())?;
+    tartan_lab::netns::veth_eth0(Some(node.name()), host, pod.name())?;
     let mac = |ns: &Netns, dev: &str| -> Result<String> {
         let out = ns.ip(&["-j", "link", "show", dev])?;
         let v: Value = serde_json::from_str(&out)?;

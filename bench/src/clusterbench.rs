@@ -19,9 +19,9 @@ use tartan_api::store::connect;
 use tartan_api::store::typed::TypedStore;
 
 use crate::bgpload::Environment;
-use crate::cluster::{LabState, down, pod, up};
-use crate::netns::ip;
 use crate::storebench::quantile;
+use tartan_lab::cluster::{LabState, down, pod, up};
+use tartan_lab::netns::ip;
 
 pub struct ClusterBenchOptions {
     pub sizes: Vec<usize>,
@@ -342,7 +342,7 @@ fn throughput(
 #[allow(clippy::too_many_arguments)]
 fn vxlan_runs(
     name: &str,
-    st: &crate::cluster::LabState,
+    st: &tartan_lab::cluster::LabState,
     client_ns: &str,
     server_ip: &str,
     bare: &str,

@@ -12,10 +12,10 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use crate::bgpload::Environment;
-use crate::cni::{Call, Runtime};
-use crate::cnilab::CniLab;
-use crate::netns::Netns;
 use crate::storebench::quantile;
+use tartan_lab::cni::{Call, Runtime};
+use tartan_lab::cnilab::CniLab;
+use tartan_lab::netns::Netns;
 
 pub struct CniBenchOptions {
     /// Sequential ADD+DEL pairs timed per plugin.

@@ -18,7 +18,7 @@ use tartan_felix::services::index::ServiceIndex;
 use tartan_felix::services::stale::{Entry, Tuple};
 use tartan_felix::services::{EndpointInfo, PortInfo, ServiceInfo, SliceInfo, TCP, UDP};
 
-use crate::netns::Netns;
+use tartan_lab::netns::Netns;
 
 pub struct ConntrackBenchOptions {
     /// Endpoints of the Service that loses them all.

@@ -1,10 +1,12 @@
-//! Tartan's benchmarks. `tartan-lab-bench bgp …` runs the BGP ingest and
-//! propagate benchmark (BENCHMARKS.md) and writes its Markdown results.
+//! `tartan-bench`: Tartan's benchmarks, one subcommand per harness
+//! (`tartan-bench bgp …`, `datastore`, `cni`, `cluster`, `policy`,
+//! `services`, `conntrack`), each writing its Markdown results
+//! (bench/README.md says how to run each).
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::collections::HashMap;
 use std::time::Duration;
-use tartan_lab::bgpload::{
+use tartan_bench::bgpload::{
     BenchOptions, DeviceKind, Environment, Topology, load_average, measure_generator,
     render_markdown, run_bench,
 };
@@ -262,7 +264,7 @@ fn main() -> Result<()> {
 }
 
 fn datastore(a: DatastoreArgs) -> Result<()> {
-    use tartan_lab::storebench::{StoreBenchOptions, render_markdown, run};
+    use tartan_bench::storebench::{StoreBenchOptions, render_markdown, run};
     let opts = StoreBenchOptions {
         objects: a.objects,
         list_runs: a.list_runs.max(1),
@@ -282,7 +284,7 @@ fn datastore(a: DatastoreArgs) -> Result<()> {
 }
 
 fn cni(a: CniArgs) -> Result<()> {
-    use tartan_lab::cnibench::{CniBenchOptions, render_markdown, run};
+    use tartan_bench::cnibench::{CniBenchOptions, render_markdown, run};
     let opts = CniBenchOptions {
         sequential: a.sequential.max(1),
         parallel: a.parallel.max(1),
@@ -296,7 +298,7 @@ fn cni(a: CniArgs) -> Result<()> {
 }
 
 fn cluster(a: ClusterArgs) -> Result<()> {
-    use tartan_lab::clusterbench::{ClusterBenchOptions, render_markdown, run};
+    use tartan_bench::clusterbench::{ClusterBenchOptions, render_markdown, run};
     let sizes = a
         .sizes
         .split(',')
@@ -316,7 +318,7 @@ fn cluster(a: ClusterArgs) -> Result<()> {
 }
 
 fn policy(a: PolicyArgs) -> Result<()> {
-    use tartan_lab::policybench::{PolicyBenchOptions, render_markdown, run};
+    use tartan_bench::policybench::{PolicyBenchOptions, render_markdown, run};
     let opts = PolicyBenchOptions {
         policies: a.policies,
         pods: a.pods,
@@ -344,7 +346,7 @@ fn numbers(s: &str, what: &str) -> Result<Vec<usize>> {
 }
 
 fn conntrack(a: ConntrackArgs) -> Result<()> {
-    use tartan_lab::conntrackbench::{ConntrackBenchOptions, render_markdown, run};
+    use tartan_bench::conntrackbench::{ConntrackBenchOptions, render_markdown, run};
     let opts = ConntrackBenchOptions {
         endpoints: a.endpoints.max(1),
         clients: a.clients.max(1),
@@ -358,7 +360,7 @@ fn conntrack(a: ConntrackArgs) -> Result<()> {
 }
 
 fn services(a: ServicesArgs) -> Result<()> {
-    use tartan_lab::servicebench::{ServiceBenchOptions, render_markdown, run};
+    use tartan_bench::servicebench::{ServiceBenchOptions, render_markdown, run};
     let l = numbers(&a.latency_sizes, "--latency-sizes")?;
     let [small, large] = l[..] else {
         anyhow::bail!("--latency-sizes wants two numbers");

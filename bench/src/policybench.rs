@@ -38,8 +38,8 @@ use crate::benchkit::{
     serve, wake, wire_pod,
 };
 use crate::bgpload::Environment;
-use crate::netns::Netns;
 use crate::storebench::quantile;
+use tartan_lab::netns::Netns;
 
 pub struct PolicyBenchOptions {
     /// Policies in all (Kubernetes, Tartan namespaced and global).

@@ -40,10 +40,10 @@ use crate::benchkit::{
     status_kib, wake, wire_pod,
 };
 use crate::bgpload::Environment;
-use crate::etcd::EtcdCluster;
-use crate::netns::Netns;
-use crate::process::Daemon;
 use crate::storebench::quantile;
+use tartan_lab::etcd::EtcdCluster;
+use tartan_lab::netns::Netns;
+use tartan_lab::process::Daemon;
 
 pub struct ServiceBenchOptions {
     /// Numbers of Services timed (sync, changes, check).
@@ -666,7 +666,7 @@ fn wait_frontends(felix: &Daemon, want: usize, limit: Duration) -> Result<Durati
 }
 
 fn start_felix(ns: &Netns, store: &str) -> Result<Daemon> {
-    let bin = crate::cni::tartan_bin_dir().join("tartan-felix");
+    let bin = tartan_lab::cni::tartan_bin_dir().join("tartan-felix");
     if !bin.exists() {
         bail!("{} is not built", bin.display());
     }

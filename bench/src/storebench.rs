@@ -14,7 +14,7 @@ use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, WatchScope};
 
 use crate::bgpload::Environment;
-use crate::etcd::EtcdCluster;
+use tartan_lab::etcd::EtcdCluster;
 
 #[derive(Clone, Debug)]
 pub struct StoreBenchOptions {
@@ -138,7 +138,7 @@ async fn next(w: &mut tartan_api::store::watch::Watch) -> Result<WatchEvent> {
 }
 
 fn etcd_version() -> String {
-    std::process::Command::new(crate::etcd::etcd_binary())
+    std::process::Command::new(tartan_lab::etcd::etcd_binary())
         .arg("--version")
         .output()
         .ok()

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use std::collections::HashMap;
 use std::time::Duration;
-use tartan_lab::bgpload::{BenchOptions, DeviceKind, Topology, run_device_once};
+use tartan_bench::bgpload::{BenchOptions, DeviceKind, Topology, run_device_once};
 
 #[test]
 fn two_injectors_through_bird_reach_the_sink() -> Result<()> {

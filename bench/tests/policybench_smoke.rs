@@ -1,7 +1,7 @@
 //! The policy benchmark end to end at a tiny size (run as root): 20
 //! policies over 10 pods, one run, a few connections.
 use anyhow::Result;
-use tartan_lab::policybench::{PolicyBenchOptions, run};
+use tartan_bench::policybench::{PolicyBenchOptions, run};
 
 #[test]
 fn policy_bench_runs_at_a_tiny_size() -> Result<()> {

@@ -1,7 +1,7 @@
 //! The services benchmark end to end at a tiny size (run as root): 10
 //! Services, one run, a few connections, tartan-felix with 10 Services.
 use anyhow::Result;
-use tartan_lab::servicebench::{ServiceBenchOptions, run};
+use tartan_bench::servicebench::{ServiceBenchOptions, run};
 
 #[test]
 fn service_bench_runs_at_a_tiny_size() -> Result<()> {

@@ -2,11 +2,13 @@
 //! as passive eBGP neighbors (the generator connects), no kernel install,
 //! and nothing exported back to the injectors where the device can filter.
 use super::topology::{DEVICE_AS, SINK_AS, Topology};
-use crate::peers::{BgpConfig, Bird, Frr, Gobgp, Neighbor, Tartan, TartanOptions, bgpd_binary};
 use anyhow::{Result, bail};
 use std::fmt::Write;
 use std::net::IpAddr;
 use std::process::Command;
+use tartan_lab::peers::{
+    BgpConfig, Bird, Frr, Gobgp, Neighbor, Tartan, TartanOptions, bgpd_binary,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DeviceKind {

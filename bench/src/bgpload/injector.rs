@@ -5,11 +5,11 @@ use super::counter::Counter;
 use super::peer::Peer;
 use super::prefixes::{PrefixPlan, encode_updates};
 use super::speaker::{SpeakerId, establish};
-use crate::netns::Netns;
 use anyhow::Result;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use tartan_lab::netns::Netns;
 
 /// Settings of one injector.
 #[derive(Debug, Clone)]

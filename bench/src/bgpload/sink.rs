@@ -4,13 +4,13 @@
 use super::counter::Counter;
 use super::peer::Peer;
 use super::speaker::{SpeakerId, establish, handshake};
-use crate::netns::Netns;
 use anyhow::{Context, Result, anyhow};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tartan_lab::netns::Netns;
 
 /// Connects a sink from `ns` to the device at `device`.
 pub struct Sink;

@@ -2,10 +2,10 @@
 //! the sink in one of their own, each joined to the device by its own veth
 //! (injector i on 10.1.i.0/24, the sink on 10.2.0.0/24; the device is .1,
 //! the peer .2).
-use crate::netns::{Netns, veth};
 use anyhow::{Result, bail};
 use std::net::Ipv4Addr;
 use std::sync::Arc;
+use tartan_lab::netns::{Netns, veth};
 
 /// The device's AS, the sink's, and the first injector's (the next ones
 /// count up).
