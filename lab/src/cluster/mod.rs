@@ -7,6 +7,7 @@
 //! `tartan-controllers`), and [`kubelet`] writes the Pods' status.
 
 pub mod client;
+pub mod daemons;
 pub mod detached;
 pub mod down;
 pub mod hostnets;
@@ -16,6 +17,8 @@ pub mod services;
 pub mod state;
 pub mod status;
 pub mod svcprobe;
+pub mod topology;
 pub mod up;
+pub mod up_options;
 
 pub use state::LabState;
