@@ -2,18 +2,23 @@
 //! starts etcd on an underlay bridge, makes node namespaces, applies a
 //! default IPPool and starts tartan-bgpd and tartan-felix in each node;
 //! `pod add/del`, `exec`, `status` and `down` work on it later, from the
-//! state kept in `/run/tartan-lab/<name>/`. [`services`] plays the
-//! control plane's Service parts (addresses, ports, EndpointSlices).
+//! state kept in `/run/tartan-lab/<name>/`. [`services`] runs the
+//! control plane's Service parts (addresses, ports, EndpointSlices; from
+//! `tartan-controllers`), and [`kubelet`] writes the Pods' status.
 
 pub mod client;
+pub mod daemons;
 pub mod detached;
 pub mod down;
 pub mod hostnets;
+pub mod kubelet;
 pub mod pod;
 pub mod services;
 pub mod state;
 pub mod status;
 pub mod svcprobe;
+pub mod topology;
 pub mod up;
+pub mod up_options;
 
 pub use state::LabState;

@@ -12,9 +12,9 @@ use tartan_api::store::StoreError;
 use tartan_api::store::connect;
 use tartan_api::store::typed::TypedStore;
 
-use super::services;
 use super::state::{self, LabState};
 use super::up::runtime;
+use super::{kubelet, services};
 use crate::cni::{Call, Runtime};
 use crate::netns::ip;
 
@@ -211,7 +211,7 @@ pub fn add_with_ports(
     let pod_ip = rec.address().unwrap_or_default();
     let host_ip = st.node(node)?.address.to_string();
     edit_then_sync(&st, &ns, &name, |v| {
-        services::running_status(v, &pod_ip, &host_ip)
+        kubelet::running_status(v, &pod_ip, &host_ip)
     })
     .with_context(|| format!("pod {ns}/{name} is wired, but its status was not written"))?;
     Ok(rec)
@@ -222,8 +222,8 @@ fn edit_then_sync(st: &LabState, ns: &str, name: &str, f: impl Fn(&mut Value)) -
     let _l = services::lock(&st.name)?;
     runtime()?.block_on(async {
         let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
-        services::edit_pod(&*store, ns, name, f).await?;
-        services::sync_slices(&*store).await
+        kubelet::edit_pod(&*store, ns, name, f).await?;
+        Ok::<_, anyhow::Error>(tartan_controllers::services::sync_slices(&*store).await?)
     })?;
     Ok(())
 }
@@ -234,7 +234,7 @@ pub fn set_ready(lab: &str, pod_ref: &str, ready: bool) -> Result<()> {
     let st = LabState::load(lab)?;
     let (ns, name) = parse_ref(pod_ref)?;
     load(lab, &ns, &name)?;
-    edit_then_sync(&st, &ns, &name, |v| services::set_ready(v, ready))
+    edit_then_sync(&st, &ns, &name, |v| kubelet::set_ready(v, ready))
 }
 
 /// Begins the pod's graceful deletion: it keeps running and serving the
@@ -245,7 +245,7 @@ pub fn terminate(lab: &str, pod_ref: &str) -> Result<()> {
     let (ns, name) = parse_ref(pod_ref)?;
     load(lab, &ns, &name)?;
     let now = std::time::SystemTime::now();
-    edit_then_sync(&st, &ns, &name, |v| services::set_terminating(v, now))
+    edit_then_sync(&st, &ns, &name, |v| kubelet::set_terminating(v, now))
 }
 
 fn delete_pod_object(st: &LabState, ns: &str, name: &str) -> Result<()> {

@@ -4,13 +4,17 @@
 //! sockets and pid files live there too, so instances never interfere) and
 //! stops its daemons when dropped.
 mod bird;
+mod bird_config;
+mod bird_routes;
 mod config;
 mod exabgp;
 mod frr;
 mod gobgp;
 mod tartan;
 
-pub use bird::{Bird, BirdRoute, parse_routes as parse_bird_routes, render as render_bird};
+pub use bird::Bird;
+pub use bird_config::render as render_bird;
+pub use bird_routes::{BirdRoute, parse_routes as parse_bird_routes};
 pub use config::{BgpConfig, Neighbor, Route};
 pub use exabgp::ExaBgp;
 pub use frr::{Frr, FrrRoute};

@@ -1,0 +1,393 @@
+//! `tartan-bench`: Tartan's benchmarks, one subcommand per harness
+//! (`tartan-bench bgp …`, `datastore`, `cni`, `cluster`, `policy`,
+//! `services`, `conntrack`), each writing its Markdown results
+//! (bench/README.md says how to run each).
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::collections::HashMap;
+use std::time::Duration;
+use tartan_bench::bgpload::{
+    BenchOptions, DeviceKind, Environment, Topology, load_average, measure_generator,
+    render_markdown, run_bench,
+};
+
+#[derive(Parser)]
+#[command(about = "Tartan's benchmarks (run as root)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// BGP ingest and propagate: injectors → device → sink.
+    Bgp(BgpArgs),
+    /// Datastore: list of many objects and watch delivery latency on etcd.
+    Datastore(DatastoreArgs),
+    /// CNI: ADD/DEL latency and many ADDs at once, tartan beside ptp.
+    Cni(CniArgs),
+    /// Cluster: route convergence at several sizes, pod-to-pod throughput
+    /// beside bare routing, daemon memory.
+    Cluster(ClusterArgs),
+    /// Policy: full sync, one policy change, one pod relabelled, and
+    /// connection latency through a large ruleset beside an empty one.
+    Policy(PolicyArgs),
+    /// Services: full sync, one endpoint change and the drift check at
+    /// several sizes, connection latency to a ClusterIP among 10 and
+    /// 10,000 Services, tartan-felix's memory at 10,000 Services.
+    Services(ServicesArgs),
+    /// Stale UDP conntrack cleanup: a Service's endpoints all removed at
+    /// once, entries deleted over ctnetlink, unrelated ones counted.
+    Conntrack(ConntrackArgs),
+}
+
+#[derive(clap::Args)]
+struct ConntrackArgs {
+    /// Endpoints removed at once.
+    #[arg(long, default_value_t = 1000)]
+    endpoints: usize,
+    /// Entries per endpoint.
+    #[arg(long, default_value_t = 2)]
+    clients: usize,
+    /// Unrelated entries in the table.
+    #[arg(long, default_value_t = 6000)]
+    unrelated: usize,
+    /// Runs (median reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+}
+
+#[derive(clap::Args)]
+struct ServicesArgs {
+    /// Numbers of Services timed, comma-separated.
+    #[arg(long, default_value = "10,1000,10000")]
+    sizes: String,
+    /// Ready endpoints per Service.
+    #[arg(long, default_value_t = 10)]
+    endpoints: usize,
+    /// Runs (medians reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Connections per latency run (0: skip the latency measurement).
+    #[arg(long, default_value_t = 2000)]
+    connections: usize,
+    /// The two tables the latency compares, e.g. `10,10000`.
+    #[arg(long, default_value = "10,10000")]
+    latency_sizes: String,
+    /// Services loaded into a real tartan-felix through etcd for its RSS
+    /// (0: skip).
+    #[arg(long, default_value_t = 10_000)]
+    felix_services: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct PolicyArgs {
+    /// Policies in all (Kubernetes, Tartan and global).
+    #[arg(long, default_value_t = 2000)]
+    policies: usize,
+    /// Pods in the cluster.
+    #[arg(long, default_value_t = 500)]
+    pods: usize,
+    /// Namespaces (at most pods / 3).
+    #[arg(long, default_value_t = 50)]
+    namespaces: usize,
+    /// One pod in this many is on the benchmarked node.
+    #[arg(long, default_value_t = 10)]
+    local_every: usize,
+    /// Runs (medians reported).
+    #[arg(long, default_value_t = 9)]
+    runs: usize,
+    /// Connections per latency run (0: skip the latency measurement).
+    #[arg(long, default_value_t = 2000)]
+    connections: usize,
+    /// Seed of the generated cluster.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// Cluster sizes, comma-separated.
+    #[arg(long, default_value = "10,20")]
+    sizes: String,
+    /// New blocks timed per size.
+    #[arg(long, default_value_t = 20)]
+    blocks: usize,
+    /// iperf3 runs per path.
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Seconds per iperf3 run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct CniArgs {
+    /// Sequential ADD+DEL pairs per plugin.
+    #[arg(long, default_value_t = 200)]
+    sequential: usize,
+    /// ADDs started at once.
+    #[arg(long, default_value_t = 100)]
+    parallel: usize,
+    /// Runs of the parallel ADDs (median reported).
+    #[arg(long, default_value_t = 5)]
+    parallel_runs: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct DatastoreArgs {
+    /// Objects to list.
+    #[arg(long, default_value_t = 10_000)]
+    objects: usize,
+    /// Times the list is repeated (median reported).
+    #[arg(long, default_value_t = 7)]
+    list_runs: usize,
+    /// Updates whose delivery through a watch is timed.
+    #[arg(long, default_value_t = 1_000)]
+    writes: usize,
+    /// Milliseconds between timed updates.
+    #[arg(long, default_value_t = 5)]
+    pace_ms: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct BgpArgs {
+    /// Injector peers.
+    #[arg(long, default_value_t = 2)]
+    peers: u32,
+    /// Unique /24s per injector.
+    #[arg(long, default_value_t = 1000)]
+    prefixes: u32,
+    /// Runs per device (median reported).
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
+    /// Devices, comma-separated: tartan, bird, gobgp, frr.
+    #[arg(long, default_value = "bird")]
+    devices: String,
+    /// Per-device run counts, e.g. `gobgp=1,frr=3`.
+    #[arg(long, default_value = "")]
+    runs_per_device: String,
+    /// Prefixes per UPDATE.
+    #[arg(long, default_value_t = 1000)]
+    per_update: usize,
+    /// Seconds to wait for one run.
+    #[arg(long, default_value_t = 300)]
+    timeout: u64,
+    /// Seconds between the sessions coming up and the first UPDATE.
+    #[arg(long, default_value_t = 2.0)]
+    settle: f64,
+    /// Runs of the generator against the pass-through receiver (0: skip).
+    #[arg(long, default_value_t = 3)]
+    generator_runs: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+fn main() -> Result<()> {
+    if std::env::var_os("TARTAN_LOG").is_none() {
+        // SAFETY: no other thread exists yet. tartan-bgpd's default debug
+        // logging would be part of what is measured.
+        unsafe { std::env::set_var("TARTAN_LOG", "warn") };
+    }
+    let a = match Cli::parse().cmd {
+        Cmd::Bgp(a) => a,
+        Cmd::Datastore(a) => return datastore(a),
+        Cmd::Cni(a) => return cni(a),
+        Cmd::Cluster(a) => return cluster(a),
+        Cmd::Policy(a) => return policy(a),
+        Cmd::Services(a) => return services(a),
+        Cmd::Conntrack(a) => return conntrack(a),
+    };
+    let devices = a
+        .devices
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+        .map(DeviceKind::parse)
+        .collect::<Result<Vec<_>>>()?;
+    let mut runs_per_device = HashMap::new();
+    for kv in a
+        .runs_per_device
+        .split(',')
+        .filter(|s| !s.trim().is_empty())
+    {
+        let (k, v) = kv
+            .split_once('=')
+            .context("--runs-per-device wants device=N")?;
+        runs_per_device.insert(DeviceKind::parse(k)?, v.trim().parse()?);
+    }
+    let opts = BenchOptions {
+        peers: a.peers,
+        prefixes: a.prefixes,
+        runs: a.runs,
+        runs_per_device,
+        devices,
+        per_update: a.per_update,
+        timeout: Duration::from_secs(a.timeout),
+        settle: Duration::from_secs_f64(a.settle.max(0.0)),
+        hold_time: 180,
+    };
+    opts.plan()?;
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let topo = Topology::new(opts.peers)?;
+    let generator = if a.generator_runs > 0 {
+        let g = measure_generator(&topo, &opts, a.generator_runs)?;
+        eprintln!(
+            "generator: written {:?}, received {:?}",
+            g.written, g.received
+        );
+        Some(g)
+    } else {
+        None
+    };
+    let results = run_bench(&topo, &opts, |line| eprintln!("{line}"));
+    drop(topo);
+    env.load_after = load_average();
+    let md = render_markdown(&env, &opts, &results, generator.as_ref());
+    write_out(a.out.as_deref(), &md)
+}
+
+fn datastore(a: DatastoreArgs) -> Result<()> {
+    use tartan_bench::storebench::{StoreBenchOptions, render_markdown, run};
+    let opts = StoreBenchOptions {
+        objects: a.objects,
+        list_runs: a.list_runs.max(1),
+        writes: a.writes.max(1),
+        pace: Duration::from_millis(a.pace_ms),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let r = rt.block_on(run(&opts))?;
+    env.load_after = load_average();
+    let md = render_markdown(&env, &opts, &r);
+    write_out(a.out.as_deref(), &md)
+}
+
+fn cni(a: CniArgs) -> Result<()> {
+    use tartan_bench::cnibench::{CniBenchOptions, render_markdown, run};
+    let opts = CniBenchOptions {
+        sequential: a.sequential.max(1),
+        parallel: a.parallel.max(1),
+        parallel_runs: a.parallel_runs.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn cluster(a: ClusterArgs) -> Result<()> {
+    use tartan_bench::clusterbench::{ClusterBenchOptions, render_markdown, run};
+    let sizes = a
+        .sizes
+        .split(',')
+        .map(|s| s.trim().parse::<usize>().context("--sizes: numbers"))
+        .collect::<Result<Vec<_>>>()?;
+    let opts = ClusterBenchOptions {
+        sizes,
+        blocks: a.blocks.max(1),
+        throughput_runs: a.runs.max(1),
+        seconds: a.seconds.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn policy(a: PolicyArgs) -> Result<()> {
+    use tartan_bench::policybench::{PolicyBenchOptions, render_markdown, run};
+    let opts = PolicyBenchOptions {
+        policies: a.policies,
+        pods: a.pods,
+        namespaces: a.namespaces,
+        local_every: a.local_every.max(1),
+        runs: a.runs.max(1),
+        connections: a.connections,
+        seed: a.seed,
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let (syn, figs) = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &syn, &figs))
+}
+
+fn numbers(s: &str, what: &str) -> Result<Vec<usize>> {
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<usize>()
+                .with_context(|| format!("{what}: numbers"))
+        })
+        .collect()
+}
+
+fn conntrack(a: ConntrackArgs) -> Result<()> {
+    use tartan_bench::conntrackbench::{ConntrackBenchOptions, render_markdown, run};
+    let opts = ConntrackBenchOptions {
+        endpoints: a.endpoints.max(1),
+        clients: a.clients.max(1),
+        unrelated: a.unrelated.max(3),
+        runs: a.runs.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let runs = run(&opts, |line| eprintln!("{line}"))?;
+    print!("{}", render_markdown(&opts, &runs, &command));
+    Ok(())
+}
+
+fn services(a: ServicesArgs) -> Result<()> {
+    use tartan_bench::servicebench::{ServiceBenchOptions, render_markdown, run};
+    let l = numbers(&a.latency_sizes, "--latency-sizes")?;
+    let [small, large] = l[..] else {
+        anyhow::bail!("--latency-sizes wants two numbers");
+    };
+    let opts = ServiceBenchOptions {
+        sizes: numbers(&a.sizes, "--sizes")?,
+        endpoints: a.endpoints.max(1),
+        runs: a.runs.max(1),
+        connections: a.connections,
+        latency_sizes: [small.max(1), large.max(1)],
+        felix_services: a.felix_services,
+        felix_settle: Duration::from_secs(6),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn write_out(out: Option<&std::path::Path>, md: &str) -> Result<()> {
+    if let Some(p) = out {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(p, md).with_context(|| format!("write {}", p.display()))?;
+    }
+    print!("{md}");
+    Ok(())
+}

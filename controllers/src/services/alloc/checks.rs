@@ -1,0 +1,152 @@
+//! The checks of a Service being written that need no other Service (its
+//! type, ports, names, given addresses), and what it keeps of its stored
+//! self when written again (ClusterIP, NodePorts, health-check NodePort,
+//! LoadBalancer status).
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::fields::{
+    given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, key, type_of,
+    wants_health_port, wants_node_ports,
+};
+
+/// Checks of the Service's own fields that the lab relies on.
+pub(super) fn own_problems(s: &Service, out: &mut Vec<String>) {
+    let k = key(s);
+    let mut bad = |field: String, why: String| out.push(format!("Service {k}: {field}: {why}"));
+    let Some(sp) = &s.spec else {
+        bad("spec".into(), "missing".into());
+        return;
+    };
+    let t = type_of(s);
+    if !matches!(
+        t,
+        "ClusterIP" | "NodePort" | "LoadBalancer" | "ExternalName"
+    ) {
+        bad(
+            "spec.type".into(),
+            format!("{t:?}: use ClusterIP, NodePort, LoadBalancer or ExternalName"),
+        );
+    }
+    let ports = sp.ports.as_deref().unwrap_or_default();
+    let mut names = BTreeSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let f = |x: &str| format!("spec.ports[{i}].{x}");
+        if !(1..=65535).contains(&p.port) {
+            bad(f("port"), format!("{} is not in 1-65535", p.port));
+        }
+        let proto = p.protocol.as_deref().unwrap_or("TCP");
+        if !matches!(proto, "TCP" | "UDP" | "SCTP") {
+            bad(f("protocol"), format!("{proto:?}: use TCP, UDP or SCTP"));
+        }
+        let name = p.name.clone().unwrap_or_default();
+        if ports.len() > 1 && name.is_empty() {
+            bad(
+                f("name"),
+                "required when the Service has more than one port".into(),
+            );
+        }
+        if !names.insert(name.clone()) && !name.is_empty() {
+            bad(f("name"), format!("{name:?} is used by another port"));
+        }
+        match &p.target_port {
+            Some(IntOrString::Int(n)) if !(1..=65535).contains(n) => {
+                bad(f("targetPort"), format!("{n} is not in 1-65535"))
+            }
+            Some(IntOrString::String(n)) if n.is_empty() || n.len() > 15 => bad(
+                f("targetPort"),
+                format!("{n:?}: a port name has 1 to 15 characters"),
+            ),
+            _ => {}
+        }
+        if let Some(np) = p.node_port
+            && np != 0
+            && !wants_node_ports(s)
+        {
+            bad(
+                f("nodePort"),
+                format!("{np}: only for NodePort and LoadBalancer Services"),
+            );
+        }
+    }
+    if let Some(np) = health_port(s)
+        && !wants_health_port(s)
+    {
+        bad(
+            "spec.healthCheckNodePort".into(),
+            format!("{np}: only for LoadBalancer Services with externalTrafficPolicy: Local"),
+        );
+    }
+    if let Some(ip) = given_cluster_ip(s)
+        && ip != "None"
+        && ip.parse::<Ipv4Addr>().is_err()
+    {
+        bad(
+            "spec.clusterIP".into(),
+            format!("{ip:?} is not an IPv4 address"),
+        );
+    }
+    if t == "ExternalName" && sp.external_name.as_deref().unwrap_or("").is_empty() {
+        bad(
+            "spec.externalName".into(),
+            "required for type ExternalName".into(),
+        );
+    }
+}
+
+/// Carries what `stored` (the same Service, as stored) holds into
+/// `s`, where `s` does not give it; a changed ClusterIP is a problem.
+pub(super) fn carry_over(s: &mut Service, stored: &Service, out: &mut Vec<String>) {
+    let k = key(s);
+    let old_ip = given_cluster_ip(stored);
+    let node_ports = wants_node_ports(s);
+    let is_lb = type_of(s) == "LoadBalancer";
+    let health = wants_health_port(s) && health_port(s).is_none();
+    let old_health = health_port(stored);
+    let external_name = type_of(s) == "ExternalName";
+    let Some(sp) = s.spec.as_mut() else { return };
+    match (given_cluster_ip_spec(sp), old_ip) {
+        (None, Some(old)) if !external_name => {
+            sp.cluster_ip = Some(old.clone());
+            sp.cluster_ips = Some(vec![old]);
+        }
+        (Some(new), Some(old)) if new != old => out.push(format!(
+            "Service {k}: spec.clusterIP: may not change ({old} -> {new}); delete the Service and create it again"
+        )),
+        _ => {}
+    }
+    if node_ports {
+        let old_ports = stored
+            .spec
+            .as_ref()
+            .and_then(|o| o.ports.clone())
+            .unwrap_or_default();
+        for p in sp.ports.iter_mut().flatten() {
+            if p.node_port.unwrap_or(0) != 0 {
+                continue;
+            }
+            let same = |o: &&ServicePort| {
+                o.port == p.port
+                    && o.protocol.as_deref().unwrap_or("TCP")
+                        == p.protocol.as_deref().unwrap_or("TCP")
+            };
+            if let Some(np) = old_ports.iter().find(same).and_then(|o| o.node_port) {
+                p.node_port = Some(np);
+            }
+        }
+    }
+    if health && let Some(np) = old_health {
+        sp.health_check_node_port = Some(np);
+    }
+    if is_lb && ingress_ips(s).is_empty() && !ingress_ips(stored).is_empty() {
+        let wanted = s.spec.as_ref().and_then(|sp| sp.load_balancer_ip.clone());
+        // A changed loadBalancerIP asks for a new address.
+        if wanted.is_none_or(|w| ingress_ips(stored).contains(&w)) {
+            s.status = stored.status.clone();
+        }
+    }
+}

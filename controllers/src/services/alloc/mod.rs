@@ -1,0 +1,272 @@
+//! What the API server and a load-balancer controller (MetalLB) give a
+//! Service: a ClusterIP from the service range, NodePorts from
+//! 30000–32767, LoadBalancer ingress IPs from the LB range. Pure: the
+//! Services already stored and those being written in, the written ones
+//! with their addresses and ports filled in, or every problem found (and
+//! then nothing is written).
+//!
+//! - A value the Service gives is kept: a ClusterIP outside the service
+//!   range as given (only one inside it must be free), a NodePort if it
+//!   is in range and free, `spec.loadBalancerIP` if it is in the LB range
+//!   and free.
+//! - A Service written again without them keeps what it holds (as `kubectl
+//!   apply` does, the file never named them); a changed ClusterIP is
+//!   refused (it is immutable).
+//! - Lowest free first: the service range's first address is left for the
+//!   `kubernetes` Service, as the API server does.
+
+mod checks;
+mod fields;
+mod held;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+use std::ops::RangeInclusive;
+
+use ipnet::Ipv4Net;
+use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Service, ServiceStatus};
+
+use checks::{carry_over, own_problems};
+pub use fields::key;
+use fields::{
+    given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, type_of, wants_health_port,
+    wants_node_ports,
+};
+use held::{Held, lowest_free};
+
+/// The NodePort range of a default API server.
+pub const NODE_PORTS: RangeInclusive<u16> = 30000..=32767;
+
+/// Where addresses and ports come from.
+#[derive(Debug, Clone)]
+pub struct Ranges {
+    pub service: Ipv4Net,
+    pub lb: Ipv4Net,
+    pub node_ports: RangeInclusive<u16>,
+}
+
+impl Ranges {
+    pub fn new(service: Ipv4Net, lb: Ipv4Net) -> Ranges {
+        Ranges {
+            service,
+            lb,
+            node_ports: NODE_PORTS,
+        }
+    }
+
+    /// The NodePort range as messages give it, `30000-32767`.
+    fn node_port_text(&self) -> String {
+        format!("{}-{}", self.node_ports.start(), self.node_ports.end())
+    }
+}
+
+/// `incoming` with ClusterIPs, NodePorts and LoadBalancer ingress IPs
+/// filled in, given the Services `stored`; or every problem.
+pub fn allocate(
+    ranges: &Ranges,
+    stored: &[Service],
+    incoming: &[Service],
+) -> Result<Vec<Service>, Vec<String>> {
+    let mut problems = Vec::new();
+    let incoming_keys: BTreeSet<String> = incoming.iter().map(key).collect();
+    if incoming_keys.len() != incoming.len() {
+        problems.push("the same Service is given twice".to_string());
+    }
+    let stored_by_key: BTreeMap<String, &Service> = stored.iter().map(|s| (key(s), s)).collect();
+    let mut held = Held::default();
+    for s in stored.iter().filter(|s| !incoming_keys.contains(&key(s))) {
+        held.add(s);
+    }
+    let mut out: Vec<Service> = incoming.to_vec();
+    for s in &mut out {
+        own_problems(s, &mut problems);
+        if let Some(old) = stored_by_key.get(&key(s)) {
+            carry_over(s, old, &mut problems);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // What the incoming Services give themselves, checked against the
+    // others and each other.
+    for s in &out {
+        let k = key(s);
+        if let Some(ip) = given_cluster_ip(s).and_then(|ip| ip.parse::<Ipv4Addr>().ok()) {
+            if ranges.service.contains(&ip)
+                && (ip == ranges.service.network() || ip == ranges.service.broadcast())
+            {
+                problems.push(format!(
+                    "Service {k}: spec.clusterIP: {ip} is the service range's network or broadcast address"
+                ));
+            }
+            if let Some(other) = held.cluster_ips.insert(ip, k.clone()) {
+                problems.push(format!(
+                    "Service {k}: spec.clusterIP: {ip} is already allocated to Service {other}"
+                ));
+            }
+        }
+        let mut own_ports: BTreeSet<u16> = BTreeSet::new();
+        for (i, p) in s
+            .spec
+            .iter()
+            .flat_map(|sp| sp.ports.iter().flatten())
+            .enumerate()
+        {
+            let Some(np) = p.node_port.filter(|n| *n != 0) else {
+                continue;
+            };
+            let in_range = u16::try_from(np)
+                .ok()
+                .filter(|n| ranges.node_ports.contains(n));
+            let Some(np) = in_range else {
+                problems.push(format!(
+                    "Service {k}: spec.ports[{i}].nodePort: {np} is not in the NodePort range {}",
+                    ranges.node_port_text()
+                ));
+                continue;
+            };
+            // One Service may use a port number for TCP and UDP alike.
+            if !own_ports.insert(np) {
+                continue;
+            }
+            if let Some(other) = held.node_ports.insert(np, k.clone()) {
+                problems.push(format!(
+                    "Service {k}: spec.ports[{i}].nodePort: {np} is already allocated to Service {other}"
+                ));
+            }
+        }
+        if let Some(np) = health_port(s) {
+            match u16::try_from(np)
+                .ok()
+                .filter(|n| ranges.node_ports.contains(n))
+            {
+                None => problems.push(format!(
+                    "Service {k}: spec.healthCheckNodePort: {np} is not in the NodePort range {}",
+                    ranges.node_port_text()
+                )),
+                Some(n) => {
+                    if let Some(other) = held.node_ports.insert(n, k.clone()) {
+                        problems.push(format!(
+                            "Service {k}: spec.healthCheckNodePort: {np} is already allocated to {}",
+                            if other == k {
+                                "one of its ports".to_string()
+                            } else {
+                                format!("Service {other}")
+                            }
+                        ));
+                    }
+                }
+            }
+        }
+        if type_of(s) == "LoadBalancer" {
+            let mut mine = ingress_ips(s);
+            let wanted = s.spec.as_ref().and_then(|sp| sp.load_balancer_ip.clone());
+            if mine.is_empty()
+                && let Some(w) = wanted.filter(|w| !w.is_empty())
+            {
+                match w.parse::<Ipv4Addr>() {
+                    Ok(a) if ranges.lb.contains(&a) => mine.push(w),
+                    _ => problems.push(format!(
+                        "Service {k}: spec.loadBalancerIP: {w} is not an address of the lab's LoadBalancer range {}",
+                        ranges.lb
+                    )),
+                }
+            }
+            for ip in mine.iter().filter_map(|ip| ip.parse::<Ipv4Addr>().ok()) {
+                if let Some(other) = held.lb_ips.insert(ip, k.clone())
+                    && other != k
+                {
+                    problems.push(format!(
+                        "Service {k}: LoadBalancer IP {ip} is already given to Service {other}"
+                    ));
+                }
+            }
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    // Fill in what is missing, lowest free first.
+    for s in &mut out {
+        let k = key(s);
+        let t = type_of(s).to_string();
+        let node_ports = wants_node_ports(s);
+        let lb_given = !ingress_ips(s).is_empty();
+        let health = wants_health_port(s) && health_port(s).is_none();
+        let Some(sp) = s.spec.as_mut() else { continue };
+        if t != "ExternalName" && given_cluster_ip_spec(sp).is_none() {
+            match lowest_free(&ranges.service, true, &held.cluster_ips) {
+                Some(ip) => {
+                    held.cluster_ips.insert(ip, k.clone());
+                    sp.cluster_ip = Some(ip.to_string());
+                    sp.cluster_ips = Some(vec![ip.to_string()]);
+                }
+                None => problems.push(format!(
+                    "Service {k}: no free ClusterIP left in the service range {}",
+                    ranges.service
+                )),
+            }
+        } else if let Some(ip) = given_cluster_ip_spec(sp)
+            && sp.cluster_ips.as_ref().is_none_or(Vec::is_empty)
+        {
+            sp.cluster_ip = Some(ip.clone());
+            sp.cluster_ips = Some(vec![ip]);
+        }
+        if node_ports {
+            for p in sp.ports.iter_mut().flatten() {
+                if p.node_port.unwrap_or(0) != 0 {
+                    continue;
+                }
+                match held.take_node_port(&ranges.node_ports, &k) {
+                    Some(n) => p.node_port = Some(i32::from(n)),
+                    None => problems.push(format!(
+                        "Service {k}: no free NodePort left in {}",
+                        ranges.node_port_text()
+                    )),
+                }
+            }
+        }
+        if health {
+            match held.take_node_port(&ranges.node_ports, &k) {
+                Some(n) => sp.health_check_node_port = Some(i32::from(n)),
+                None => problems.push(format!(
+                    "Service {k}: no free NodePort left in {} for the healthCheckNodePort",
+                    ranges.node_port_text()
+                )),
+            }
+        }
+        if t == "LoadBalancer" && !lb_given {
+            let wanted = sp
+                .load_balancer_ip
+                .as_deref()
+                .and_then(|w| w.parse::<Ipv4Addr>().ok());
+            let ip = wanted.or_else(|| lowest_free(&ranges.lb, false, &held.lb_ips));
+            match ip {
+                Some(ip) => {
+                    held.lb_ips.insert(ip, k.clone());
+                    s.status = Some(ServiceStatus {
+                        load_balancer: Some(LoadBalancerStatus {
+                            ingress: Some(vec![LoadBalancerIngress {
+                                ip: Some(ip.to_string()),
+                                ..Default::default()
+                            }]),
+                        }),
+                        ..s.status.clone().unwrap_or_default()
+                    });
+                }
+                None => problems.push(format!(
+                    "Service {k}: no free address left in the LoadBalancer range {}",
+                    ranges.lb
+                )),
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests;

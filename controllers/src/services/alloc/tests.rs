@@ -1,0 +1,268 @@
+//! Tests of Service allocation: ClusterIPs, NodePorts, health-check
+//! NodePorts and LoadBalancer IPs given, kept, refused and exhausted.
+use super::*;
+use serde_json::{Value, json};
+
+fn svc(name: &str, spec: Value) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }))
+    .unwrap()
+}
+
+fn ranges() -> Ranges {
+    Ranges::new(
+        "10.96.0.0/16".parse().unwrap(),
+        "192.0.2.0/30".parse().unwrap(),
+    )
+}
+
+fn ip(s: &Service) -> &str {
+    s.spec.as_ref().unwrap().cluster_ip.as_deref().unwrap()
+}
+
+fn node_ports(s: &Service) -> Vec<i32> {
+    s.spec
+        .as_ref()
+        .unwrap()
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| p.node_port)
+        .collect()
+}
+
+fn web() -> Value {
+    json!({"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]})
+}
+
+#[test]
+fn cluster_ips_lowest_free_after_the_reserved_first() {
+    let a = allocate(&ranges(), &[], &[svc("a", web()), svc("b", web())]).unwrap();
+    assert_eq!(ip(&a[0]), "10.96.0.2");
+    assert_eq!(ip(&a[1]), "10.96.0.3");
+    assert_eq!(
+        a[0].spec.as_ref().unwrap().cluster_ips,
+        Some(vec!["10.96.0.2".to_string()])
+    );
+    // Stored ones are skipped; a ClusterIP Service gets no NodePort.
+    let b = allocate(&ranges(), &a, &[svc("c", web())]).unwrap();
+    assert_eq!(ip(&b[0]), "10.96.0.4");
+    assert!(node_ports(&b[0]).is_empty());
+}
+
+#[test]
+fn a_given_cluster_ip_is_kept_even_outside_the_range() {
+    let mut s = web();
+    s["clusterIP"] = json!("172.30.0.9");
+    let a = allocate(&ranges(), &[], &[svc("a", s)]).unwrap();
+    assert_eq!(ip(&a[0]), "172.30.0.9");
+    let mut s = web();
+    s["clusterIP"] = json!("10.96.0.2");
+    let a = allocate(&ranges(), &[], &[svc("a", s), svc("b", web())]).unwrap();
+    assert_eq!(ip(&a[0]), "10.96.0.2");
+    assert_eq!(ip(&a[1]), "10.96.0.3", "the given one is not handed out");
+}
+
+#[test]
+fn headless_and_external_name_get_no_cluster_ip() {
+    let mut s = web();
+    s["clusterIP"] = json!("None");
+    let ext = json!({"type": "ExternalName", "externalName": "example.org"});
+    let a = allocate(&ranges(), &[], &[svc("h", s), svc("e", ext)]).unwrap();
+    assert_eq!(ip(&a[0]), "None");
+    assert_eq!(a[1].spec.as_ref().unwrap().cluster_ip, None);
+}
+
+#[test]
+fn a_taken_cluster_ip_is_refused() {
+    let stored = allocate(&ranges(), &[], &[svc("a", web())]).unwrap();
+    let mut s = web();
+    s["clusterIP"] = json!("10.96.0.2");
+    let e = allocate(&ranges(), &stored, &[svc("b", s)]).unwrap_err();
+    assert_eq!(
+        e,
+        vec![
+            "Service default/b: spec.clusterIP: 10.96.0.2 is already allocated to Service default/a"
+        ]
+    );
+}
+
+#[test]
+fn node_ports_for_node_port_and_load_balancer() {
+    let np = json!({"type": "NodePort", "selector": {"app": "web"},
+        "ports": [{"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]});
+    let lb = json!({"type": "LoadBalancer", "ports": [{"port": 443}]});
+    let a = allocate(&ranges(), &[], &[svc("n", np), svc("l", lb)]).unwrap();
+    assert_eq!(node_ports(&a[0]), vec![30000, 30001]);
+    assert_eq!(node_ports(&a[1]), vec![30002]);
+    assert_eq!(ingress_ips(&a[1]), vec!["192.0.2.1"]);
+    assert!(ingress_ips(&a[0]).is_empty());
+}
+
+#[test]
+fn a_taken_or_out_of_range_node_port_is_refused_and_nothing_is_given() {
+    let np = |n: i32| json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": n}]});
+    let stored = allocate(&ranges(), &[], &[svc("a", np(30080))]).unwrap();
+    let e = allocate(&ranges(), &stored, &[svc("ok", web()), svc("b", np(30080))]).unwrap_err();
+    assert_eq!(
+        e,
+        vec![
+            "Service default/b: spec.ports[0].nodePort: 30080 is already allocated to Service default/a"
+        ]
+    );
+    let e = allocate(&ranges(), &[], &[svc("c", np(8080))]).unwrap_err();
+    assert!(
+        e[0].contains("8080 is not in the NodePort range 30000-32767"),
+        "{e:?}"
+    );
+    // Two incoming Services asking for one port.
+    let e = allocate(&ranges(), &[], &[svc("x", np(30001)), svc("y", np(30001))]).unwrap_err();
+    assert!(
+        e[0].contains("already allocated to Service default/x"),
+        "{e:?}"
+    );
+    // A ClusterIP Service may not name one.
+    let mut s = web();
+    s["ports"][0]["nodePort"] = json!(30005);
+    let e = allocate(&ranges(), &[], &[svc("z", s)]).unwrap_err();
+    assert!(e[0].contains("only for NodePort and LoadBalancer"), "{e:?}");
+}
+
+#[test]
+fn a_local_load_balancer_gets_a_health_check_node_port() {
+    let lb = |extra: Value| {
+        let mut s = json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+            "ports": [{"port": 80}]});
+        for (k, v) in extra.as_object().unwrap() {
+            s[k] = v.clone();
+        }
+        s
+    };
+    let hc = |s: &Service| s.spec.as_ref().and_then(|sp| sp.health_check_node_port);
+    let a = allocate(&ranges(), &[], &[svc("a", lb(json!({})))]).unwrap();
+    // After the Service's own nodePort, from the same range.
+    assert_eq!(hc(&a[0]), Some(30001));
+    assert_eq!(node_ports(&a[0]), vec![30000]);
+    // Kept when applied again; the next Service gets other ports.
+    let again = allocate(&ranges(), &a, &[svc("a", lb(json!({})))]).unwrap();
+    assert_eq!(hc(&again[0]), Some(30001));
+    let b = allocate(&ranges(), &a, &[svc("b", lb(json!({})))]).unwrap();
+    assert_eq!((node_ports(&b[0]), hc(&b[0])), (vec![30002], Some(30003)));
+    // Cluster policy: none.
+    let c = allocate(
+        &ranges(),
+        &[],
+        &[svc("c", lb(json!({"externalTrafficPolicy": "Cluster"})))],
+    )
+    .unwrap();
+    assert_eq!(hc(&c[0]), None);
+    // A given one is kept, checked against the range and the holders.
+    let d = allocate(
+        &ranges(),
+        &a,
+        &[svc("d", lb(json!({"healthCheckNodePort": 31000})))],
+    )
+    .unwrap();
+    assert_eq!(hc(&d[0]), Some(31000));
+    let e = allocate(
+        &ranges(),
+        &a,
+        &[svc("e", lb(json!({"healthCheckNodePort": 30001})))],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("already allocated to Service default/a"),
+        "{e:?}"
+    );
+    let e = allocate(
+        &ranges(),
+        &[],
+        &[svc("f", lb(json!({"healthCheckNodePort": 80})))],
+    )
+    .unwrap_err();
+    assert!(e[0].contains("not in the NodePort range"), "{e:?}");
+    let e = allocate(
+        &ranges(),
+        &[],
+        &[svc(
+            "g",
+            lb(json!({"externalTrafficPolicy": "Cluster", "healthCheckNodePort": 31001})),
+        )],
+    )
+    .unwrap_err();
+    assert!(
+        e[0].contains("only for LoadBalancer Services with externalTrafficPolicy: Local"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn one_service_may_use_a_node_port_for_tcp_and_udp() {
+    let s = json!({"type": "NodePort", "ports": [
+        {"name": "t", "port": 53, "nodePort": 30053},
+        {"name": "u", "port": 53, "protocol": "UDP", "nodePort": 30053}]});
+    assert!(allocate(&ranges(), &[], &[svc("dns", s)]).is_ok());
+}
+
+#[test]
+fn applied_again_keeps_what_it_holds() {
+    let np = json!({"type": "LoadBalancer", "ports": [{"port": 80}]});
+    let first = allocate(&ranges(), &[], &[svc("a", np.clone())]).unwrap();
+    let other = allocate(&ranges(), &first, &[svc("b", np.clone())]).unwrap();
+    let stored = [first[0].clone(), other[0].clone()];
+    let again = allocate(&ranges(), &stored, &[svc("a", np)]).unwrap();
+    assert_eq!(ip(&again[0]), ip(&first[0]));
+    assert_eq!(node_ports(&again[0]), node_ports(&first[0]));
+    assert_eq!(ingress_ips(&again[0]), ingress_ips(&first[0]));
+    // A changed ClusterIP is refused.
+    let mut s = web();
+    s["clusterIP"] = json!("10.96.0.99");
+    let e = allocate(&ranges(), &stored, &[svc("a", s)]).unwrap_err();
+    assert!(e[0].contains("may not change"), "{e:?}");
+    // Turned into a ClusterIP Service: its NodePort is not carried.
+    let back = allocate(&ranges(), &stored, &[svc("a", web())]).unwrap();
+    assert!(node_ports(&back[0]).is_empty());
+    assert!(ingress_ips(&back[0]).is_empty());
+}
+
+#[test]
+fn load_balancer_ips_requested_and_exhausted() {
+    let lb = |ip: Option<&str>| {
+        let mut v = json!({"type": "LoadBalancer", "ports": [{"port": 80}]});
+        if let Some(ip) = ip {
+            v["loadBalancerIP"] = json!(ip);
+        }
+        v
+    };
+    let a = allocate(&ranges(), &[], &[svc("a", lb(Some("192.0.2.2")))]).unwrap();
+    assert_eq!(ingress_ips(&a[0]), vec!["192.0.2.2"]);
+    let e = allocate(&ranges(), &a, &[svc("b", lb(Some("192.0.2.2")))]).unwrap_err();
+    assert!(e[0].contains("already given to Service default/a"), "{e:?}");
+    let e = allocate(&ranges(), &[], &[svc("b", lb(Some("10.1.1.1")))]).unwrap_err();
+    assert!(
+        e[0].contains("not an address of the lab's LoadBalancer range"),
+        "{e:?}"
+    );
+    // A /30 has two hosts.
+    let e = allocate(&ranges(), &a, &[svc("c", lb(None)), svc("d", lb(None))]).unwrap_err();
+    assert_eq!(
+        e,
+        vec!["Service default/d: no free address left in the LoadBalancer range 192.0.2.0/30"]
+    );
+}
+
+#[test]
+fn bad_services_are_reported_whole() {
+    let s = json!({"type": "Fancy", "ports": [
+        {"port": 0}, {"name": "b", "port": 80, "protocol": "ICMP", "targetPort": 70000}]});
+    let e = allocate(&ranges(), &[], &[svc("bad", s)]).unwrap_err();
+    assert_eq!(e.len(), 5, "{e:#?}");
+    assert!(
+        e.iter().all(|m| m.starts_with("Service default/bad: ")),
+        "{e:?}"
+    );
+    let e = allocate(&ranges(), &[], &[svc("x", web()), svc("x", web())]).unwrap_err();
+    assert!(e[0].contains("twice"), "{e:?}");
+}

@@ -1,0 +1,68 @@
+//! What the EndpointSlice controller reads of a Pod: its address, node,
+//! labels, container ports and conditions.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::Pod;
+
+/// What the controller needs of a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodView {
+    pub namespace: String,
+    pub name: String,
+    pub uid: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub ip: Option<String>,
+    pub node: Option<String>,
+    pub ready: bool,
+    pub terminating: bool,
+    pub finished: bool,
+    /// (name, port, protocol) of every container port.
+    pub ports: Vec<(Option<String>, i32, String)>,
+}
+
+impl PodView {
+    pub fn from_pod(p: &Pod) -> PodView {
+        let status = p.status.as_ref();
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        let ip = status.and_then(|s| {
+            s.pod_ip
+                .clone()
+                .or_else(|| s.pod_ips.as_ref()?.first().map(|i| i.ip.clone()))
+        });
+        let phase = status.and_then(|s| s.phase.as_deref());
+        let spec = p.spec.as_ref();
+        PodView {
+            namespace: p
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".into()),
+            name: p.metadata.name.clone().unwrap_or_default(),
+            uid: p.metadata.uid.clone(),
+            labels: p.metadata.labels.clone().unwrap_or_default(),
+            ip: ip.filter(|i| !i.is_empty()),
+            node: spec.and_then(|s| s.node_name.clone()),
+            ready,
+            terminating: p.metadata.deletion_timestamp.is_some(),
+            finished: matches!(phase, Some("Succeeded" | "Failed")),
+            ports: spec
+                .map(|s| &s.containers)
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c.ports.iter().flatten())
+                .map(|cp| {
+                    (
+                        cp.name.clone(),
+                        cp.container_port,
+                        cp.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                    )
+                })
+                .collect(),
+        }
+    }
+}

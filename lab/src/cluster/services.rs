@@ -1,0 +1,188 @@
+//! The lab's side of the Service control plane, whose parts are in
+//! `tartan-controllers` ([`tartan_controllers::services`]):
+//!
+//! - `tartan-lab ctl apply|create|replace -f …` reads and checks the
+//!   files as tartanctl does, has each Service completed (ClusterIP from
+//!   the lab's service range, NodePorts, LoadBalancer ingress IPs from
+//!   its LB range), and hands tartanctl the completed objects; a refused
+//!   allocation writes nothing.
+//! - After every command that may change Services or Pods (`ctl` apply,
+//!   create, replace, delete, label; `pod add`, `del`, `ready`,
+//!   `terminate`) the EndpointSlices are brought in line with the Pods.
+//!
+//! One lock file per lab keeps two such commands from interleaving.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde_json::json;
+use tartan_api::Kind;
+use tartan_api::store::{Datastore, DynamicObject, connect};
+use tartan_controllers::services::{Ranges, complete, sync_slices};
+
+use super::state::{self, LabState};
+use super::up::runtime;
+
+/// The lab's ranges.
+pub fn ranges(st: &LabState) -> Result<Ranges> {
+    Ok(Ranges::new(
+        st.service_cidr
+            .parse()
+            .with_context(|| format!("service range {:?}", st.service_cidr))?,
+        st.lb_cidr
+            .parse()
+            .with_context(|| format!("LoadBalancer range {:?}", st.lb_cidr))?,
+    ))
+}
+
+/// An exclusive lock on the lab's control plane, released on drop.
+pub struct Lock {
+    _file: File,
+}
+
+pub fn lock(lab: &str) -> Result<Lock> {
+    let dir = state::dir(lab);
+    std::fs::create_dir_all(&dir)?;
+    let f = File::create(dir.join("controller.lock"))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        bail!(
+            "lock {}: {}",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(Lock { _file: f })
+}
+
+async fn open(st: &LabState) -> Result<std::sync::Arc<dyn Datastore>> {
+    connect(&st.datastore, Some(Duration::from_secs(10)))
+        .await
+        .with_context(|| format!("open the lab's datastore {}", st.datastore))
+}
+
+/// [`sync_slices`] for a lab, under its lock.
+pub fn sync(st: &LabState) -> Result<usize> {
+    let _l = lock(&st.name)?;
+    sync_unlocked(st)
+}
+
+fn sync_unlocked(st: &LabState) -> Result<usize> {
+    runtime()?
+        .block_on(async { Ok::<_, anyhow::Error>(sync_slices(&*open(st).await?).await?) })
+        .context("keeping the EndpointSlices")
+}
+
+/// `tartan-lab ctl ARGS…`: tartanctl against the lab's datastore, with
+/// Services completed on the way in and EndpointSlices kept after any
+/// write. Its exit code.
+pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
+    use tartanctl::cli::Command as Ctl;
+    let _l = lock(&st.name)?;
+    let mut argv: Vec<String> = vec![
+        "tartanctl".into(),
+        "--datastore".into(),
+        st.datastore.clone(),
+    ];
+    argv.extend(args.iter().cloned());
+    let parsed = tartanctl::Cli::try_parse_from(&argv).ok();
+    let (writes, files) = match parsed.as_ref().map(|c| &c.command) {
+        Some(Ctl::Apply(f) | Ctl::Create(f) | Ctl::Replace(f)) => (true, Some(f)),
+        Some(Ctl::Delete(_) | Ctl::Label(_)) => (true, None),
+        _ => (false, None),
+    };
+    let mut args = args.to_vec();
+    let mut tmp: Option<TempFile> = None;
+    if let (Some(cli), Some(fa)) = (&parsed, files) {
+        use tartanctl::resource::objects::Check;
+        let items = match tartanctl::resource::load(
+            &fa.files,
+            cli.global.namespace.as_deref(),
+            Check::Validate,
+        ) {
+            Ok(items) => items,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                return Ok(1);
+            }
+        };
+        let services = items.iter().any(|p| p.key.kind == Kind::Service);
+        let stdin = fa.files.iter().any(|f| f.as_os_str() == "-");
+        if services || stdin {
+            let ranges = ranges(st)?;
+            let objects: Vec<DynamicObject> = items.into_iter().map(|p| p.obj).collect();
+            let completed = runtime()?.block_on(async {
+                let store = open(st).await?;
+                Ok::<_, anyhow::Error>(complete(&*store, &ranges, objects).await?)
+            })?;
+            let objects = match completed {
+                Ok(o) => o,
+                Err(problems) => {
+                    for p in &problems {
+                        eprintln!("error: {p}");
+                    }
+                    eprintln!("error: nothing was written");
+                    return Ok(1);
+                }
+            };
+            let path = state::dir(&st.name).join(format!("ctl-{}.json", std::process::id()));
+            std::fs::write(
+                &path,
+                serde_json::to_string_pretty(&json!({
+                    "apiVersion": "v1", "kind": "List", "items": objects
+                }))?,
+            )?;
+            tmp = Some(TempFile(path.clone()));
+            args = rebuilt_args(cli, &path);
+        }
+    }
+    let status = Command::new(tartanctl)
+        .arg("--datastore")
+        .arg(&st.datastore)
+        .args(&args)
+        .status()
+        .with_context(|| format!("run {}", tartanctl.display()))?;
+    drop(tmp);
+    if writes && let Err(e) = sync_unlocked(st) {
+        eprintln!("tartan-lab: {e:#}");
+        return Ok(1);
+    }
+    Ok(status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .unwrap_or(1))
+}
+
+/// The command line again, its files replaced by `path`.
+fn rebuilt_args(cli: &tartanctl::Cli, path: &Path) -> Vec<String> {
+    use tartanctl::cli::Command as Ctl;
+    let mut a = vec![];
+    if let Some(ns) = &cli.global.namespace {
+        a.extend(["--namespace".to_string(), ns.clone()]);
+    }
+    a.extend(["--timeout".to_string(), cli.global.timeout.to_string()]);
+    let (verb, f) = match &cli.command {
+        Ctl::Apply(f) => ("apply", f),
+        Ctl::Create(f) => ("create", f),
+        Ctl::Replace(f) => ("replace", f),
+        _ => unreachable!("only file commands are rebuilt"),
+    };
+    a.extend([verb.to_string(), "-f".into(), path.display().to_string()]);
+    if f.continue_on_error {
+        a.push("--continue-on-error".into());
+    }
+    a
+}
+
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
