@@ -9,6 +9,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::validate::names::is_port_name;
+
 /// An IP protocol, by name or number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Protocol {
@@ -169,16 +171,7 @@ impl Port {
             )),
             Port::Range(..) => Ok(()),
             Port::Named(n) => {
-                let b = n.as_bytes();
-                let ok = !b.is_empty()
-                    && b.len() <= 15
-                    && b.iter()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                    && b.iter().any(u8::is_ascii_lowercase)
-                    && b[0] != b'-'
-                    && b[b.len() - 1] != b'-'
-                    && !n.contains("--");
-                if ok {
+                if is_port_name(n) {
                     Ok(())
                 } else {
                     Err(format!(
@@ -308,5 +301,30 @@ mod tests {
         assert!(Port::Named("HTTP".into()).check().is_err());
         assert!(Port::Named("a-very-long-port-name".into()).check().is_err());
         assert!(Port::Number(0).check().is_err());
+        // A policy's named port and a container's port name follow one
+        // rule: both refuse and accept the same names.
+        for name in [
+            "http",
+            "h2c",
+            "dns-tcp",
+            "a1",
+            "",
+            "80",
+            "HTTP",
+            "-a",
+            "a-",
+            "a--b",
+            "abcdefghijklmno",
+            "abcdefghijklmnop",
+            "a_b",
+            "a.b",
+        ] {
+            assert_eq!(
+                Port::Named(name.into()).check().is_ok(),
+                crate::validate::names::port_name(name).is_ok(),
+                "{name:?}"
+            );
+        }
+        assert!(Port::Named("abcdefghijklmno".into()).check().is_ok());
     }
 }

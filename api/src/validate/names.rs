@@ -77,19 +77,25 @@ pub fn dns1035_label(s: &str) -> Result<(), String> {
     }
 }
 
-/// An IANA service name (a named port): at most 15 lowercase letters,
-/// digits and '-', with at least one letter, no '-' at either end, no "--".
-pub fn port_name(s: &str) -> Result<(), String> {
+/// Whether `s` is an IANA service name (a named port): at most 15
+/// lowercase letters, digits and '-', with at least one letter, no '-' at
+/// either end, no "--". The one place this rule is written; each caller
+/// words its own refusal.
+pub fn is_port_name(s: &str) -> bool {
     let b = s.as_bytes();
-    let ok = !b.is_empty()
+    !b.is_empty()
         && b.len() <= 15
         && b.iter()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b.iter().any(u8::is_ascii_lowercase)
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
-        && !s.contains("--");
-    if ok {
+        && !s.contains("--")
+}
+
+/// An IANA service name (a named port), see [`is_port_name`].
+pub fn port_name(s: &str) -> Result<(), String> {
+    if is_port_name(s) {
         Ok(())
     } else {
         Err(format!(

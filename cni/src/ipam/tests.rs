@@ -5,9 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tartan_api::resources::{IpPoolSpec, IpReservationSpec};
+use tartan_api::resources::{
+    AffinityState, BlockAffinity, IpPool, IpPoolSpec, IpReservation, IpReservationSpec, IpamBlock,
+    IpamHandle,
+};
 use tartan_api::store::connect::Checked;
 use tartan_api::store::memory::MemoryStore;
+use tartan_api::store::typed::TypedStore;
 
 use super::*;
 

@@ -13,9 +13,11 @@
 
 mod clusters;
 mod interp;
+mod kube_policies;
 mod policies;
 mod reference;
 mod strategies;
+mod tartan_policies;
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};

@@ -4,7 +4,9 @@
 use proptest::prelude::*;
 
 use super::clusters::{Change, ClusterGen, change, cluster_gen};
-use super::policies::{Spec, spec};
+use super::kube_policies::kube_spec;
+use super::policies::Spec;
+use super::tartan_policies::{hardening_spec, tartan_spec};
 
 /// The policies of a compile after the first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,4 +79,14 @@ pub(super) fn case() -> impl Strategy<Value = Case> {
             steps,
             seed,
         })
+}
+
+/// The policy mix: Kubernetes policies, hardening stretches and Tartan
+/// policies with any rule.
+fn spec() -> impl Strategy<Value = Spec> {
+    prop_oneof![
+        3 => kube_spec(),
+        4 => hardening_spec(),
+        3 => tartan_spec(),
+    ]
 }

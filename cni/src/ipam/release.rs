@@ -1,0 +1,164 @@
+//! Giving addresses back: by handle, by address, and garbage collection
+//! of handles whose owners are gone (with repair of lost BlockAffinity
+//! records).
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
+
+use tartan_api::resources::{BlockAffinity, IpamBlock, IpamHandle};
+use tartan_api::store::StoreError;
+use tartan_api::store::typed::TypedStore;
+use tracing::{info, warn};
+
+use super::block;
+use super::{Ipam, IpamError, affinity_name, handle_object_name, now};
+
+impl Ipam {
+    /// The addresses `handle` holds, in every block.
+    pub async fn held(&self, handle: &str) -> Result<Vec<IpAddr>, IpamError> {
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let mut out = Vec::new();
+        for b in blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            out.extend(
+                block::held_by(&b.spec, handle)
+                    .into_iter()
+                    .filter_map(|o| block::address_at(&net, o)),
+            );
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Release every address `handle` holds and its IPAMHandle. Releasing
+    /// what is not held succeeds. Returns the addresses released.
+    pub async fn release(&self, handle: &str) -> Result<Vec<IpAddr>, IpamError> {
+        let released = self
+            .release_where(|attr_handle, _| attr_handle == handle)
+            .await?;
+        self.drop_handle_object(&handle_object_name(handle)).await?;
+        Ok(released.into_iter().map(|(_, a)| a).collect())
+    }
+
+    /// Release one address, whoever holds it. Returns its handle, or
+    /// `None` when it was not allocated.
+    pub async fn release_address(&self, addr: IpAddr) -> Result<Option<String>, IpamError> {
+        let released = self.release_where(|_, a| a == addr).await?;
+        let Some((handle, _)) = released.into_iter().next() else {
+            return Ok(None);
+        };
+        // Drop the handle object when it now holds nothing.
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        if !blocks
+            .iter()
+            .any(|b| !block::held_by(&b.spec, &handle).is_empty())
+        {
+            self.drop_handle_object(&handle_object_name(&handle))
+                .await?;
+        }
+        Ok(Some(handle))
+    }
+
+    async fn drop_handle_object(&self, name: &str) -> Result<(), IpamError> {
+        match self
+            .store
+            .delete_typed::<IpamHandle>(None, name, None)
+            .await
+        {
+            Ok(()) | Err(StoreError::NotFound(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Release, in every block, the allocations `which(handle, address)`
+    /// picks. Returns `(handle, address)` of each.
+    async fn release_where(
+        &self,
+        which: impl Fn(&str, IpAddr) -> bool,
+    ) -> Result<Vec<(String, IpAddr)>, IpamError> {
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let mut out = Vec::new();
+        for b in blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            let hit = block::holders(&b.spec, &net)
+                .iter()
+                .any(|(h, addrs)| addrs.iter().any(|a| which(h, *a)));
+            if !hit {
+                continue;
+            }
+            let t = now();
+            let r = self
+                .cas_block(b, |spec| {
+                    let mut got = Vec::new();
+                    block::release_where(spec, t, |o, attr| {
+                        let h = attr.handle_id.as_deref().unwrap_or("");
+                        let hit = block::address_at(&net, o).is_some_and(|a| which(h, a));
+                        if hit && let Some(a) = block::address_at(&net, o) {
+                            got.push((h.to_string(), a));
+                        }
+                        hit
+                    });
+                    Ok::<_, ()>(got)
+                })
+                .await?;
+            if let Ok((got, _)) = r {
+                for (h, a) in &got {
+                    info!(handle = %h, address = %a, "released");
+                }
+                out.extend(got);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Garbage collection: release every allocation whose handle starts
+    /// with `prefix` and that `keep` rejects; drop such IPAMHandles; restore
+    /// BlockAffinity records missing for this node's blocks. Returns what
+    /// was released, per handle.
+    pub async fn gc(
+        &self,
+        prefix: &str,
+        keep: impl Fn(&str) -> bool,
+    ) -> Result<BTreeMap<String, Vec<IpAddr>>, IpamError> {
+        let released = self
+            .release_where(|h, _| h.starts_with(prefix) && !keep(h))
+            .await?;
+        let mut out: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
+        for (h, a) in released {
+            out.entry(h).or_default().push(a);
+        }
+        let (handles, _) = self.store.list_typed::<IpamHandle>(None).await?;
+        for h in handles {
+            let id = &h.spec.handle_id;
+            if id.starts_with(prefix) && !keep(id) {
+                let name = h.metadata.name.clone().unwrap_or_default();
+                self.drop_handle_object(&name).await?;
+                out.entry(id.clone()).or_default();
+            }
+        }
+        self.repair_affinities().await?;
+        Ok(out)
+    }
+
+    /// Recreate the BlockAffinity of any block this node holds without one
+    /// (a crash between claiming a block and recording the claim).
+    async fn repair_affinities(&self) -> Result<(), IpamError> {
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let (affinities, _) = self.store.list_typed::<BlockAffinity>(None).await?;
+        let have: HashSet<String> = affinities
+            .iter()
+            .filter_map(|a| a.metadata.name.clone())
+            .collect();
+        for b in blocks {
+            if b.spec.affine_node() != Some(self.cfg.node.as_str()) {
+                continue;
+            }
+            let Ok(net) = b.spec.network() else { continue };
+            if !have.contains(&affinity_name(&self.cfg.node, &net)) {
+                warn!(block = %net, "block had no affinity record; restoring it");
+                self.ensure_affinity(&net).await?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,298 @@
+//! The apply pass: from the state folded so far, write the NAT table, the
+//! policy table, the service table, the tunnels and the routes, each only
+//! where it differs from what was last written (or from the kernel, at a
+//! check), and publish this node's VTEP MAC.
+
+use k8s_openapi::api::core::v1::Node;
+use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
+use tartan_api::store::Datastore;
+use tartan_api::store::typed::TypedStore;
+use tartan_policy::compile::CompileCache;
+use tracing::{info, warn};
+
+use crate::calc::encap;
+use crate::calc::nat::Nat;
+use crate::calc::routes::desired;
+use crate::calc::state::State;
+use crate::dataplane::nft::Written;
+use crate::dataplane::policy::PolicyDriver;
+use crate::dataplane::routes::RouteDriver;
+use crate::dataplane::services::ServiceProxy;
+use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
+use crate::health::Health;
+use crate::services::healthcheck::HealthChecks;
+
+/// What one pass must check beyond the difference from the last pass.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Checks {
+    /// Ask nft whether the NAT table was removed by hand (the periodic
+    /// check only, not every datastore event).
+    pub(super) nat_present: bool,
+    /// Forget the MAC last published, so that a Node still lacking it
+    /// gets it again.
+    pub(super) republish: bool,
+    /// Read the policy and service tables and the tunnels back from the
+    /// kernel.
+    pub(super) kernel: bool,
+}
+
+/// The drivers and what each last wrote, kept from one pass to the next.
+pub(super) struct Dataplane {
+    routes: RouteDriver,
+    tunnels: TunnelDriver,
+    policy: PolicyDriver,
+    policy_cache: CompileCache,
+    /// The Service proxy; its index is fed by the Service and
+    /// EndpointSlice watches.
+    pub(super) proxy: ServiceProxy,
+    health_checks: HealthChecks,
+    nat_applied: Option<Nat>,
+    /// The MAC last written to our Node; written again if the Node still
+    /// lacks it at a periodic check (a lost update, a Node re-created).
+    published: Option<[u8; 6]>,
+    /// The tunnels as last applied: read back from the kernel only when
+    /// they change, at the periodic check, or after a kernel event.
+    tunnels_applied: Option<encap::Tunnels>,
+}
+
+impl Dataplane {
+    /// Nothing written yet; the Service proxy counts its conntrack
+    /// deletions in `health`.
+    pub(super) fn new(
+        node: &str,
+        routes: RouteDriver,
+        tunnels: TunnelDriver,
+        health: &Health,
+    ) -> Dataplane {
+        let mut proxy = ServiceProxy::new(node);
+        proxy.conntrack_deleted = health.conntrack_deleted.clone();
+        Dataplane {
+            routes,
+            tunnels,
+            policy: PolicyDriver::default(),
+            policy_cache: CompileCache::default(),
+            proxy,
+            health_checks: HealthChecks::default(),
+            nat_applied: None,
+            published: None,
+            tunnels_applied: None,
+        }
+    }
+
+    /// One pass. The policy table is written only once `policy_synced`,
+    /// the service table once `services_synced`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn apply(
+        &mut self,
+        node: &str,
+        state: &State,
+        store: &dyn Datastore,
+        health: &Health,
+        policy_synced: bool,
+        services_synced: bool,
+        checks: Checks,
+    ) {
+        // NAT: replaced when it changes or has gone missing.
+        let nat = crate::calc::nat::desired(state);
+        // Whether the table was removed by hand is asked of nft only at
+        // the periodic check, not on every datastore event.
+        let gone = checks.nat_present && !crate::dataplane::nat::present();
+        if self.nat_applied.as_ref() != Some(&nat) || gone {
+            match crate::dataplane::nat::apply(&nat) {
+                Ok(()) => {
+                    info!(masquerading = ?nat.from, "NAT table written");
+                    self.nat_applied = Some(nat);
+                }
+                Err(e) => {
+                    health.apply_failures.inc();
+                    warn!(error = %e, "NAT table not written; retrying at the next check");
+                }
+            }
+        }
+        if policy_synced {
+            apply_policy(
+                &mut self.policy,
+                &mut self.policy_cache,
+                node,
+                state,
+                health,
+                checks.kernel,
+            );
+        }
+        if services_synced {
+            self.proxy
+                .index
+                .set_local_pods(crate::calc::services::local_pods(node, state));
+            apply_services(&mut self.proxy, health, checks.kernel);
+            self.health_checks.sync(self.proxy.index.health_targets());
+        }
+        let mut want = desired(node, state);
+        let tunnels = &mut self.tunnels;
+        let ipip_before = tunnels.ipip.clone();
+        let (mut remote, mut wanted) = encap::remote(node, state, tunnels.ipip == IpipSupport::Yes);
+        if checks.kernel || self.tunnels_applied.as_ref() != Some(&wanted) {
+            match tunnels.apply(&wanted).await {
+                Ok(t) => {
+                    if t.created + t.entries > 0 {
+                        info!(
+                            devices_created = t.created,
+                            entries_changed = t.entries,
+                            "tunnels updated"
+                        );
+                    }
+                    self.tunnels_applied = Some(wanted.clone());
+                }
+                Err(e) => {
+                    self.tunnels_applied = None;
+                    health.apply_failures.inc();
+                    warn!(error = %e, "tunnel update failed; retrying at the next check");
+                }
+            }
+        }
+        if tunnels.ipip != ipip_before {
+            (remote, wanted) = encap::remote(node, state, tunnels.ipip == IpipSupport::Yes);
+        }
+        health.ipip_supported.set(match tunnels.ipip {
+            IpipSupport::Untried => -1,
+            IpipSupport::Yes => 1,
+            IpipSupport::No(_) => 0,
+        });
+        health
+            .vxlan_peers
+            .set(wanted.vxlan.as_ref().map_or(0, |v| v.peers.len() as i64));
+        if let Some(v) = &wanted.vxlan
+            && state.node(node).and_then(|n| n.vxlan_mac) != Some(v.mac)
+            && self.published != Some(v.mac)
+        {
+            match publish_vtep(store, node, v.mac).await {
+                Ok(()) => {
+                    info!(mac = %format_mac(&v.mac), "VTEP MAC published on the Node");
+                    self.published = Some(v.mac);
+                }
+                Err(e) => {
+                    warn!(error = %e, "cannot publish the VTEP MAC; retrying at the next check")
+                }
+            }
+        }
+        if checks.republish {
+            self.published = None;
+        }
+        // Local pod routes win over a stale record of the address
+        // elsewhere.
+        for (dst, t) in remote {
+            want.entry(dst).or_insert(t);
+        }
+        health.applies.inc();
+        health.routes_desired.set(want.len() as i64);
+        match self.routes.apply(&want).await {
+            Ok(a) => {
+                health.routes_installed.inc_by(a.installed as u64);
+                health.routes_removed.inc_by(a.removed as u64);
+                health.routes_waiting.set(a.waiting as i64);
+                health.set_ready(true);
+                if a.installed + a.removed > 0 {
+                    info!(
+                        installed = a.installed,
+                        removed = a.removed,
+                        waiting = a.waiting,
+                        "routes updated"
+                    );
+                }
+            }
+            Err(e) => {
+                health.apply_failures.inc();
+                health.set_ready(false);
+                warn!(error = %e, "route update failed; retrying at the next check");
+            }
+        }
+    }
+}
+
+/// Compute the policy table and write what changed.
+fn apply_policy(
+    driver: &mut PolicyDriver,
+    cache: &mut CompileCache,
+    node: &str,
+    state: &State,
+    health: &Health,
+    check: bool,
+) {
+    let want = crate::calc::policy::desired_cached(node, state, cache);
+    match driver.apply(&want, check, &|_| false) {
+        Ok(Written::Nothing) => {}
+        Ok(Written::Difference(t)) => {
+            health.policy_writes.inc();
+            info!(
+                chains = want.chains.len(),
+                sets = want.sets.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "policy table changed"
+            );
+        }
+        Ok(Written::Full(t)) => {
+            health.policy_writes.inc();
+            info!(
+                chains = want.chains.len(),
+                sets = want.sets.len(),
+                endpoints = want.to_endpoint.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "policy table written"
+            );
+        }
+        Err(e) => {
+            health.policy_failures.inc();
+            warn!(error = %e, "policy table not written; retrying at the next check");
+        }
+    }
+}
+
+/// Write what changed in the service table.
+fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
+    let written = proxy.sync(check);
+    if written.is_ok() {
+        health.proxy_synced();
+    }
+    match written {
+        Ok(Written::Nothing) => {}
+        Ok(Written::Difference(t)) => {
+            health.service_writes.inc();
+            let table = proxy.index.table();
+            info!(
+                frontends = table.frontends.len(),
+                node_ports = table.node_ports.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "service table changed"
+            );
+        }
+        Ok(Written::Full(t)) => {
+            health.service_writes.inc();
+            let table = proxy.index.table();
+            info!(
+                frontends = table.frontends.len(),
+                node_ports = table.node_ports.len(),
+                endpoints = table.fe_slots.len(),
+                took_ms = t.as_secs_f64() * 1e3,
+                "service table written"
+            );
+        }
+        Err(e) => {
+            health.service_failures.inc();
+            warn!(error = %e, "service table not written; retrying at the next check");
+        }
+    }
+}
+
+/// Write this node's VTEP MAC into its Node's annotations.
+async fn publish_vtep(
+    store: &dyn Datastore,
+    node: &str,
+    mac: [u8; 6],
+) -> Result<(), tartan_api::store::StoreError> {
+    let mut n: Node = store.get_typed(None, node).await?;
+    n.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(VXLAN_TUNNEL_MAC.to_string(), format_mac(&mac));
+    store.update_typed(&n).await?;
+    Ok(())
+}

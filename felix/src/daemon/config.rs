@@ -1,0 +1,20 @@
+//! What felix is told at startup: which node it runs on, how often it
+//! checks the kernel, and where it serves its health endpoints.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node: String,
+    /// How often the kernel is compared with the desired state even when
+    /// nothing changed.
+    pub resync: Duration,
+    /// How long an unexpected route of ours is left alone (a pod being
+    /// wired whose record has not arrived yet).
+    pub grace: Duration,
+    /// Where /livez, /readyz and /metrics are served; `None`: nowhere.
+    pub health: Option<std::net::SocketAddr>,
+    /// Where the Service proxy's /healthz and /livez are served (10256,
+    /// as kube-proxy); `None`: nowhere.
+    pub proxy_health: Option<std::net::SocketAddr>,
+}

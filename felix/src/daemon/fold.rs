@@ -1,0 +1,282 @@
+//! Folding watch events into what felix keeps: each object read into the
+//! part the calculation uses, what does not read reported as unreadable,
+//! and whether anything felix keeps changed.
+
+use std::collections::BTreeMap;
+
+use tartan_api::store::DynamicObject;
+use tartan_api::store::typed::{Resource, from_dynamic};
+use tartan_api::store::watch::WatchEvent;
+
+use crate::calc::policy::Converted;
+use crate::unreadable::Unreadable;
+
+fn key(o: &DynamicObject) -> String {
+    format!(
+        "{}/{}",
+        o.metadata.namespace.as_deref().unwrap_or(""),
+        o.metadata.name.as_deref().unwrap_or("")
+    )
+}
+
+/// What one event did to the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Folded {
+    /// The watch has delivered everything that existed.
+    pub(super) synced: bool,
+    /// What felix keeps of the objects changed (a Node's heartbeat, say,
+    /// changes nothing felix uses).
+    pub(super) changed: bool,
+}
+
+/// Fold one event of a watch of `T` into `map` (keyed `namespace/name`,
+/// holding what `spec` takes from each object). An object that does not
+/// read is reported to `bad` and leaves `map` as it was.
+pub(super) fn fold<T: Resource, S: PartialEq>(
+    map: &mut BTreeMap<String, S>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    spec: fn(T) -> S,
+) -> Folded {
+    fold_read(map, ev, bad, |t| Ok(spec(t)), None)
+}
+
+/// [`fold`] for a policy: `convert` may fail too, and a policy that does
+/// not decode or does not convert is kept as its error (enforced as an
+/// isolation: fail closed).
+pub(super) fn fold_policy<T: Resource>(
+    map: &mut BTreeMap<String, Converted>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    convert: impl FnOnce(T) -> Converted,
+) -> Folded {
+    fold_read(map, ev, bad, |t| convert(t).map(Ok), Some(Err))
+}
+
+/// `read` turns an object into what `map` keeps, or says why it cannot;
+/// with `fallback`, what cannot be read is kept as `fallback(why)`.
+fn fold_read<T: Resource, S: PartialEq>(
+    map: &mut BTreeMap<String, S>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    read: impl FnOnce(T) -> Result<S, String>,
+    fallback: Option<fn(String) -> S>,
+) -> Folded {
+    let changed = match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            let got = from_dynamic::<T>(o)
+                .map_err(|e| e.to_string())
+                .and_then(read);
+            bad.note(
+                T::KIND,
+                &k,
+                got.as_ref().map(|_| ()).map_err(String::as_str),
+            );
+            let s = match (got, fallback) {
+                (Ok(s), _) => s,
+                (Err(why), Some(f)) => f(why),
+                (Err(_), None) => return Folded::default(),
+            };
+            if map.get(&k) == Some(&s) {
+                false
+            } else {
+                map.insert(k, s);
+                true
+            }
+        }
+        WatchEvent::Deleted(o) => {
+            let k = key(&o);
+            bad.note(T::KIND, &k, Ok(()));
+            map.remove(&k).is_some()
+        }
+        WatchEvent::Synced { .. } => {
+            return Folded {
+                synced: true,
+                changed: true,
+            };
+        }
+    };
+    Folded {
+        synced: false,
+        changed,
+    }
+}
+
+/// A policy that does not convert, as its reason (see [`fold_policy`]).
+pub(super) fn converted(
+    r: Result<tartan_policy::ir::Policy, tartan_policy::k8s::PolicyError>,
+) -> Converted {
+    r.map_err(|e| format!("does not convert: {e}"))
+}
+
+/// The typed object, or `None` (reported to `bad`) when it does not read:
+/// an unreadable Service or EndpointSlice counts as absent.
+pub(super) fn read_noting<T: Resource>(
+    bad: &mut Unreadable,
+    key: &str,
+    o: DynamicObject,
+) -> Option<T> {
+    let got = from_dynamic::<T>(o).map_err(|e| e.to_string());
+    bad.note(
+        T::KIND,
+        key,
+        got.as_ref().map(|_| ()).map_err(String::as_str),
+    );
+    got.ok()
+}
+
+/// Hand one watch event to `set` as (key, object or `None` when gone).
+pub(super) fn fold_into(
+    ev: WatchEvent,
+    mut set: impl FnMut(&str, Option<DynamicObject>) -> bool,
+) -> Folded {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            Folded {
+                synced: false,
+                changed: set(&k, Some(o)),
+            }
+        }
+        WatchEvent::Deleted(o) => Folded {
+            synced: false,
+            changed: set(&key(&o), None),
+        },
+        WatchEvent::Synced { .. } => Folded {
+            synced: true,
+            changed: true,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
+    use tartan_api::Kind;
+    use tartan_api::store::typed::to_dynamic;
+
+    use crate::calc::state::NodeInfo;
+
+    fn node(heartbeat: &str, mac: &str) -> WatchEvent {
+        let mut n = Node::default();
+        n.metadata.name = Some("n1".into());
+        n.metadata.annotations = Some(
+            [
+                ("tartan.dev/vxlan-tunnel-mac".to_string(), mac.to_string()),
+                ("heartbeat".to_string(), heartbeat.to_string()),
+            ]
+            .into(),
+        );
+        WatchEvent::Modified(to_dynamic(&n).unwrap())
+    }
+
+    #[test]
+    fn only_changes_to_what_felix_keeps_count() {
+        let mut m = BTreeMap::new();
+        let spec = |n: Node| NodeInfo::from_node(&n);
+        let mut bad = Unreadable::new(None);
+        assert!(fold(&mut m, node("1", "02:00:00:00:00:01"), &mut bad, spec).changed);
+        assert!(!fold(&mut m, node("2", "02:00:00:00:00:01"), &mut bad, spec).changed);
+        assert!(fold(&mut m, node("3", "02:00:00:00:00:02"), &mut bad, spec).changed);
+        let gone = match node("3", "x") {
+            WatchEvent::Modified(o) => WatchEvent::Deleted(o),
+            _ => unreachable!(),
+        };
+        assert!(fold(&mut m, gone, &mut bad, spec).changed);
+        assert!(m.is_empty());
+    }
+
+    fn knp(name: &str, role: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": "x"},
+            "spec": {"podSelector": {"matchLabels": {"role": role}}, "policyTypes": ["Ingress", "Egress"]}
+        }))
+        .unwrap()
+    }
+
+    fn fold_knp(
+        m: &mut BTreeMap<String, Converted>,
+        bad: &mut Unreadable,
+        ev: WatchEvent,
+    ) -> Folded {
+        fold_policy(m, ev, bad, |p: KubeNetworkPolicy| {
+            converted(
+                tartan_policy::k8s::from_network_policy(&p)
+                    .map(|m| tartan_policy::ir::from_kubernetes(&m)),
+            )
+        })
+    }
+
+    #[test]
+    fn an_unreadable_policy_is_kept_as_its_error_counted_once_and_replaced_when_readable() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let kind = Kind::KubeNetworkPolicy;
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Added(knp("p", serde_json::json!(true))),
+        );
+        assert!(
+            f.changed,
+            "an unreadable policy changes the table (it isolates)"
+        );
+        let why = m["x/p"].clone().unwrap_err();
+        assert!(why.contains("spec.podSelector.matchLabels[role]"), "{why}");
+        assert_eq!(bad.count(kind), 1);
+        // Delivered again (a relist): nothing new, still one.
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!(true))),
+        );
+        assert!(!f.changed);
+        assert_eq!(bad.count(kind), 1);
+        // A readable version replaces it.
+        let f = fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!("db"))),
+        );
+        assert!(f.changed);
+        assert!(m["x/p"].is_ok());
+        assert_eq!(bad.count(kind), 0);
+        // Unreadable again, then deleted: no longer counted.
+        fold_knp(
+            &mut m,
+            &mut bad,
+            WatchEvent::Modified(knp("p", serde_json::json!(1))),
+        );
+        assert_eq!(bad.count(kind), 1);
+        assert!(
+            fold_knp(
+                &mut m,
+                &mut bad,
+                WatchEvent::Deleted(knp("p", serde_json::json!(1)))
+            )
+            .changed
+        );
+        assert_eq!(bad.count(kind), 0);
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_object_of_another_kind_keeps_the_last_readable_version() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let spec = |n: Node| NodeInfo::from_node(&n);
+        fold(&mut m, node("1", "02:00:00:00:00:01"), &mut bad, spec);
+        let mut broken = match node("2", "x") {
+            WatchEvent::Modified(o) => o,
+            _ => unreachable!(),
+        };
+        broken.data["spec"] = serde_json::json!({"podCIDRs": "not a list"});
+        assert!(!fold(&mut m, WatchEvent::Modified(broken), &mut bad, spec).changed);
+        assert_eq!(bad.count(Kind::Node), 1);
+        assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]));
+    }
+}

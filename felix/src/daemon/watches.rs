@@ -1,0 +1,83 @@
+//! The watches felix follows: every kind the calculation reads, each
+//! watched across all namespaces, and which of them have delivered
+//! everything that existed.
+
+use std::sync::Arc;
+
+use tartan_api::Kind;
+use tartan_api::store::watch::{Watch, watch};
+use tartan_api::store::{Datastore, WatchScope};
+
+/// One watch per kind felix reads.
+pub(super) struct Watches {
+    pub(super) endpoints: Watch,
+    pub(super) pools: Watch,
+    pub(super) blocks: Watch,
+    pub(super) nodes: Watch,
+    pub(super) pods: Watch,
+    pub(super) namespaces: Watch,
+    pub(super) kube_policies: Watch,
+    pub(super) tartan_policies: Watch,
+    pub(super) global_policies: Watch,
+    pub(super) services: Watch,
+    pub(super) slices: Watch,
+}
+
+impl Watches {
+    /// Watch every kind felix reads in `store`, all namespaces.
+    pub(super) fn open(store: &Arc<dyn Datastore>) -> Watches {
+        let all = |kind| {
+            watch(
+                store.clone(),
+                WatchScope {
+                    kind,
+                    namespace: None,
+                },
+            )
+        };
+        Watches {
+            endpoints: all(Kind::WorkloadEndpoint),
+            pools: all(Kind::IpPool),
+            blocks: all(Kind::IpamBlock),
+            nodes: all(Kind::Node),
+            pods: all(Kind::Pod),
+            namespaces: all(Kind::Namespace),
+            kube_policies: all(Kind::KubeNetworkPolicy),
+            tartan_policies: all(Kind::NetworkPolicy),
+            global_policies: all(Kind::GlobalNetworkPolicy),
+            services: all(Kind::Service),
+            slices: all(Kind::EndpointSlice),
+        }
+    }
+}
+
+/// Which watches have delivered everything that existed.
+#[derive(Debug, Default)]
+pub(super) struct Synced {
+    pub(super) endpoints: bool,
+    pub(super) blocks: bool,
+    pub(super) pools: bool,
+    pub(super) nodes: bool,
+    /// Pods, namespaces and the three policy kinds.
+    pub(super) policy: [bool; 5],
+    /// Services and EndpointSlices.
+    pub(super) services: [bool; 2],
+}
+
+impl Synced {
+    /// Routes and tunnels can be computed: endpoints, blocks, pools and
+    /// nodes are all known.
+    pub(super) fn routing_ready(&self) -> bool {
+        self.endpoints && self.blocks && self.pools && self.nodes
+    }
+
+    /// Everything the policy table is computed from is known.
+    pub(super) fn policy_ready(&self) -> bool {
+        self.policy.iter().all(|s| *s)
+    }
+
+    /// Everything the service table is computed from is known.
+    pub(super) fn services_ready(&self) -> bool {
+        self.services.iter().all(|s| *s)
+    }
+}
