@@ -511,20 +511,14 @@ impl Daemon {
                 match self.rib.announce(id, a, &reach.prefixes) {
                     Ok(c) => self.apply(c),
                     Err(ImportError::MaxPrefix { limit }) => {
-                        // RFC 4486 4: AFI, SAFI and the limit as data.
-                        let (afi, safi) = reach.family.afi_safi();
-                        let mut data = afi.to_be_bytes().to_vec();
-                        data.push(safi);
-                        data.extend_from_slice(&limit.to_be_bytes());
                         warn!(
                             peer = id,
                             limit, "maximum prefix limit exceeded; closing the session"
                         );
                         if let Some(p) = self.peers.get(&id) {
-                            let _ = p
-                                .link
-                                .commands
-                                .try_send(PeerCommand::Reset(Notification::new(6, 1, data)));
+                            let _ = p.link.commands.try_send(PeerCommand::Reset(
+                                Notification::max_prefixes_reached(reach.family, limit),
+                            ));
                         }
                         return;
                     }

@@ -89,7 +89,7 @@ impl Daemon {
             info!(peer = %address, "import filters changed and the peer cannot refresh; resetting its session");
             let n = p.neighbor.clone();
             // RFC 4486: Other Configuration Change.
-            self.remove_peer(id, Notification::new(6, 6, vec![]));
+            self.remove_peer(id, Notification::other_configuration_change());
             self.add_peer(n);
         }
     }
@@ -144,12 +144,12 @@ impl Daemon {
             match by_addr.remove(&n.address) {
                 None => {
                     // RFC 4486: Peer De-configured.
-                    self.remove_peer(id, Notification::new(6, 3, vec![]));
+                    self.remove_peer(id, Notification::peer_deconfigured());
                     removed += 1;
                 }
                 Some(new_n) if !n.session_settings_equal(new_n) => {
                     // RFC 4486: Other Configuration Change.
-                    self.remove_peer(id, Notification::new(6, 6, vec![]));
+                    self.remove_peer(id, Notification::other_configuration_change());
                     self.add_peer(Arc::new(new_n.clone()));
                     changed += 1;
                 }

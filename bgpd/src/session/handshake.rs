@@ -93,7 +93,7 @@ async fn read_one(
     let bytes = match tokio::time::timeout(wait, conn.reader.next()).await {
         Err(_) => {
             return Err(conn
-                .notify_and_close(Notification::new(4, 0, vec![]), counters)
+                .notify_and_close(Notification::hold_timer_expired(), counters)
                 .await);
         }
         Ok(Err(ReadError::Framing(n))) => return Err(conn.notify_and_close(n, counters).await),
@@ -125,7 +125,7 @@ pub async fn handshake(
         // RFC 6608: unexpected message in OpenSent.
         _ => {
             return Err(conn
-                .notify_and_close(Notification::new(5, 1, vec![]), counters)
+                .notify_and_close(Notification::unexpected_in_open_sent(), counters)
                 .await);
         }
     };
@@ -144,7 +144,7 @@ pub async fn handshake(
         // RFC 6608: unexpected message in OpenConfirm.
         _ => {
             return Err(conn
-                .notify_and_close(Notification::new(5, 2, vec![]), counters)
+                .notify_and_close(Notification::unexpected_in_open_confirm(), counters)
                 .await);
         }
     }

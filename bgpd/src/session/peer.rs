@@ -369,7 +369,7 @@ impl PeerTask {
                         info!(peer = %self.neighbor.address, kept = if incoming { "incoming" } else { "outgoing" }, "connection collision resolved");
                         return Some(opened);
                     }
-                    let e = opened.conn.notify_and_close(Notification::new(6, 7, vec![]), &self.counters).await;
+                    let e = opened.conn.notify_and_close(Notification::connection_collision(), &self.counters).await;
                     debug!(peer = %self.neighbor.address, "collision: closed one connection: {e}");
                 }
                 c = self.commands.recv() => match c {
@@ -471,7 +471,7 @@ impl PeerTask {
                 Ended::Replaced(s),
             ),
             Ok(other) => {
-                let n = Notification::new(6, 2, vec![]);
+                let n = Notification::administrative_shutdown();
                 let e = conn.notify_and_close(n, &self.counters).await;
                 (false, e.to_string(), other)
             }
@@ -506,7 +506,7 @@ impl PeerTask {
 async fn reject(stream: TcpStream, counters: &PeerCounters) {
     if let Ok(mut c) = Connection::new(stream) {
         let _ = c
-            .notify_and_close(Notification::new(6, 7, vec![]), counters)
+            .notify_and_close(Notification::connection_collision(), counters)
             .await;
     }
 }
@@ -530,7 +530,7 @@ async fn read_loop(
         } else {
             match tokio::time::timeout(hold, reader.next()).await {
                 Ok(r) => r,
-                Err(_) => return SessionError::SentNotification(Notification::new(4, 0, vec![])),
+                Err(_) => return SessionError::SentNotification(Notification::hold_timer_expired()),
             }
         };
         let bytes = match next {
@@ -563,11 +563,11 @@ async fn read_loop(
             Message::Notification(n) => return SessionError::PeerNotification(n),
             // RFC 6608: OPEN while Established.
             Message::Open(_) => {
-                return SessionError::SentNotification(Notification::new(5, 3, vec![]));
+                return SessionError::SentNotification(Notification::unexpected_in_established());
             }
         };
         if events.send(event).await.is_err() {
-            return SessionError::SentNotification(Notification::new(6, 2, vec![]));
+            return SessionError::SentNotification(Notification::administrative_shutdown());
         }
     }
 }
@@ -609,7 +609,7 @@ async fn write_loop(
                     .await
                     .is_err()
                 {
-                    return SessionError::SentNotification(Notification::new(6, 2, vec![]));
+                    return SessionError::SentNotification(Notification::administrative_shutdown());
                 }
                 match rx.await {
                     Ok(Some(bytes)) => {

@@ -255,7 +255,8 @@ fn mp_reach_next_hops() {
 
 #[test]
 fn s3_j_s7_11_unparseable_mp_attributes_reset() {
-    let opt_err = |raw: &[u8]| Notification::new(3, 9, raw.to_vec());
+    let opt_err =
+        |raw: &[u8]| Notification::update_error(UpdateError::OptionalAttribute, raw.to_vec());
     // Next hop length the family does not allow.
     let bad_nh = mp_reach_v6(4, &[8, 0x20]);
     let mut a = bad_nh.clone();
@@ -287,7 +288,10 @@ fn s3_j_s7_11_unparseable_mp_attributes_reset() {
     a.extend_from_slice(&[0x80, 14, 40, 0, 2, 1]);
     assert_eq!(
         decode_update(&update_msg(&[], &a, NLRI_10), &FOUR),
-        Err(Notification::new(3, 1, vec![]))
+        Err(Notification::update_error(
+            UpdateError::MalformedAttributeList,
+            vec![]
+        ))
     );
 }
 
@@ -299,7 +303,10 @@ fn s3_g_duplicates() {
     a.extend(&unreach);
     assert_eq!(
         decode_update(&update_msg(&[], &a, &[]), &FOUR),
-        Err(Notification::new(3, 1, vec![]))
+        Err(Notification::update_error(
+            UpdateError::MalformedAttributeList,
+            vec![]
+        ))
     );
     // Others: the first wins, the rest are discarded.
     let mut a = base_attrs();
@@ -357,7 +364,10 @@ fn unrecognized_well_known_is_3_2_with_the_attribute() {
     a.extend(&unknown);
     assert_eq!(
         decode_update(&update_msg(&[], &a, NLRI_10), &FOUR),
-        Err(Notification::new(3, 2, unknown))
+        Err(Notification::update_error(
+            UpdateError::UnrecognizedWellKnown,
+            unknown
+        ))
     );
 }
 
@@ -402,7 +412,10 @@ fn s5_2_no_reachable_nlri_escalates_to_reset() {
     a.extend(attr(0x40, AS_PATH, &[]));
     assert_eq!(
         decode_update(&update_msg(NLRI_10, &a, &[]), &FOUR),
-        Err(Notification::new(3, 5, bad_origin))
+        Err(Notification::update_error(
+            UpdateError::AttributeLength,
+            bad_origin
+        ))
     );
     // An attribute discard alone does not escalate.
     let u = decode_update(&update_msg(NLRI_10, &attr(0x40, 6, &[1]), &[]), &FOUR).unwrap();
@@ -412,7 +425,10 @@ fn s5_2_no_reachable_nlri_escalates_to_reset() {
 
 #[test]
 fn s3_b_length_fields_overrunning_the_message() {
-    let malformed = Err(Notification::new(3, 1, vec![]));
+    let malformed = Err(Notification::update_error(
+        UpdateError::MalformedAttributeList,
+        vec![],
+    ));
     // Withdrawn Routes Length too large.
     let mut m = update_msg(NLRI_10, &[], &[]);
     m[19..21].copy_from_slice(&100u16.to_be_bytes());
@@ -428,7 +444,10 @@ fn s3_b_length_fields_overrunning_the_message() {
 
 #[test]
 fn s5_3_s3_i_invalid_network_fields_reset() {
-    let invalid = Err(Notification::new(3, 10, vec![]));
+    let invalid = Err(Notification::update_error(
+        UpdateError::InvalidNetworkField,
+        vec![],
+    ));
     assert_eq!(
         decode_update(&update_msg(&[], &base_attrs(), &[33, 1, 2, 3, 4, 5]), &FOUR),
         invalid
@@ -499,7 +518,10 @@ fn zettabgp_crash_input_does_not_panic() {
     let m = message(msg_type::UPDATE, &[0x00, 0x00, 0x00, 0x01, 0xff]);
     assert_eq!(
         decode_update(&m, &FOUR),
-        Err(Notification::new(3, 1, vec![]))
+        Err(Notification::update_error(
+            UpdateError::MalformedAttributeList,
+            vec![]
+        ))
     );
     assert!(decode_update(&m, &TWO).is_err());
 }
