@@ -1,6 +1,6 @@
-//! The session rules of RFC 4271 8 that do not need a socket: states, what
-//! an OPEN from the peer means for us (negotiation and its errors), and
-//! which connection survives a collision (6.8).
+//! The session's states (RFC 4271 8.2.2), what an OPEN from the peer means
+//! for us (negotiation and its errors), and which connection survives a
+//! collision (6.8). The transitions between the states are in `machine`.
 use crate::model::Family;
 use crate::wire::{Capabilities, GracefulRestartCap, Notification, Open};
 use std::fmt;
