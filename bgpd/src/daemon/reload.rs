@@ -1,6 +1,7 @@
 //! SIGHUP: read the file again and apply only the difference. A file that
 //! does not parse, or that changes what needs a restart, changes nothing.
 use super::instance::{Daemon, excluded, kernel_nexthop};
+use super::origin::origin_diff;
 use crate::config::{self, Config};
 use crate::filter::PeerFilters;
 use crate::model::Family;
@@ -177,5 +178,23 @@ impl Daemon {
             self.kernel_exclude_changed(&old.kernel_exclude);
         }
         info!(added, removed, changed, "configuration reloaded");
+    }
+}
+
+impl Daemon {
+    /// Originates what the new configuration announces and withdraws what
+    /// it no longer does.
+    pub(super) fn next_origin_changes(&mut self, old: &Config, new: &Config) {
+        let diff = origin_diff(&old.announce, &new.announce);
+        for prefix in diff.removed {
+            let c = self.rib.unoriginate(prefix);
+            self.apply(c);
+            info!(%prefix, "announcement removed");
+        }
+        for (prefix, attrs) in diff.changed {
+            let c = self.rib.originate(attrs, prefix);
+            self.apply(c);
+            info!(%prefix, "announcement added or changed");
+        }
     }
 }
