@@ -9,7 +9,7 @@ use ipnet::IpNet;
 
 use super::DecodeOptions;
 use super::as_path::{self, AS_TRANS};
-use super::codes::UpdateError;
+use super::codes::UpdateError as Ue;
 use super::nlri::decode_prefixes;
 use super::notification::Notification;
 use crate::model::{AsPath, Family, NextHop, Origin, PathAttrs, RawAttr};
@@ -155,7 +155,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
         let Some(&[flags, code]) = rest.get(..2) else {
             w.set_withdraw(
                 "path attribute header truncated".into(),
-                Notification::update_error(UpdateError::MalformedAttributeList, vec![]),
+                Notification::malformed_attribute_list(),
             );
             w.abandoned = true;
             break;
@@ -167,7 +167,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             _ => {
                 w.set_withdraw(
                     format!("{} header truncated", name(code)),
-                    Notification::update_error(UpdateError::MalformedAttributeList, vec![]),
+                    Notification::malformed_attribute_list(),
                 );
                 w.abandoned = true;
                 break;
@@ -177,17 +177,14 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             if matches!(code, tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI) {
                 // RFC 7606 3.j: its NLRI cannot be parsed, so its routes
                 // cannot be withdrawn.
-                return Err(Notification::update_error(
-                    UpdateError::MalformedAttributeList,
-                    vec![],
-                ));
+                return Err(Notification::malformed_attribute_list());
             }
             w.set_withdraw(
                 format!(
                     "{} (type {code}) length {len} overruns the attribute field",
                     name(code)
                 ),
-                Notification::update_error(UpdateError::AttributeLength, rest.to_vec()),
+                Notification::update_error(Ue::AttributeLength, rest.to_vec()),
             );
             w.abandoned = true;
             break;
@@ -199,10 +196,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             // RFC 7606 3.g: a repeated MP attribute is a reset; any other
             // repeat is dropped, the first occurrence kept.
             if matches!(code, tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI) {
-                return Err(Notification::update_error(
-                    UpdateError::MalformedAttributeList,
-                    vec![],
-                ));
+                return Err(Notification::malformed_attribute_list());
             }
             w.discarded
                 .push(format!("duplicate {} (type {code})", name(code)));
@@ -229,7 +223,7 @@ fn u32_at(v: &[u8], at: usize) -> u32 {
     }
 }
 
-fn withdraw(code: u8, error: UpdateError, why: &str, raw: &[u8]) -> Fault {
+fn withdraw(code: u8, error: Ue, why: &str, raw: &[u8]) -> Fault {
     Fault::Withdraw(
         format!("malformed {}: {why}", name(code)),
         Notification::update_error(error, raw.to_vec()),
@@ -237,12 +231,7 @@ fn withdraw(code: u8, error: UpdateError, why: &str, raw: &[u8]) -> Fault {
 }
 
 fn bad_len(code: u8, len: usize, raw: &[u8]) -> Fault {
-    withdraw(
-        code,
-        UpdateError::AttributeLength,
-        &format!("length {len}"),
-        raw,
-    )
+    withdraw(code, Ue::AttributeLength, &format!("length {len}"), raw)
 }
 
 /// Interprets one attribute (first occurrence of its type).
@@ -265,7 +254,7 @@ fn apply(
             // Parsed all the same, so their prefixes can be withdrawn.
             tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI => {}
             // RFC 7606 3.c.
-            _ => return Err(withdraw(code, UpdateError::AttributeFlags, &why, raw)),
+            _ => return Err(withdraw(code, Ue::AttributeFlags, &why, raw)),
         }
     }
     let len = v.len();
@@ -278,7 +267,7 @@ fn apply(
                 None => {
                     return Err(withdraw(
                         code,
-                        UpdateError::InvalidOrigin,
+                        Ue::InvalidOrigin,
                         &format!("value {o}"),
                         raw,
                     ));
@@ -290,7 +279,7 @@ fn apply(
         tc::AS_PATH => {
             let width = if opts.four_octet_as { 4 } else { 2 };
             a.as_path = as_path::decode(v, width)
-                .map_err(|why| withdraw(code, UpdateError::MalformedAsPath, &why, raw))?;
+                .map_err(|why| withdraw(code, Ue::MalformedAsPath, &why, raw))?;
         }
         // RFC 7606 7.3.
         tc::NEXT_HOP => match v {
@@ -352,23 +341,13 @@ fn apply(
         tc::MP_REACH_NLRI => {
             w.mp_reach = decode_mp_reach(v, raw)?;
             if !flags_ok {
-                return Err(withdraw(
-                    code,
-                    UpdateError::AttributeFlags,
-                    "flags conflict",
-                    raw,
-                ));
+                return Err(withdraw(code, Ue::AttributeFlags, "flags conflict", raw));
             }
         }
         tc::MP_UNREACH_NLRI => {
             w.mp_unreach = decode_mp_unreach(v, raw)?;
             if !flags_ok {
-                return Err(withdraw(
-                    code,
-                    UpdateError::AttributeFlags,
-                    "flags conflict",
-                    raw,
-                ));
+                return Err(withdraw(code, Ue::AttributeFlags, "flags conflict", raw));
             }
         }
         // RFC 6793 4.2.2/4.2.3: only a 2-octet session carries these; a
@@ -412,7 +391,7 @@ fn apply(
             // RFC 4271 6.3: a well-known attribute we do not know.
             if flags & OPTIONAL == 0 {
                 return Err(Fault::Reset(Notification::update_error(
-                    UpdateError::UnrecognizedWellKnown,
+                    Ue::UnrecognizedWellKnown,
                     raw.to_vec(),
                 )));
             }
@@ -430,7 +409,7 @@ fn apply(
 /// (RFC 7606 3.j, 5.3, 7.11): "Optional Attribute Error" (RFC 4760 7).
 fn mp_reset(raw: &[u8]) -> Fault {
     Fault::Reset(Notification::update_error(
-        UpdateError::OptionalAttribute,
+        Ue::OptionalAttribute,
         raw.to_vec(),
     ))
 }

@@ -155,6 +155,11 @@ impl Notification {
 
     // UPDATE Message Error (RFC 4271 6.3, RFC 7606).
 
+    /// 3/1 without data: the attribute field cannot be walked.
+    pub fn malformed_attribute_list() -> Notification {
+        Notification::update_error(UpdateError::MalformedAttributeList, vec![])
+    }
+
     /// 3/`error`, with `data` as the RFC asks for that subcode.
     pub fn update_error(error: UpdateError, data: Vec<u8>) -> Notification {
         Notification::new(code::UPDATE, error as u8, data)

@@ -41,7 +41,7 @@ pub struct Reach {
 /// Decodes the body of an UPDATE (after the header).
 pub(super) fn decode_update(body: &[u8], opts: &DecodeOptions) -> Result<Update, Notification> {
     // RFC 4271 6.3 / RFC 7606 3.b: the two length fields must fit.
-    let malformed_list = || Notification::update_error(UpdateError::MalformedAttributeList, vec![]);
+    let malformed_list = || Notification::malformed_attribute_list();
     let wlen = match body {
         [h, l, ..] => usize::from(u16::from_be_bytes([*h, *l])),
         _ => return Err(malformed_list()),
