@@ -284,13 +284,11 @@ impl Fsm {
             }
             (S::Established, E::AutomaticStop(n)) => self.close(Cause::Sent(n), Then::Retry),
             // Not announced to the instance yet, so no Down.
-            (S::OpenSent | S::OpenConfirm | S::Established, E::CollisionLost) => {
-                self.state = S::OpenConfirm;
-                self.close(
-                    Cause::Sent(Notification::connection_collision()),
-                    Then::Retry,
-                )
-            }
+            (S::OpenSent | S::OpenConfirm | S::Established, E::CollisionLost) => self.leave(
+                Cause::Sent(Notification::connection_collision()),
+                Then::Retry,
+                false,
+            ),
             (S::Established, E::KeepaliveTimerExpires) => match self.keepalive_timer() {
                 Some(t) => vec![Action::Send(Outgoing::Keepalive), t],
                 None => vec![],
@@ -394,8 +392,14 @@ impl Fsm {
     /// transport failure with graceful restart keeps the routes (RFC 4724
     /// 4.2).
     fn close(&mut self, cause: Cause, then: Then) -> Vec<Action> {
+        let announced = self.state == State::Established;
+        self.leave(cause, then, announced)
+    }
+
+    /// Leaves for Idle; `announced`: the instance knows of the session.
+    fn leave(&mut self, cause: Cause, then: Then, announced: bool) -> Vec<Action> {
         let mut a = Vec::new();
-        if self.state == State::Established {
+        if announced {
             let graceful =
                 self.graceful_restart() && matches!(cause, Cause::Transport(_) | Cause::Replaced);
             a.push(Action::Down { graceful });
