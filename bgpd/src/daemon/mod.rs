@@ -5,7 +5,10 @@ mod control_channel;
 mod encode;
 mod instance;
 mod listener;
+mod origin;
+mod peer_events;
 mod reload;
+mod restart;
 mod status;
 
 pub use control_channel::ControlHandle;

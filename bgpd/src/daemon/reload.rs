@@ -1,6 +1,7 @@
 //! SIGHUP: read the file again and apply only the difference. A file that
 //! does not parse, or that changes what needs a restart, changes nothing.
 use super::instance::{Daemon, excluded, kernel_nexthop};
+use super::origin::origin_diff;
 use crate::config::{self, Config};
 use crate::filter::PeerFilters;
 use crate::model::Family;
@@ -89,7 +90,7 @@ impl Daemon {
             info!(peer = %address, "import filters changed and the peer cannot refresh; resetting its session");
             let n = p.neighbor.clone();
             // RFC 4486: Other Configuration Change.
-            self.remove_peer(id, Notification::new(6, 6, vec![]));
+            self.remove_peer(id, Notification::other_configuration_change());
             self.add_peer(n);
         }
     }
@@ -144,12 +145,12 @@ impl Daemon {
             match by_addr.remove(&n.address) {
                 None => {
                     // RFC 4486: Peer De-configured.
-                    self.remove_peer(id, Notification::new(6, 3, vec![]));
+                    self.remove_peer(id, Notification::peer_deconfigured());
                     removed += 1;
                 }
                 Some(new_n) if !n.session_settings_equal(new_n) => {
                     // RFC 4486: Other Configuration Change.
-                    self.remove_peer(id, Notification::new(6, 6, vec![]));
+                    self.remove_peer(id, Notification::other_configuration_change());
                     self.add_peer(Arc::new(new_n.clone()));
                     changed += 1;
                 }
@@ -177,5 +178,23 @@ impl Daemon {
             self.kernel_exclude_changed(&old.kernel_exclude);
         }
         info!(added, removed, changed, "configuration reloaded");
+    }
+}
+
+impl Daemon {
+    /// Originates what the new configuration announces and withdraws what
+    /// it no longer does.
+    pub(super) fn next_origin_changes(&mut self, old: &Config, new: &Config) {
+        let diff = origin_diff(&old.announce, &new.announce);
+        for prefix in diff.removed {
+            let c = self.rib.unoriginate(prefix);
+            self.apply(c);
+            info!(%prefix, "announcement removed");
+        }
+        for (prefix, attrs) in diff.changed {
+            let c = self.rib.originate(attrs, prefix);
+            self.apply(c);
+            info!(%prefix, "announcement added or changed");
+        }
     }
 }

@@ -21,16 +21,14 @@
 //!   service range goes into the kernel either (felix implements Service
 //!   addresses, bgpd only announces them).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
-use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER, ServiceCidr};
+use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER};
 use tartan_api::resources::bgppeer::{NextHopMode as ApiNextHopMode, SourceAddress};
 use tartan_api::resources::common::parse_duration;
-use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpPeerSpec, IpPoolSpec, IpamBlockSpec, NodeBgp,
     WorkloadEndpointSpec,
@@ -39,8 +37,9 @@ use tartan_api::resources::{SecretSource, TARTAN_NAMESPACE};
 use tartan_api::selector::Selector;
 use tracing::warn;
 
+use super::announce::{OwnAddresses, ServiceRanges, announcements, kernel_exclude};
 use super::services::ServiceIps;
-use crate::config::{Announce, Config, GracefulRestart, Neighbor};
+use crate::config::{Config, GracefulRestart, Neighbor};
 use crate::filter::peer_filters;
 use crate::model::{Family, NextHopMode};
 use std::sync::Arc;
@@ -365,14 +364,23 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             .map(|a| SocketAddr::new(a, port))
             .collect(),
         kernel_install: true,
-        kernel_exclude: kernel_exclude(inp, &ranges),
+        kernel_exclude: kernel_exclude(&inp.pools, &ranges),
         graceful_restart: GracefulRestart {
             restart_time: restart,
             stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
         },
         connect_retry: Duration::from_secs(2),
         neighbors: neighbors.into_values().collect(),
-        announce: announcements(inp, &ranges),
+        announce: announcements(
+            &OwnAddresses {
+                node: &inp.node,
+                pools: &inp.pools,
+                blocks: &inp.blocks,
+                endpoints: &inp.endpoints,
+                services: &inp.services,
+            },
+            &ranges,
+        ),
     })
 }
 
@@ -410,111 +418,4 @@ fn neighbor(
         export: true,
         local_address: local,
     }
-}
-
-/// The service ranges of the node's effective BGPConfiguration.
-#[derive(Debug, Default)]
-struct ServiceRanges {
-    cluster: Vec<IpNet>,
-    external: Vec<IpNet>,
-    load_balancer: Vec<IpNet>,
-}
-
-impl ServiceRanges {
-    fn of(s: &BgpConfigurationSpec) -> ServiceRanges {
-        let parse = |field: &str, list: &[ServiceCidr]| -> Vec<IpNet> {
-            list.iter()
-                .filter_map(|c| match c.cidr.trim().parse::<IpNet>() {
-                    Ok(n) => Some(n.trunc()),
-                    Err(e) => {
-                        warn!(field, cidr = %c.cidr, error = %e, "not a network; not announced");
-                        None
-                    }
-                })
-                .collect()
-        };
-        ServiceRanges {
-            cluster: parse("serviceClusterIPs", &s.service_cluster_ips),
-            external: parse("serviceExternalIPs", &s.service_external_ips),
-            load_balancer: parse("serviceLoadBalancerIPs", &s.service_load_balancer_ips),
-        }
-    }
-
-    fn all(&self) -> impl Iterator<Item = &IpNet> {
-        self.cluster
-            .iter()
-            .chain(&self.external)
-            .chain(&self.load_balancer)
-    }
-}
-
-/// What bgpd keeps out of the kernel. IPv4 pools with VXLAN or IPIP:
-/// felix routes them (natively or through its tunnel device), so bgpd
-/// announces them but keeps them out of the kernel; two programs replacing
-/// one route would fight over it. Service ranges: felix implements those
-/// addresses; a route learned inside one (another node's host route for a
-/// Service) must not steer them past it.
-fn kernel_exclude(inp: &Inputs, ranges: &ServiceRanges) -> Vec<IpNet> {
-    let mut out: Vec<IpNet> = inp
-        .pools
-        .iter()
-        .filter(|p| p.vxlan_mode != EncapMode::Never || p.ipip_mode != EncapMode::Never)
-        .filter_map(|p| p.network().ok())
-        .filter(|n| matches!(n, IpNet::V4(_)))
-        .chain(ranges.all().copied())
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// The node's blocks, /32s (/128s) of addresses its pods borrowed, the
-/// service ranges, and host routes of Local-policy Services with an
-/// endpoint here.
-fn announcements(inp: &Inputs, ranges: &ServiceRanges) -> Vec<Announce> {
-    let unexported: Vec<IpNet> = inp
-        .pools
-        .iter()
-        .filter(|p| p.disable_bgp_export)
-        .filter_map(|p| p.network().ok())
-        .collect();
-    let exported = |n: &IpNet| !unexported.iter().any(|u| u.contains(n));
-    let mut out: BTreeSet<IpNet> = BTreeSet::new();
-    let mut mine: Vec<IpNet> = Vec::new();
-    for b in &inp.blocks {
-        let Ok(net) = b.network() else { continue };
-        if b.affine_node() == Some(inp.node.as_str()) && !b.deleted {
-            mine.push(net);
-            if exported(&net) {
-                out.insert(net);
-            }
-        }
-    }
-    for w in inp.endpoints.iter().filter(|w| w.node == inp.node) {
-        for a in &w.ip_networks {
-            let Ok(n) = a.parse::<IpNet>() else { continue };
-            let host = IpNet::from(n.addr());
-            if !mine.iter().any(|m| m.contains(&host)) && exported(&host) {
-                out.insert(host);
-            }
-        }
-    }
-    out.extend(ranges.all().copied());
-    let inside = |nets: &[IpNet], a: &IpAddr| nets.iter().any(|n| n.contains(a));
-    for ips in inp.services.values() {
-        let external = ips.external.iter().filter(|a| inside(&ranges.external, a));
-        let lb = ips
-            .load_balancer
-            .iter()
-            .filter(|a| inside(&ranges.load_balancer, a));
-        out.extend(external.chain(lb).map(|a| IpNet::from(*a)));
-    }
-    out.into_iter()
-        .map(|prefix| Announce {
-            prefix,
-            communities: vec![],
-            large_communities: vec![],
-            next_hop: None,
-        })
-        .collect()
 }

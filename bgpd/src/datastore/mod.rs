@@ -4,6 +4,7 @@
 //! with Local policy that have an endpoint here; a change rebuilds it and
 //! the running speaker applies only the difference.
 
+mod announce;
 pub mod build;
 pub mod follow;
 pub mod services;

@@ -6,10 +6,9 @@ use super::attrs::AttrTable;
 use super::decision;
 use super::engine::Ctx;
 use super::export::exportable;
-use super::output::Drain;
 use super::peers::{LOCAL_IDX, Peers, fam_index, info_in};
 use super::table::{Addr, Path, PeerIdx, Table};
-use super::types::{Changes, ImportError, LOCAL, LocalConfig, OutBatch, PeerConfig, PeerId};
+use super::types::{Changes, ImportError, LOCAL, LocalConfig, PeerConfig, PeerId};
 use crate::filter::{PeerFilters, Verdict};
 use crate::model::{Family, PathAttrs};
 use ipnet::IpNet;
@@ -17,11 +16,11 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// A table and the rest of the RIB, borrowed apart.
-struct Parts<'a> {
-    ctx: Ctx<'a>,
-    v4: &'a mut Table<Ipv4Addr>,
-    v6: &'a mut Table<Ipv6Addr>,
-    removed: &'a mut Vec<Path>,
+pub(super) struct Parts<'a> {
+    pub(super) ctx: Ctx<'a>,
+    pub(super) v4: &'a mut Table<Ipv4Addr>,
+    pub(super) v6: &'a mut Table<Ipv6Addr>,
+    pub(super) removed: &'a mut Vec<Path>,
 }
 
 impl Rib {
@@ -37,7 +36,7 @@ impl Rib {
         }
     }
 
-    fn parts<'a>(&'a mut self, changes: &'a mut Changes) -> Parts<'a> {
+    pub(super) fn parts<'a>(&'a mut self, changes: &'a mut Changes) -> Parts<'a> {
         Parts {
             ctx: Ctx {
                 attrs: &mut self.attrs,
@@ -399,90 +398,6 @@ impl Rib {
         mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x);
         self.done(changes)
     }
-
-    /// Takes the peer's next batch of pending output: up to `max_prefixes`
-    /// prefixes sharing one outgoing attribute set (or one withdraw list).
-    /// None when nothing is pending.
-    pub fn take_output(&mut self, peer: PeerId, max_prefixes: usize) -> Option<OutBatch> {
-        let x = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX)?;
-        for f in Family::ALL {
-            let fi = fam_index(f);
-            let Some(mut out) = self.peers.outs[x as usize].fams[fi].take() else {
-                continue;
-            };
-            let mut emptied = Vec::new();
-            let (batch, delta) = match f {
-                Family::Ipv4Unicast => {
-                    drain(self, &self.v4, x, &mut out, max_prefixes, &mut emptied)
-                }
-                Family::Ipv6Unicast => {
-                    drain(self, &self.v6, x, &mut out, max_prefixes, &mut emptied)
-                }
-            };
-            self.peers.outs[x as usize].fams[fi] = Some(out);
-            if let Some(info) = self.peers.info_mut(x) {
-                info.counts.advertised = info.counts.advertised.saturating_add_signed(delta);
-            }
-            let mut changes = Changes::default();
-            let mut p = self.parts(&mut changes);
-            for i in emptied {
-                match f {
-                    Family::Ipv4Unicast => p.ctx.try_free(p.v4, i),
-                    Family::Ipv6Unicast => p.ctx.try_free(p.v6, i),
-                }
-            }
-            if batch.is_some() {
-                return batch;
-            }
-        }
-        None
-    }
-
-    /// Drops a peer's output state; slots it alone kept alive are freed.
-    fn drop_output(&mut self, x: PeerIdx) {
-        let mut held: [Vec<u32>; 2] = Default::default();
-        for (f, h) in held.iter_mut().enumerate() {
-            if let Some(out) = self.peers.outs[x as usize].fams[f].as_ref() {
-                h.extend(out.dirty.iter());
-                h.extend(out.adv.iter());
-            }
-        }
-        self.peers.set_output(x, [false, false]);
-        if let Some(info) = self.peers.info_mut(x) {
-            info.counts.advertised = 0;
-        }
-        let mut changes = Changes::default();
-        let mut p = self.parts(&mut changes);
-        for i in held[0].drain(..) {
-            p.ctx.try_free(p.v4, i);
-        }
-        for i in held[1].drain(..) {
-            p.ctx.try_free(p.v6, i);
-        }
-    }
-}
-
-fn drain<A: Addr>(
-    rib: &Rib,
-    table: &Table<A>,
-    x: PeerIdx,
-    out: &mut super::peers::FamilyOut,
-    max: usize,
-    emptied: &mut Vec<u32>,
-) -> (Option<OutBatch>, i64) {
-    let mut scratch = Vec::new();
-    let mut d = Drain {
-        local: &rib.local,
-        attrs: &rib.attrs,
-        peers: &rib.peers,
-        table,
-        target: x,
-        scratch: &mut scratch,
-        emptied,
-        adv_delta: 0,
-    };
-    let b = d.next(out, max);
-    (b, d.adv_delta)
 }
 
 fn remove_one<A: Addr>(

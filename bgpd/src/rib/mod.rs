@@ -16,6 +16,7 @@
 //!   only its last state.
 
 mod api;
+mod api_output;
 mod attrs;
 mod bitset;
 mod decision;

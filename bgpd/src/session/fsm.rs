@@ -1,6 +1,6 @@
-//! The session rules of RFC 4271 8 that do not need a socket: states, what
-//! an OPEN from the peer means for us (negotiation and its errors), and
-//! which connection survives a collision (6.8).
+//! The session's states (RFC 4271 8.2.2), what an OPEN from the peer means
+//! for us (negotiation and its errors), and which connection survives a
+//! collision (6.8). The transitions between the states are in `machine`.
 use crate::model::Family;
 use crate::wire::{Capabilities, GracefulRestartCap, Notification, Open};
 use std::fmt;
@@ -111,15 +111,13 @@ pub struct Negotiated {
 /// session's parameters. The error is the NOTIFICATION to send.
 pub fn negotiate(local: &LocalParams, open: &Open) -> Result<Negotiated, Notification> {
     if open.asn != local.peer_asn {
-        return Err(Notification::new(
-            2,
-            2,
-            open.my_as_field.to_be_bytes().to_vec(),
-        ));
+        return Err(Notification::bad_peer_as(open.my_as_field));
     }
     // RFC 6286 2.1: only iBGP peers must have distinct identifiers.
     if open.router_id == local.router_id && open.asn == local.asn {
-        return Err(Notification::new(2, 3, open.router_id.octets().to_vec()));
+        return Err(Notification::bad_bgp_identifier(
+            open.router_id.octets().to_vec(),
+        ));
     }
     let hold = open.hold_time.min(local.hold_time);
     let hold_time = Duration::from_secs(u64::from(hold));

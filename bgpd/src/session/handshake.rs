@@ -1,17 +1,17 @@
-//! The OPEN exchange on one connection: OpenSent → OpenConfirm → ready
-//! for Established (RFC 4271 8.2.2).
-use super::PeerCounters;
+//! The OPEN exchange on one connection, driven by the connection's copy of
+//! the state machine: OpenSent → OpenConfirm → ready for Established
+//! (RFC 4271 8.2.2). Also the connection itself: a framed reader and a
+//! writer.
+use super::counters::PeerCounters;
 use super::framed::{FramedReader, ReadError};
-use super::fsm::{LocalParams, Negotiated, State, negotiate};
-use crate::wire::{self, DecodeOptions, Message, Notification, Open};
+use super::fsm::Negotiated;
+use super::machine::{Action, Cause, Event, Fsm, OPEN_WAIT, Outgoing, Timer};
+use crate::wire::{self, DecodeOptions, Notification};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-
-/// RFC 4271 8.2.2 suggests a large hold time (4 minutes) until OPEN arrives.
-const OPEN_WAIT: Duration = Duration::from_secs(240);
 
 pub struct Connection {
     pub reader: FramedReader<OwnedReadHalf>,
@@ -20,10 +20,13 @@ pub struct Connection {
     pub remote: SocketAddr,
 }
 
+/// A connection whose machine has reached Established.
 pub struct Opened {
     pub conn: Connection,
-    pub open: Open,
+    pub fsm: Fsm,
     pub negotiated: Negotiated,
+    /// The machine's actions after `Established` (the session's timers).
+    pub pending: Vec<Action>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,17 +39,6 @@ pub enum SessionError {
     PeerNotification(Notification),
     #[error("sent NOTIFICATION {0}")]
     SentNotification(Notification),
-}
-
-impl SessionError {
-    /// A failure of the transport, not a protocol decision: with graceful
-    /// restart negotiated the peer's routes are kept (RFC 4724 4.2).
-    pub fn is_transport_failure(&self) -> bool {
-        matches!(
-            self,
-            SessionError::Read(ReadError::Closed | ReadError::Io(_)) | SessionError::Write(_)
-        )
-    }
 }
 
 impl Connection {
@@ -63,11 +55,14 @@ impl Connection {
         })
     }
 
-    pub async fn send(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+    async fn send(&mut self, o: &Outgoing, counters: &PeerCounters) -> Result<(), SessionError> {
+        let bytes = o.encode();
         self.writer
-            .write_all(bytes)
+            .write_all(&bytes)
             .await
-            .map_err(SessionError::Write)
+            .map_err(SessionError::Write)?;
+        counters.sent(bytes[18]);
+        Ok(())
     }
 
     /// Sends a NOTIFICATION and closes our side; the error to report.
@@ -82,75 +77,71 @@ impl Connection {
         counters.sent(wire::msg_type::NOTIFICATION);
         SessionError::SentNotification(n)
     }
-}
 
-async fn read_one(
-    conn: &mut Connection,
-    wait: Duration,
-    counters: &PeerCounters,
-) -> Result<Message, SessionError> {
-    let wait = if wait.is_zero() { OPEN_WAIT } else { wait };
-    let bytes = match tokio::time::timeout(wait, conn.reader.next()).await {
-        Err(_) => {
-            return Err(conn
-                .notify_and_close(Notification::new(4, 0, vec![]), counters)
-                .await);
-        }
-        Ok(Err(ReadError::Framing(n))) => return Err(conn.notify_and_close(n, counters).await),
-        Ok(Err(e)) => return Err(e.into()),
-        Ok(Ok(b)) => b,
-    };
-    match wire::decode(bytes, &DecodeOptions::default()) {
-        Ok(m) => {
-            counters.received(bytes[18]);
-            Ok(m)
-        }
-        Err(n) => Err(conn.notify_and_close(n, counters).await),
+    /// The next event on the connection: a message, a bad one, or the hold
+    /// timer expiring. `Err`: the transport failed.
+    async fn next_event(
+        &mut self,
+        hold: Duration,
+        counters: &PeerCounters,
+    ) -> Result<Event, ReadError> {
+        let bytes = match tokio::time::timeout(hold, self.reader.next()).await {
+            Err(_) => return Ok(Event::HoldTimerExpires),
+            Ok(Err(ReadError::Framing(n))) => return Ok(Event::BadMessage(n)),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(b)) => b,
+        };
+        Ok(match wire::decode(bytes, &DecodeOptions::default()) {
+            Ok(m) => {
+                counters.received(bytes[18]);
+                Event::Message(m)
+            }
+            Err(n) => Event::BadMessage(n),
+        })
     }
 }
 
-/// Runs the OPEN exchange. On any error the connection has been closed
+/// Runs the OPEN exchange on a new connection with `fsm`, the neighbor's
+/// machine copied for it. On any error the connection has been closed
 /// (with a NOTIFICATION where the RFC asks for one).
 pub async fn handshake(
     mut conn: Connection,
-    local: &LocalParams,
+    mut fsm: Fsm,
     counters: &PeerCounters,
 ) -> Result<Opened, SessionError> {
-    conn.send(&local.open().encode()).await?;
-    counters.sent(wire::msg_type::OPEN);
-    counters.set_state(State::OpenSent);
-    let open = match read_one(&mut conn, OPEN_WAIT, counters).await? {
-        Message::Open(open) => open,
-        Message::Notification(n) => return Err(SessionError::PeerNotification(n)),
-        // RFC 6608: unexpected message in OpenSent.
-        _ => {
-            return Err(conn
-                .notify_and_close(Notification::new(5, 1, vec![]), counters)
-                .await);
+    let mut actions = fsm.handle(Event::TcpConnectionConfirmed);
+    let mut hold = OPEN_WAIT;
+    loop {
+        let mut it = actions.into_iter();
+        while let Some(action) = it.next() {
+            match action {
+                Action::Send(o) => conn.send(&o, counters).await?,
+                Action::SetTimer(Timer::Hold, d) => hold = d,
+                Action::Established(negotiated) => {
+                    return Ok(Opened {
+                        conn,
+                        fsm,
+                        negotiated: *negotiated,
+                        pending: it.collect(),
+                    });
+                }
+                Action::Close { cause, .. } => {
+                    return Err(match cause {
+                        Cause::Sent(n) => conn.notify_and_close(n, counters).await,
+                        Cause::Received(n) => SessionError::PeerNotification(n),
+                        Cause::Transport(_) | Cause::Replaced => ReadError::Closed.into(),
+                    });
+                }
+                _ => {}
+            }
         }
-    };
-    let negotiated = match negotiate(local, &open) {
-        Ok(n) => n,
-        Err(n) => return Err(conn.notify_and_close(n, counters).await),
-    };
-    let mut ka = Vec::with_capacity(19);
-    wire::encode_keepalive(&mut ka);
-    conn.send(&ka).await?;
-    counters.sent(wire::msg_type::KEEPALIVE);
-    counters.set_state(State::OpenConfirm);
-    match read_one(&mut conn, negotiated.hold_time, counters).await? {
-        Message::Keepalive => {}
-        Message::Notification(n) => return Err(SessionError::PeerNotification(n)),
-        // RFC 6608: unexpected message in OpenConfirm.
-        _ => {
-            return Err(conn
-                .notify_and_close(Notification::new(5, 2, vec![]), counters)
-                .await);
-        }
+        counters.set_state(fsm.state());
+        actions = match conn.next_event(hold, counters).await {
+            Ok(event) => fsm.handle(event),
+            Err(e) => {
+                fsm.handle(Event::TcpConnectionFails(e.to_string()));
+                return Err(e.into());
+            }
+        };
     }
-    Ok(Opened {
-        conn,
-        open,
-        negotiated,
-    })
 }

@@ -1,11 +1,22 @@
 //! BGP sessions: one task per neighbor that dials and accepts TCP
 //! connections, runs the OPEN exchange (with collision detection), and
 //! while Established moves messages between the socket and the instance.
-//! The rules are pure functions in `fsm`; the tasks only do I/O and timing.
+//! The rules are the pure state machine in `machine` (with the OPEN checks
+//! in `fsm`); the tasks only turn I/O and time into its events and carry
+//! out its actions.
+mod counters;
+mod established;
+mod events;
 mod framed;
 pub mod fsm;
 mod handshake;
+pub mod machine;
 mod peer;
 
+#[cfg(test)]
+mod tests;
+
+pub use counters::PeerCounters;
+pub use events::{PeerCommand, PeerEvent};
 pub use fsm::{LocalParams, Negotiated, State};
-pub use peer::{PeerCommand, PeerCounters, PeerEvent, PeerLink, spawn_peer};
+pub use peer::{PeerLink, spawn_peer};

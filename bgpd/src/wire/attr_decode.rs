@@ -9,8 +9,9 @@ use ipnet::IpNet;
 
 use super::DecodeOptions;
 use super::as_path::{self, AS_TRANS};
+use super::codes::UpdateError as Ue;
 use super::nlri::decode_prefixes;
-use super::notification::{Notification, update_error as ue};
+use super::notification::Notification;
 use crate::model::{AsPath, Family, NextHop, Origin, PathAttrs, RawAttr};
 
 /// Attribute type codes.
@@ -154,7 +155,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
         let Some(&[flags, code]) = rest.get(..2) else {
             w.set_withdraw(
                 "path attribute header truncated".into(),
-                Notification::new(3, ue::MALFORMED_ATTRIBUTE_LIST, vec![]),
+                Notification::malformed_attribute_list(),
             );
             w.abandoned = true;
             break;
@@ -166,7 +167,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             _ => {
                 w.set_withdraw(
                     format!("{} header truncated", name(code)),
-                    Notification::new(3, ue::MALFORMED_ATTRIBUTE_LIST, vec![]),
+                    Notification::malformed_attribute_list(),
                 );
                 w.abandoned = true;
                 break;
@@ -176,14 +177,14 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             if matches!(code, tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI) {
                 // RFC 7606 3.j: its NLRI cannot be parsed, so its routes
                 // cannot be withdrawn.
-                return Err(Notification::new(3, ue::MALFORMED_ATTRIBUTE_LIST, vec![]));
+                return Err(Notification::malformed_attribute_list());
             }
             w.set_withdraw(
                 format!(
                     "{} (type {code}) length {len} overruns the attribute field",
                     name(code)
                 ),
-                Notification::new(3, ue::ATTRIBUTE_LENGTH, rest.to_vec()),
+                Notification::update_error(Ue::AttributeLength, rest.to_vec()),
             );
             w.abandoned = true;
             break;
@@ -195,7 +196,7 @@ pub(super) fn walk(field: &[u8], opts: &DecodeOptions) -> Result<Walk, Notificat
             // RFC 7606 3.g: a repeated MP attribute is a reset; any other
             // repeat is dropped, the first occurrence kept.
             if matches!(code, tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI) {
-                return Err(Notification::new(3, ue::MALFORMED_ATTRIBUTE_LIST, vec![]));
+                return Err(Notification::malformed_attribute_list());
             }
             w.discarded
                 .push(format!("duplicate {} (type {code})", name(code)));
@@ -222,15 +223,15 @@ fn u32_at(v: &[u8], at: usize) -> u32 {
     }
 }
 
-fn withdraw(code: u8, subcode: u8, why: &str, raw: &[u8]) -> Fault {
+fn withdraw(code: u8, error: Ue, why: &str, raw: &[u8]) -> Fault {
     Fault::Withdraw(
         format!("malformed {}: {why}", name(code)),
-        Notification::new(3, subcode, raw.to_vec()),
+        Notification::update_error(error, raw.to_vec()),
     )
 }
 
 fn bad_len(code: u8, len: usize, raw: &[u8]) -> Fault {
-    withdraw(code, ue::ATTRIBUTE_LENGTH, &format!("length {len}"), raw)
+    withdraw(code, Ue::AttributeLength, &format!("length {len}"), raw)
 }
 
 /// Interprets one attribute (first occurrence of its type).
@@ -253,7 +254,7 @@ fn apply(
             // Parsed all the same, so their prefixes can be withdrawn.
             tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI => {}
             // RFC 7606 3.c.
-            _ => return Err(withdraw(code, ue::ATTRIBUTE_FLAGS, &why, raw)),
+            _ => return Err(withdraw(code, Ue::AttributeFlags, &why, raw)),
         }
     }
     let len = v.len();
@@ -266,7 +267,7 @@ fn apply(
                 None => {
                     return Err(withdraw(
                         code,
-                        ue::INVALID_ORIGIN,
+                        Ue::InvalidOrigin,
                         &format!("value {o}"),
                         raw,
                     ));
@@ -278,7 +279,7 @@ fn apply(
         tc::AS_PATH => {
             let width = if opts.four_octet_as { 4 } else { 2 };
             a.as_path = as_path::decode(v, width)
-                .map_err(|why| withdraw(code, ue::MALFORMED_AS_PATH, &why, raw))?;
+                .map_err(|why| withdraw(code, Ue::MalformedAsPath, &why, raw))?;
         }
         // RFC 7606 7.3.
         tc::NEXT_HOP => match v {
@@ -340,13 +341,13 @@ fn apply(
         tc::MP_REACH_NLRI => {
             w.mp_reach = decode_mp_reach(v, raw)?;
             if !flags_ok {
-                return Err(withdraw(code, ue::ATTRIBUTE_FLAGS, "flags conflict", raw));
+                return Err(withdraw(code, Ue::AttributeFlags, "flags conflict", raw));
             }
         }
         tc::MP_UNREACH_NLRI => {
             w.mp_unreach = decode_mp_unreach(v, raw)?;
             if !flags_ok {
-                return Err(withdraw(code, ue::ATTRIBUTE_FLAGS, "flags conflict", raw));
+                return Err(withdraw(code, Ue::AttributeFlags, "flags conflict", raw));
             }
         }
         // RFC 6793 4.2.2/4.2.3: only a 2-octet session carries these; a
@@ -389,9 +390,8 @@ fn apply(
         _ => {
             // RFC 4271 6.3: a well-known attribute we do not know.
             if flags & OPTIONAL == 0 {
-                return Err(Fault::Reset(Notification::new(
-                    3,
-                    ue::UNRECOGNIZED_WELL_KNOWN,
+                return Err(Fault::Reset(Notification::update_error(
+                    Ue::UnrecognizedWellKnown,
                     raw.to_vec(),
                 )));
             }
@@ -408,7 +408,10 @@ fn apply(
 /// A reset for an MP attribute whose NLRI cannot be located or parsed
 /// (RFC 7606 3.j, 5.3, 7.11): "Optional Attribute Error" (RFC 4760 7).
 fn mp_reset(raw: &[u8]) -> Fault {
-    Fault::Reset(Notification::new(3, ue::OPTIONAL_ATTRIBUTE, raw.to_vec()))
+    Fault::Reset(Notification::update_error(
+        Ue::OptionalAttribute,
+        raw.to_vec(),
+    ))
 }
 
 fn decode_mp_reach(v: &[u8], raw: &[u8]) -> Result<Option<MpReach>, Fault> {

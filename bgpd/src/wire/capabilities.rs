@@ -11,7 +11,7 @@
 
 use zettabgp::BgpCapability;
 
-use super::notification::{Notification, open_error};
+use super::notification::Notification;
 use crate::model::Family;
 
 /// Capability codes (IANA registry).
@@ -61,7 +61,7 @@ const GR_TIME_MASK: u16 = 0x0fff;
 const GR_FORWARDING: u8 = 0x80;
 
 fn malformed() -> Notification {
-    Notification::new(2, open_error::UNSPECIFIC, vec![])
+    Notification::malformed_open()
 }
 
 impl Capabilities {

@@ -2,7 +2,7 @@
 //! messages, and writing headers for the encoders.
 
 use super::message::{MARKER, finish_message, start_message};
-use super::notification::{Notification, header_error};
+use super::notification::Notification;
 use super::{HEADER_LEN, MAX_MESSAGE_LEN, msg_type};
 
 /// Framing over a receive buffer. `Ok(None)`: more bytes are needed.
@@ -12,7 +12,7 @@ pub fn frame(buf: &[u8]) -> Result<Option<usize>, Notification> {
     // A bad marker is reported as soon as its first wrong byte arrives.
     let seen = buf.len().min(MARKER.len());
     if buf[..seen] != MARKER[..seen] {
-        return Err(Notification::new(1, header_error::NOT_SYNCHRONIZED, vec![]));
+        return Err(Notification::connection_not_synchronized());
     }
     if buf.len() < HEADER_LEN {
         return Ok(None);
@@ -30,11 +30,11 @@ pub fn frame(buf: &[u8]) -> Result<Option<usize>, Notification> {
 /// length against the minimum (or exact size) for the type.
 pub(super) fn check_header(buf: &[u8]) -> Result<usize, Notification> {
     if buf.len() < HEADER_LEN || buf[..16] != MARKER {
-        return Err(Notification::new(1, header_error::NOT_SYNCHRONIZED, vec![]));
+        return Err(Notification::connection_not_synchronized());
     }
     let raw_len = [buf[16], buf[17]];
     let len = usize::from(u16::from_be_bytes(raw_len));
-    let bad_len = || Notification::new(1, header_error::BAD_LENGTH, raw_len.to_vec());
+    let bad_len = || Notification::bad_message_length(raw_len);
     if !(HEADER_LEN..=MAX_MESSAGE_LEN).contains(&len) {
         return Err(bad_len());
     }
@@ -47,7 +47,7 @@ pub(super) fn check_header(buf: &[u8]) -> Result<usize, Notification> {
         // RFC 7313 5 gives a wrong ROUTE-REFRESH length its own error
         // (7/1, with the whole message as data); `decode` reports it.
         msg_type::ROUTE_REFRESH => true,
-        _ => return Err(Notification::new(1, header_error::BAD_TYPE, vec![ty])),
+        _ => return Err(Notification::bad_message_type(ty)),
     };
     if !len_ok {
         return Err(bad_len());

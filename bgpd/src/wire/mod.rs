@@ -20,6 +20,7 @@ mod as_path;
 mod attr_decode;
 mod attr_encode;
 mod capabilities;
+mod codes;
 mod encode_error;
 mod header;
 mod message;
@@ -35,8 +36,12 @@ mod tests;
 
 pub use as_path::AS_TRANS;
 pub use capabilities::{Capabilities, GracefulRestartCap, cap_code};
+pub use codes::{
+    UpdateError, cease, code, fsm_error, header_error, open_error, route_refresh_error,
+    update_error,
+};
 pub use header::{encode_keepalive, frame};
-pub use notification::{Notification, cease, code, header_error, open_error, update_error};
+pub use notification::Notification;
 pub use open::Open;
 pub use route_refresh::encode_route_refresh;
 pub use update_decode::{Reach, Update};
@@ -96,7 +101,7 @@ pub fn decode(msg: &[u8], opts: &DecodeOptions) -> Result<Message, Notification>
     let len = header::check_header(msg)?;
     if len != msg.len() {
         let raw = [msg[16], msg[17]];
-        return Err(Notification::new(1, header_error::BAD_LENGTH, raw.to_vec()));
+        return Err(Notification::bad_message_length(raw));
     }
     let body = &msg[HEADER_LEN..];
     match msg[18] {

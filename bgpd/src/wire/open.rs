@@ -16,7 +16,7 @@ use super::as_path::AS_TRANS;
 use super::capabilities::Capabilities;
 use super::message::{finish_message, start_message};
 use super::msg_type;
-use super::notification::{Notification, open_error as oe};
+use super::notification::Notification;
 
 /// Optional parameter type of capabilities (RFC 5492).
 const PARAM_CAPABILITIES: u8 = 2;
@@ -81,7 +81,7 @@ impl Open {
 }
 
 fn malformed() -> Notification {
-    Notification::new(2, oe::UNSPECIFIC, vec![])
+    Notification::malformed_open()
 }
 
 /// Decodes the body of an OPEN (after the header) and makes the checks
@@ -94,7 +94,7 @@ pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
     };
     if version != 4 {
         // Data: the largest version we support (RFC 4271 6.2).
-        return Err(Notification::new(2, oe::UNSUPPORTED_VERSION, vec![0, 4]));
+        return Err(Notification::unsupported_version());
     }
     let [_, as0, as1, h0, h1, r0, r1, r2, r3, opt_len, params @ ..] = body else {
         return Err(malformed());
@@ -124,11 +124,11 @@ pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
 
     // RFC 4271 6.2: a hold time of 1 or 2 seconds is unacceptable.
     if hold_time == 1 || hold_time == 2 {
-        return Err(Notification::new(2, oe::UNACCEPTABLE_HOLD_TIME, vec![]));
+        return Err(Notification::unacceptable_hold_time());
     }
     // RFC 6286 2.2: any identifier but zero.
     if router_id.is_unspecified() {
-        return Err(Notification::new(2, oe::BAD_BGP_IDENTIFIER, vec![]));
+        return Err(Notification::bad_bgp_identifier(vec![]));
     }
     let asn = caps.four_octet_as.unwrap_or(u32::from(my_as_field));
     Ok(Open {
@@ -159,11 +159,7 @@ fn walk_params(
         if ty != PARAM_CAPABILITIES {
             // RFC 4271 6.2 / RFC 5492: only capabilities are supported;
             // 2/4 carries no data.
-            return Err(Notification::new(
-                2,
-                oe::UNSUPPORTED_OPTIONAL_PARAMETER,
-                vec![],
-            ));
+            return Err(Notification::unsupported_optional_parameter());
         }
         caps.decode_param(value)?;
         rest = &after_ty[len_width + len..];

@@ -27,6 +27,6 @@ pub(super) fn decode_route_refresh(msg: &[u8]) -> Result<Message, Notification> 
                 subtype,
             })
         }
-        _ => Err(Notification::new(7, 1, msg.to_vec())),
+        _ => Err(Notification::invalid_route_refresh_length(msg)),
     }
 }

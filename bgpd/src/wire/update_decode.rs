@@ -4,8 +4,9 @@ use ipnet::IpNet;
 
 use super::DecodeOptions;
 use super::attr_decode::{self, type_code as tc};
+use super::codes::UpdateError;
 use super::nlri::decode_prefixes;
-use super::notification::{Notification, update_error as ue};
+use super::notification::Notification;
 use crate::model::{Family, NextHop, PathAttrs};
 
 /// A decoded UPDATE.
@@ -40,7 +41,7 @@ pub struct Reach {
 /// Decodes the body of an UPDATE (after the header).
 pub(super) fn decode_update(body: &[u8], opts: &DecodeOptions) -> Result<Update, Notification> {
     // RFC 4271 6.3 / RFC 7606 3.b: the two length fields must fit.
-    let malformed_list = || Notification::new(3, ue::MALFORMED_ATTRIBUTE_LIST, vec![]);
+    let malformed_list = || Notification::malformed_attribute_list();
     let wlen = match body {
         [h, l, ..] => usize::from(u16::from_be_bytes([*h, *l])),
         _ => return Err(malformed_list()),
@@ -57,7 +58,7 @@ pub(super) fn decode_update(body: &[u8], opts: &DecodeOptions) -> Result<Update,
 
     // RFC 7606 3.i and 5.3: an unparseable Withdrawn Routes or NLRI field
     // is a reset.
-    let invalid_network = || Notification::new(3, ue::INVALID_NETWORK_FIELD, vec![]);
+    let invalid_network = || Notification::update_error(UpdateError::InvalidNetworkField, vec![]);
     let mut withdrawn = Vec::new();
     decode_prefixes(Family::Ipv4Unicast, withdrawn_field, &mut withdrawn)
         .map_err(|_| invalid_network())?;
@@ -151,6 +152,6 @@ pub(super) fn decode_update(body: &[u8], opts: &DecodeOptions) -> Result<Update,
 fn missing(walk: &mut attr_decode::Walk, code: u8) {
     walk.set_withdraw(
         format!("missing well-known attribute {}", attr_decode::name(code)),
-        Notification::new(3, ue::MISSING_WELL_KNOWN, vec![code]),
+        Notification::update_error(UpdateError::MissingWellKnown, vec![code]),
     );
 }

@@ -157,7 +157,7 @@ pub(super) fn seeds() -> Vec<(String, Vec<u8>)> {
     add(
         "notification_update",
         true,
-        Notification::new(3, 11, vec![]).encode(),
+        Notification::update_error(UpdateError::MalformedAsPath, vec![]).encode(),
     );
     let mut rr = Vec::new();
     encode_route_refresh(Family::Ipv6Unicast, &mut rr);
@@ -180,7 +180,7 @@ pub(super) fn seeds() -> Vec<(String, Vec<u8>)> {
         session.extend(u);
     }
     encode_end_of_rib(Family::Ipv4Unicast, &mut session);
-    session.extend(Notification::new(6, 4, vec![]).encode());
+    session.extend(Notification::administrative_reset().encode());
     add("session", true, session);
 
     // Malformed ones.

@@ -38,9 +38,12 @@ fn frames_back_to_back_messages() {
 fn bad_marker_is_1_1() {
     let mut h = header(19, 4);
     h[3] = 0;
-    assert_eq!(frame(&h), Err(Notification::new(1, 1, vec![])));
+    assert_eq!(frame(&h), Err(Notification::connection_not_synchronized()));
     // Detected before the header is complete.
-    assert_eq!(frame(&[0xff, 0xfe]), Err(Notification::new(1, 1, vec![])));
+    assert_eq!(
+        frame(&[0xff, 0xfe]),
+        Err(Notification::connection_not_synchronized())
+    );
 }
 
 #[test]
@@ -58,7 +61,7 @@ fn bad_lengths_are_1_2_with_the_length() {
         let n = frame(&header(len, ty)).unwrap_err();
         assert_eq!(
             n,
-            Notification::new(1, 2, len.to_be_bytes().to_vec()),
+            Notification::bad_message_length(len.to_be_bytes()),
             "len {len} type {ty}"
         );
     }
@@ -74,7 +77,7 @@ fn bad_type_is_1_3_with_the_type() {
     for ty in [0u8, 6, 255] {
         assert_eq!(
             frame(&header(19, ty)),
-            Err(Notification::new(1, 3, vec![ty]))
+            Err(Notification::bad_message_type(ty))
         );
     }
 }
@@ -88,7 +91,7 @@ fn decode_checks_the_header_too() {
     ka.push(0);
     assert_eq!(
         decode(&ka, &FOUR),
-        Err(Notification::new(1, 2, vec![0, 19]))
+        Err(Notification::bad_message_length([0, 19]))
     );
     assert!(decode(&[0xff; 5], &FOUR).is_err());
 }
@@ -120,6 +123,6 @@ fn route_refresh_round_trip_and_bad_length() {
     let short = message(msg_type::ROUTE_REFRESH, &[0, 1, 0]);
     assert_eq!(
         decode(&short, &FOUR),
-        Err(Notification::new(7, 1, short.clone()))
+        Err(Notification::invalid_route_refresh_length(&short))
     );
 }

@@ -7,6 +7,7 @@ mod notification;
 mod open;
 mod packing;
 mod rfc7606;
+mod rfc7606_mp;
 mod robustness;
 mod roundtrip;
 

@@ -1,5 +1,15 @@
 use super::*;
 
+/// A NOTIFICATION from raw numbers, for the tests of how codes are named
+/// and data is shown (bgpd itself builds them only through `codes`).
+fn raw(code: u8, subcode: u8, data: Vec<u8>) -> Notification {
+    Notification {
+        code,
+        subcode,
+        data,
+    }
+}
+
 #[test]
 fn display_uses_rfc_names() {
     let cases = [
@@ -26,7 +36,7 @@ fn display_uses_rfc_names() {
         ((9, 9), "Unknown Error Code / Unknown Subcode (9/9)"),
     ];
     for ((c, s), want) in cases {
-        assert_eq!(Notification::new(c, s, vec![]).to_string(), want);
+        assert_eq!(raw(c, s, vec![]).to_string(), want);
     }
 }
 
@@ -44,24 +54,25 @@ fn shutdown_communication() {
     assert_eq!(decode(&wire, &FOUR), Ok(Message::Notification(n)));
     // Malformed communications are not shown, and do not panic.
     for data in [vec![10, b'a'], vec![2, 0xff, 0xfe], vec![0], vec![]] {
-        let n = Notification::new(6, 4, data);
+        let n = raw(code::CEASE, cease::ADMINISTRATIVE_RESET, data);
         assert_eq!(n.shutdown_message(), None);
         assert_eq!(n.to_string(), "Cease / Administrative Reset (6/4)");
     }
     // Long text is cut at a character boundary.
     let long = "é".repeat(200);
-    let n = Notification::cease_with_message(2, &long);
+    let n = Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &long);
     assert_eq!(n.shutdown_message().map(|s| s.len()), Some(254));
     // Other codes never show data as text.
     assert_eq!(
-        Notification::new(3, 1, vec![1, b'x']).shutdown_message(),
+        Notification::update_error(UpdateError::MalformedAttributeList, vec![1, b'x'])
+            .shutdown_message(),
         None
     );
 }
 
 #[test]
 fn encode_caps_data_length() {
-    let n = Notification::new(3, 2, vec![7; 5000]);
+    let n = Notification::update_error(UpdateError::UnrecognizedWellKnown, vec![7; 5000]);
     let wire = n.encode();
     assert_eq!(wire.len(), MAX_MESSAGE_LEN);
     assert_eq!(frame(&wire), Ok(Some(MAX_MESSAGE_LEN)));

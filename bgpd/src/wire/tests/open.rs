@@ -80,14 +80,14 @@ fn message_checks() {
     bad_version[19] = 3;
     assert_eq!(
         decode_open(&bad_version),
-        Err(Notification::new(2, 1, vec![0, 4]))
+        Err(Notification::unsupported_version())
     );
 
     for hold in [1u8, 2] {
         let mut m = open_with_params(&[]);
         m[22] = 0;
         m[23] = hold;
-        assert_eq!(decode_open(&m), Err(Notification::new(2, 6, vec![])));
+        assert_eq!(decode_open(&m), Err(Notification::unacceptable_hold_time()));
     }
     let mut zero_hold = open_with_params(&[]);
     zero_hold[23] = 0;
@@ -95,14 +95,20 @@ fn message_checks() {
 
     let mut zero_id = open_with_params(&[]);
     zero_id[24..28].copy_from_slice(&[0, 0, 0, 0]);
-    assert_eq!(decode_open(&zero_id), Err(Notification::new(2, 3, vec![])));
+    assert_eq!(
+        decode_open(&zero_id),
+        Err(Notification::bad_bgp_identifier(vec![]))
+    );
 }
 
 #[test]
 fn unsupported_optional_parameter_is_2_4() {
     // Type 1 (authentication, deprecated).
     let wire = open_with_params(&[1, 2, 0, 0]);
-    assert_eq!(decode_open(&wire), Err(Notification::new(2, 4, vec![])));
+    assert_eq!(
+        decode_open(&wire),
+        Err(Notification::unsupported_optional_parameter())
+    );
 }
 
 #[test]
@@ -129,16 +135,16 @@ fn truncated_or_overrunning_tlvs_are_2_0() {
         let wire = open_with_params(params);
         assert_eq!(
             decode_open(&wire),
-            Err(Notification::new(2, 0, vec![])),
+            Err(Notification::malformed_open()),
             "params {params:?}"
         );
     }
     // Optional Parameters Length disagreeing with the message.
     let mut wire = open_with_params(&[2, 2, 2, 0]);
     wire[28] = 3;
-    assert_eq!(decode_open(&wire), Err(Notification::new(2, 0, vec![])));
+    assert_eq!(decode_open(&wire), Err(Notification::malformed_open()));
     wire[28] = 200;
-    assert_eq!(decode_open(&wire), Err(Notification::new(2, 0, vec![])));
+    assert_eq!(decode_open(&wire), Err(Notification::malformed_open()));
 }
 
 #[test]
@@ -155,7 +161,7 @@ fn extended_optional_parameters() {
     let body = [4, 0xfd, 0xe8, 0, 90, 192, 0, 2, 7, 255, 255, 0];
     assert_eq!(
         decode_open(&message(msg_type::OPEN, &body)),
-        Err(Notification::new(2, 0, vec![]))
+        Err(Notification::malformed_open())
     );
 }
 

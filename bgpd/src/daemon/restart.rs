@@ -1,0 +1,215 @@
+//! Graceful restart (RFC 4724) on the instance's side. As helper: a
+//! restarting peer's routes are kept as stale for its restart time (bounded
+//! by the operator), swept family by family on End-of-RIB, or all at once
+//! when the time is over. As the restarting speaker: the kernel routes of
+//! our previous run stay until every neighbor has sent End-of-RIB or the
+//! stale-routes time is over. The decisions are the pure functions at the
+//! end; the methods apply them to the RIB and the kernel.
+use super::instance::Daemon;
+use crate::model::Family;
+use crate::rib::PeerId;
+use crate::session::PeerCommand;
+use crate::wire::GracefulRestartCap;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+use tracing::{debug, info};
+
+impl Daemon {
+    pub(super) async fn on_timers(&mut self) {
+        let now = Instant::now();
+        let expired: Vec<PeerId> = self
+            .peers
+            .iter()
+            .filter(|(_, p)| p.stale_until.is_some_and(|t| t <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            if let Some(p) = self.peers.get_mut(&id) {
+                p.stale_until = None;
+                info!(peer = %p.neighbor.address, "graceful restart time over; removing the peer's stale routes");
+            }
+            let c = self.rib.sweep_stale(id, None);
+            self.apply(c);
+        }
+        if self.kernel_stale_until.is_some_and(|t| t <= now) {
+            info!("stale-routes time over; removing kernel routes not learned again");
+            self.flush_kernel_stale().await;
+        }
+    }
+
+    async fn flush_kernel_stale(&mut self) {
+        self.kernel_stale_until = None;
+        self.restarting = false;
+        // The peer tasks hold the R bit they put in OPEN; later sessions
+        // must not claim a restart.
+        for p in self.peers.values() {
+            let _ = p.link.commands.try_send(PeerCommand::RestartDone);
+        }
+        if let Some(k) = &self.kernel {
+            k.flush_stale().await;
+        }
+    }
+
+    pub(super) async fn on_end_of_rib(&mut self, id: PeerId, family: Family) {
+        debug!(peer = id, %family, "End-of-RIB received");
+        let c = self.rib.sweep_stale(id, Some(family));
+        self.apply(c);
+        let Some(slot) = self.peers.get_mut(&id) else {
+            return;
+        };
+        if let Some(up) = slot.up.as_mut() {
+            up.eor_received.insert(family);
+            if all_resent(&up.negotiated.families, &up.eor_received) {
+                slot.stale_until = None;
+            }
+        }
+        // Restarting: once every neighbor has resent its table, the
+        // kernel's leftovers from before the restart can go.
+        if self.kernel_stale_until.is_some() && self.all_peers_resent() {
+            info!("every neighbor has sent End-of-RIB; removing kernel routes not learned again");
+            self.flush_kernel_stale().await;
+        }
+    }
+
+    fn all_peers_resent(&self) -> bool {
+        self.peers.values().all(|p| match &p.up {
+            Some(up) => all_resent(&up.negotiated.families, &up.eor_received),
+            None => false,
+        })
+    }
+
+    pub(super) fn on_down(&mut self, id: PeerId, graceful: bool, reason: &str) {
+        let Some(slot) = self.peers.get_mut(&id) else {
+            return;
+        };
+        let peer_gr = slot
+            .up
+            .take()
+            .and_then(|u| u.negotiated.peer_graceful_restart);
+        let now = Instant::now();
+        match keep_stale_until(
+            graceful,
+            peer_gr.as_ref(),
+            slot.neighbor.max_restart_time,
+            now,
+        ) {
+            Some(until) => {
+                let restart_time = until.duration_since(now).as_secs();
+                info!(peer = %slot.neighbor.address, restart_time, "peer may be restarting; keeping its routes as stale (RFC 4724)");
+                slot.stale_until = Some(until);
+                self.rib.mark_stale(id);
+            }
+            None => {
+                debug!(peer = %slot.neighbor.address, %reason, "removing the peer's routes");
+                slot.stale_until = None;
+                let c = self.rib.peer_down(id);
+                self.apply(c);
+            }
+        }
+    }
+}
+
+/// How long a restarting peer's routes are kept: the time it announced,
+/// bounded by the operator's `max_restart_time`.
+pub(super) fn bounded_restart_time(announced: u16, max: Option<u16>) -> u16 {
+    max.map_or(announced, |m| announced.min(m))
+}
+
+/// When a session goes down: until when the peer's routes are kept as
+/// stale, or None when they go now. Only a graceful end (a transport
+/// failure, or a new connection, with the peer's capability) keeps them
+/// (RFC 4724 4.2).
+pub(super) fn keep_stale_until(
+    graceful: bool,
+    peer: Option<&GracefulRestartCap>,
+    max_restart_time: Option<u16>,
+    now: Instant,
+) -> Option<Instant> {
+    let t = bounded_restart_time(peer?.restart_time, max_restart_time);
+    graceful.then(|| now + Duration::from_secs(u64::from(t)))
+}
+
+/// RFC 4724 4.2: when the peer is back, its stale routes of the families it
+/// no longer keeps forwarding for (no capability, or F bit clear) go at
+/// once.
+pub(super) fn families_not_preserved(peer: Option<&GracefulRestartCap>) -> Vec<Family> {
+    let preserved: Vec<Family> = peer
+        .map(|g| {
+            g.families
+                .iter()
+                .filter(|(_, f)| *f)
+                .map(|(fam, _)| *fam)
+                .collect()
+        })
+        .unwrap_or_default();
+    Family::ALL
+        .into_iter()
+        .filter(|f| !preserved.contains(f))
+        .collect()
+}
+
+/// Whether End-of-RIB has come for every one of `families`.
+pub(super) fn all_resent(families: &[Family], eor_received: &HashSet<Family>) -> bool {
+    families.iter().all(|f| eor_received.contains(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cap(restart_time: u16, families: &[(Family, bool)]) -> GracefulRestartCap {
+        GracefulRestartCap {
+            restarting: true,
+            notification: false,
+            restart_time,
+            families: families.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_restart_time_is_bounded_by_the_operator() {
+        assert_eq!(bounded_restart_time(120, None), 120);
+        assert_eq!(bounded_restart_time(120, Some(30)), 30);
+        assert_eq!(bounded_restart_time(10, Some(30)), 10);
+        assert_eq!(bounded_restart_time(120, Some(0)), 0);
+    }
+
+    #[test]
+    fn routes_are_kept_for_the_restart_time_only_on_a_graceful_end() {
+        let now = Instant::now();
+        let c = cap(120, &[(Family::Ipv4Unicast, true)]);
+        assert_eq!(
+            keep_stale_until(true, Some(&c), None, now),
+            Some(now + Duration::from_secs(120))
+        );
+        assert_eq!(
+            keep_stale_until(true, Some(&c), Some(30), now),
+            Some(now + Duration::from_secs(30))
+        );
+        // A NOTIFICATION either way, or no capability: removed now.
+        assert_eq!(keep_stale_until(false, Some(&c), None, now), None);
+        assert_eq!(keep_stale_until(true, None, None, now), None);
+    }
+
+    #[test]
+    fn stale_routes_of_families_not_preserved_go_when_the_peer_is_back() {
+        let c = cap(
+            120,
+            &[(Family::Ipv4Unicast, true), (Family::Ipv6Unicast, false)],
+        );
+        assert_eq!(families_not_preserved(Some(&c)), vec![Family::Ipv6Unicast]);
+        assert_eq!(families_not_preserved(None), Family::ALL.to_vec());
+    }
+
+    #[test]
+    fn the_stale_routes_stay_until_every_family_has_its_end_of_rib() {
+        let fams = [Family::Ipv4Unicast, Family::Ipv6Unicast];
+        let mut eor = HashSet::new();
+        assert!(!all_resent(&fams, &eor));
+        eor.insert(Family::Ipv4Unicast);
+        assert!(!all_resent(&fams, &eor));
+        eor.insert(Family::Ipv6Unicast);
+        assert!(all_resent(&fams, &eor));
+        assert!(all_resent(&[], &HashSet::new()));
+    }
+}

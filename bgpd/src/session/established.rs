@@ -1,0 +1,360 @@
+//! The Established session on one connection, as a shell around the state
+//! machine: the reader turns messages and the hold timer into events, the
+//! writer sends the instance's UPDATEs and the keepalives, and the loop
+//! turns commands and new connections into events. What the machine
+//! answers becomes writes, events for the instance and the end of the
+//! session.
+use super::counters::PeerCounters;
+use super::events::{PeerCommand, PeerEvent, PeerId};
+use super::framed::{FramedReader, ReadError};
+use super::fsm::State;
+use super::handshake::{Connection, Opened, SessionError};
+use super::machine::{Action, Cause, Event, Fsm, Outgoing, Then, Timer};
+use crate::wire::{self, DecodeOptions, Notification};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{Notify, mpsc, oneshot};
+use tracing::{info, warn};
+
+/// How a session ended, for the neighbor's task.
+pub enum Ended {
+    /// Go back to Idle and try again after the retry time.
+    Retry,
+    /// A new connection from the peer replaced the session (the peer restarted).
+    Replaced(TcpStream),
+    Stopped,
+}
+
+/// What the neighbor's task lends the session.
+pub struct SessionIo<'a> {
+    pub id: PeerId,
+    pub session: u64,
+    pub address: IpAddr,
+    pub events: &'a mpsc::Sender<PeerEvent>,
+    pub commands: &'a mut mpsc::Receiver<PeerCommand>,
+    pub incoming: &'a mut mpsc::Receiver<TcpStream>,
+    pub counters: &'a PeerCounters,
+}
+
+fn lock(fsm: &Mutex<Fsm>) -> MutexGuard<'_, Fsm> {
+    fsm.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether these actions end the session.
+fn ends(actions: &[Action]) -> bool {
+    actions.iter().any(|a| matches!(a, Action::Close { .. }))
+}
+
+/// The instance is gone: end the session as a shutdown would.
+fn instance_gone(fsm: &Mutex<Fsm>) -> Vec<Action> {
+    lock(fsm).handle(Event::AutomaticStop(Notification::administrative_shutdown()))
+}
+
+/// Runs the session until it ends; returns the machine (now Idle, unless
+/// the instance was gone from the start) and what the task does next.
+pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
+    let Opened {
+        mut conn,
+        fsm,
+        negotiated,
+        pending,
+    } = opened;
+    let SessionIo {
+        id,
+        session,
+        address,
+        events,
+        commands,
+        incoming,
+        counters,
+    } = io;
+    let output = Arc::new(Notify::new());
+    counters.set_state(State::Established);
+    counters.set_established(Some(&negotiated));
+    info!(
+        peer = %address, asn = negotiated.peer_asn, router_id = %negotiated.peer_router_id,
+        hold = negotiated.hold_time.as_secs(), families = ?negotiated.families,
+        "session established"
+    );
+    let up = PeerEvent::Up {
+        id,
+        session,
+        negotiated: negotiated.clone(),
+        local: conn.local,
+        remote: conn.remote,
+        output: output.clone(),
+    };
+    if events.send(up).await.is_err() {
+        return (fsm, Ended::Stopped);
+    }
+    let mut hold = None;
+    let mut keepalive = None;
+    for a in pending {
+        match a {
+            Action::SetTimer(Timer::Hold, d) => hold = Some(d),
+            Action::SetTimer(Timer::Keepalive, d) => keepalive = Some(d),
+            _ => {}
+        }
+    }
+    let fsm = Mutex::new(fsm);
+    let (raw_tx, raw_rx) = mpsc::channel::<Vec<u8>>(4);
+    let mut replacement = None;
+    let end: Vec<Action> = {
+        let Connection { reader, writer, .. } = &mut conn;
+        let side = Side {
+            id,
+            session,
+            fsm: &fsm,
+            events,
+            counters,
+        };
+        let opts = DecodeOptions {
+            four_octet_as: negotiated.four_octet_as,
+        };
+        let rfut = side.read(reader, hold, opts);
+        let wfut = side.write(writer, keepalive, &output, raw_rx);
+        tokio::pin!(rfut);
+        tokio::pin!(wfut);
+        loop {
+            tokio::select! {
+                a = &mut rfut => break a,
+                a = &mut wfut => break a,
+                c = commands.recv() => {
+                    let event = match c {
+                        None => Event::ManualStop(Notification::administrative_shutdown()),
+                        Some(PeerCommand::Stop(n)) => Event::ManualStop(n),
+                        Some(PeerCommand::Reset(n)) => Event::AutomaticStop(n),
+                        Some(PeerCommand::RestartDone) => Event::RestartDone,
+                        Some(PeerCommand::RouteRefresh(f)) => Event::RefreshRequest(f),
+                    };
+                    let actions = lock(&fsm).handle(event);
+                    if ends(&actions) {
+                        break actions;
+                    }
+                    for a in actions {
+                        if let Action::Send(o) = a {
+                            let _ = raw_tx.send(o.encode()).await;
+                        }
+                    }
+                }
+                s = incoming.recv() => match s {
+                    Some(stream) => {
+                        let actions = lock(&fsm).handle(Event::TcpConnectionConfirmed);
+                        if ends(&actions) {
+                            replacement = Some(stream);
+                            break actions;
+                        }
+                        if actions.contains(&Action::RejectConnection) {
+                            reject(stream, counters).await;
+                        }
+                    }
+                    None => {
+                        break lock(&fsm).handle(Event::ManualStop(
+                            Notification::administrative_shutdown(),
+                        ));
+                    }
+                },
+            }
+        }
+    };
+    counters.set_established(None);
+    let mut graceful = false;
+    let mut close = None;
+    for a in end {
+        match a {
+            Action::Down { graceful: g } => graceful = g,
+            Action::Close { cause, then } => close = Some((cause, then)),
+            _ => {}
+        }
+    }
+    let (cause, then) = close.unwrap_or((Cause::Transport("session ended".into()), Then::Retry));
+    if let Cause::Sent(n) = &cause {
+        conn.notify_and_close(n.clone(), counters).await;
+    }
+    let reason = cause.to_string();
+    warn!(peer = %address, %reason, graceful, "session down");
+    counters.set_error(reason.clone());
+    let _ = events
+        .send(PeerEvent::Down {
+            id,
+            session,
+            graceful,
+            reason,
+        })
+        .await;
+    let ended = match (then, replacement) {
+        (Then::Stop, _) => Ended::Stopped,
+        (Then::Reconnect, Some(s)) => Ended::Replaced(s),
+        _ => Ended::Retry,
+    };
+    (fsm.into_inner().unwrap_or_else(|p| p.into_inner()), ended)
+}
+
+/// RFC 4271 6.8: a new connection while Established is closed.
+async fn reject(stream: TcpStream, counters: &PeerCounters) {
+    if let Ok(mut c) = Connection::new(stream) {
+        let _ = c
+            .notify_and_close(Notification::connection_collision(), counters)
+            .await;
+    }
+}
+
+/// What the reader and the writer share.
+struct Side<'a> {
+    id: PeerId,
+    session: u64,
+    fsm: &'a Mutex<Fsm>,
+    events: &'a mpsc::Sender<PeerEvent>,
+    counters: &'a PeerCounters,
+}
+
+impl Side<'_> {
+    /// Reads until the session must end; returns the machine's actions
+    /// for the end.
+    async fn read(
+        &self,
+        reader: &mut FramedReader<OwnedReadHalf>,
+        mut hold: Option<Duration>,
+        opts: DecodeOptions,
+    ) -> Vec<Action> {
+        let (id, session) = (self.id, self.session);
+        loop {
+            let next = match hold {
+                None => reader.next().await,
+                Some(h) => match tokio::time::timeout(h, reader.next()).await {
+                    Ok(r) => r,
+                    Err(_) => return lock(self.fsm).handle(Event::HoldTimerExpires),
+                },
+            };
+            let event = match next {
+                Ok(bytes) => {
+                    self.counters.received(bytes[18]);
+                    match wire::decode(bytes, &opts) {
+                        Ok(m) => Event::Message(m),
+                        Err(n) => Event::BadMessage(n),
+                    }
+                }
+                Err(ReadError::Framing(n)) => Event::BadMessage(n),
+                Err(e) => Event::TcpConnectionFails(SessionError::from(e).to_string()),
+            };
+            let actions = lock(self.fsm).handle(event);
+            if ends(&actions) {
+                return actions;
+            }
+            for a in actions {
+                let event = match a {
+                    Action::SetTimer(Timer::Hold, d) => {
+                        hold = Some(d);
+                        continue;
+                    }
+                    Action::StopTimer(Timer::Hold) => {
+                        hold = None;
+                        continue;
+                    }
+                    Action::Routes(update) => PeerEvent::Update {
+                        id,
+                        session,
+                        update: *update,
+                    },
+                    Action::RefreshRoutes(family) => PeerEvent::RouteRefresh {
+                        id,
+                        session,
+                        family,
+                    },
+                    _ => continue,
+                };
+                if self.events.send(event).await.is_err() {
+                    return instance_gone(self.fsm);
+                }
+            }
+        }
+    }
+
+    /// Sends the instance's output whenever it has some, the keepalives,
+    /// and the messages of `raw`, until a write fails.
+    async fn write(
+        &self,
+        writer: &mut OwnedWriteHalf,
+        keepalive: Option<Duration>,
+        output: &Notify,
+        mut raw: mpsc::Receiver<Vec<u8>>,
+    ) -> Vec<Action> {
+        let (id, session) = (self.id, self.session);
+        let failed = |e: std::io::Error| {
+            lock(self.fsm).handle(Event::TcpConnectionFails(
+                SessionError::Write(e).to_string(),
+            ))
+        };
+        let mut ticker = keepalive.map(|k| {
+            let mut t = tokio::time::interval(k);
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t
+        });
+        // The initial table goes out without waiting for a notification.
+        let mut pending_pull = true;
+        loop {
+            if pending_pull {
+                pending_pull = false;
+                loop {
+                    let (tx, rx) = oneshot::channel();
+                    let pull = PeerEvent::Pull {
+                        id,
+                        session,
+                        reply: tx,
+                    };
+                    if self.events.send(pull).await.is_err() {
+                        return instance_gone(self.fsm);
+                    }
+                    match rx.await {
+                        Ok(Some(bytes)) => {
+                            if let Err(e) = writer.write_all(&bytes).await {
+                                return failed(e);
+                            }
+                            // Anything sent restarts the peer's hold timer.
+                            let actions = lock(self.fsm).handle(Event::UpdatesSent);
+                            if let Some(t) = ticker.as_mut()
+                                && actions
+                                    .iter()
+                                    .any(|a| matches!(a, Action::SetTimer(Timer::Keepalive, _)))
+                            {
+                                t.reset();
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            tokio::select! {
+                _ = async {
+                    match ticker.as_mut() {
+                        Some(t) => {
+                            t.tick().await;
+                        }
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    let actions = lock(self.fsm).handle(Event::KeepaliveTimerExpires);
+                    for a in actions {
+                        if let Action::Send(o @ Outgoing::Keepalive) = a {
+                            if let Err(e) = writer.write_all(&o.encode()).await {
+                                return failed(e);
+                            }
+                            self.counters.sent(wire::msg_type::KEEPALIVE);
+                        }
+                    }
+                }
+                _ = output.notified() => pending_pull = true,
+                b = raw.recv() => if let Some(b) = b {
+                    if let Err(e) = writer.write_all(&b).await {
+                        return failed(e);
+                    }
+                    self.counters.sent(b.get(18).copied().unwrap_or(0));
+                },
+            }
+        }
+    }
+}
