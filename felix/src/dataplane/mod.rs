@@ -5,7 +5,6 @@ pub mod conntrack;
 pub mod events;
 pub mod nat;
 pub mod nft;
-pub mod nftnl;
 pub mod plan;
 pub mod policy;
 pub mod routes;

@@ -10,12 +10,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tartan_nft::Transaction;
+use tartan_nft::backend::netlink::message::{ElementOp, Op};
+use tartan_nft::backend::netlink::socket::Answer;
+use tartan_nft::backend::netlink::{self as nftnl, Declarations};
+use tartan_nft::backend::program;
+use tartan_nft::model::schema::{NfListObject, Table as NftTable};
 use tracing::warn;
 
 use super::DataplaneError;
-use super::nftnl::message::{ElementOp, Op};
-use super::nftnl::socket::Answer;
-use super::nftnl::{self, Declarations};
 
 /// What a table's desired state must give its driver.
 pub trait Table: Clone + PartialEq {
@@ -23,9 +26,9 @@ pub trait Table: Clone + PartialEq {
     const FAMILY: &'static str;
     const NAME: &'static str;
     /// Commands that replace the whole table.
-    fn full(&self) -> Value;
+    fn full(&self) -> Transaction;
     /// Commands from `old` (as applied) to `new`; `None` when equal.
-    fn diff(old: &Self, new: &Self) -> Option<Value>;
+    fn diff(old: &Self, new: &Self) -> Option<Transaction>;
     /// What the kernel's table should show: each chain with its rule
     /// count, each set and map (as `@name`) with its element count.
     /// Sets the packet path fills are left out.
@@ -64,7 +67,8 @@ impl<T> Default for NftDriver<T> {
 /// Which way a batch reached the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
-    /// Over netlink ([`super::nftnl`]): every command could be encoded.
+    /// Over netlink ([`tartan_nft::backend::netlink`]): every command
+    /// could be encoded.
     Netlink,
     /// The `nft` program.
     Nft,
@@ -124,7 +128,7 @@ impl NftWriter {
     /// Apply `batch` to table `family name` as one transaction.
     pub fn write(
         &mut self,
-        batch: &Value,
+        batch: &Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
@@ -166,7 +170,7 @@ impl NftWriter {
     /// keep serving; a table that exists is replaced in one transaction.
     pub fn write_new(
         &mut self,
-        batch: Value,
+        batch: Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
@@ -184,8 +188,8 @@ impl NftWriter {
     /// `whole` (one batch, for a table that exists). Only one is made.
     pub fn write_new_parts(
         &mut self,
-        parts: impl FnOnce() -> (Value, Vec<ElementOp>),
-        whole: impl FnOnce() -> Value,
+        parts: impl FnOnce() -> (Transaction, Vec<ElementOp>),
+        whole: impl FnOnce() -> Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
@@ -213,7 +217,7 @@ impl NftWriter {
     /// `elements` over netlink in one transaction.
     fn write_fresh(
         &mut self,
-        skeleton: Value,
+        skeleton: Transaction,
         elements: Vec<ElementOp>,
         family: &str,
         name: &str,
@@ -230,7 +234,14 @@ impl NftWriter {
             Err(e) => e.to_string(),
         };
         // Leave no table without its elements behind.
-        let gone = serde_json::json!({"nftables": [{"delete": {"table": {"family": family, "name": name}}}]});
+        let mut gone = Transaction::new();
+        if let Some(f) = tartan_nft::model::family_of(family) {
+            gone.delete(NfListObject::Table(NftTable {
+                family: f,
+                name: name.to_string().into(),
+                handle: None,
+            }));
+        }
         if let Err(e) = run(&gone, family, name) {
             warn!(error = %e, "could not remove the table left without elements");
         }
@@ -250,19 +261,10 @@ fn seq() -> u32 {
 }
 
 /// Hand `batch` to nft as one transaction.
-pub fn run(batch: &Value, family: &str, name: &str) -> Result<(), DataplaneError> {
-    nftables::helper::apply_ruleset_raw(
-        &batch.to_string(),
-        nftables::helper::DEFAULT_NFT,
-        nftables::helper::DEFAULT_ARGS,
-    )
-    .map(|_| ())
-    .map_err(|e| DataplaneError::Refused {
+pub fn run(batch: &Transaction, family: &str, name: &str) -> Result<(), DataplaneError> {
+    program::run(batch).map_err(|e| DataplaneError::Refused {
         what: format!("nftables table {family} {name}"),
-        detail: match e {
-            nftables::helper::NftablesError::NftFailed { stderr, .. } => stderr,
-            other => other.to_string(),
-        },
+        detail: e.to_string(),
     })
 }
 

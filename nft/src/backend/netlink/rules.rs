@@ -7,9 +7,11 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use serde_json::Value;
+use nftables::expr::{BinaryOperation, Expression, MetaKey, NamedExpression, Payload};
+use nftables::stmt::{Log, LogLevel, Operator, Statement};
+use nftables::types::NfFamily;
 
-use super::types::{DataType, Verdict};
+use super::types::{DataType, Verdict, concat_parts, number, target, text};
 
 /// `meta mark` (NFT_META_MARK).
 pub const META_MARK: u32 = 3;
@@ -132,42 +134,34 @@ pub struct SetInfo {
     pub id: Option<u32>,
 }
 
-fn meta_key(v: &Value) -> Option<&str> {
-    let m = v.as_object()?;
-    if m.len() != 1 {
-        return None;
+fn meta_key(v: &Expression) -> Option<MetaKey> {
+    match v {
+        Expression::Named(NamedExpression::Meta(m)) => Some(m.key),
+        _ => None,
     }
-    let meta = m.get("meta")?.as_object()?;
-    if meta.len() != 1 {
-        return None;
-    }
-    meta.get("key")?.as_str()
 }
 
-fn is_mark(v: &Value) -> bool {
-    meta_key(v) == Some("mark")
+fn is_mark(v: &Expression) -> bool {
+    meta_key(v) == Some(MetaKey::Mark)
 }
 
-fn number(v: &Value) -> Option<u32> {
-    u32::try_from(v.as_u64()?).ok()
+fn byte(v: &Expression) -> Option<u8> {
+    u8::try_from(number(v)?).ok()
 }
 
-fn byte(v: &Value) -> Option<u8> {
-    u8::try_from(v.as_u64()?).ok()
-}
-
-/// `meta mark OP n` as (operator, n).
-fn mark_op(v: &Value) -> Option<(&str, u32)> {
-    let m = v.as_object()?;
-    if m.len() != 1 {
+/// `meta mark & n` and `meta mark | n` as (operator, n).
+fn mark_op(v: &Expression) -> Option<(&'static str, u32)> {
+    let Expression::BinaryOperation(b) = v else {
         return None;
+    };
+    match &**b {
+        BinaryOperation::AND(m, n) if is_mark(m) => Some(("&", number(n)?)),
+        BinaryOperation::OR(args) => match args.as_slice() {
+            [m, n] if is_mark(m) => Some(("|", number(n)?)),
+            _ => None,
+        },
+        _ => None,
     }
-    let (op, args) = m.iter().next()?;
-    let args = args.as_array()?;
-    if args.len() != 2 || !is_mark(&args[0]) {
-        return None;
-    }
-    Some((op.as_str(), number(&args[1])?))
 }
 
 /// A packet field a rule matches on.
@@ -204,17 +198,11 @@ const fn icmp(v6: bool, offset: u32) -> Field {
 }
 
 impl Field {
-    fn parse(v: &Value) -> Option<Field> {
-        let m = v.as_object()?;
-        if m.len() != 1 {
+    fn parse(v: &Expression) -> Option<Field> {
+        let Expression::Named(NamedExpression::Payload(Payload::PayloadField(p))) = v else {
             return None;
-        }
-        let p = m.get("payload")?.as_object()?;
-        if p.len() != 2 {
-            return None;
-        }
-        let proto = p.get("protocol")?.as_str()?;
-        let field = p.get("field")?.as_str()?;
+        };
+        let (proto, field) = (p.protocol.as_ref(), p.field.as_ref());
         FIELDS
             .iter()
             .find(|(p, f, _)| *p == proto && *f == field)
@@ -322,10 +310,15 @@ impl Ctx {
     }
 }
 
-/// An address or prefix (`{"prefix": {"addr": a, "len": n}}`) as nft
-/// compares it: a byte-aligned prefix loads only its bytes, any other
-/// loads the whole address and masks it.
-fn addr_match(f: Field, v6: bool, right: &Value, equal: bool, out: &mut Vec<Expr>) -> Option<()> {
+/// An address or prefix as nft compares it: a byte-aligned prefix loads
+/// only its bytes, any other loads the whole address and masks it.
+fn addr_match(
+    f: Field,
+    v6: bool,
+    right: &Expression,
+    equal: bool,
+    out: &mut Vec<Expr>,
+) -> Option<()> {
     let parse = |s: &str| -> Option<Vec<u8>> {
         Some(if v6 {
             s.parse::<Ipv6Addr>().ok()?.octets().to_vec()
@@ -335,17 +328,13 @@ fn addr_match(f: Field, v6: bool, right: &Value, equal: bool, out: &mut Vec<Expr
     };
     let full = f.len();
     let (mut addr, bits) = match right {
-        Value::String(s) => (parse(s)?, full * 8),
-        Value::Object(m) if m.len() == 1 => {
-            let p = m.get("prefix")?.as_object()?;
-            if p.len() != 2 {
-                return None;
-            }
-            let bits = number(p.get("len")?)?;
+        Expression::String(s) => (parse(s)?, full * 8),
+        Expression::Named(NamedExpression::Prefix(p)) => {
+            let bits = p.len;
             if bits > full * 8 {
                 return None;
             }
-            (parse(p.get("addr")?.as_str()?)?, bits)
+            (parse(text(&p.addr)?)?, bits)
         }
         _ => return None,
     };
@@ -393,7 +382,7 @@ fn addr_match(f: Field, v6: bool, right: &Value, equal: bool, out: &mut Vec<Expr
 /// `f OP right` for a payload field.
 fn field_match(
     f: Field,
-    right: &Value,
+    right: &Expression,
     equal: bool,
     ctx: &mut Ctx,
     sets: &dyn Fn(&str) -> Option<SetInfo>,
@@ -401,7 +390,7 @@ fn field_match(
 ) -> Option<()> {
     ctx.depend(f, out)?;
     let op = if equal { CmpOp::Eq } else { CmpOp::Neq };
-    if let Some(name) = right.as_str().and_then(|s| s.strip_prefix('@')) {
+    if let Some(name) = text(right).and_then(|s| s.strip_prefix('@')) {
         let Field::Addr { v6, .. } = f else {
             return None;
         };
@@ -427,14 +416,13 @@ fn field_match(
             Some(())
         }
         Field::Port { .. } => {
-            let port = |v: &Value| Some(u16::try_from(v.as_u64()?).ok()?.to_be_bytes().to_vec());
+            let port =
+                |v: &Expression| Some(u16::try_from(number(v)?).ok()?.to_be_bytes().to_vec());
             out.push(f.load(2, REG));
-            if let Some(r) = right.get("range") {
-                let [lo, hi] = r.as_array()?.as_slice() else {
-                    return None;
-                };
+            if let Expression::Range(r) = right {
+                let [lo, hi] = &r.range;
                 let (lo, hi) = (port(lo)?, port(hi)?);
-                if right.as_object()?.len() != 1 || lo > hi {
+                if lo > hi {
                     return None;
                 }
                 // nft tests an inclusive range as two compares, and its
@@ -500,17 +488,18 @@ fn lookup(
 /// `addr . meta l4proto [. port] @set`: each part in the registers from
 /// the next 32-bit word on.
 fn concat_lookup(
-    parts: &[Value],
-    right: &Value,
+    parts: &[Expression],
+    right: &Expression,
     equal: bool,
     ctx: &mut Ctx,
     sets: &dyn Fn(&str) -> Option<SetInfo>,
     out: &mut Vec<Expr>,
 ) -> Option<()> {
-    let name = right.as_str()?.strip_prefix('@')?;
+    let name = text(right)?.strip_prefix('@')?;
+    let l4 = |p: &Expression| meta_key(p) == Some(MetaKey::L4proto);
     let (addr, port) = match parts {
-        [a, p] if meta_key(p) == Some("l4proto") => (Field::parse(a)?, None),
-        [a, p, t] if meta_key(p) == Some("l4proto") => (Field::parse(a)?, Some(Field::parse(t)?)),
+        [a, p] if l4(p) => (Field::parse(a)?, None),
+        [a, p, t] if l4(p) => (Field::parse(a)?, Some(Field::parse(t)?)),
         _ => return None,
     };
     let Field::Addr { v6, .. } = addr else {
@@ -552,40 +541,39 @@ fn concat_lookup(
     lookup(name, &key, equal, sets, loads, out)
 }
 
-/// `{"log": {"prefix": …, "level": …}}`, either key optional.
-fn log(body: &Value) -> Option<Expr> {
-    if body.is_null() {
+/// `log`, with a prefix and a level or without; no other option.
+fn log(body: &Option<Log>) -> Option<Expr> {
+    let Some(l) = body else {
         return Some(Expr::Log {
             prefix: None,
             level: None,
         });
-    }
-    let m = body.as_object()?;
-    if m.keys().any(|k| k != "prefix" && k != "level") {
+    };
+    if l.group.is_some() || l.snaplen.is_some() || l.queue_threshold.is_some() || l.flags.is_some()
+    {
         return None;
     }
-    let prefix = match m.get("prefix") {
+    let prefix = match &l.prefix {
         None => None,
         Some(p) => {
-            let p = p.as_str()?;
             if p.len() > LOG_PREFIX_MAX || p.contains('\0') {
                 return None;
             }
             Some(p.to_string())
         }
     };
-    let level = match m.get("level") {
+    let level = match l.level {
         None => None,
-        Some(l) => Some(match l.as_str()? {
-            "emerg" => 0,
-            "alert" => 1,
-            "crit" => 2,
-            "err" => 3,
-            "warn" => 4,
-            "notice" => 5,
-            "info" => 6,
-            "debug" => 7,
-            _ => return None,
+        Some(l) => Some(match l {
+            LogLevel::Emerg => 0,
+            LogLevel::Alert => 1,
+            LogLevel::Crit => 2,
+            LogLevel::Err => 3,
+            LogLevel::Warn => 4,
+            LogLevel::Notice => 5,
+            LogLevel::Info => 6,
+            LogLevel::Debug => 7,
+            LogLevel::Audit => return None,
         }),
     };
     Some(Expr::Log { prefix, level })
@@ -593,8 +581,8 @@ fn log(body: &Value) -> Option<Expr> {
 
 /// `meta KEY OP right` for the keys other than mark.
 fn meta_match(
-    key: &str,
-    right: &Value,
+    key: MetaKey,
+    right: &Expression,
     equal: bool,
     ctx: &mut Ctx,
     out: &mut Vec<Expr>,
@@ -603,8 +591,8 @@ fn meta_match(
         return None;
     }
     let (key, value) = match key {
-        "nfproto" => {
-            let f = match right.as_str()? {
+        MetaKey::Nfproto => {
+            let f = match text(right)? {
                 "ipv4" => NFPROTO_IPV4,
                 "ipv6" => NFPROTO_IPV6,
                 _ => return None,
@@ -615,7 +603,7 @@ fn meta_match(
             ctx.nfproto = Some(f);
             (META_NFPROTO, f)
         }
-        "l4proto" => {
+        MetaKey::L4proto => {
             let p = byte(right)?;
             if equal {
                 if ctx.l4proto.is_some_and(|x| x != p) {
@@ -662,27 +650,22 @@ fn load_mark() -> Expr {
 /// module writes as nft does; `None` otherwise. `family`: the table's;
 /// `sets`: the sets of the table the rule may look up.
 pub fn parse(
-    stmts: &[Value],
-    family: &str,
+    stmts: &[Statement],
+    family: NfFamily,
     sets: &dyn Fn(&str) -> Option<SetInfo>,
 ) -> Option<Vec<Expr>> {
     let mut out = Vec::new();
     let mut ctx = Ctx {
-        inet: family == "inet",
+        inet: family == NfFamily::INet,
         ..Ctx::default()
     };
     for st in stmts {
-        let m = st.as_object()?;
-        if m.len() != 1 {
-            return None;
-        }
-        let (kind, body) = m.iter().next()?;
-        match kind.as_str() {
-            "mangle" => {
-                if !is_mark(body.get("key")?) || body.as_object()?.len() != 2 {
+        match st {
+            Statement::Mangle(m) => {
+                if !is_mark(&m.key) {
                     return None;
                 }
-                let bits = mark_bits(mark_op(body.get("value")?)?)?;
+                let bits = mark_bits(mark_op(&m.value)?)?;
                 out.extend([
                     load_mark(),
                     bits,
@@ -692,17 +675,13 @@ pub fn parse(
                     },
                 ]);
             }
-            "match" => {
-                if body.as_object()?.len() != 3 {
-                    return None;
-                }
-                let equal = match body.get("op")?.as_str()? {
-                    "==" => true,
-                    "!=" => false,
+            Statement::Match(m) => {
+                let equal = match m.op {
+                    Operator::EQ => true,
+                    Operator::NEQ => false,
                     _ => return None,
                 };
-                let left = body.get("left")?;
-                let right = body.get("right")?;
+                let (left, right) = (&m.left, &m.right);
                 if is_mark(left) || mark_op(left).is_some() {
                     out.push(load_mark());
                     if !is_mark(left) {
@@ -721,17 +700,16 @@ pub fn parse(
                 } else if let Some(f) = Field::parse(left) {
                     field_match(f, right, equal, &mut ctx, sets, &mut out)?;
                 } else {
-                    let parts = left.get("concat")?.as_array()?;
-                    if left.as_object()?.len() != 1 {
-                        return None;
-                    }
+                    let parts = concat_parts(left)?;
                     concat_lookup(parts, right, equal, &mut ctx, sets, &mut out)?;
                 }
             }
-            "log" => out.push(log(body)?),
-            "jump" | "goto" | "return" | "drop" | "accept" => {
-                out.push(Expr::Verdict(Verdict::parse(st)?));
-            }
+            Statement::Log(l) => out.push(log(l)?),
+            Statement::Jump(t) => out.push(Expr::Verdict(Verdict::Jump(target(&t.target)?))),
+            Statement::Goto(t) => out.push(Expr::Verdict(Verdict::Goto(target(&t.target)?))),
+            Statement::Return(_) => out.push(Expr::Verdict(Verdict::Return)),
+            Statement::Drop(_) => out.push(Expr::Verdict(Verdict::Drop)),
+            Statement::Accept(_) => out.push(Expr::Verdict(Verdict::Accept)),
             _ => return None,
         }
     }

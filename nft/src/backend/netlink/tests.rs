@@ -1,84 +1,142 @@
+use nftables::expr::{Expression, Verdict as NftVerdict};
+use nftables::schema::SetTypeValue;
+use nftables::stmt::Statement;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::message::{Data, ElementOp, Op, batch};
+use super::rules::{Expr, SetInfo};
 use super::socket::errors;
 use super::types::{DataType, KeyType, Verdict};
 use super::*;
 
+/// Commands written by hand in nft's JSON, as the model; `None` for
+/// JSON the model cannot hold (which could not be encoded either).
+fn tx(v: Value) -> Option<Transaction> {
+    Transaction::from_json(&v).ok()
+}
+
+fn ops_of(d: &Declarations, v: Value) -> Option<Vec<Op>> {
+    d.ops(&tx(v)?)
+}
+
+fn observe(d: &mut Declarations, v: Value) {
+    d.observe(&tx(v).expect("a batch of the model"));
+}
+
+fn ex(v: Value) -> Expression<'static> {
+    serde_json::from_value(v).expect("an expression")
+}
+
+fn key(v: Value) -> Option<KeyType> {
+    KeyType::of(&serde_json::from_value::<SetTypeValue>(v).ok()?)
+}
+
+fn verdict(v: Value) -> Option<Verdict> {
+    Verdict::of(&serde_json::from_value::<NftVerdict>(v).ok()?)
+}
+
+/// [`rules::parse`] of statements written in nft's JSON.
+fn parse(
+    stmts: &[Value],
+    family: &str,
+    sets: &dyn Fn(&str) -> Option<SetInfo>,
+) -> Option<Vec<Expr>> {
+    let stmts = stmts
+        .iter()
+        .map(|s| serde_json::from_value::<Statement<'static>>(s.clone()).ok())
+        .collect::<Option<Vec<_>>>()?;
+    let family = serde_json::from_value(json!(family)).ok()?;
+    rules::parse(&stmts, family, sets)
+}
+
 fn declared() -> Declarations {
     let mut d = Declarations::default();
-    d.observe(&json!({"nftables": [
-        {"add": {"table": {"family": "ip", "name": "t"}}},
-        {"add": {"map": {"family": "ip", "table": "t", "name": "fe_addr",
-            "type": ["ipv4_addr", "inet_proto", "inet_service", "mark"], "map": "ipv4_addr"}}},
-        {"add": {"map": {"family": "ip", "table": "t", "name": "frontends",
-            "type": ["ipv4_addr", "inet_proto", "inet_service"], "map": "verdict"}}},
-        {"add": {"set": {"family": "ip", "table": "t", "name": "plain", "type": "ipv4_addr"}}},
-        {"add": {"set": {"family": "ip", "table": "t", "name": "ranges", "type": "ipv4_addr",
-            "flags": ["interval"]}}},
-    ]}));
+    observe(
+        &mut d,
+        json!({"nftables": [
+            {"add": {"table": {"family": "ip", "name": "t"}}},
+            {"add": {"map": {"family": "ip", "table": "t", "name": "fe_addr",
+                "type": ["ipv4_addr", "inet_proto", "inet_service", "mark"], "map": "ipv4_addr"}}},
+            {"add": {"map": {"family": "ip", "table": "t", "name": "frontends",
+                "type": ["ipv4_addr", "inet_proto", "inet_service"], "map": "verdict"}}},
+            {"add": {"set": {"family": "ip", "table": "t", "name": "plain", "type": "ipv4_addr"}}},
+            {"add": {"set": {"family": "ip", "table": "t", "name": "ranges", "type": "ipv4_addr",
+                "flags": ["interval"]}}},
+        ]}),
+    );
     d
 }
 
 #[test]
 fn concatenations_pad_each_part_to_four_bytes() {
-    let k = KeyType::parse(&json!(["ipv4_addr", "inet_proto", "inet_service", "mark"])).unwrap();
+    let k = key(json!(["ipv4_addr", "inet_proto", "inet_service", "mark"])).unwrap();
     let b = k
-        .encode(&json!({"concat": ["10.96.0.1", 6, 443, 2]}))
+        .encode(&ex(json!({"concat": ["10.96.0.1", 6, 443, 2]})))
         .unwrap();
     let mut want = vec![10, 96, 0, 1, 6, 0, 0, 0, 0x01, 0xbb, 0, 0];
     want.extend(2u32.to_ne_bytes());
     assert_eq!(b, want);
     // A single type is not padded.
     assert_eq!(
-        KeyType::parse(&json!("inet_service"))
-            .unwrap()
-            .encode(&json!(80)),
+        key(json!("inet_service")).unwrap().encode(&ex(json!(80))),
         Some(vec![0, 80])
     );
     // Wrong arity, wrong types and out-of-range numbers are not encoded.
-    assert_eq!(k.encode(&json!({"concat": ["10.96.0.1", 6, 443]})), None);
-    assert_eq!(k.encode(&json!({"concat": ["x", 6, 443, 2]})), None);
     assert_eq!(
-        k.encode(&json!({"concat": ["10.96.0.1", 6, 70000, 2]})),
+        k.encode(&ex(json!({"concat": ["10.96.0.1", 6, 443]}))),
         None
     );
-    assert_eq!(k.encode(&json!("10.96.0.1")), None);
+    assert_eq!(k.encode(&ex(json!({"concat": ["x", 6, 443, 2]}))), None);
+    assert_eq!(
+        k.encode(&ex(json!({"concat": ["10.96.0.1", 6, 70000, 2]}))),
+        None
+    );
+    assert_eq!(k.encode(&ex(json!("10.96.0.1"))), None);
 }
 
 #[test]
 fn interface_names_are_sixteen_bytes_and_wildcards_are_not_keys() {
-    let b = DataType::Ifname.encode(&json!("tar1a2b")).unwrap();
+    let b = DataType::Ifname.encode(&ex(json!("tar1a2b"))).unwrap();
     assert_eq!(b.len(), 16);
     assert_eq!(&b[..7], b"tar1a2b");
     assert!(b[7..].iter().all(|x| *x == 0));
-    assert_eq!(DataType::Ifname.encode(&json!("tar*")), None);
-    assert_eq!(DataType::Ifname.encode(&json!("a-name-far-too-long")), None);
+    assert_eq!(DataType::Ifname.encode(&ex(json!("tar*"))), None);
     assert_eq!(
-        DataType::Ipv6Addr.encode(&json!("fd00::1")).unwrap().len(),
+        DataType::Ifname.encode(&ex(json!("a-name-far-too-long"))),
+        None
+    );
+    assert_eq!(
+        DataType::Ipv6Addr
+            .encode(&ex(json!("fd00::1")))
+            .unwrap()
+            .len(),
         16
     );
-    assert_eq!(DataType::InetProto.encode(&json!("udp")), Some(vec![17]));
+    assert_eq!(
+        DataType::InetProto.encode(&ex(json!("udp"))),
+        Some(vec![17])
+    );
 }
 
 #[test]
 fn verdicts_carry_their_kernel_codes() {
-    let g = Verdict::parse(&json!({"goto": {"target": "fe_3"}})).unwrap();
+    let g = verdict(json!({"goto": {"target": "fe_3"}})).unwrap();
     assert_eq!((g.code(), g.chain()), (-4, Some("fe_3")));
-    let j = Verdict::parse(&json!({"jump": {"target": "x"}})).unwrap();
+    let j = verdict(json!({"jump": {"target": "x"}})).unwrap();
     assert_eq!(j.code(), -3);
-    assert_eq!(Verdict::parse(&json!({"accept": null})).unwrap().code(), 1);
-    assert_eq!(Verdict::parse(&json!({"drop": null})).unwrap().code(), 0);
-    assert_eq!(Verdict::parse(&json!({"goto": {"target": ""}})), None);
-    assert_eq!(Verdict::parse(&json!({"queue": 1})), None);
+    assert_eq!(verdict(json!({"accept": null})).unwrap().code(), 1);
+    assert_eq!(verdict(json!({"drop": null})).unwrap().code(), 0);
+    assert_eq!(verdict(json!({"goto": {"target": ""}})), None);
+    assert_eq!(verdict(json!({"queue": 1})), None);
 }
 
 #[test]
 fn only_batches_of_encodable_element_changes_go_over_netlink() {
     let d = declared();
-    let ops = d
-        .ops(&json!({"nftables": [
+    let ops = ops_of(
+        &d,
+        json!({"nftables": [
             {"delete": {"element": {"family": "ip", "table": "t", "name": "fe_addr",
                 "elem": [[{"concat": ["10.96.0.1", 6, 80, 0]}, "10.0.0.5"]]}}},
             {"add": {"element": {"family": "ip", "table": "t", "name": "fe_addr",
@@ -87,8 +145,9 @@ fn only_batches_of_encodable_element_changes_go_over_netlink() {
                 "elem": [[{"concat": ["10.96.0.1", 6, 80]}, {"goto": {"target": "fe_1"}}]]}}},
             {"add": {"element": {"family": "ip", "table": "t", "name": "plain",
                 "elem": ["10.1.1.1", "10.1.1.2"]}}},
-        ]}))
-        .expect("element-only batch");
+        ]}),
+    )
+    .expect("element-only batch");
     let ops: Vec<ElementOp> = ops
         .into_iter()
         .map(|o| match o {
@@ -102,7 +161,7 @@ fn only_batches_of_encodable_element_changes_go_over_netlink() {
     assert_eq!(ops[3].elems.len(), 2);
     assert_eq!(ops[0].family, 2);
 
-    let refused = |b: Value| d.ops(&json!({"nftables": [b]}));
+    let refused = |b: Value| ops_of(&d, json!({"nftables": [b]}));
     // A base chain, a rule matching a packet field, a rule at a position,
     // an interval set, an unknown set, a map element without a value: all
     // left to nft.
@@ -147,15 +206,21 @@ fn only_batches_of_encodable_element_changes_go_over_netlink() {
 fn declarations_follow_deletes() {
     let mut d = declared();
     let add = json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": ["10.1.1.1"]}}}]});
-    assert!(d.ops(&add).is_some());
-    d.observe(&json!({"nftables": [{"delete": {"set": {"family": "ip", "table": "t", "name": "plain"}}}]}));
-    assert!(d.ops(&add).is_none());
+    assert!(ops_of(&d, add.clone()).is_some());
+    observe(
+        &mut d,
+        json!({"nftables": [{"delete": {"set": {"family": "ip", "table": "t", "name": "plain", "type": "ipv4_addr"}}}]}),
+    );
+    assert!(ops_of(&d, add.clone()).is_none());
     let mut d = declared();
-    d.observe(&json!({"nftables": [{"delete": {"table": {"family": "ip", "name": "t"}}}]}));
-    assert!(d.ops(&add).is_none());
+    observe(
+        &mut d,
+        json!({"nftables": [{"delete": {"table": {"family": "ip", "name": "t"}}}]}),
+    );
+    assert!(ops_of(&d, add.clone()).is_none());
     let mut d = declared();
     d.forget("ip", "t");
-    assert!(d.ops(&add).is_none());
+    assert!(ops_of(&d, add.clone()).is_none());
 }
 
 #[test]
@@ -164,8 +229,7 @@ fn a_batch_is_framed_by_begin_and_end_and_splits_large_element_lists() {
     let elems: Vec<Value> = (0..600)
         .map(|i| json!(format!("10.2.{}.{}", i / 256, i % 256)))
         .collect();
-    let ops = d
-        .ops(&json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": elems}}}]}))
+    let ops = ops_of(&d, json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "plain", "elem": elems}}}]}))
         .unwrap();
     let (bytes, acked) = batch(&ops, 7);
     assert_eq!(acked, 1, "one ack, on the last message");
@@ -209,7 +273,7 @@ fn answers_are_read_as_errno() {
 
 #[test]
 fn profile_rules_become_mark_and_verdict_expressions() {
-    use super::rules::{CmpOp, Expr, META_MARK, REG, parse};
+    use super::rules::{CmpOp, META_MARK, REG};
     let none = |_: &str| None;
     let mark = json!({"meta": {"key": "mark"}});
     let clear = json!({"mangle": {"key": mark, "value": {"&": [mark, 0xfcff_ffffu32]}}});
@@ -286,7 +350,7 @@ fn nfproto(f: &str) -> Value {
 
 #[test]
 fn prefixes_load_their_bytes_or_mask_the_whole_address() {
-    use super::rules::{CmpOp, Expr, parse};
+    use super::rules::CmpOp;
     let none = |_: &str| None;
     let rule = |right: Value| {
         parse(
@@ -365,7 +429,6 @@ fn prefixes_load_their_bytes_or_mask_the_whole_address() {
 
 #[test]
 fn rules_whose_dependencies_nft_would_change_are_left_to_nft() {
-    use super::rules::{Expr, parse};
     let none = |_: &str| None;
     let ok = |stmts: &[Value]| parse(stmts, "inet", &none);
     let icmp = m(payload("icmp", "type"), "==", json!(8));
@@ -453,7 +516,7 @@ fn rules_whose_dependencies_nft_would_change_are_left_to_nft() {
 
 #[test]
 fn lookups_need_a_set_of_the_matching_type() {
-    use super::rules::{Expr, SetInfo, parse, reg};
+    use super::rules::reg;
     use super::types::DataType::*;
     let sets = |name: &str| match name {
         "a4" => Some(SetInfo {
@@ -528,8 +591,7 @@ fn lookups_need_a_set_of_the_matching_type() {
 #[test]
 fn interval_concatenations_are_declared_and_filled_with_boxes() {
     let d = Declarations::default();
-    let ops = d
-        .ops(&json!({"nftables": [
+    let ops = ops_of(&d, json!({"nftables": [
             {"add": {"set": {"family": "inet", "table": "t", "name": "r", "flags": ["interval"],
                 "type": ["ipv4_addr", "inet_proto", "inet_service"],
                 "elem": [{"concat": [{"range": ["10.0.0.1", "10.0.0.5"]}, 6, {"range": [80, 90]}]}]}}},
@@ -540,7 +602,7 @@ fn interval_concatenations_are_declared_and_filled_with_boxes() {
                 {"match": {"op": "==", "left": {"concat": [
                     {"payload": {"protocol": "ip", "field": "daddr"}}, {"meta": {"key": "l4proto"}},
                     {"payload": {"protocol": "th", "field": "dport"}}]}, "right": "@r"}}]}}},
-            {"delete": {"set": {"family": "inet", "table": "t", "name": "r"}}},
+            {"delete": {"set": {"family": "inet", "table": "t", "name": "r", "type": ["ipv4_addr", "inet_proto", "inet_service"], "flags": ["interval"]}}},
         ]}))
         .expect("encodable");
     let Op::AddSet(decl) = &ops[0] else {
@@ -567,10 +629,10 @@ fn interval_concatenations_are_declared_and_filled_with_boxes() {
     assert!(matches!(ops[4], Op::DeleteSet(_)));
 
     // After the delete, the set is unknown to the rest of the batch.
-    let refused = |cmds: Value| d.ops(&json!({"nftables": cmds})).is_none();
+    let refused = |cmds: Value| ops_of(&d, json!({"nftables": cmds})).is_none();
     assert!(refused(json!([
         {"add": {"set": {"family": "inet", "table": "t", "name": "r", "type": "ipv4_addr"}}},
-        {"delete": {"set": {"family": "inet", "table": "t", "name": "r"}}},
+        {"delete": {"set": {"family": "inet", "table": "t", "name": "r", "type": "ipv4_addr"}}},
         {"add": {"element": {"family": "inet", "table": "t", "name": "r", "elem": ["10.0.0.1"]}}},
     ])));
     // Flags and types not checked against nft, a set's other keys, an
@@ -589,9 +651,12 @@ fn interval_concatenations_are_declared_and_filled_with_boxes() {
     }
     // A set known with another type keeps it: left to nft.
     let mut d = Declarations::default();
-    d.observe(&json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv4_addr"}}}]}));
-    assert!(d.ops(&json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv6_addr"}}}]})).is_none());
-    assert!(d.ops(&json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv4_addr"}}}]})).is_some());
+    observe(
+        &mut d,
+        json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv4_addr"}}}]}),
+    );
+    assert!(ops_of(&d, json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv6_addr"}}}]})).is_none());
+    assert!(ops_of(&d, json!({"nftables": [{"add": {"set": {"family": "inet", "table": "t", "name": "s", "type": "ipv4_addr"}}}]})).is_some());
 }
 
 proptest! {
@@ -609,7 +674,7 @@ proptest! {
             {"match": {"op": op, "left": payload("ip", "saddr"), "right": {"prefix": {"addr": a, "len": len}}}},
             {"match": {"op": op, "left": payload("th", "dport"), "right": {"range": [port, len]}}},
         ]}}}]});
-        if let Some(ops) = d.ops(&rule) {
+        if let Some(ops) = ops_of(&d, rule) {
             let _ = batch(&ops, 1);
         }
     }
