@@ -3,6 +3,8 @@
 
 pub mod conntrack;
 pub mod events;
+#[cfg(test)]
+mod fake_tests;
 pub mod nat;
 pub mod nft;
 pub mod plan;
