@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tartan_nft::Transaction;
+use tartan_nft::backend::netlink::commit::seq;
 use tartan_nft::backend::netlink::message::{ElementOp, Op};
 use tartan_nft::backend::netlink::socket::Answer;
 use tartan_nft::backend::netlink::{self as nftnl, Declarations};
@@ -251,13 +252,6 @@ impl NftWriter {
             detail: format!("the kernel refused the elements of a new table: {why}"),
         })
     }
-}
-
-/// Sequence numbers for netlink batches: distinct per process and call.
-fn seq() -> u32 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(1);
-    NEXT.fetch_add(64 * 1024, Ordering::Relaxed)
 }
 
 /// Hand `batch` to nft as one transaction.

@@ -2,20 +2,20 @@
 //! the messages of each change (set elements many to a message; sets,
 //! chains, rules), batch-end.
 
-use super::rules::Expr;
-use super::types::{DataType, KeyType, Verdict};
+use super::attrs::{Attrs, NFTA_DATA_VALUE, data_attrs, value};
+use super::expr_attrs::expr_attrs;
+pub use super::ops::{
+    ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef,
+};
 
 const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_ACK: u16 = 0x4;
 const NLM_F_CREATE: u16 = 0x400;
-const NLA_F_NESTED: u16 = 0x8000;
-
 const NFNL_SUBSYS_NFTABLES: u16 = 10;
 const NFNL_MSG_BATCH_BEGIN: u16 = 16;
 const NFNL_MSG_BATCH_END: u16 = 17;
 const NFT_MSG_NEWSETELEM: u16 = 12;
 const NFT_MSG_DELSETELEM: u16 = 14;
-
 const NFT_MSG_NEWCHAIN: u16 = 3;
 const NFT_MSG_DELCHAIN: u16 = 5;
 const NFT_MSG_NEWRULE: u16 = 6;
@@ -26,33 +26,6 @@ const NFTA_CHAIN_NAME: u16 = 3;
 const NFTA_RULE_TABLE: u16 = 1;
 const NFTA_RULE_CHAIN: u16 = 2;
 const NFTA_RULE_EXPRESSIONS: u16 = 4;
-const NFTA_EXPR_NAME: u16 = 1;
-const NFTA_EXPR_DATA: u16 = 2;
-const NFTA_META_DREG: u16 = 1;
-const NFTA_META_KEY: u16 = 2;
-const NFTA_META_SREG: u16 = 3;
-const NFTA_PAYLOAD_DREG: u16 = 1;
-const NFTA_PAYLOAD_BASE: u16 = 2;
-const NFTA_PAYLOAD_OFFSET: u16 = 3;
-const NFTA_PAYLOAD_LEN: u16 = 4;
-const NFTA_RANGE_SREG: u16 = 1;
-const NFTA_RANGE_OP: u16 = 2;
-const NFTA_RANGE_FROM_DATA: u16 = 3;
-const NFTA_RANGE_TO_DATA: u16 = 4;
-const NFTA_BYTEORDER_SREG: u16 = 1;
-const NFTA_BYTEORDER_DREG: u16 = 2;
-const NFTA_BYTEORDER_OP: u16 = 3;
-const NFTA_BYTEORDER_LEN: u16 = 4;
-const NFTA_BYTEORDER_SIZE: u16 = 5;
-const NFT_BYTEORDER_HTON: u32 = 1;
-const NFTA_LOOKUP_SET: u16 = 1;
-const NFTA_LOOKUP_SREG: u16 = 2;
-const NFTA_LOOKUP_SET_ID: u16 = 4;
-const NFTA_LOOKUP_FLAGS: u16 = 5;
-const NFT_LOOKUP_F_INV: u32 = 1;
-const NFTA_LOG_PREFIX: u16 = 2;
-const NFTA_LOG_LEVEL: u16 = 5;
-
 const NFT_MSG_NEWSET: u16 = 9;
 const NFT_MSG_DELSET: u16 = 11;
 const NFTA_SET_TABLE: u16 = 1;
@@ -67,21 +40,6 @@ const NFTA_SET_DESC_CONCAT: u16 = 2;
 const NFTA_SET_FIELD_LEN: u16 = 1;
 const NFT_SET_INTERVAL: u32 = 0x4;
 const NFT_SET_CONCAT: u32 = 0x80;
-/// Bits per part of a concatenated type's number (nft's TYPE_BITS).
-const TYPE_BITS: u32 = 6;
-const NFTA_BITWISE_SREG: u16 = 1;
-const NFTA_BITWISE_DREG: u16 = 2;
-const NFTA_BITWISE_LEN: u16 = 3;
-const NFTA_BITWISE_MASK: u16 = 4;
-const NFTA_BITWISE_XOR: u16 = 5;
-const NFTA_CMP_SREG: u16 = 1;
-const NFTA_CMP_OP: u16 = 2;
-const NFTA_CMP_DATA: u16 = 3;
-const NFTA_IMMEDIATE_DREG: u16 = 1;
-const NFTA_IMMEDIATE_DATA: u16 = 2;
-/// The verdict register (NFT_REG_VERDICT).
-const REG_VERDICT: u32 = 0;
-
 const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
 const NFTA_SET_ELEM_LIST_SET: u16 = 2;
 const NFTA_SET_ELEM_LIST_ELEMENTS: u16 = 3;
@@ -89,183 +47,7 @@ const NFTA_LIST_ELEM: u16 = 1;
 const NFTA_SET_ELEM_KEY: u16 = 1;
 const NFTA_SET_ELEM_DATA: u16 = 2;
 const NFTA_SET_ELEM_KEY_END: u16 = 10;
-const NFTA_DATA_VALUE: u16 = 1;
-const NFTA_DATA_VERDICT: u16 = 2;
-const NFTA_VERDICT_CODE: u16 = 1;
-const NFTA_VERDICT_CHAIN: u16 = 2;
-
-/// Elements per message; keeps each message far below the kernel's
-/// limits whatever the key size.
 const PER_MESSAGE: usize = 256;
-
-/// An element's value in a map.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Data {
-    Bytes(Vec<u8>),
-    Verdict(Verdict),
-}
-
-/// One set element: its key and, in a map, its value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Elem {
-    pub key: Vec<u8>,
-    pub data: Option<Data>,
-}
-
-/// Elements to add to or remove from one set: [`Elem`]s, or
-/// [`RangeElem`]s for an interval set ([`RangeElementOp`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ElementOp<E = Elem> {
-    pub add: bool,
-    /// NFPROTO_* of the table.
-    pub family: u8,
-    pub table: String,
-    pub set: String,
-    pub elems: Vec<E>,
-}
-
-/// One element of an interval set of concatenated type: the key where
-/// its box starts and the key where it ends (equal for a single point).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RangeElem {
-    pub key: Vec<u8>,
-    pub key_end: Vec<u8>,
-}
-
-/// Elements to add to or remove from one interval set.
-pub type RangeElementOp = ElementOp<RangeElem>;
-
-/// A set to declare: no flags, or an interval set of a concatenated type.
-/// Made by [`SetDecl::new`], only for the types it can encode.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetDecl {
-    pub family: u8,
-    pub table: String,
-    pub name: String,
-    pub key: KeyType,
-    pub interval: bool,
-    /// NFTA_SET_ID: names the set within the transaction.
-    pub id: u32,
-    type_id: u32,
-    userdata: Vec<u8>,
-}
-
-impl SetDecl {
-    /// `None` for a declaration whose encoding has not been checked
-    /// against nft's: other key types, an interval set of one type.
-    pub fn new(
-        family: u8,
-        table: &str,
-        name: &str,
-        key: KeyType,
-        interval: bool,
-        id: u32,
-    ) -> Option<SetDecl> {
-        if interval && key.0.len() < 2 {
-            return None;
-        }
-        let userdata = set_userdata(&key)?;
-        // A concatenation's type number: its parts' numbers, TYPE_BITS
-        // each, the first highest.
-        let type_id = key
-            .0
-            .iter()
-            .try_fold(0u32, |acc, t| Some((acc << TYPE_BITS) | t.type_id()?))?;
-        Some(SetDecl {
-            family,
-            table: table.to_string(),
-            name: name.to_string(),
-            key,
-            interval,
-            id,
-            type_id,
-            userdata,
-        })
-    }
-}
-
-/// A set named in a table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SetRef {
-    pub family: u8,
-    pub table: String,
-    pub name: String,
-}
-
-/// A change in one transaction.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    Elements(ElementOp),
-    RangeElements(RangeElementOp),
-    /// A set made, or kept if it is there.
-    AddSet(SetDecl),
-    DeleteSet(SetRef),
-    /// A regular chain (no hook) made, or kept if it is there.
-    AddChain(ChainRef),
-    /// Every rule of a chain removed.
-    FlushChain(ChainRef),
-    DeleteChain(ChainRef),
-    /// A rule appended to a chain.
-    AddRule(ChainRef, Vec<Expr>),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChainRef {
-    pub family: u8,
-    pub table: String,
-    pub chain: String,
-}
-
-/// A netlink attribute being built.
-struct Attrs(Vec<u8>);
-
-impl Attrs {
-    fn new() -> Attrs {
-        Attrs(Vec::new())
-    }
-
-    fn bytes(&mut self, kind: u16, payload: &[u8]) -> &mut Self {
-        let len = 4 + payload.len();
-        self.0.extend((len as u16).to_ne_bytes());
-        self.0.extend(kind.to_ne_bytes());
-        self.0.extend(payload);
-        self.pad();
-        self
-    }
-
-    fn string(&mut self, kind: u16, s: &str) -> &mut Self {
-        let mut b = s.as_bytes().to_vec();
-        b.push(0);
-        self.bytes(kind, &b)
-    }
-
-    fn nested(&mut self, kind: u16, inner: Attrs) -> &mut Self {
-        self.bytes(kind | NLA_F_NESTED, &inner.0)
-    }
-
-    fn pad(&mut self) {
-        let n = self.0.len().div_ceil(4) * 4;
-        self.0.resize(n, 0);
-    }
-}
-
-fn data_attrs(d: &Data) -> Attrs {
-    let mut a = Attrs::new();
-    match d {
-        Data::Bytes(b) => {
-            a.bytes(NFTA_DATA_VALUE, b);
-        }
-        Data::Verdict(v) => {
-            let mut verdict = Attrs::new();
-            verdict.bytes(NFTA_VERDICT_CODE, &v.code().to_be_bytes());
-            if let Some(c) = v.chain() {
-                verdict.string(NFTA_VERDICT_CHAIN, c);
-            }
-            a.nested(NFTA_DATA_VERDICT, verdict);
-        }
-    }
-    a
-}
 
 fn elem_attrs(e: &Elem) -> Attrs {
     let mut a = Attrs::new();
@@ -276,131 +58,6 @@ fn elem_attrs(e: &Elem) -> Attrs {
         a.nested(NFTA_SET_ELEM_DATA, data_attrs(d));
     }
     a
-}
-
-fn value(v: &[u8]) -> Attrs {
-    let mut a = Attrs::new();
-    a.bytes(NFTA_DATA_VALUE, v);
-    a
-}
-
-fn expr_attrs(e: &Expr) -> Attrs {
-    let be = |n: u32| n.to_be_bytes();
-    let mut data = Attrs::new();
-    match e {
-        Expr::MetaLoad { key, reg } => {
-            data.bytes(NFTA_META_KEY, &be(*key))
-                .bytes(NFTA_META_DREG, &be(*reg));
-        }
-        Expr::MetaStore { key, reg } => {
-            data.bytes(NFTA_META_KEY, &be(*key))
-                .bytes(NFTA_META_SREG, &be(*reg));
-        }
-        Expr::Payload {
-            base,
-            offset,
-            len,
-            reg,
-        } => {
-            data.bytes(NFTA_PAYLOAD_DREG, &be(*reg))
-                .bytes(NFTA_PAYLOAD_BASE, &be(*base))
-                .bytes(NFTA_PAYLOAD_OFFSET, &be(*offset))
-                .bytes(NFTA_PAYLOAD_LEN, &be(*len));
-        }
-        Expr::Bitwise { reg, mask, xor } => {
-            data.bytes(NFTA_BITWISE_SREG, &be(*reg))
-                .bytes(NFTA_BITWISE_DREG, &be(*reg))
-                .bytes(NFTA_BITWISE_LEN, &be(mask.len() as u32))
-                .nested(NFTA_BITWISE_MASK, value(mask))
-                .nested(NFTA_BITWISE_XOR, value(xor));
-        }
-        Expr::Cmp { reg, op, data: d } => {
-            data.bytes(NFTA_CMP_SREG, &be(*reg))
-                .bytes(NFTA_CMP_OP, &be(*op as u32))
-                .nested(NFTA_CMP_DATA, value(d));
-        }
-        Expr::Range {
-            reg,
-            equal,
-            from,
-            to,
-        } => {
-            data.bytes(NFTA_RANGE_SREG, &be(*reg))
-                .bytes(NFTA_RANGE_OP, &be(u32::from(!equal)))
-                .nested(NFTA_RANGE_FROM_DATA, value(from))
-                .nested(NFTA_RANGE_TO_DATA, value(to));
-        }
-        Expr::Hton { reg, len, size } => {
-            data.bytes(NFTA_BYTEORDER_SREG, &be(*reg))
-                .bytes(NFTA_BYTEORDER_DREG, &be(*reg))
-                .bytes(NFTA_BYTEORDER_OP, &be(NFT_BYTEORDER_HTON))
-                .bytes(NFTA_BYTEORDER_LEN, &be(*len))
-                .bytes(NFTA_BYTEORDER_SIZE, &be(*size));
-        }
-        Expr::Lookup {
-            reg,
-            set,
-            set_id,
-            invert,
-        } => {
-            data.bytes(NFTA_LOOKUP_SREG, &be(*reg))
-                .string(NFTA_LOOKUP_SET, set);
-            if let Some(id) = set_id {
-                data.bytes(NFTA_LOOKUP_SET_ID, &be(*id));
-            }
-            if *invert {
-                data.bytes(NFTA_LOOKUP_FLAGS, &be(NFT_LOOKUP_F_INV));
-            }
-        }
-        Expr::Log { prefix, level } => {
-            if let Some(p) = prefix {
-                data.string(NFTA_LOG_PREFIX, p);
-            }
-            if let Some(l) = level {
-                data.bytes(NFTA_LOG_LEVEL, &be(*l));
-            }
-        }
-        Expr::Verdict(v) => {
-            data.bytes(NFTA_IMMEDIATE_DREG, &be(REG_VERDICT))
-                .nested(NFTA_IMMEDIATE_DATA, data_attrs(&Data::Verdict(v.clone())));
-        }
-    }
-    let mut a = Attrs::new();
-    a.string(NFTA_EXPR_NAME, e.name())
-        .nested(NFTA_EXPR_DATA, data);
-    a
-}
-
-/// NFTA_SET_USERDATA as nft 1.0.6 writes it, which `nft list` reads the
-/// key's type from: the key byte order (big endian for an address), and
-/// for a concatenation an empty `typeof` description. `None` for a type
-/// whose declaration is left to nft.
-fn set_userdata(key: &KeyType) -> Option<Vec<u8>> {
-    // TLVs: type, length, value; numbers in host order.
-    const KEYBYTEORDER: u8 = 0;
-    const KEY_TYPEOF: u8 = 3;
-    const TYPEOF_EXPR: u8 = 0;
-    const TYPEOF_DATA: u8 = 1;
-    const BIG_ENDIAN: u32 = 2;
-    const INVALID: u32 = 0;
-    const EXPR_CONCAT: u32 = 13;
-    let mut u = vec![KEYBYTEORDER, 4];
-    match key.0.as_slice() {
-        [DataType::Ipv4Addr | DataType::Ipv6Addr] => u.extend(BIG_ENDIAN.to_ne_bytes()),
-        [DataType::Ipv4Addr | DataType::Ipv6Addr, DataType::InetProto]
-        | [
-            DataType::Ipv4Addr | DataType::Ipv6Addr,
-            DataType::InetProto,
-            DataType::InetService,
-        ] => {
-            u.extend(INVALID.to_ne_bytes());
-            u.extend([KEY_TYPEOF, 8, TYPEOF_EXPR, 4]);
-            u.extend(EXPR_CONCAT.to_ne_bytes());
-            u.extend([TYPEOF_DATA, 0]);
-        }
-        _ => return None,
-    }
-    Some(u)
 }
 
 fn set_body(d: &SetDecl) -> Vec<u8> {

@@ -16,7 +16,13 @@
 //! No crate writes set elements with map values over netlink (rustables
 //! writes keys only), hence the small encoder in [`message`].
 
+mod attrs;
+pub mod commit;
+pub mod expr;
+mod expr_attrs;
+mod fields;
 pub mod message;
+pub mod ops;
 pub mod rules;
 pub mod socket;
 pub mod types;
