@@ -11,10 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tartan_nft::Transaction;
-use tartan_nft::backend::netlink::commit::seq;
+use tartan_nft::backend::netlink as nftnl;
+use tartan_nft::backend::netlink::commit::Netlink;
 use tartan_nft::backend::netlink::message::{ElementOp, Op};
-use tartan_nft::backend::netlink::socket::Answer;
-use tartan_nft::backend::netlink::{self as nftnl, Declarations};
 use tartan_nft::backend::program;
 use tartan_nft::model::schema::{NfListObject, Table as NftTable};
 use tracing::warn;
@@ -75,22 +74,19 @@ pub enum Via {
     Nft,
 }
 
-/// Writes batches: those [`Declarations::ops`] can encode over netlink,
-/// the rest through `nft`. Set `TARTAN_NFT_NETLINK=0` to send everything
-/// through `nft`.
+/// Writes batches: those [`nftnl::Declarations::ops`] can encode over netlink
+/// (tartan-nft's [`Netlink`] backend), the rest through `nft`. Set
+/// `TARTAN_NFT_NETLINK=0` to send everything through `nft`.
 pub struct NftWriter {
-    decls: Declarations,
+    nl: Netlink,
     netlink: bool,
-    /// Opened on first use, in the namespace of the thread that uses it.
-    conn: Option<nftnl::socket::Conn>,
 }
 
 impl Default for NftWriter {
     fn default() -> Self {
         NftWriter {
-            decls: Declarations::default(),
+            nl: Netlink::new(),
             netlink: std::env::var("TARTAN_NFT_NETLINK").map_or(true, |v| v != "0"),
-            conn: None,
         }
     }
 }
@@ -102,30 +98,6 @@ impl NftWriter {
         self
     }
 
-    fn conn(&mut self) -> std::io::Result<&mut nftnl::socket::Conn> {
-        if self.conn.is_none() {
-            self.conn = Some(nftnl::socket::Conn::open()?);
-        }
-        self.conn
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("no netlink socket"))
-    }
-
-    /// Send `ops` as one transaction; a socket that failed is opened
-    /// afresh next time. `Ok(Err(why))`: the kernel refused it, and
-    /// nothing was applied.
-    fn send(&mut self, ops: &[Op]) -> std::io::Result<Result<(), String>> {
-        let (bytes, acked) = nftnl::message::batch(ops, seq());
-        let r = self.conn().and_then(|c| c.send(&bytes, acked));
-        if r.is_err() {
-            self.conn = None;
-        }
-        r.map(|answer| match answer {
-            Answer::Committed => Ok(()),
-            Answer::Refused(errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
-        })
-    }
-
     /// Apply `batch` to table `family name` as one transaction.
     pub fn write(
         &mut self,
@@ -134,15 +106,15 @@ impl NftWriter {
         name: &str,
     ) -> Result<Via, DataplaneError> {
         if self.netlink
-            && let Some(ops) = self.decls.ops(batch)
+            && let Some(ops) = self.nl.declarations().ops(batch)
         {
             if ops.is_empty() {
                 return Ok(Via::Netlink);
             }
-            match self.send(&ops) {
+            match self.nl.send(&ops) {
                 Ok(Ok(())) => {
                     // The batch may declare or delete sets.
-                    self.decls.observe(batch);
+                    self.nl.observe(batch);
                     return Ok(Via::Netlink);
                 }
                 Ok(Err(why)) => {
@@ -158,7 +130,7 @@ impl NftWriter {
             }
         }
         run(batch, family, name)?;
-        self.decls.observe(batch);
+        self.nl.observe(batch);
         Ok(Via::Nft)
     }
 
@@ -178,7 +150,7 @@ impl NftWriter {
         if !self.table_absent(family, name) {
             return self.write(&batch, family, name);
         }
-        let mut decls = self.decls.clone();
+        let mut decls = self.nl.declarations().clone();
         decls.observe(&batch);
         let (skeleton, ops) = decls.split_elements(batch);
         self.write_fresh(skeleton, ops, family, name)
@@ -207,11 +179,7 @@ impl NftWriter {
         let Some(fam) = nftnl::family_number(family) else {
             return false;
         };
-        self.netlink
-            && self
-                .conn()
-                .and_then(|c| c.table_exists(fam, name))
-                .is_ok_and(|exists| !exists)
+        self.netlink && self.nl.table_exists(fam, name).is_ok_and(|exists| !exists)
     }
 
     /// A table the kernel does not have: `skeleton` through nft, then
@@ -224,12 +192,12 @@ impl NftWriter {
         name: &str,
     ) -> Result<Via, DataplaneError> {
         run(&skeleton, family, name)?;
-        self.decls.observe(&skeleton);
+        self.nl.observe(&skeleton);
         if elements.is_empty() {
             return Ok(Via::Nft);
         }
         let ops: Vec<Op> = elements.into_iter().map(Op::Elements).collect();
-        let why = match self.send(&ops) {
+        let why = match self.nl.send(&ops) {
             Ok(Ok(())) => return Ok(Via::Netlink),
             Ok(Err(why)) => why,
             Err(e) => e.to_string(),
@@ -246,7 +214,7 @@ impl NftWriter {
         if let Err(e) = run(&gone, family, name) {
             warn!(error = %e, "could not remove the table left without elements");
         }
-        self.decls.forget(family, name);
+        self.nl.declarations_mut().forget(family, name);
         Err(DataplaneError::Refused {
             what: format!("nftables table {family} {name}"),
             detail: format!("the kernel refused the elements of a new table: {why}"),

@@ -5,7 +5,7 @@
 //! later transactions can fill the sets it declared.
 
 use super::Declarations;
-use super::message::batch;
+use super::message::{Op, batch};
 use super::socket::{Answer, Conn};
 use crate::backend::Backend;
 use crate::{Error, Transaction};
@@ -29,6 +29,10 @@ impl Netlink {
         &self.decls
     }
 
+    pub fn declarations_mut(&mut self) -> &mut Declarations {
+        &mut self.decls
+    }
+
     /// Take note of a transaction another backend committed.
     pub fn observe(&mut self, tx: &Transaction) {
         self.decls.observe(tx);
@@ -41,6 +45,26 @@ impl Netlink {
         self.conn
             .as_mut()
             .ok_or_else(|| std::io::Error::other("no netlink socket"))
+    }
+
+    /// Send `ops` as one transaction; a socket that failed is opened
+    /// afresh next time. `Ok(Err(why))`: the kernel refused it, and
+    /// nothing was applied.
+    pub fn send(&mut self, ops: &[Op]) -> std::io::Result<Result<(), String>> {
+        let (bytes, acked) = batch(ops, seq());
+        let r = self.conn().and_then(|c| c.send(&bytes, acked));
+        if r.is_err() {
+            self.conn = None;
+        }
+        r.map(|answer| match answer {
+            Answer::Committed => Ok(()),
+            Answer::Refused(errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
+        })
+    }
+
+    /// Whether table `name` of `family` (NFPROTO_*) is in the kernel.
+    pub fn table_exists(&mut self, family: u8, name: &str) -> std::io::Result<bool> {
+        self.conn().and_then(|c| c.table_exists(family, name))
     }
 }
 
@@ -60,21 +84,8 @@ impl Backend for Netlink {
         if ops.is_empty() {
             return Ok(());
         }
-        let (bytes, acked) = batch(&ops, seq());
-        let answer = self.conn().and_then(|c| c.send(&bytes, acked));
-        match answer {
-            Ok(Answer::Committed) => {
-                self.decls.observe(tx);
-                Ok(())
-            }
-            Ok(Answer::Refused(errno)) => Err(Error::Refused(
-                std::io::Error::from_raw_os_error(errno).to_string(),
-            )),
-            Err(e) => {
-                // A socket that failed is opened afresh next time.
-                self.conn = None;
-                Err(e.into())
-            }
-        }
+        self.send(&ops)?.map_err(Error::Refused)?;
+        self.decls.observe(tx);
+        Ok(())
     }
 }
