@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tartan_felix::dataplane::nft::{NftWriter, Via};
 
 mod common;
-use common::{in_new_netns, nft_list};
+use common::{in_new_netns, nft_list, tx};
 
 fn list(family: &str, table: &str) -> Value {
     let v = nft_list(family, table);
@@ -84,22 +84,25 @@ fn netlink_element_writes_match_nft_in_both_families() {
             let mut fast = NftWriter::default().netlink(true);
             let mut slow = NftWriter::default().netlink(false);
             assert_eq!(
-                fast.write(&declare(family, "fast"), family, "fast")
+                fast.write(&tx(&declare(family, "fast")), family, "fast")
                     .unwrap(),
                 Via::Nft
             );
             assert_eq!(
-                slow.write(&declare(family, "slow"), family, "slow")
+                slow.write(&tx(&declare(family, "slow")), family, "slow")
                     .unwrap(),
                 Via::Nft
             );
 
             let add = |t| elements(family, t, "add", a, b);
             assert_eq!(
-                fast.write(&add("fast"), family, "fast").unwrap(),
+                fast.write(&tx(&add("fast")), family, "fast").unwrap(),
                 Via::Netlink
             );
-            assert_eq!(slow.write(&add("slow"), family, "slow").unwrap(), Via::Nft);
+            assert_eq!(
+                slow.write(&tx(&add("slow")), family, "slow").unwrap(),
+                Via::Nft
+            );
             let listed = list(family, "fast");
             assert_eq!(
                 listed,
@@ -112,10 +115,13 @@ fn netlink_element_writes_match_nft_in_both_families() {
             // writes them, empties both.
             let del = |t| elements(family, t, "delete", a, b);
             assert_eq!(
-                fast.write(&del("fast"), family, "fast").unwrap(),
+                fast.write(&tx(&del("fast")), family, "fast").unwrap(),
                 Via::Netlink
             );
-            assert_eq!(slow.write(&del("slow"), family, "slow").unwrap(), Via::Nft);
+            assert_eq!(
+                slow.write(&tx(&del("slow")), family, "slow").unwrap(),
+                Via::Nft
+            );
             let empty = list(family, "fast");
             assert_eq!(empty, list(family, "slow"));
             assert!(!empty.to_string().contains(a), "{empty}");
@@ -127,16 +133,16 @@ fn netlink_element_writes_match_nft_in_both_families() {
 fn a_refused_element_change_applies_nothing() {
     in_new_netns(|| {
         let mut w = NftWriter::default().netlink(true);
-        w.write(&declare("ip", "t"), "ip", "t").unwrap();
+        w.write(&tx(&declare("ip", "t")), "ip", "t").unwrap();
         let one = json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "addrs", "elem": ["10.0.0.1"]}}}]});
-        assert_eq!(w.write(&one, "ip", "t").unwrap(), Via::Netlink);
+        assert_eq!(w.write(&tx(&one), "ip", "t").unwrap(), Via::Netlink);
         // Add one, delete one that is not there: the kernel refuses the
         // batch and the add must not stay.
         let bad = json!({"nftables": [
             {"add": {"element": {"family": "ip", "table": "t", "name": "addrs", "elem": ["10.0.0.2"]}}},
             {"delete": {"element": {"family": "ip", "table": "t", "name": "addrs", "elem": ["10.0.0.9"]}}},
         ]});
-        let err = w.write(&bad, "ip", "t").unwrap_err().to_string();
+        let err = w.write(&tx(&bad), "ip", "t").unwrap_err().to_string();
         assert!(err.contains("refused"), "{err}");
         let listed = list("ip", "t").to_string();
         assert!(
@@ -146,7 +152,7 @@ fn a_refused_element_change_applies_nothing() {
         // A chain that does not exist as a verdict target is refused too.
         let dangling = json!({"nftables": [{"add": {"element": {"family": "ip", "table": "t", "name": "by_if",
             "elem": [["tarx", {"goto": {"target": "missing"}}]]}}}]});
-        assert!(w.write(&dangling, "ip", "t").is_err());
+        assert!(w.write(&tx(&dangling), "ip", "t").is_err());
     });
 }
 
@@ -168,11 +174,11 @@ fn a_new_table_gets_its_elements_over_netlink_an_existing_one_through_nft() {
         let mut fast = NftWriter::default().netlink(true);
         let mut slow = NftWriter::default().netlink(false);
         assert_eq!(
-            fast.write_new(whole("fast"), "ip", "fast").unwrap(),
+            fast.write_new(tx(&whole("fast")), "ip", "fast").unwrap(),
             Via::Netlink
         );
         assert_eq!(
-            slow.write_new(whole("slow"), "ip", "slow").unwrap(),
+            slow.write_new(tx(&whole("slow")), "ip", "slow").unwrap(),
             Via::Nft
         );
         let listed = list("ip", "fast");
@@ -180,7 +186,7 @@ fn a_new_table_gets_its_elements_over_netlink_an_existing_one_through_nft() {
         assert!(listed.to_string().contains("192.0.2.254"), "{listed}");
         // Now it exists: replaced whole by nft.
         assert_eq!(
-            fast.write_new(whole("fast"), "ip", "fast").unwrap(),
+            fast.write_new(tx(&whole("fast")), "ip", "fast").unwrap(),
             Via::Nft
         );
         assert_eq!(list("ip", "fast"), listed);
@@ -192,7 +198,7 @@ fn a_new_table_gets_its_elements_over_netlink_an_existing_one_through_nft() {
             .unwrap()
             .push(json!({"add": {"element": {"family": "ip", "table": "bad",
             "name": "by_if", "elem": [["tarx", {"goto": {"target": "missing"}}]]}}}));
-        assert!(fast.write_new(bad, "ip", "bad").is_err());
+        assert!(fast.write_new(tx(&bad), "ip", "bad").is_err());
         let tables = Command::new("nft")
             .args(["list", "tables"])
             .output()
@@ -218,7 +224,7 @@ fn a_large_new_table_goes_in_whole() {
         cmds.push(json!({"add": {"element": {"family": "ip", "table": "big", "name": "addrs", "elem": addrs}}}));
         cmds.push(json!({"add": {"element": {"family": "ip", "table": "big", "name": "slot_addr", "elem": slots}}}));
         let mut w = NftWriter::default().netlink(true);
-        assert_eq!(w.write_new(b, "ip", "big").unwrap(), Via::Netlink);
+        assert_eq!(w.write_new(tx(&b), "ip", "big").unwrap(), Via::Netlink);
         let listed = list("ip", "big");
         let count = |name: &str| {
             listed

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tartan_felix::dataplane::nft::{NftWriter, Via};
 
 mod common;
-use common::{in_new_netns, nft_list};
+use common::{in_new_netns, nft_list, tx};
 
 const T: &str = "tartan";
 
@@ -468,7 +468,7 @@ fn made_and_used() -> Value {
 fn write_all(netlink: bool) -> Vec<(Value, String)> {
     in_new_netns(move || {
         let mut w = NftWriter::default().netlink(netlink);
-        assert_eq!(w.write(&base(), "inet", T).unwrap(), Via::Nft);
+        assert_eq!(w.write(&tx(&base()), "inet", T).unwrap(), Via::Nft);
         let want = if netlink { Via::Netlink } else { Via::Nft };
         let mut seen = vec![];
         for (step, b) in [sets(), fill(), rules(), removals(), made_and_used()]
@@ -476,7 +476,7 @@ fn write_all(netlink: bool) -> Vec<(Value, String)> {
             .enumerate()
         {
             let via = w
-                .write(&b, "inet", T)
+                .write(&tx(&b), "inet", T)
                 .unwrap_or_else(|e| panic!("step {step}: {e}"));
             assert_eq!(via, want, "step {step} went the wrong way");
             seen.push((listing(), bytecode()));
@@ -543,8 +543,8 @@ fn rules_count() -> usize {
 fn what_is_not_encoded_goes_to_nft() {
     in_new_netns(|| {
         let mut w = NftWriter::default().netlink(true);
-        w.write(&base(), "inet", T).unwrap();
-        assert_eq!(w.write(&sets(), "inet", T).unwrap(), Via::Netlink);
+        w.write(&tx(&base()), "inet", T).unwrap();
+        assert_eq!(w.write(&tx(&sets()), "inet", T).unwrap(), Via::Netlink);
         let merged = batch(vec![rule(
             "c",
             vec![
@@ -553,12 +553,15 @@ fn what_is_not_encoded_goes_to_nft() {
                 m(payload("icmp", "code"), "==", json!(0)),
             ],
         )]);
-        assert_eq!(w.write(&merged, "inet", T).unwrap(), Via::Nft);
+        assert_eq!(w.write(&tx(&merged), "inet", T).unwrap(), Via::Nft);
         let wrong_type = batch(vec![rule(
             "c",
             vec![v4(), m(payload("ip", "saddr"), "==", json!("@np4"))],
         )]);
-        assert!(w.write(&wrong_type, "inet", T).is_err(), "nft refuses it");
+        assert!(
+            w.write(&tx(&wrong_type), "inet", T).is_err(),
+            "nft refuses it"
+        );
         // The compiler's negated ICMP type and code: nft 1.0.6 refuses a
         // concatenation compared with a value, and so it stays refused.
         let icmp_pair = batch(vec![rule(
@@ -572,6 +575,6 @@ fn what_is_not_encoded_goes_to_nft() {
                 ),
             ],
         )]);
-        assert!(w.write(&icmp_pair, "inet", T).is_err());
+        assert!(w.write(&tx(&icmp_pair), "inet", T).is_err());
     });
 }

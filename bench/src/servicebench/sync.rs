@@ -7,7 +7,6 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
 use tartan_felix::dataplane::nft::{self, Written};
 use tartan_felix::dataplane::services::ServiceProxy;
 use tartan_felix::services::SliceInfo;
@@ -129,7 +128,14 @@ pub(super) fn size_runs(
             if w != Written::Nothing {
                 bail!("the check rewrote the table: {w:?}");
             }
-            let noop = json!({"nftables": [{"add": {"table": {"family": "ip", "name": TABLE}}}]});
+            let mut noop = tartan_nft::Transaction::new();
+            noop.add(tartan_nft::model::schema::NfListObject::Table(
+                tartan_nft::model::schema::Table {
+                    family: tartan_nft::model::types::NfFamily::IP,
+                    name: TABLE.into(),
+                    handle: None,
+                },
+            ));
             let mut floor = Vec::new();
             for _ in 0..3 {
                 let t = Instant::now();

@@ -3,9 +3,10 @@
 
 pub mod conntrack;
 pub mod events;
+#[cfg(test)]
+mod fake_tests;
 pub mod nat;
 pub mod nft;
-pub mod nftnl;
 pub mod plan;
 pub mod policy;
 pub mod routes;

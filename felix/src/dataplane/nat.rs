@@ -7,11 +7,12 @@ use std::borrow::Cow;
 use std::process::Command;
 
 use ipnet::IpNet;
-use nftables::batch::Batch;
 use nftables::expr::{Expression, NamedExpression, Payload, PayloadField, Prefix, SetItem};
 use nftables::schema::{Chain, NfListObject, Rule, Table};
 use nftables::stmt::{Match, Operator, Statement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
+use tartan_nft::Transaction;
+use tartan_nft::backend::program;
 
 use super::DataplaneError;
 use crate::calc::nat::Nat;
@@ -37,7 +38,7 @@ fn field(protocol: &'static str, field: &'static str) -> Expression<'static> {
 
 /// The commands that make one family's table equal `nat`.
 fn family_batch(
-    batch: &mut Batch<'static>,
+    batch: &mut Transaction,
     family: NfFamily,
     proto: &'static str,
     nat: &Nat,
@@ -93,16 +94,16 @@ fn family_batch(
 }
 
 /// The whole transaction for `nat`, both families.
-pub fn ruleset(nat: &Nat) -> nftables::schema::Nftables<'static> {
-    let mut b = Batch::new();
+pub fn ruleset(nat: &Nat) -> Transaction {
+    let mut b = Transaction::new();
     family_batch(&mut b, NfFamily::IP, "ip", nat, false);
     family_batch(&mut b, NfFamily::IP6, "ip6", nat, true);
-    b.to_nftables()
+    b
 }
 
 /// Replace both tables with `nat` in one transaction.
 pub fn apply(nat: &Nat) -> Result<(), DataplaneError> {
-    nftables::helper::apply_ruleset(&ruleset(nat)).map_err(|e| DataplaneError::Refused {
+    program::run(&ruleset(nat)).map_err(|e| DataplaneError::Refused {
         what: format!("nftables table {TABLE}"),
         detail: e.to_string(),
     })
@@ -130,7 +131,7 @@ mod tests {
                 "fd00::/64".parse().unwrap(),
             ],
         };
-        let j = serde_json::to_value(ruleset(&nat)).unwrap();
+        let j = ruleset(&nat).to_json();
         let cmds = j["nftables"].as_array().unwrap();
         let verbs: Vec<String> = cmds
             .iter()

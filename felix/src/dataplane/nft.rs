@@ -10,12 +10,15 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tartan_nft::Transaction;
+use tartan_nft::backend::netlink as nftnl;
+use tartan_nft::backend::netlink::commit::Netlink;
+use tartan_nft::backend::netlink::message::{ElementOp, Op};
+use tartan_nft::backend::program;
+use tartan_nft::model::schema::{NfListObject, Table as NftTable};
 use tracing::warn;
 
 use super::DataplaneError;
-use super::nftnl::message::{ElementOp, Op};
-use super::nftnl::socket::Answer;
-use super::nftnl::{self, Declarations};
 
 /// What a table's desired state must give its driver.
 pub trait Table: Clone + PartialEq {
@@ -23,9 +26,9 @@ pub trait Table: Clone + PartialEq {
     const FAMILY: &'static str;
     const NAME: &'static str;
     /// Commands that replace the whole table.
-    fn full(&self) -> Value;
+    fn full(&self) -> Transaction;
     /// Commands from `old` (as applied) to `new`; `None` when equal.
-    fn diff(old: &Self, new: &Self) -> Option<Value>;
+    fn diff(old: &Self, new: &Self) -> Option<Transaction>;
     /// What the kernel's table should show: each chain with its rule
     /// count, each set and map (as `@name`) with its element count.
     /// Sets the packet path fills are left out.
@@ -64,28 +67,26 @@ impl<T> Default for NftDriver<T> {
 /// Which way a batch reached the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Via {
-    /// Over netlink ([`super::nftnl`]): every command could be encoded.
+    /// Over netlink ([`tartan_nft::backend::netlink`]): every command
+    /// could be encoded.
     Netlink,
     /// The `nft` program.
     Nft,
 }
 
-/// Writes batches: those [`Declarations::ops`] can encode over netlink,
-/// the rest through `nft`. Set `TARTAN_NFT_NETLINK=0` to send everything
-/// through `nft`.
+/// Writes batches: those [`nftnl::Declarations::ops`] can encode over netlink
+/// (tartan-nft's [`Netlink`] backend), the rest through `nft`. Set
+/// `TARTAN_NFT_NETLINK=0` to send everything through `nft`.
 pub struct NftWriter {
-    decls: Declarations,
+    nl: Netlink,
     netlink: bool,
-    /// Opened on first use, in the namespace of the thread that uses it.
-    conn: Option<nftnl::socket::Conn>,
 }
 
 impl Default for NftWriter {
     fn default() -> Self {
         NftWriter {
-            decls: Declarations::default(),
+            nl: Netlink::new(),
             netlink: std::env::var("TARTAN_NFT_NETLINK").map_or(true, |v| v != "0"),
-            conn: None,
         }
     }
 }
@@ -97,47 +98,23 @@ impl NftWriter {
         self
     }
 
-    fn conn(&mut self) -> std::io::Result<&mut nftnl::socket::Conn> {
-        if self.conn.is_none() {
-            self.conn = Some(nftnl::socket::Conn::open()?);
-        }
-        self.conn
-            .as_mut()
-            .ok_or_else(|| std::io::Error::other("no netlink socket"))
-    }
-
-    /// Send `ops` as one transaction; a socket that failed is opened
-    /// afresh next time. `Ok(Err(why))`: the kernel refused it, and
-    /// nothing was applied.
-    fn send(&mut self, ops: &[Op]) -> std::io::Result<Result<(), String>> {
-        let (bytes, acked) = nftnl::message::batch(ops, seq());
-        let r = self.conn().and_then(|c| c.send(&bytes, acked));
-        if r.is_err() {
-            self.conn = None;
-        }
-        r.map(|answer| match answer {
-            Answer::Committed => Ok(()),
-            Answer::Refused(errno) => Err(std::io::Error::from_raw_os_error(errno).to_string()),
-        })
-    }
-
     /// Apply `batch` to table `family name` as one transaction.
     pub fn write(
         &mut self,
-        batch: &Value,
+        batch: &Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
         if self.netlink
-            && let Some(ops) = self.decls.ops(batch)
+            && let Some(ops) = self.nl.declarations().ops(batch)
         {
             if ops.is_empty() {
                 return Ok(Via::Netlink);
             }
-            match self.send(&ops) {
+            match self.nl.send(&ops) {
                 Ok(Ok(())) => {
                     // The batch may declare or delete sets.
-                    self.decls.observe(batch);
+                    self.nl.observe(batch);
                     return Ok(Via::Netlink);
                 }
                 Ok(Err(why)) => {
@@ -153,7 +130,7 @@ impl NftWriter {
             }
         }
         run(batch, family, name)?;
-        self.decls.observe(batch);
+        self.nl.observe(batch);
         Ok(Via::Nft)
     }
 
@@ -166,14 +143,14 @@ impl NftWriter {
     /// keep serving; a table that exists is replaced in one transaction.
     pub fn write_new(
         &mut self,
-        batch: Value,
+        batch: Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
         if !self.table_absent(family, name) {
             return self.write(&batch, family, name);
         }
-        let mut decls = self.decls.clone();
+        let mut decls = self.nl.declarations().clone();
         decls.observe(&batch);
         let (skeleton, ops) = decls.split_elements(batch);
         self.write_fresh(skeleton, ops, family, name)
@@ -184,8 +161,8 @@ impl NftWriter {
     /// `whole` (one batch, for a table that exists). Only one is made.
     pub fn write_new_parts(
         &mut self,
-        parts: impl FnOnce() -> (Value, Vec<ElementOp>),
-        whole: impl FnOnce() -> Value,
+        parts: impl FnOnce() -> (Transaction, Vec<ElementOp>),
+        whole: impl FnOnce() -> Transaction,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
@@ -202,39 +179,42 @@ impl NftWriter {
         let Some(fam) = nftnl::family_number(family) else {
             return false;
         };
-        self.netlink
-            && self
-                .conn()
-                .and_then(|c| c.table_exists(fam, name))
-                .is_ok_and(|exists| !exists)
+        self.netlink && self.nl.table_exists(fam, name).is_ok_and(|exists| !exists)
     }
 
     /// A table the kernel does not have: `skeleton` through nft, then
     /// `elements` over netlink in one transaction.
     fn write_fresh(
         &mut self,
-        skeleton: Value,
+        skeleton: Transaction,
         elements: Vec<ElementOp>,
         family: &str,
         name: &str,
     ) -> Result<Via, DataplaneError> {
         run(&skeleton, family, name)?;
-        self.decls.observe(&skeleton);
+        self.nl.observe(&skeleton);
         if elements.is_empty() {
             return Ok(Via::Nft);
         }
         let ops: Vec<Op> = elements.into_iter().map(Op::Elements).collect();
-        let why = match self.send(&ops) {
+        let why = match self.nl.send(&ops) {
             Ok(Ok(())) => return Ok(Via::Netlink),
             Ok(Err(why)) => why,
             Err(e) => e.to_string(),
         };
         // Leave no table without its elements behind.
-        let gone = serde_json::json!({"nftables": [{"delete": {"table": {"family": family, "name": name}}}]});
+        let mut gone = Transaction::new();
+        if let Some(f) = tartan_nft::model::family_of(family) {
+            gone.delete(NfListObject::Table(NftTable {
+                family: f,
+                name: name.to_string().into(),
+                handle: None,
+            }));
+        }
         if let Err(e) = run(&gone, family, name) {
             warn!(error = %e, "could not remove the table left without elements");
         }
-        self.decls.forget(family, name);
+        self.nl.declarations_mut().forget(family, name);
         Err(DataplaneError::Refused {
             what: format!("nftables table {family} {name}"),
             detail: format!("the kernel refused the elements of a new table: {why}"),
@@ -242,27 +222,11 @@ impl NftWriter {
     }
 }
 
-/// Sequence numbers for netlink batches: distinct per process and call.
-fn seq() -> u32 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(1);
-    NEXT.fetch_add(64 * 1024, Ordering::Relaxed)
-}
-
 /// Hand `batch` to nft as one transaction.
-pub fn run(batch: &Value, family: &str, name: &str) -> Result<(), DataplaneError> {
-    nftables::helper::apply_ruleset_raw(
-        &batch.to_string(),
-        nftables::helper::DEFAULT_NFT,
-        nftables::helper::DEFAULT_ARGS,
-    )
-    .map(|_| ())
-    .map_err(|e| DataplaneError::Refused {
+pub fn run(batch: &Transaction, family: &str, name: &str) -> Result<(), DataplaneError> {
+    program::run(batch).map_err(|e| DataplaneError::Refused {
         what: format!("nftables table {family} {name}"),
-        detail: match e {
-            nftables::helper::NftablesError::NftFailed { stderr, .. } => stderr,
-            other => other.to_string(),
-        },
+        detail: e.to_string(),
     })
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use tartan_nft::Transaction;
 use tartan_policy::compile::{Ruleset, render};
 
 use super::nft::{NftDriver, Table};
@@ -12,11 +12,11 @@ impl Table for Ruleset {
     const FAMILY: &'static str = "inet";
     const NAME: &'static str = render::TABLE;
 
-    fn full(&self) -> Value {
+    fn full(&self) -> Transaction {
         render::full(self)
     }
 
-    fn diff(old: &Self, new: &Self) -> Option<Value> {
+    fn diff(old: &Self, new: &Self) -> Option<Transaction> {
         render::diff(old, new)
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use prometheus_client::metrics::counter::Counter;
-use serde_json::Value;
+use tartan_nft::Transaction;
 use tracing::{debug, warn};
 
 use super::DataplaneError;
@@ -20,11 +20,11 @@ impl Table for SvcNft {
     const FAMILY: &'static str = "ip";
     const NAME: &'static str = render::TABLE;
 
-    fn full(&self) -> Value {
+    fn full(&self) -> Transaction {
         render::full(self)
     }
 
-    fn diff(old: &Self, new: &Self) -> Option<Value> {
+    fn diff(old: &Self, new: &Self) -> Option<Transaction> {
         render::diff(old, new)
     }
 

@@ -13,8 +13,8 @@ use std::net::Ipv4Addr;
 
 use super::Backend;
 use super::render::{Picker, SvcNft, TABLE};
-use crate::dataplane::nftnl::message::{Data, Elem, ElementOp};
-use crate::dataplane::nftnl::types::concat;
+use tartan_nft::backend::netlink::message::{Data, Elem, ElementOp};
+use tartan_nft::backend::netlink::types::concat;
 
 const NFPROTO_IPV4: u8 = 2;
 

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
-use serde_json::Value;
+use tartan_nft::Transaction;
 
 use super::render::{self, Picker, SvcNft};
 use super::stale::{self, Flow};
@@ -166,7 +166,7 @@ impl ServiceIndex {
 
     /// The nft commands for what changed since the last call (after
     /// [`ServiceIndex::update`]); `None` when nothing did.
-    pub fn take_patch(&mut self) -> Option<Value> {
+    pub fn take_patch(&mut self) -> Option<Transaction> {
         let pending = std::mem::take(&mut self.pending);
         let hairpin = (
             std::mem::replace(&mut self.hairpin_before, self.table.hairpin.clone()),

@@ -1,4 +1,5 @@
-//! The service table `ip tartan-svc` in nft JSON.
+//! The service table `ip tartan-svc` as transactions of the typed
+//! nftables model (tartan-nft).
 //!
 //! The chain count does not grow with Services or endpoints: the map
 //! `frontends` keyed by `address . protocol . port` gives a new
@@ -57,14 +58,15 @@ use nftables::expr::{
     Prefix, Verdict,
 };
 use nftables::schema::{
-    Chain, Element, FlushObject, Map, NfCmd, NfListObject, NfObject, Rule, Set, SetFlag, SetType,
+    Chain, Element, FlushObject, Map, NfCmd, NfListObject, Rule, Set, SetFlag, SetType,
     SetTypeValue, Table,
 };
 use nftables::stmt::{
     JumpTarget, Mangle, Match, NAT, NATFamily, Operator, Reject, RejectType, SetOp, Statement,
 };
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook, RejectCode};
-use serde_json::{Value, json};
+use tartan_nft::model::VerdictMap;
+use tartan_nft::{Command, Transaction};
 // The expression helpers the policy compiler already has.
 use tartan_policy::compile::stmt::{concat, goto, meta, payload, s};
 
@@ -631,7 +633,7 @@ fn base(name: &str, t: NfChainType, hook: NfHook, prio: i32) -> Chain<'static> {
     }
 }
 
-fn rule(chain: &str, expr: Vec<Statement<'static>>) -> NfObject<'static> {
+fn rule(chain: &str, expr: Vec<Statement<'static>>) -> Command {
     add(NfListObject::Rule(Rule {
         family: NfFamily::IP,
         table: Cow::Borrowed(TABLE),
@@ -641,12 +643,12 @@ fn rule(chain: &str, expr: Vec<Statement<'static>>) -> NfObject<'static> {
     }))
 }
 
-fn add(o: NfListObject<'static>) -> NfObject<'static> {
-    NfObject::CmdObject(NfCmd::Add(o))
+fn add(o: NfListObject<'static>) -> Command {
+    Command::Nft(NfCmd::Add(o))
 }
 
-fn del(o: NfListObject<'static>) -> NfObject<'static> {
-    NfObject::CmdObject(NfCmd::Delete(o))
+fn del(o: NfListObject<'static>) -> Command {
+    Command::Nft(NfCmd::Delete(o))
 }
 
 fn element_cmd(name: &str, elem: Vec<Expression<'static>>) -> NfListObject<'static> {
@@ -686,7 +688,7 @@ fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
     ]
 }
 
-fn declare(name: &str, key: &[SetType], value: MapValue) -> Value {
+fn declare(name: &str, key: &[SetType], value: MapValue) -> Command {
     let o = match value {
         None => NfListObject::Set(Box::new(Set {
             family: NfFamily::IP,
@@ -696,18 +698,12 @@ fn declare(name: &str, key: &[SetType], value: MapValue) -> Value {
             ..Set::default()
         })),
         Some(None) => {
-            let key: Vec<Value> = key
-                .iter()
-                .filter_map(|t| serde_json::to_value(t).ok())
-                .collect();
-            let key = if key.len() == 1 {
-                key[0].clone()
-            } else {
-                Value::Array(key)
-            };
-            return json!({"add": {"map": {
-                "family": "ip", "table": TABLE, "name": name, "type": key, "map": "verdict"
-            }}});
+            return Command::AddVerdictMap(VerdictMap {
+                family: NfFamily::IP,
+                table: TABLE.to_string(),
+                name: name.to_string(),
+                key: key.to_vec(),
+            });
         }
         Some(Some(v)) => NfListObject::Map(Box::new(Map {
             family: NfFamily::IP,
@@ -718,7 +714,7 @@ fn declare(name: &str, key: &[SetType], value: MapValue) -> Value {
             ..Map::default()
         })),
     };
-    serde_json::to_value(add(o)).unwrap_or(Value::Null)
+    add(o)
 }
 
 fn affinity_set(i: u32) -> NfListObject<'static> {
@@ -990,20 +986,18 @@ fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     ]
 }
 
-fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
-    objs.into_iter()
-        .filter_map(|o| serde_json::to_value(o).ok())
-        .collect()
+fn tx(objs: Vec<Command>) -> Transaction {
+    objs.into_iter().collect()
 }
 
 /// The whole table, replaced in one transaction.
-pub fn full(t: &SvcNft) -> Value {
+pub fn full(t: &SvcNft) -> Transaction {
     whole(t, t)
 }
 
 /// [`full`] without the elements [`super::elements::all`] encodes: what
 /// `nft` writes of a table the kernel does not have yet.
-pub fn skeleton(t: &SvcNft) -> Value {
+pub fn skeleton(t: &SvcNft) -> Transaction {
     let only = SvcNft {
         lb_allowed: t.lb_allowed.clone(),
         ..SvcNft::default()
@@ -1012,8 +1006,8 @@ pub fn skeleton(t: &SvcNft) -> Value {
 }
 
 /// The whole table `t`, with the elements of `elements`.
-fn whole(t: &SvcNft, elements: &SvcNft) -> Value {
-    let mut out = to_json(vec![
+fn whole(t: &SvcNft, elements: &SvcNft) -> Transaction {
+    let mut out = tx(vec![
         add(NfListObject::Table(table())),
         del(NfListObject::Table(table())),
         add(NfListObject::Table(table())),
@@ -1054,14 +1048,12 @@ fn whole(t: &SvcNft, elements: &SvcNft) -> Value {
             objs.push(add(element_cmd(name, elems)));
         }
     }
-    out.extend(to_json(objs));
-    let mut m = serde_json::Map::new();
-    m.insert("nftables".into(), Value::Array(out));
-    Value::Object(m)
+    out.extend(objs);
+    out
 }
 
 /// The commands from `old` (applied) to `new`; `None` when equal.
-pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Value> {
+pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Transaction> {
     let mut bare_old = old.clone();
     bare_old.hairpin.clear();
     let mut bare_new = new.clone();
@@ -1085,7 +1077,7 @@ pub fn patch(
     hairpin: &Before<BTreeSet<Ipv4Addr>>,
     pickers: &Before<BTreeSet<Picker>>,
     affinity: Before<u32>,
-) -> Option<Value> {
+) -> Option<Transaction> {
     let mut objs = Vec::new();
     for i in affinity.0..affinity.1 {
         objs.push(add(affinity_set(i)));
@@ -1118,9 +1110,9 @@ pub fn patch(
     }
     for p in pickers.0.difference(&pickers.1) {
         objs.push(del(picker_entry(p)));
-        objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
-            chain(&p.chain()),
-        ))));
+        objs.push(Command::Nft(NfCmd::Flush(FlushObject::Chain(chain(
+            &p.chain(),
+        )))));
         objs.push(del(NfListObject::Chain(chain(&p.chain()))));
     }
     for i in affinity.1..affinity.0 {
@@ -1129,7 +1121,7 @@ pub fn patch(
     if objs.is_empty() {
         return None;
     }
-    Some(json!({ "nftables": to_json(objs) }))
+    Some(tx(objs))
 }
 
 /// Chains with rule counts and sets and maps (`@name`) with element

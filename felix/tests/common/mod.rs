@@ -27,3 +27,9 @@ pub fn nft_list(family: &str, table: &str) -> serde_json::Value {
     );
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// Commands written by hand in nft's JSON, as a transaction of the model.
+#[allow(dead_code)]
+pub fn tx(v: &serde_json::Value) -> tartan_nft::Transaction {
+    tartan_nft::Transaction::from_json(v).expect("commands of the model")
+}

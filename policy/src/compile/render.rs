@@ -1,5 +1,6 @@
-//! A [`Ruleset`] as nft JSON commands: the whole table (replaced in one
-//! transaction), or the difference between two rulesets.
+//! A [`Ruleset`] as a [`Transaction`] of the typed nftables model: the
+//! whole table (replaced in one transaction), or the difference between
+//! two rulesets.
 //!
 //! The fixed part of table `inet tartan`:
 //!
@@ -24,20 +25,21 @@
 //! an allowed packet leaves at once, with no mark to set and test.
 //!
 //! The `nftables` crate has no `verdict` map type, so the two verdict
-//! maps are declared in JSON written here; everything else goes through
-//! the crate's types.
+//! maps are declared with tartan-nft's [`VerdictMap`]; everything else
+//! goes through the crate's types.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use nftables::expr::{Expression, MetaKey, Verdict};
 use nftables::schema::{
-    Chain, Element as NftElement, FlushObject, NfCmd, NfListObject, NfObject, Rule, Set,
+    Chain, Element as NftElement, FlushObject, NfCmd, NfListObject, Rule, Set, SetType,
     SetTypeValue, Table,
 };
-use nftables::stmt::{JumpTarget, Statement, VerdictMap};
+use nftables::stmt::{JumpTarget, Statement, VerdictMap as VmapStatement};
 use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
-use serde_json::{Value, json};
+use tartan_nft::model::VerdictMap;
+use tartan_nft::{Command, Transaction};
 
 use super::stmt::*;
 use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
@@ -63,8 +65,8 @@ fn chain(name: &str) -> Chain<'static> {
     }
 }
 
-fn rule(chain: &str, expr: Stmts) -> NfObject<'static> {
-    NfObject::CmdObject(NfCmd::Add(NfListObject::Rule(Rule {
+fn rule(chain: &str, expr: Stmts) -> Command {
+    Command::Nft(NfCmd::Add(NfListObject::Rule(Rule {
         family: NfFamily::INet,
         table: Cow::Borrowed(TABLE),
         chain: Cow::Owned(chain.to_string()),
@@ -73,8 +75,16 @@ fn rule(chain: &str, expr: Stmts) -> NfObject<'static> {
     })))
 }
 
-fn add(o: NfListObject<'static>) -> NfObject<'static> {
-    NfObject::CmdObject(NfCmd::Add(o))
+fn add(o: NfListObject<'static>) -> Command {
+    Command::Nft(NfCmd::Add(o))
+}
+
+fn del(o: NfListObject<'static>) -> Command {
+    Command::Nft(NfCmd::Delete(o))
+}
+
+fn flush(name: &str) -> Command {
+    Command::Nft(NfCmd::Flush(FlushObject::Chain(chain(name))))
 }
 
 fn set_type(kind: SetKind) -> SetTypeValue<'static> {
@@ -197,28 +207,16 @@ fn map_elements<'a>(
     })
 }
 
-fn declare_vmap(name: &str) -> Value {
-    json!({"add": {"map": {
-        "family": "inet", "table": TABLE, "name": name,
-        "type": "ifname", "map": "verdict"
-    }}})
+fn declare_vmap(name: &str) -> Command {
+    Command::AddVerdictMap(VerdictMap {
+        family: NfFamily::INet,
+        table: TABLE.to_string(),
+        name: name.to_string(),
+        key: vec![SetType::Ifname],
+    })
 }
 
-fn to_json(objs: Vec<NfObject<'static>>) -> Vec<Value> {
-    // Serialising the crate's plain data types cannot fail.
-    objs.into_iter()
-        .filter_map(|o| serde_json::to_value(o).ok())
-        .collect()
-}
-
-/// `{"nftables": parts}`, moving `parts` (`json!` would copy them).
-fn batch(parts: Vec<Value>) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("nftables".into(), Value::Array(parts));
-    Value::Object(m)
-}
-
-fn fixed_rules() -> Vec<NfObject<'static>> {
+fn fixed_rules() -> Vec<Command> {
     let ifname = |k| meta(k);
     let wildcard = || s(format!("{INTERFACE_PREFIX}*"));
     let devices = || s(format!("{DEVICE_PREFIX}*"));
@@ -284,7 +282,7 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
         ),
         rule(
             FROM_ENDPOINT,
-            vec![Statement::VerdictMap(VerdictMap {
+            vec![Statement::VerdictMap(VmapStatement {
                 key: meta(MetaKey::Iifname),
                 data: s(format!("@{FROM_ENDPOINT}")),
             })],
@@ -292,7 +290,7 @@ fn fixed_rules() -> Vec<NfObject<'static>> {
         rule(FROM_ENDPOINT, vec![drop()]),
         rule(
             TO_ENDPOINT,
-            vec![Statement::VerdictMap(VerdictMap {
+            vec![Statement::VerdictMap(VmapStatement {
                 key: meta(MetaKey::Oifname),
                 data: s(format!("@{TO_ENDPOINT}")),
             })],
@@ -308,7 +306,7 @@ const CHAIN_ORDER: [&str; 4] = ["x", "g", "k", "q"];
 
 /// Replace the whole table with `rs` in one transaction (valid whether
 /// or not the table exists).
-pub fn full(rs: &Ruleset) -> Value {
+pub fn full(rs: &Ruleset) -> Transaction {
     let table = Table {
         family: NfFamily::INet,
         name: Cow::Borrowed(TABLE),
@@ -316,7 +314,7 @@ pub fn full(rs: &Ruleset) -> Value {
     };
     let mut objs = vec![
         add(NfListObject::Table(table.clone())),
-        NfObject::CmdObject(NfCmd::Delete(NfListObject::Table(table.clone()))),
+        del(NfListObject::Table(table.clone())),
         add(NfListObject::Table(table)),
         add(NfListObject::Chain(Chain {
             _type: Some(NfChainType::Filter),
@@ -349,25 +347,21 @@ pub fn full(rs: &Ruleset) -> Value {
             objs.extend(rules.iter().map(|r| rule(name, r.clone())));
         }
     }
-    let mut out = to_json(objs);
-    out.push(declare_vmap(FROM_ENDPOINT));
-    out.push(declare_vmap(TO_ENDPOINT));
-    let mut rest = Vec::new();
-    rest.extend(map_elements(FROM_ENDPOINT, &rs.from_endpoint).map(add));
-    rest.extend(map_elements(TO_ENDPOINT, &rs.to_endpoint).map(add));
-    rest.extend(fixed_rules());
-    out.extend(to_json(rest));
-    batch(out)
+    objs.push(declare_vmap(FROM_ENDPOINT));
+    objs.push(declare_vmap(TO_ENDPOINT));
+    objs.extend(map_elements(FROM_ENDPOINT, &rs.from_endpoint).map(add));
+    objs.extend(map_elements(TO_ENDPOINT, &rs.to_endpoint).map(add));
+    objs.extend(fixed_rules());
+    objs.into_iter().collect()
 }
 
 /// The commands that turn `old` (as applied) into `new`; `None` when
 /// they are equal.
-pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
+pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Transaction> {
     if old == new {
         return None;
     }
-    let mut objs: Vec<NfObject<'static>> = Vec::new();
-    let del = |o| NfObject::CmdObject(NfCmd::Delete(o));
+    let mut objs: Vec<Command> = Vec::new();
     // New chains and sets first: what follows refers to them.
     for name in new.chains.keys().filter(|n| !old.chains.contains_key(*n)) {
         objs.push(add(NfListObject::Chain(chain(name))));
@@ -390,9 +384,7 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
         for (name, rules) in new.chains.iter().filter(|(n, _)| n.starts_with(pass)) {
             match old.chains.get(name) {
                 Some(was) if was == rules => continue,
-                Some(_) => objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
-                    chain(name),
-                )))),
+                Some(_) => objs.push(flush(name)),
                 None => {}
             }
             objs.extend(rules.iter().map(|r| rule(name, r.clone())));
@@ -422,16 +414,14 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Value> {
             .keys()
             .filter(|n| n.starts_with(pass) && !new.chains.contains_key(*n))
         {
-            objs.push(NfObject::CmdObject(NfCmd::Flush(FlushObject::Chain(
-                chain(name),
-            ))));
+            objs.push(flush(name));
             objs.push(del(NfListObject::Chain(chain(name))));
         }
     }
     for (name, def) in old.sets.iter().filter(|(n, _)| !new.sets.contains_key(*n)) {
         objs.push(del(set_object(name, def, false)));
     }
-    Some(batch(to_json(objs)))
+    Some(objs.into_iter().collect())
 }
 
 /// Each chain with its rule count and each set and map (`@name`) with its
@@ -441,7 +431,7 @@ pub fn summary(rs: &Ruleset) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     let mut fixed: BTreeMap<String, usize> = BTreeMap::new();
     for o in fixed_rules() {
-        if let NfObject::CmdObject(NfCmd::Add(NfListObject::Rule(r))) = o {
+        if let Command::Nft(NfCmd::Add(NfListObject::Rule(r))) = o {
             *fixed.entry(r.chain.to_string()).or_default() += 1;
         }
     }

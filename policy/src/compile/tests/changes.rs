@@ -12,7 +12,7 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
     eps[1].labels = labels(&[("pod", "a")]);
     let after = compile([&p], &eps, &namespaces());
     assert_eq!(before.chains, after.chains);
-    let d = render::diff(&before, &after).unwrap();
+    let d = render::diff(&before, &after).unwrap().to_json();
     let cmds = d["nftables"].as_array().unwrap();
     assert_eq!(cmds.len(), 2, "{d}");
     assert!(
@@ -30,7 +30,7 @@ fn a_changed_policy_changes_only_its_run_set() {
     let before = compile([&p1], &endpoints(), &namespaces());
     let after = compile(std::slice::from_ref(&p2), &endpoints(), &namespaces());
     assert_eq!(before.chains, after.chains);
-    let d = render::diff(&before, &after).unwrap();
+    let d = render::diff(&before, &after).unwrap().to_json();
     let text = d.to_string();
     let cmds = d["nftables"].as_array().unwrap();
     // The old box leaves before the new one comes (no overlap in the
@@ -48,7 +48,7 @@ fn policies_no_longer_used_leave_with_their_sets() {
     );
     let before = compile([&p], &endpoints(), &namespaces());
     let after = compile([], &endpoints(), &namespaces());
-    let d = render::diff(&before, &after).unwrap();
+    let d = render::diff(&before, &after).unwrap().to_json();
     let text = d.to_string();
     for (name, _) in before.chains.iter() {
         assert!(

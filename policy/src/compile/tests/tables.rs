@@ -73,7 +73,7 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
         })
         .unwrap();
     assert_eq!(v6.elements.len(), 1);
-    snapshot("kubernetes_named_port", &render::full(&rs));
+    snapshot("kubernetes_named_port", &render::full(&rs).to_json());
 }
 
 #[test]
@@ -123,5 +123,5 @@ fn ordered_tartan_policies_pass_and_log() {
     );
     // x/b has another profile (no deny): the profiles are distinct chains.
     assert_ne!(rs.to_endpoint["tarxa"], rs.to_endpoint["tarxb"]);
-    snapshot("ordered_pass_log", &render::full(&rs));
+    snapshot("ordered_pass_log", &render::full(&rs).to_json());
 }

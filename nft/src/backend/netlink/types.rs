@@ -1,10 +1,11 @@
 //! nftables data types as the kernel stores them in set keys and map
-//! values, and the JSON forms felix writes them in.
+//! values, and the model's expressions for values of them.
 //!
 //! A key of one type is its bytes as they are; a concatenation pads each
 //! part to a multiple of four bytes (one 32-bit register each).
 
-use serde_json::Value;
+use nftables::expr::{Expression, NamedExpression, Verdict as NftVerdict};
+use nftables::schema::{SetType, SetTypeValue};
 
 /// The data types felix's sets and maps use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,42 +23,39 @@ pub enum DataType {
 const IFNAMSIZ: usize = 16;
 
 impl DataType {
-    /// The type nft names `name`; `None` for one felix does not write.
-    pub fn parse(name: &str) -> Option<DataType> {
-        Some(match name {
-            "ipv4_addr" => DataType::Ipv4Addr,
-            "ipv6_addr" => DataType::Ipv6Addr,
-            "inet_proto" => DataType::InetProto,
-            "inet_service" => DataType::InetService,
-            "mark" => DataType::Mark,
-            "ifname" => DataType::Ifname,
-            _ => return None,
+    /// The model's type; `None` for one felix does not write.
+    pub fn of(t: SetType) -> Option<DataType> {
+        Some(match t {
+            SetType::Ipv4Addr => DataType::Ipv4Addr,
+            SetType::Ipv6Addr => DataType::Ipv6Addr,
+            SetType::InetProto => DataType::InetProto,
+            SetType::InetService => DataType::InetService,
+            SetType::Mark => DataType::Mark,
+            SetType::Ifname => DataType::Ifname,
+            SetType::EtherAddr => return None,
         })
     }
 
-    /// `v` (felix's JSON form of a value of this type) as key bytes;
+    /// `v` (a value of this type as the model writes it) as key bytes;
     /// `None` when it is not one.
-    pub fn encode(self, v: &Value) -> Option<Vec<u8>> {
+    pub fn encode(self, v: &Expression) -> Option<Vec<u8>> {
         match self {
             DataType::Ipv4Addr => {
-                let a: std::net::Ipv4Addr = v.as_str()?.parse().ok()?;
+                let a: std::net::Ipv4Addr = text(v)?.parse().ok()?;
                 Some(a.octets().to_vec())
             }
             DataType::Ipv6Addr => {
-                let a: std::net::Ipv6Addr = v.as_str()?.parse().ok()?;
+                let a: std::net::Ipv6Addr = text(v)?.parse().ok()?;
                 Some(a.octets().to_vec())
             }
             DataType::InetProto => Some(vec![proto(v)?]),
             DataType::InetService => {
-                let p = u16::try_from(v.as_u64()?).ok()?;
+                let p = u16::try_from(number(v)?).ok()?;
                 Some(p.to_be_bytes().to_vec())
             }
-            DataType::Mark => {
-                let m = u32::try_from(v.as_u64()?).ok()?;
-                Some(m.to_ne_bytes().to_vec())
-            }
+            DataType::Mark => Some(number(v)?.to_ne_bytes().to_vec()),
             DataType::Ifname => {
-                let name = v.as_str()?.as_bytes();
+                let name = text(v)?.as_bytes();
                 // A name must leave room for its terminating zero; a
                 // wildcard (`tar*`) is an interval in nft, not a key.
                 if name.is_empty() || name.len() >= IFNAMSIZ || name.contains(&b'*') {
@@ -94,17 +92,12 @@ impl DataType {
         }
     }
 
-    /// An element field of an interval set: a value or `{"range": [a, b]}`,
-    /// as (start, end) key bytes; `None` for anything else, or an empty
+    /// An element field of an interval set: a value or a range, as
+    /// (start, end) key bytes; `None` for anything else, or an empty
     /// range.
-    pub fn encode_span(self, v: &Value) -> Option<(Vec<u8>, Vec<u8>)> {
-        if let Some(r) = v.get("range") {
-            let [lo, hi] = r.as_array()?.as_slice() else {
-                return None;
-            };
-            if v.as_object()?.len() != 1 {
-                return None;
-            }
+    pub fn encode_span(self, v: &Expression) -> Option<(Vec<u8>, Vec<u8>)> {
+        if let Expression::Range(r) = v {
+            let [lo, hi] = &r.range;
             let (lo, hi) = (self.encode(lo)?, self.encode(hi)?);
             // Big-endian bytes of one length compare as the values do.
             return (lo <= hi).then_some((lo, hi));
@@ -114,11 +107,35 @@ impl DataType {
     }
 }
 
-fn proto(v: &Value) -> Option<u8> {
-    if let Some(n) = v.as_u64() {
+/// A string expression's text.
+pub fn text<'a>(v: &'a Expression) -> Option<&'a str> {
+    match v {
+        Expression::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A number expression's value.
+pub fn number(v: &Expression) -> Option<u32> {
+    match v {
+        Expression::Number(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// A concatenation's parts.
+pub fn concat_parts<'a, 'b>(v: &'a Expression<'b>) -> Option<&'a [Expression<'b>]> {
+    match v {
+        Expression::Named(NamedExpression::Concat(parts)) => Some(parts),
+        _ => None,
+    }
+}
+
+fn proto(v: &Expression) -> Option<u8> {
+    if let Some(n) = number(v) {
         return u8::try_from(n).ok();
     }
-    Some(match v.as_str()? {
+    Some(match text(v)? {
         "icmp" => 1,
         "tcp" => 6,
         "udp" => 17,
@@ -143,26 +160,30 @@ pub fn concat(parts: &[&[u8]]) -> Vec<u8> {
 pub struct KeyType(pub Vec<DataType>);
 
 impl KeyType {
-    /// From a declaration's `type`: a name or a list of names.
-    pub fn parse(v: &Value) -> Option<KeyType> {
-        let parts = match v {
-            Value::String(s) => vec![DataType::parse(s)?],
-            Value::Array(a) => a
-                .iter()
-                .map(|t| t.as_str().and_then(DataType::parse))
-                .collect::<Option<Vec<_>>>()?,
-            _ => return None,
-        };
+    /// From a declaration's type: one type or a concatenation.
+    pub fn of(v: &SetTypeValue) -> Option<KeyType> {
+        KeyType::of_parts(match v {
+            SetTypeValue::Single(t) => std::slice::from_ref(t),
+            SetTypeValue::Concatenated(ts) => ts,
+        })
+    }
+
+    /// From the parts of a type, one for a single type.
+    pub fn of_parts(v: &[SetType]) -> Option<KeyType> {
+        let parts = v
+            .iter()
+            .map(|t| DataType::of(*t))
+            .collect::<Option<Vec<_>>>()?;
         (!parts.is_empty()).then_some(KeyType(parts))
     }
 
-    /// `v` as key bytes: a plain value for one type, `{"concat": [...]}`
-    /// with one part per type for a concatenation.
-    pub fn encode(&self, v: &Value) -> Option<Vec<u8>> {
+    /// `v` as key bytes: a plain value for one type, a concatenation
+    /// with one part per type for a concatenated type.
+    pub fn encode(&self, v: &Expression) -> Option<Vec<u8>> {
         if let [one] = self.0.as_slice() {
             return one.encode(v);
         }
-        let parts = v.get("concat")?.as_array()?;
+        let parts = concat_parts(v)?;
         if parts.len() != self.0.len() {
             return None;
         }
@@ -179,11 +200,11 @@ impl KeyType {
 
 impl KeyType {
     /// Key bytes for an element of an interval set of this (concatenated)
-    /// type: `{"concat": [...]}`, each part a value or a range, as the
-    /// start key and the end key.
-    pub fn encode_span(&self, v: &Value) -> Option<(Vec<u8>, Vec<u8>)> {
-        let parts = v.get("concat")?.as_array()?;
-        if parts.len() != self.0.len() || self.0.len() < 2 || v.as_object()?.len() != 1 {
+    /// type: a concatenation, each part a value or a range, as the start
+    /// key and the end key.
+    pub fn encode_span(&self, v: &Expression) -> Option<(Vec<u8>, Vec<u8>)> {
+        let parts = concat_parts(v)?;
+        if parts.len() != self.0.len() || self.0.len() < 2 {
             return None;
         }
         let spans = self
@@ -226,26 +247,31 @@ pub enum Verdict {
 /// Kernel limit on chain names (NFT_CHAIN_MAXNAMELEN, with the zero).
 const CHAIN_NAME_MAX: usize = 256;
 
+/// A jump's or goto's target, if the kernel would take it.
+pub fn target(t: &str) -> Option<String> {
+    (!t.is_empty() && t.len() < CHAIN_NAME_MAX && !t.contains('\0')).then(|| t.to_string())
+}
+
 impl Verdict {
-    /// `{"goto": {"target": "c"}}`, `{"jump": …}`, `{"accept": null}`, …
-    pub fn parse(v: &Value) -> Option<Verdict> {
-        let m = v.as_object()?;
-        if m.len() != 1 {
-            return None;
-        }
-        let (k, body) = m.iter().next()?;
-        let target = || {
-            let t = body.get("target")?.as_str()?;
-            (!t.is_empty() && t.len() < CHAIN_NAME_MAX && !t.contains('\0')).then(|| t.to_string())
-        };
-        Some(match k.as_str() {
-            "accept" => Verdict::Accept,
-            "drop" => Verdict::Drop,
-            "return" => Verdict::Return,
-            "jump" => Verdict::Jump(target()?),
-            "goto" => Verdict::Goto(target()?),
-            _ => return None,
+    /// The model's verdict; `None` for `continue` or a chain name the
+    /// kernel would not take.
+    pub fn of(v: &NftVerdict) -> Option<Verdict> {
+        Some(match v {
+            NftVerdict::Accept => Verdict::Accept,
+            NftVerdict::Drop => Verdict::Drop,
+            NftVerdict::Return => Verdict::Return,
+            NftVerdict::Jump(t) => Verdict::Jump(target(&t.target)?),
+            NftVerdict::Goto(t) => Verdict::Goto(target(&t.target)?),
+            NftVerdict::Continue => return None,
         })
+    }
+
+    /// A verdict given as an expression (a map element's value).
+    pub fn of_expr(v: &Expression) -> Option<Verdict> {
+        match v {
+            Expression::Verdict(v) => Verdict::of(v),
+            _ => None,
+        }
     }
 
     /// NFTA_VERDICT_CODE's value.
