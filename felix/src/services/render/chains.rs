@@ -1,0 +1,269 @@
+//! The declarations of the named sets and maps, and the fixed chains
+//! with their rules (dispatch, DNAT, filter, masquerade).
+
+use std::borrow::Cow;
+
+use nftables::expr::{CT, Expression, MetaKey, NamedExpression};
+use nftables::schema::{Chain, Map, NfListObject, Set, SetType, SetTypeValue};
+use nftables::stmt::{NAT, NATFamily, Operator, Reject, RejectType, Statement};
+use nftables::types::{NfChainType, NfFamily, NfHook, RejectCode};
+use tartan_nft::Command;
+use tartan_nft::model::VerdictMap;
+// The expression helpers the policy compiler already has.
+use tartan_policy::compile::stmt::{concat, goto, meta, payload, s};
+
+use super::objects::*;
+use super::picker::*;
+use crate::services::TCP;
+
+/// The named sets and maps: name, key type, value type (`None`: a set;
+/// `Some(None)`: a verdict map, declared in plain JSON since the crate
+/// has no verdict type).
+/// Value type of a declaration: `None` a set, `Some(None)` a verdict
+/// map, `Some(Some(t))` a map to `t`.
+pub(super) type MapValue = Option<Option<SetType>>;
+
+pub(super) fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
+    vec![
+        ("frontends", FE, Some(Some(SetType::Mark))),
+        ("node_ports", NP, Some(Some(SetType::Mark))),
+        ("frontends_in", FE, Some(Some(SetType::Mark))),
+        ("node_ports_in", NP, Some(Some(SetType::Mark))),
+        ("fe_pickers", &[SetType::Mark], Some(None)),
+        ("np_pickers", &[SetType::Mark], Some(None)),
+        ("fe_addr", FE_SLOT, Some(Some(SetType::Ipv4Addr))),
+        ("fe_port", FE_SLOT, Some(Some(SetType::InetService))),
+        ("np_addr", NP_SLOT, Some(Some(SetType::Ipv4Addr))),
+        ("np_port", NP_SLOT, Some(Some(SetType::InetService))),
+        ("reject_fe", FE, None),
+        ("drop_fe", FE, None),
+        ("reject_np", NP, None),
+        ("drop_np", NP, None),
+        ("hairpin", &[SetType::Ipv4Addr, SetType::Ipv4Addr], None),
+        ("lb_limited", FE, None),
+    ]
+}
+
+pub(super) fn declare(name: &str, key: &[SetType], value: MapValue) -> Command {
+    let o = match value {
+        None => NfListObject::Set(Box::new(Set {
+            family: NfFamily::IP,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(name.to_string()),
+            set_type: types(key),
+            ..Set::default()
+        })),
+        Some(None) => {
+            return Command::AddVerdictMap(VerdictMap {
+                family: NfFamily::IP,
+                table: TABLE.to_string(),
+                name: name.to_string(),
+                key: key.to_vec(),
+            });
+        }
+        Some(Some(v)) => NfListObject::Map(Box::new(Map {
+            family: NfFamily::IP,
+            table: Cow::Borrowed(TABLE),
+            name: Cow::Owned(name.to_string()),
+            set_type: types(key),
+            map: SetTypeValue::Single(v),
+            ..Map::default()
+        })),
+    };
+    add(o)
+}
+
+pub(super) fn dnat_rules(kind: Kind) -> Vec<Statement<'static>> {
+    let (key, addr, port) = match kind {
+        Kind::Frontend => (
+            vec![
+                payload("ip", "daddr"),
+                meta(MetaKey::L4proto),
+                payload("th", "dport"),
+                meta(MetaKey::Mark),
+            ],
+            "fe_addr",
+            "fe_port",
+        ),
+        Kind::NodePort => (
+            vec![
+                meta(MetaKey::L4proto),
+                payload("th", "dport"),
+                meta(MetaKey::Mark),
+            ],
+            "np_addr",
+            "np_port",
+        ),
+    };
+    vec![Statement::DNAT(Some(NAT {
+        addr: Some(lookup(concat(key.clone()), addr)),
+        family: Some(NATFamily::IP),
+        port: Some(lookup(concat(key), port)),
+        flags: None,
+    }))]
+}
+
+pub(super) fn reject_rules(
+    set: &str,
+    key: Expression<'static>,
+    local: bool,
+) -> Vec<Vec<Statement<'static>>> {
+    let mut m = if local { local_destination() } else { vec![] };
+    m.push(is(key, s(format!("@{set}")), Operator::EQ));
+    let tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::EQ);
+    let not_tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::NEQ);
+    // nft 1.0.6 crashes on a JSON reject of type icmpx without a code.
+    let reject = |t, code| {
+        Statement::Reject(Some(Reject {
+            _type: Some(t),
+            expr: code,
+        }))
+    };
+    if set.starts_with("reject") {
+        let mut a = m.clone();
+        a.extend([tcp, reject(RejectType::TCPReset, None)]);
+        let mut b = m;
+        b.extend([
+            not_tcp,
+            reject(RejectType::ICMP, Some(RejectCode::PortUnreach)),
+        ]);
+        vec![a, b]
+    } else {
+        m.push(Statement::Drop(None));
+        vec![m]
+    }
+}
+
+/// The fixed chains and their rules.
+pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
+    // The frontend's picker id goes into the mark, then the id to its
+    // picking chain: a count change rewrites a data element, not a
+    // verdict (the kernel checks every chain a verdict map reaches at
+    // each commit that adds a jump, in time growing with the map).
+    let pick = |key: Expression<'static>, map: &str, pickers: &str| {
+        vec![
+            set_mark(lookup(key, map)),
+            Statement::VerdictMap(nftables::stmt::VerdictMap {
+                key: meta(MetaKey::Mark),
+                data: s(format!("@{pickers}")),
+            }),
+        ]
+    };
+    // Pods' interfaces start with "tar", and so do Tartan's own devices
+    // (tartan.vxlan), which are not pods.
+    let pods = || s("tar*");
+    let devices = || s("tartan*");
+    // This node's pods; in `output` every client is inside.
+    let from_pod = || {
+        vec![
+            is(meta(MetaKey::Iifname), pods(), Operator::EQ),
+            is(meta(MetaKey::Iifname), devices(), Operator::NEQ),
+        ]
+    };
+    let dispatch = |inside: Vec<Statement<'static>>| {
+        let mut fe_in = inside.clone();
+        fe_in.extend(pick(frontend_key(), "frontends_in", "fe_pickers"));
+        let mut np_in = inside;
+        np_in.extend(local_destination());
+        np_in.extend(pick(node_port_key(), "node_ports_in", "np_pickers"));
+        let mut np = local_destination();
+        np.extend(pick(node_port_key(), "node_ports", "np_pickers"));
+        vec![
+            fe_in,
+            pick(frontend_key(), "frontends", "fe_pickers"),
+            np_in,
+            np,
+        ]
+    };
+    let dnat_status = || {
+        is(
+            Expression::Named(NamedExpression::CT(CT {
+                key: Cow::Borrowed("status"),
+                family: None,
+                dir: None,
+            })),
+            s("dnat"),
+            Operator::IN,
+        )
+    };
+    let filter = |name: &str, hook| {
+        let mut rules = Vec::new();
+        rules.extend(reject_rules("reject_fe", frontend_key(), false));
+        rules.extend(reject_rules("drop_fe", frontend_key(), false));
+        if hook != NfHook::Forward {
+            rules.extend(reject_rules("reject_np", node_port_key(), true));
+            rules.extend(reject_rules("drop_np", node_port_key(), true));
+        }
+        (base(name, NfChainType::Filter, hook, -10), rules)
+    };
+    vec![
+        (
+            base("prerouting", NfChainType::NAT, NfHook::Prerouting, -100),
+            dispatch(from_pod()),
+        ),
+        (
+            base("output", NfChainType::NAT, NfHook::Output, -100),
+            dispatch(vec![]),
+        ),
+        (
+            base("postrouting", NfChainType::NAT, NfHook::Postrouting, 100),
+            vec![
+                vec![
+                    dnat_status(),
+                    is(
+                        concat(vec![payload("ip", "saddr"), payload("ip", "daddr")]),
+                        s("@hairpin"),
+                        Operator::EQ,
+                    ),
+                    Statement::Masquerade(None),
+                ],
+                vec![dnat_status(), goto("masq_external")],
+            ],
+        ),
+        // From outside and on to another node: masquerade, so the reply
+        // comes back this way.
+        (
+            chain("masq_external"),
+            vec![
+                vec![
+                    is(meta(MetaKey::Iifname), pods(), Operator::EQ),
+                    is(meta(MetaKey::Iifname), devices(), Operator::NEQ),
+                    Statement::Return(None),
+                ],
+                vec![
+                    is(meta(MetaKey::Oifname), pods(), Operator::EQ),
+                    is(meta(MetaKey::Oifname), devices(), Operator::NEQ),
+                    Statement::Return(None),
+                ],
+                vec![Statement::Masquerade(None)],
+            ],
+        ),
+        (
+            base(
+                "filter_prerouting",
+                NfChainType::Filter,
+                NfHook::Prerouting,
+                -110,
+            ),
+            vec![vec![
+                is(frontend_key(), s("@lb_limited"), Operator::EQ),
+                is(
+                    concat(vec![
+                        payload("ip", "daddr"),
+                        meta(MetaKey::L4proto),
+                        payload("th", "dport"),
+                        payload("ip", "saddr"),
+                    ]),
+                    s("@lb_allowed"),
+                    Operator::NEQ,
+                ),
+                Statement::Drop(None),
+            ]],
+        ),
+        (chain("fe_dnat"), vec![dnat_rules(Kind::Frontend)]),
+        (chain("np_dnat"), vec![dnat_rules(Kind::NodePort)]),
+        filter("filter_input", NfHook::Input),
+        filter("filter_forward", NfHook::Forward),
+        filter("filter_output", NfHook::Output),
+    ]
+}

@@ -1,0 +1,180 @@
+//! The table as flat maps and sets ([`SvcNft`]), made from the node's
+//! [`ServiceTable`], and put together or taken apart by Service.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+
+// The expression helpers the policy compiler already has.
+
+use super::objects::*;
+use super::picker::*;
+use crate::services::{Backend, Dispatch, ServiceTable};
+
+/// The endpoints a frontend picks from: all of them, or with session
+/// affinity the first [`MAX_AFFINITY_ENDPOINTS`] (the picker id has room
+/// for no more).
+pub(super) fn capped(backends: &[Backend], affinity: Option<u32>) -> &[Backend] {
+    match affinity {
+        Some(_) => &backends[..backends.len().min(MAX_AFFINITY_ENDPOINTS)],
+        None => backends,
+    }
+}
+
+/// The table as flat maps, sets and chains, for writing and diffing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SvcNft {
+    /// Frontend → its picking chain (written as the chain's id).
+    pub frontends: BTreeMap<Frontend, Picker>,
+    pub node_ports: BTreeMap<NodePort, Picker>,
+    /// Inside clients' pickers of `Local` external frontends (their slots
+    /// from [`INSIDE_SLOTS`] in `fe_slots` / `np_slots`).
+    pub frontends_in: BTreeMap<Frontend, Picker>,
+    pub node_ports_in: BTreeMap<NodePort, Picker>,
+    pub fe_slots: BTreeMap<(Frontend, u32), Backend>,
+    pub np_slots: BTreeMap<(NodePort, u32), Backend>,
+    pub reject_fe: BTreeSet<Frontend>,
+    pub drop_fe: BTreeSet<Frontend>,
+    pub reject_np: BTreeSet<NodePort>,
+    pub drop_np: BTreeSet<NodePort>,
+    pub hairpin: BTreeSet<Ipv4Addr>,
+    /// Frontends limited to some client networks, and each allowed
+    /// (frontend, network).
+    pub lb_limited: BTreeSet<Frontend>,
+    pub lb_allowed: BTreeSet<(Frontend, Ipv4Net)>,
+    pub pickers: BTreeSet<Picker>,
+    /// How many `aff_<slot>` sets (the largest count with affinity).
+    pub affinity_slots: u32,
+}
+
+impl SvcNft {
+    pub fn from_table(t: &ServiceTable) -> SvcNft {
+        let mut n = SvcNft {
+            hairpin: t.local_pods.clone(),
+            ..SvcNft::default()
+        };
+        for (fe, d) in &t.frontends {
+            match d {
+                Dispatch::Reject => {
+                    n.reject_fe.insert(*fe);
+                }
+                Dispatch::Drop => {
+                    n.drop_fe.insert(*fe);
+                }
+                Dispatch::Backends { backends, affinity } => {
+                    let backends = capped(backends, *affinity);
+                    let p = n.picker(Kind::Frontend, backends.len(), *affinity, false);
+                    n.frontends.insert(*fe, p);
+                    for (i, b) in backends.iter().enumerate() {
+                        n.fe_slots.insert((*fe, i as u32), *b);
+                    }
+                }
+            }
+        }
+        for (fe, d) in &t.frontends_in {
+            if let Dispatch::Backends { backends, affinity } = d {
+                let backends = capped(backends, *affinity);
+                let p = n.picker(Kind::Frontend, backends.len(), *affinity, true);
+                n.frontends_in.insert(*fe, p);
+                for (i, b) in backends.iter().enumerate() {
+                    n.fe_slots.insert((*fe, INSIDE_SLOTS + i as u32), *b);
+                }
+            }
+        }
+        for (np, d) in &t.node_ports_in {
+            if let Dispatch::Backends { backends, affinity } = d {
+                let backends = capped(backends, *affinity);
+                let p = n.picker(Kind::NodePort, backends.len(), *affinity, true);
+                n.node_ports_in.insert(*np, p);
+                for (i, b) in backends.iter().enumerate() {
+                    n.np_slots.insert((*np, INSIDE_SLOTS + i as u32), *b);
+                }
+            }
+        }
+        for (fe, nets) in &t.source_ranges {
+            n.lb_limited.insert(*fe);
+            n.lb_allowed.extend(nets.iter().map(|net| (*fe, *net)));
+        }
+        for (np, d) in &t.node_ports {
+            match d {
+                Dispatch::Reject => {
+                    n.reject_np.insert(*np);
+                }
+                Dispatch::Drop => {
+                    n.drop_np.insert(*np);
+                }
+                Dispatch::Backends { backends, affinity } => {
+                    let backends = capped(backends, *affinity);
+                    let p = n.picker(Kind::NodePort, backends.len(), *affinity, false);
+                    n.node_ports.insert(*np, p);
+                    for (i, b) in backends.iter().enumerate() {
+                        n.np_slots.insert((*np, i as u32), *b);
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Take `part`'s entries out (those it holds with the same value).
+    pub fn remove(&mut self, part: &SvcNft) {
+        fn out<K: Ord, V: PartialEq>(m: &mut BTreeMap<K, V>, part: &BTreeMap<K, V>) {
+            for (k, v) in part {
+                if m.get(k) == Some(v) {
+                    m.remove(k);
+                }
+            }
+        }
+        out(&mut self.frontends, &part.frontends);
+        out(&mut self.node_ports, &part.node_ports);
+        out(&mut self.frontends_in, &part.frontends_in);
+        out(&mut self.node_ports_in, &part.node_ports_in);
+        out(&mut self.fe_slots, &part.fe_slots);
+        out(&mut self.np_slots, &part.np_slots);
+        for (set, p) in [
+            (&mut self.reject_fe, &part.reject_fe),
+            (&mut self.drop_fe, &part.drop_fe),
+        ] {
+            set.retain(|k| !p.contains(k));
+        }
+        for (set, p) in [
+            (&mut self.reject_np, &part.reject_np),
+            (&mut self.drop_np, &part.drop_np),
+        ] {
+            set.retain(|k| !p.contains(k));
+        }
+        self.lb_limited.retain(|k| !part.lb_limited.contains(k));
+        self.lb_allowed.retain(|k| !part.lb_allowed.contains(k));
+    }
+
+    /// Put `part`'s entries in (its pickers are counted by the caller).
+    pub fn add(&mut self, part: &SvcNft) {
+        self.frontends.extend(part.frontends.clone());
+        self.node_ports.extend(part.node_ports.clone());
+        self.frontends_in.extend(part.frontends_in.clone());
+        self.node_ports_in.extend(part.node_ports_in.clone());
+        self.fe_slots.extend(part.fe_slots.clone());
+        self.np_slots.extend(part.np_slots.clone());
+        self.reject_fe.extend(part.reject_fe.iter().copied());
+        self.drop_fe.extend(part.drop_fe.iter().copied());
+        self.reject_np.extend(part.reject_np.iter().copied());
+        self.drop_np.extend(part.drop_np.iter().copied());
+        self.lb_limited.extend(part.lb_limited.iter().copied());
+        self.lb_allowed.extend(part.lb_allowed.iter().copied());
+    }
+
+    fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>, inside: bool) -> Picker {
+        let p = Picker {
+            kind,
+            count: count as u32,
+            affinity,
+            inside,
+        };
+        if affinity.is_some() {
+            self.affinity_slots = self.affinity_slots.max(p.count);
+        }
+        self.pickers.insert(p);
+        p
+    }
+}
