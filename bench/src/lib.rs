@@ -6,6 +6,7 @@ pub mod bgpload;
 pub mod clusterbench;
 pub mod cnibench;
 pub mod conntrackbench;
+pub mod dnsbench;
 pub mod policybench;
 pub mod servicebench;
 pub mod storebench;

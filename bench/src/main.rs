@@ -39,6 +39,33 @@ enum Cmd {
     /// Stale UDP conntrack cleanup: a Service's endpoints all removed at
     /// once, entries deleted over ctnetlink, unrelated ones counted.
     Conntrack(ConntrackArgs),
+    /// Cluster DNS: tartan-dns beside dnsmasq and unbound under dnsperf,
+    /// for cluster names and cached external ones; tartan-dns's memory.
+    Dns(DnsArgs),
+}
+
+#[derive(clap::Args)]
+struct DnsArgs {
+    #[arg(long, default_value_t = 10_000)]
+    services: usize,
+    /// Ready endpoints per Service.
+    #[arg(long, default_value_t = 10)]
+    endpoints: usize,
+    /// External names (answered from cache when measured).
+    #[arg(long, default_value_t = 1000)]
+    external: usize,
+    /// Seconds per dnsperf run.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// Rounds (medians reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Queries per second of the paced latency runs.
+    #[arg(long, default_value_t = 5000)]
+    latency_qps: u32,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -213,6 +240,7 @@ fn main() -> Result<()> {
         Cmd::Policy(a) => return policy(a),
         Cmd::Services(a) => return services(a),
         Cmd::Conntrack(a) => return conntrack(a),
+        Cmd::Dns(a) => return dns(a),
     };
     let devices = a
         .devices
@@ -357,6 +385,24 @@ fn conntrack(a: ConntrackArgs) -> Result<()> {
     let runs = run(&opts, |line| eprintln!("{line}"))?;
     print!("{}", render_markdown(&opts, &runs, &command));
     Ok(())
+}
+
+fn dns(a: DnsArgs) -> Result<()> {
+    use tartan_bench::dnsbench::{DnsBenchOptions, render_markdown, run};
+    let opts = DnsBenchOptions {
+        services: a.services.max(1),
+        endpoints: a.endpoints.max(1),
+        external: a.external.max(1),
+        seconds: a.seconds.max(1),
+        runs: a.runs.max(1),
+        latency_qps: a.latency_qps.max(1),
+        ..DnsBenchOptions::default()
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let r = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env.render(), &opts, &r))
 }
 
 fn services(a: ServicesArgs) -> Result<()> {
