@@ -63,6 +63,7 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
             procs.extend(n.felix.clone());
         }
         procs.extend(st.tor.clone());
+        procs.extend(st.dns.clone());
     }
     procs.extend(stray_processes(name));
     let mut seen = std::collections::HashSet::new();
@@ -109,6 +110,16 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
         }
         if ip(&["netns", "del", ns]).is_ok() {
             removed += 1;
+        }
+    }
+    // The pods' resolv.conf ([`super::dns`]), also of pods whose
+    // namespace is already gone.
+    if let Ok(dirs) = std::fs::read_dir("/etc/netns") {
+        for d in dirs.flatten() {
+            let n = d.file_name().to_string_lossy().into_owned();
+            if n.starts_with(&pod_prefix) {
+                super::dns::remove_pod_resolv(&n);
+            }
         }
     }
     for bridge in [state::bridge_name(name), state::bridge2_name(name)] {

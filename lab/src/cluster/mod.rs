@@ -4,11 +4,13 @@
 //! `pod add/del`, `exec`, `status` and `down` work on it later, from the
 //! state kept in `/run/tartan-lab/<name>/`. [`services`] runs the
 //! control plane's Service parts (addresses, ports, EndpointSlices; from
-//! `tartan-controllers`), and [`kubelet`] writes the Pods' status.
+//! `tartan-controllers`), [`kubelet`] writes the Pods' status, and [`dns`]
+//! runs the cluster DNS and gives pods its resolver.
 
 pub mod client;
 pub mod daemons;
 pub mod detached;
+pub mod dns;
 pub mod down;
 pub mod hostnets;
 pub mod kubelet;

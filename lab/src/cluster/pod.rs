@@ -189,6 +189,7 @@ pub fn add_with_ports(
     let netns = state::pod_netns(lab, &ns, &name);
     ip(&["netns", "add", &netns])?;
     ip(&["-n", &netns, "link", "set", "lo", "up"])?;
+    super::dns::write_pod_resolv(&st, &netns, &ns)?;
     let mut rec = PodRecord {
         namespace: ns.clone(),
         name: name.clone(),
@@ -201,6 +202,7 @@ pub fn add_with_ports(
         Ok(r) => rec.result = r,
         Err(e) => {
             let _ = ip(&["netns", "del", &netns]);
+            super::dns::remove_pod_resolv(&netns);
             let _ = delete_pod_object(&st, &ns, &name);
             return Err(e.context(format!("CNI ADD of {ns}/{name} on {node}")));
         }
@@ -266,6 +268,7 @@ pub fn del(lab: &str, pod_ref: &str) -> Result<()> {
         .del(&rec.call(), Some(&rec.result))
         .with_context(|| format!("CNI DEL of {ns}/{name}"))?;
     let _ = ip(&["netns", "del", &rec.netns]);
+    super::dns::remove_pod_resolv(&rec.netns);
     delete_pod_object(&st, &ns, &name)?;
     std::fs::remove_file(result_path(lab, &ns, &name))?;
     services::sync(&st)?;

@@ -77,6 +77,9 @@ pub struct LabState {
     /// LoadBalancer ingress IPs are allocated from here.
     #[serde(default = "default_lb_cidr")]
     pub lb_cidr: String,
+    /// tartan-dns, in node-1's namespace ([`super::dns`]).
+    #[serde(default)]
+    pub dns: Option<Proc>,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it

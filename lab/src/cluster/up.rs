@@ -111,6 +111,7 @@ fn build(
         topology: o.topology.clone(),
         subnet2: subnet2.map(|n| n.to_string()),
         tor: None,
+        dns: None,
         service_cidr,
         lb_cidr,
     };
@@ -417,6 +418,13 @@ fn build(
             "tor" => "eBGP to the top-of-rack router",
             _ => "full mesh",
         }
+    ));
+    st.dns = Some(super::dns::start(&st)?);
+    st.save()?;
+    say(&format!(
+        "cluster DNS: tartan-dns on node-1 behind kube-system/kube-dns {} (domain {})",
+        super::dns::service_ip(&st.service_cidr)?,
+        super::dns::DOMAIN
     ));
     say(&format!(
         "datastore for tartanctl: --datastore {}",

@@ -7,6 +7,7 @@
 //! never run at once (see tests/src/gate.rs).
 
 mod bgp_services;
+mod dns;
 mod services_bgp;
 mod services_cluster;
 mod services_external;

@@ -1,0 +1,160 @@
+//! Cluster DNS in a lab (issue 20): `tartan-lab up` runs tartan-dns behind
+//! `kube-system/kube-dns` (10.96.0.10) and gives every pod a resolver with
+//! the cluster's search path, so a pod on node-2 resolves, through the
+//! Service proxy to node-1:
+//!
+//! - a Service by short name, `name.ns` and FQDN (`getent hosts`, the C
+//!   library's resolver and its search path);
+//! - a headless Service to exactly its ready pods, and a pod turned
+//!   unready leaving the answer;
+//! - SRV for a named port, PTR for a ClusterIP, an ExternalName as CNAME,
+//!   NXDOMAIN for a missing name and NODATA for a missing type (`dig`);
+//! - a Service created, then deleted, in the answers (times printed).
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use tartan_lab::cluster::client::LabCli;
+use tartan_tests::services::*;
+
+const DNS: &str = "@10.96.0.10";
+
+/// `dig` in the client pod: the answer section (`+short`) as lines, or
+/// the whole reply with `full`.
+fn dig(lab: &LabCli, args: &[&str]) -> String {
+    let mut a = vec!["exec", "default/c", "--", "dig", DNS, "+time=2", "+tries=2"];
+    a.extend_from_slice(args);
+    let (_, out, err) = lab.run(&a);
+    format!("{out}{err}")
+}
+
+fn short(lab: &LabCli, args: &[&str]) -> BTreeSet<String> {
+    let mut a = vec!["+short"];
+    a.extend_from_slice(args);
+    dig(lab, &a)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .collect()
+}
+
+fn getent(lab: &LabCli, name: &str) -> Option<String> {
+    let (code, out, _) = lab.run(&["exec", "default/c", "--", "getent", "hosts", name]);
+    (code == 0).then(|| out.split_whitespace().next().unwrap_or("").to_string())
+}
+
+/// Polls `f` every 20 ms until it holds; how long that took.
+fn until(what: &str, limit: Duration, f: impl Fn() -> bool) -> Duration {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < limit, "{what}: not after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    t.elapsed()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn pods_resolve_services_through_the_cluster_dns() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = up("dn", 2);
+    for (p, node) in [("default/w-1", "node-1"), ("default/w-2", "node-2")] {
+        lab.ok(&[
+            "pod", "add", p, "--node", node, "--labels", "app=web", "--ports", "http=8080/TCP",
+        ]);
+    }
+    lab.ok(&["pod", "add", "default/c", "--node", "node-2"]);
+    let (w1, w2) = (pod_ip(&lab, "default/w-1"), pod_ip(&lab, "default/w-2"));
+    apply_ok(
+        &lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: hl}
+spec:
+  clusterIP: None
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: http}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec:
+  type: ExternalName
+  externalName: www.example.org
+",
+    );
+    let web = cluster_ip(&lab, "web").to_string();
+
+    // The resolver's search path: short name, name.namespace, FQDN.
+    for name in ["web", "web.default", "web.default.svc.cluster.local"] {
+        assert_eq!(getent(&lab, name).as_deref(), Some(web.as_str()), "{name}");
+    }
+    assert_eq!(getent(&lab, "kube-dns.kube-system").as_deref(), Some("10.96.0.10"));
+    assert_eq!(getent(&lab, "no-such-service"), None);
+
+    // Headless: exactly the ready pods.
+    let hl = "hl.default.svc.cluster.local";
+    assert_eq!(short(&lab, &[hl]), set(&[&w1, &w2]));
+    lab.ok(&["pod", "ready", "default/w-2", "false"]);
+    let took = until("w-2 unready leaves the headless answer", Duration::from_secs(5), || {
+        short(&lab, &[hl]) == set(&[&w1])
+    });
+    eprintln!("an unready pod left the headless answer in {took:?}");
+
+    // SRV for the named port, PTR for the ClusterIP, ExternalName as CNAME.
+    assert_eq!(
+        short(&lab, &["SRV", "_http._tcp.web.default.svc.cluster.local"]),
+        set(&["0 100 80 web.default.svc.cluster.local."])
+    );
+    assert_eq!(
+        short(&lab, &["-x", &web]),
+        set(&["web.default.svc.cluster.local."])
+    );
+    let cname = dig(&lab, &["ext.default.svc.cluster.local"]);
+    assert!(
+        cname.contains("CNAME") && cname.contains("www.example.org."),
+        "{cname}"
+    );
+
+    // NXDOMAIN for a name that does not exist, NODATA (NOERROR, no
+    // answer) for a type a name does not have; both with the zone's SOA.
+    let nx = dig(&lab, &["nothere.default.svc.cluster.local"]);
+    assert!(nx.contains("status: NXDOMAIN") && nx.contains("SOA"), "{nx}");
+    let nodata = dig(&lab, &["AAAA", "web.default.svc.cluster.local"]);
+    assert!(
+        nodata.contains("status: NOERROR") && nodata.contains("ANSWER: 0") && nodata.contains("SOA"),
+        "{nodata}"
+    );
+
+    // A Service created, then deleted: in the answers, then gone.
+    let late = "late.default.svc.cluster.local";
+    apply_ok(
+        &lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: late}
+spec:
+  clusterIP: 10.96.7.7
+  ports: [{port: 80}]
+",
+    );
+    let took = until("a new Service answers", Duration::from_secs(5), || {
+        short(&lab, &[late]) == set(&["10.96.7.7"])
+    });
+    eprintln!("a created Service answered {took:?} after its write");
+    lab.ok(&["ctl", "delete", "service", "late"]);
+    let took = until("a deleted Service is gone", Duration::from_secs(5), || {
+        dig(&lab, &[late]).contains("status: NXDOMAIN")
+    });
+    eprintln!("a deleted Service was NXDOMAIN {took:?} after its delete");
+}
