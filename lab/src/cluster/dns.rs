@@ -134,18 +134,16 @@ pub fn start(st: &LabState) -> Result<state::Proc> {
     }
     write_objects(st, node.address)?;
     let mut cmd = Command::new("ip");
-    cmd.args(["netns", "exec", &node.netns])
-        .arg(&bin)
-        .args([
-            "--datastore",
-            &st.datastore,
-            "--listen",
-            "0.0.0.0:53",
-            "--health-address",
-            &format!("0.0.0.0:{HEALTH_PORT}"),
-            "--domain",
-            DOMAIN,
-        ]);
+    cmd.args(["netns", "exec", &node.netns]).arg(&bin).args([
+        "--datastore",
+        &st.datastore,
+        "--listen",
+        "0.0.0.0:53",
+        "--health-address",
+        &format!("0.0.0.0:{HEALTH_PORT}"),
+        "--domain",
+        DOMAIN,
+    ]);
     let log = state::dir(&st.name).join("dns.log");
     let p = detached::spawn(cmd, &log)?;
     let addr = std::net::SocketAddr::from((node.address, HEALTH_PORT));

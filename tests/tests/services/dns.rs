@@ -63,7 +63,15 @@ fn pods_resolve_services_through_the_cluster_dns() {
     let lab = up("dn", 2);
     for (p, node) in [("default/w-1", "node-1"), ("default/w-2", "node-2")] {
         lab.ok(&[
-            "pod", "add", p, "--node", node, "--labels", "app=web", "--ports", "http=8080/TCP",
+            "pod",
+            "add",
+            p,
+            "--node",
+            node,
+            "--labels",
+            "app=web",
+            "--ports",
+            "http=8080/TCP",
         ]);
     }
     lab.ok(&["pod", "add", "default/c", "--node", "node-2"]);
@@ -99,16 +107,21 @@ spec:
     for name in ["web", "web.default", "web.default.svc.cluster.local"] {
         assert_eq!(getent(&lab, name).as_deref(), Some(web.as_str()), "{name}");
     }
-    assert_eq!(getent(&lab, "kube-dns.kube-system").as_deref(), Some("10.96.0.10"));
+    assert_eq!(
+        getent(&lab, "kube-dns.kube-system").as_deref(),
+        Some("10.96.0.10")
+    );
     assert_eq!(getent(&lab, "no-such-service"), None);
 
     // Headless: exactly the ready pods.
     let hl = "hl.default.svc.cluster.local";
     assert_eq!(short(&lab, &[hl]), set(&[&w1, &w2]));
     lab.ok(&["pod", "ready", "default/w-2", "false"]);
-    let took = until("w-2 unready leaves the headless answer", Duration::from_secs(5), || {
-        short(&lab, &[hl]) == set(&[&w1])
-    });
+    let took = until(
+        "w-2 unready leaves the headless answer",
+        Duration::from_secs(5),
+        || short(&lab, &[hl]) == set(&[&w1]),
+    );
     eprintln!("an unready pod left the headless answer in {took:?}");
 
     // SRV for the named port, PTR for the ClusterIP, ExternalName as CNAME.
@@ -129,10 +142,15 @@ spec:
     // NXDOMAIN for a name that does not exist, NODATA (NOERROR, no
     // answer) for a type a name does not have; both with the zone's SOA.
     let nx = dig(&lab, &["nothere.default.svc.cluster.local"]);
-    assert!(nx.contains("status: NXDOMAIN") && nx.contains("SOA"), "{nx}");
+    assert!(
+        nx.contains("status: NXDOMAIN") && nx.contains("SOA"),
+        "{nx}"
+    );
     let nodata = dig(&lab, &["AAAA", "web.default.svc.cluster.local"]);
     assert!(
-        nodata.contains("status: NOERROR") && nodata.contains("ANSWER: 0") && nodata.contains("SOA"),
+        nodata.contains("status: NOERROR")
+            && nodata.contains("ANSWER: 0")
+            && nodata.contains("SOA"),
         "{nodata}"
     );
 
