@@ -254,10 +254,11 @@ spec:
         .unwrap_or_else(|| panic!("no slice for the headless Service: {slices}"));
     assert_eq!(hl["endpoints"].as_array().unwrap().len(), 3, "{hl}");
     // … but no node's table knows it: the service addresses in each table
-    // are exactly the ClusterIPs of the other Services.
+    // are exactly the ClusterIPs of the other Services (in every
+    // namespace: the lab's kube-system/kube-dns is one).
     assert_eq!(service(lab, "hl")["spec"]["clusterIP"], "None");
     let svcs: serde_json::Value =
-        serde_json::from_str(&lab.ok(&["ctl", "get", "services", "-o", "json"])).unwrap();
+        serde_json::from_str(&lab.ok(&["ctl", "get", "services", "-A", "-o", "json"])).unwrap();
     let want: BTreeSet<String> = svcs["items"]
         .as_array()
         .unwrap()
