@@ -254,3 +254,39 @@ pub fn status_kib(pid: &str, field: &str) -> Option<u64> {
         .parse()
         .ok()
 }
+
+/// Writes Service `i` and then its EndpointSlice, for every `i < n`, from
+/// 8 writers at once (as a busy control plane would).
+pub async fn write_services<F>(
+    store: &std::sync::Arc<tartan_api::store::etcd::EtcdStore>,
+    n: usize,
+    objects: F,
+) -> Result<()>
+where
+    F: Fn(
+            usize,
+        ) -> Result<(
+            k8s_openapi::api::core::v1::Service,
+            k8s_openapi::api::discovery::v1::EndpointSlice,
+        )> + Clone
+        + Send
+        + 'static,
+{
+    use tartan_api::store::typed::TypedStore;
+    let mut tasks = Vec::new();
+    for w in 0..8 {
+        let (store, objects) = (store.clone(), objects.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in (w..n).step_by(8) {
+                let (svc, slice) = objects(i)?;
+                store.create_typed(&svc).await?;
+                store.create_typed(&slice).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for t in tasks {
+        t.await??;
+    }
+    Ok(())
+}

@@ -66,21 +66,11 @@ pub(super) fn fill(
         for n in 0..NAMESPACES {
             store.create_typed(&k8s_namespace(n)?).await?;
         }
-        let mut tasks = Vec::new();
-        for w in 0..8 {
-            let store = store.clone();
-            let (n, per) = (o.services, o.endpoints);
-            tasks.push(tokio::spawn(async move {
-                for i in (w..n).step_by(8) {
-                    store.create_typed(&k8s_service(i)?).await?;
-                    store.create_typed(&k8s_slice(i, per)?).await?;
-                }
-                anyhow::Ok(())
-            }));
-        }
-        for t in tasks {
-            t.await??;
-        }
+        let per = o.endpoints;
+        crate::benchkit::write_services(store, o.services, move |i| {
+            Ok((k8s_service(i)?, k8s_slice(i, per)?))
+        })
+        .await?;
         anyhow::Ok(())
     })
 }

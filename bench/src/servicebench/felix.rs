@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use tartan_api::store::etcd::EtcdStore;
-use tartan_api::store::typed::TypedStore;
 use tartan_felix::services::render::TABLE;
 
 use super::figures::*;
@@ -123,23 +122,9 @@ pub(super) fn felix_rss(
         ));
         // The Services arrive while it runs (8 writers).
         let t = Instant::now();
-        rt.block_on(async {
-            let mut tasks = Vec::new();
-            for w in 0..8 {
-                let store = store.clone();
-                tasks.push(tokio::spawn(async move {
-                    for i in (w..n).step_by(8) {
-                        store.create_typed(&k8s_service(i)?).await?;
-                        store.create_typed(&k8s_slice(i, per)?).await?;
-                    }
-                    anyhow::Ok(())
-                }));
-            }
-            for t in tasks {
-                t.await??;
-            }
-            anyhow::Ok(())
-        })?;
+        rt.block_on(crate::benchkit::write_services(&store, n, move |i| {
+            Ok((k8s_service(i)?, k8s_slice(i, per)?))
+        }))?;
         fig.fill = t.elapsed();
         wait_frontends(&felix, n, Duration::from_secs(300))?;
         log(&format!(
