@@ -62,21 +62,18 @@ pub fn pod_ip(lab: &LabCli, pod: &str) -> String {
     lab.ok(&["pod", "ip", pod]).trim().to_string()
 }
 
+/// `tartan-lab pod add POD --node NODE --labels LABELS --ports PORTS`.
+pub fn pod_with_ports(lab: &LabCli, pod: &str, node: &str, labels: &str, ports: &str) {
+    lab.ok(&[
+        "pod", "add", pod, "--node", node, "--labels", labels, "--ports", ports,
+    ]);
+}
+
 /// A server pod `default/NAME` on `node` with `labels`, its container
 /// port 8080 named `http`, answering on TCP 8080 and UDP 8053.
 pub fn server_pod(lab: &LabCli, name: &str, node: &str, labels: &str) -> NameServers {
     let p = format!("default/{name}");
-    lab.ok(&[
-        "pod",
-        "add",
-        &p,
-        "--node",
-        node,
-        "--labels",
-        labels,
-        "--ports",
-        "http=8080/TCP,dns=8053/UDP",
-    ]);
+    pod_with_ports(lab, &p, node, labels, "http=8080/TCP,dns=8053/UDP");
     NameServers::start(&pod_netns(lab, &p), name, &[HTTP], &[DNS]).unwrap()
 }
 

@@ -62,17 +62,7 @@ fn pods_resolve_services_through_the_cluster_dns() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = up("dn", 2);
     for (p, node) in [("default/w-1", "node-1"), ("default/w-2", "node-2")] {
-        lab.ok(&[
-            "pod",
-            "add",
-            p,
-            "--node",
-            node,
-            "--labels",
-            "app=web",
-            "--ports",
-            "http=8080/TCP",
-        ]);
+        pod_with_ports(&lab, p, node, "app=web", "http=8080/TCP");
     }
     lab.ok(&["pod", "add", "default/c", "--node", "node-2"]);
     let (w1, w2) = (pod_ip(&lab, "default/w-1"), pod_ip(&lab, "default/w-2"));
