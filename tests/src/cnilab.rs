@@ -1,8 +1,9 @@
 //! In-process labs (`tartan_lab::cnilab::CniLab`) as the CNI and cluster
-//! tests set them up: a lab with one IP pool, and every node's daemons
-//! started with a pod on each node.
+//! tests set them up: a lab with one IP pool, a runtime with settings of
+//! its own, and every node's daemons started with a pod on each node.
 
-use tartan_lab::cni::Call;
+use serde_json::Value;
+use tartan_lab::cni::{Call, Runtime};
 use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::Netns;
 use tartan_lab::{Daemon, TempDir};
@@ -11,9 +12,27 @@ use tartan_lab::{Daemon, TempDir};
 /// (default block size).
 #[track_caller]
 pub fn cni_lab(nodes: usize, cidr: &str) -> CniLab {
+    cni_lab_with_pool(nodes, "default", cidr, None)
+}
+
+/// A lab of `nodes` node namespaces with the IP pool `pool` of `cidr`,
+/// its blocks of `block_size` (the default when `None`).
+#[track_caller]
+pub fn cni_lab_with_pool(nodes: usize, pool: &str, cidr: &str, block_size: Option<u8>) -> CniLab {
     let lab = CniLab::new(nodes).expect("the lab");
-    lab.add_pool("default", cidr, None).expect("the IP pool");
+    lab.add_pool(pool, cidr, block_size).expect("the IP pool");
     lab
+}
+
+/// A runtime on node `i` running `tartan` alone at CNI 1.1.0, its entry
+/// the lab's with the keys of `plugin` set and `ipam`'s added to its
+/// `ipam` section.
+pub fn runtime_with(lab: &CniLab, i: usize, plugin: Value, ipam: Value) -> Runtime {
+    let mut entry = lab.tartan_entry(i, ipam);
+    if let (Some(e), Some(set)) = (entry.as_object_mut(), plugin.as_object()) {
+        e.extend(set.clone());
+    }
+    lab.runtime(i, CniLab::conflist("1.1.0", vec![entry]))
 }
 
 /// A pod made by the plugin: its namespace, the CNI call, the plugin's

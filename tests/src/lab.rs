@@ -1,6 +1,7 @@
 //! A lab driven through the `tartan-lab` binary as a user runs it: named
-//! from a short prefix and this process's id, brought up with `up`, and
-//! taken down when the handle is dropped.
+//! from a short prefix and this process's id, brought up with `up` (and
+//! checked for the BGP sessions its topology makes), its state file read,
+//! and taken down when the handle is dropped.
 
 use tartan_lab::cluster::client::LabCli;
 
@@ -20,4 +21,28 @@ pub fn lab_up(prefix: &str, args: &[&str]) -> (LabCli, String) {
     up.extend_from_slice(args);
     let out = lab.ok(&up);
     (lab, out)
+}
+
+/// `lab_up(prefix, args)`, checked: what `up` printed contains `summary`,
+/// and the nodes hold `sessions` Established BGP sessions (node-1 first;
+/// `why` says why that many).
+#[track_caller]
+pub fn lab_up_with_sessions(
+    prefix: &str,
+    args: &[&str],
+    summary: &str,
+    sessions: &[u64],
+    why: &str,
+) -> LabCli {
+    let (lab, out) = lab_up(prefix, args);
+    assert!(out.contains(summary), "{out}");
+    assert_eq!(lab.sessions(), sessions, "{why}");
+    lab
+}
+
+/// The lab's state file (`/run/tartan-lab/NAME/state.json`) as JSON.
+#[track_caller]
+pub fn state_json(lab: &LabCli) -> serde_json::Value {
+    let path = format!("/run/tartan-lab/{}/state.json", lab.name);
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }

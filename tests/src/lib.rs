@@ -9,11 +9,12 @@ pub mod faults;
 pub mod felix;
 pub mod gate;
 pub mod lab;
+pub mod netpol;
 pub mod peering;
 pub mod services;
 
 pub use bins::{lab_bin, target_bin};
-pub use cnilab::{cni_lab, daemons_and_a_pod_each};
+pub use cnilab::{cni_lab, cni_lab_with_pool, daemons_and_a_pod_each, runtime_with};
 pub use felix::felix_http_get;
 pub use gate::{FileGuard, one_file_at_a_time};
-pub use lab::{lab, lab_up};
+pub use lab::{lab, lab_up, lab_up_with_sessions, state_json};

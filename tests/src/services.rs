@@ -1,5 +1,6 @@
-//! What the Service tests share: a lab driven through `tartan-lab`, files
-//! applied with `ctl apply`, name servers in pods, tallies of who answered.
+//! What the Service tests share: a lab driven through `tartan-lab`,
+//! Service manifests written and applied with `ctl apply`, name servers in
+//! pods, tallies of who answered.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -14,6 +15,8 @@ use tartan_lab::cluster::{LabState, state};
 pub const HTTP: u16 = 8080;
 /// The UDP port every server pod listens on.
 pub const DNS: u16 = 8053;
+/// How long one request (`svcprobe::ask`) waits for its answer.
+pub const ASK_WAIT: Duration = Duration::from_secs(2);
 
 #[track_caller]
 pub fn up(prefix: &str, nodes: usize) -> LabCli {
@@ -22,6 +25,22 @@ pub fn up(prefix: &str, nodes: usize) -> LabCli {
 
 pub fn lab_state(lab: &LabCli) -> LabState {
     LabState::load(&lab.name).expect("the lab's state")
+}
+
+/// The manifest of the Service `default/NAME` (one YAML document, `---`
+/// first, so that several concatenate into one file) with `spec`, a YAML
+/// flow mapping: `{selector: {app: web}, ports: [{port: 80}]}`.
+pub fn service_yaml(name: &str, spec: &str) -> String {
+    service_document(&format!("{{name: {name}}}"), spec)
+}
+
+/// `service_yaml` with `labels` (a YAML flow mapping) on the Service.
+pub fn labelled_service_yaml(name: &str, labels: &str, spec: &str) -> String {
+    service_document(&format!("{{name: {name}, labels: {labels}}}"), spec)
+}
+
+fn service_document(metadata: &str, spec: &str) -> String {
+    format!("---\napiVersion: v1\nkind: Service\nmetadata: {metadata}\nspec: {spec}\n")
 }
 
 /// `tartan-lab ctl apply -f` of `yaml`: exit code, stdout, stderr.
@@ -53,6 +72,16 @@ pub fn cluster_ip(lab: &LabCli, name: &str) -> Ipv4Addr {
         .unwrap_or_else(|| panic!("Service {name} has no ClusterIP: {s}"))
 }
 
+/// The first ingress IP of the LoadBalancer Service `default/name`.
+#[track_caller]
+pub fn lb_ip(lab: &LabCli, name: &str) -> Ipv4Addr {
+    let s = service(lab, name);
+    s["status"]["loadBalancer"]["ingress"][0]["ip"]
+        .as_str()
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("{name} has no ingress IP: {s}"))
+}
+
 pub fn pod_netns(lab: &LabCli, pod: &str) -> String {
     let (ns, name) = pod.split_once('/').unwrap();
     state::pod_netns(&lab.name, ns, name)
@@ -75,6 +104,14 @@ pub fn server_pod(lab: &LabCli, name: &str, node: &str, labels: &str) -> NameSer
     let p = format!("default/{name}");
     pod_with_ports(lab, &p, node, labels, "http=8080/TCP,dns=8053/UDP");
     NameServers::start(&pod_netns(lab, &p), name, &[HTTP], &[DNS]).unwrap()
+}
+
+/// A pod `POD` (`ns/name`) on `node` with no labels and no server, to
+/// send requests from; its network namespace.
+#[track_caller]
+pub fn client_pod(lab: &LabCli, pod: &str, node: &str) -> String {
+    lab.ok(&["pod", "add", pod, "--node", node]);
+    pod_netns(lab, pod)
 }
 
 /// The external-traffic tests' servers: `e-1` on node-1 and `e-2` on
