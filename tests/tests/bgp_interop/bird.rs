@@ -12,16 +12,12 @@ fn bird_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::new("bi4")?;
     assert!(ping(&p.b, p.a_v4().into(), 1), "veth must carry traffic");
-    let (a, b) = peering::ibgp_v4(
+    let (_a, b) = peering::ibgp_v4_established::<Bird>(
         &p,
         Route::new("192.0.2.0/24")
             .community(65000, 7)
             .large_community(65000, 1, 2),
-    );
-    let a = Bird::start(&p.a, a)?;
-    let b = Bird::start(&p.b, b)?;
-    a.wait_established(T)?;
-    b.wait_established(T)?;
+    )?;
     let r = b.wait_route("192.0.2.0/24", T)?;
     assert!(r.as_path().is_empty(), "iBGP adds no AS: {}", r.text);
     assert_eq!(r.next_hop(), Some(p.a_v4().into()));
@@ -37,10 +33,7 @@ fn bird_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
 fn bird_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("be6", 6)?;
-    let (a, b) = peering::ebgp_v6(&p, "2001:db8:1::/48");
-    let _a = Bird::start(&p.a, a)?;
-    let b = Bird::start(&p.b, b)?;
-    b.wait_established(T)?;
+    let (_a, b) = peering::ebgp_v6_established::<Bird>(&p, "2001:db8:1::/48")?;
     let r = b.wait_route("2001:db8:1::/48", T)?;
     assert_eq!(r.as_path(), vec![65001]);
     let paths = b.routes(Family::V6)?;

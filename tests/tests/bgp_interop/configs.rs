@@ -39,39 +39,25 @@ fn everything() -> BgpConfig {
         .route(Route::new("2001:db8::/48").community(65000, 5))
 }
 
-#[test]
-fn bird_accepts_every_option() -> Result<()> {
-    let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let text = Bird::check_config(&everything())?;
-    assert!(text.contains("rr cluster id 1.1.1.1"), "{text}");
-    Ok(())
+/// One test per implementation: its own parser (`check_config`) accepts
+/// `everything()`, and its rendering holds the given line.
+macro_rules! accepts_every_option {
+    ($($test:ident: $peer:ty => $want:literal;)*) => {$(
+        #[test]
+        fn $test() -> Result<()> {
+            let _one = tartan_tests::one_file_at_a_time(module_path!());
+            let text = <$peer>::check_config(&everything())?;
+            assert!(text.contains($want), "{text}");
+            Ok(())
+        }
+    )*};
 }
 
-#[test]
-fn frr_accepts_every_option() -> Result<()> {
-    let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let text = Frr::check_config(&everything())?;
-    assert!(
-        text.contains("neighbor 10.0.0.2 route-reflector-client"),
-        "{text}"
-    );
-    Ok(())
-}
-
-#[test]
-fn gobgp_accepts_every_option() -> Result<()> {
-    let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let text = Gobgp::check_config(&everything())?;
-    assert!(text.contains("route-reflector-client = true"), "{text}");
-    Ok(())
-}
-
-#[test]
-fn exabgp_accepts_every_option() -> Result<()> {
-    let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let text = ExaBgp::check_config(&everything())?;
-    assert!(text.contains("md5-password"), "{text}");
-    Ok(())
+accepts_every_option! {
+    bird_accepts_every_option: Bird => "rr cluster id 1.1.1.1";
+    frr_accepts_every_option: Frr => "neighbor 10.0.0.2 route-reflector-client";
+    gobgp_accepts_every_option: Gobgp => "route-reflector-client = true";
+    exabgp_accepts_every_option: ExaBgp => "md5-password";
 }
 
 #[test]

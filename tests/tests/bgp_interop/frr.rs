@@ -10,11 +10,8 @@ use tartan_tests::peering::{self, PEER_WAIT as T};
 fn frr_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("fi4", 4)?;
-    let (a, b) = peering::ibgp_v4(&p, Route::new("192.0.2.0/24").community(65000, 7));
-    let a = Frr::start(&p.a, a)?;
-    let b = Frr::start(&p.b, b)?;
-    a.wait_established(T)?;
-    b.wait_established(T)?;
+    let (_a, b) =
+        peering::ibgp_v4_established::<Frr>(&p, Route::new("192.0.2.0/24").community(65000, 7))?;
     let r = b.wait_best_route("192.0.2.0/24", T)?;
     assert!(r.as_path.is_empty(), "{:?}", r.raw);
     assert_eq!(r.next_hops, vec![IpAddr::from(p.a_v4())]);
@@ -36,10 +33,7 @@ fn frr_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
 fn frr_ebgp_ipv6_route_reaches_peer_and_kernel() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("fe6", 5)?;
-    let (a, b) = peering::ebgp_v6(&p, "2001:db8:2::/48");
-    let _a = Frr::start(&p.a, a)?;
-    let b = Frr::start(&p.b, b)?;
-    b.wait_established(T)?;
+    let (_a, b) = peering::ebgp_v6_established::<Frr>(&p, "2001:db8:2::/48")?;
     let r = b.wait_best_route("2001:db8:2::/48", T)?;
     assert_eq!(r.as_path, vec![65001]);
     assert!(

@@ -11,11 +11,8 @@ use tartan_tests::peering::{self, PEER_WAIT as T};
 fn gobgp_ibgp_ipv4_route_reaches_peer() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("gi4", 7)?;
-    let (a, b) = peering::ibgp_v4(&p, Route::new("192.0.2.0/24").community(65000, 7));
-    let a = Gobgp::start(&p.a, a)?;
-    let b = Gobgp::start(&p.b, b)?;
-    a.wait_established(T)?;
-    b.wait_established(T)?;
+    let (a, b) =
+        peering::ibgp_v4_established::<Gobgp>(&p, Route::new("192.0.2.0/24").community(65000, 7))?;
     let r = b.wait_route("192.0.2.0/24", T)?;
     assert!(r.as_path.is_empty(), "{:?}", r.raw);
     assert_eq!(r.next_hop, Some(IpAddr::from(p.a_v4())), "{:?}", r.raw);
@@ -40,10 +37,7 @@ fn gobgp_ibgp_ipv4_route_reaches_peer() -> Result<()> {
 fn gobgp_ebgp_ipv6_route_reaches_peer() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("ge6", 8)?;
-    let (a, b) = peering::ebgp_v6(&p, "2001:db8:3::/48");
-    let _a = Gobgp::start(&p.a, a)?;
-    let b = Gobgp::start(&p.b, b)?;
-    b.wait_established(T)?;
+    let (_a, b) = peering::ebgp_v6_established::<Gobgp>(&p, "2001:db8:3::/48")?;
     let r = b.wait_route("2001:db8:3::/48", T)?;
     assert_eq!(r.as_path, vec![65001]);
     assert_eq!(r.next_hop, Some(IpAddr::from(p.a_v6())), "{:?}", r.raw);
