@@ -11,8 +11,23 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::IpPool;
 use tartan_api::store::typed::TypedStore;
+use tartan_lab::cnilab::CniLab;
 use tartan_lab::netns::wait_for;
 use tartan_lab::wire::WireCounters;
+
+/// Waits up to `secs` seconds on node-1 and node-2 until bgpd's routes
+/// (`ip route show proto 201`) hold `block` (`present`) or not; fails
+/// with `what` and the node.
+fn wait_first_two(lab: &CniLab, block: &str, present: bool, what: &str, secs: u64) {
+    for i in 0..2 {
+        let ns = &lab.underlay.node(i).netns;
+        wait_for(what, Duration::from_secs(secs), || {
+            let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
+            (r.contains(block) == present).then_some(())
+        })
+        .unwrap_or_else(|e| panic!("node-{}: {e}", i + 1));
+    }
+}
 
 #[test]
 fn three_node_mesh_routes_pods_across_nodes() {
@@ -95,14 +110,7 @@ fn three_node_mesh_routes_pods_across_nodes() {
     let n3 = lab.underlay.node(2);
     n3.netns.ip(&["link", "set", &n3.ifname, "down"]).unwrap();
     let cut = std::time::Instant::now();
-    for i in 0..2 {
-        let ns = &lab.underlay.node(i).netns;
-        wait_for("node-3's block withdrawn", Duration::from_secs(15), || {
-            let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
-            (!r.contains(&blocks[2])).then_some(())
-        })
-        .unwrap_or_else(|e| panic!("node-{}: {e}", i + 1));
-    }
+    wait_first_two(&lab, &blocks[2], false, "node-3's block withdrawn", 15);
     let gone = cut.elapsed();
     assert!(
         gone <= Duration::from_secs(12),
@@ -119,28 +127,14 @@ fn three_node_mesh_routes_pods_across_nodes() {
             &lab.underlay.gateway.to_string(),
         ])
         .unwrap();
-    for i in 0..2 {
-        let ns = &lab.underlay.node(i).netns;
-        wait_for("node-3's block back", Duration::from_secs(30), || {
-            let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
-            r.contains(&blocks[2]).then_some(())
-        })
-        .unwrap_or_else(|e| panic!("node-{}: {e}", i + 1));
-    }
+    wait_first_two(&lab, &blocks[2], true, "node-3's block back", 30);
 
     // A node removed from the cluster: the others drop its session and its
     // block's route at once (no waiting for the hold time).
     lab.rt
         .block_on(lab.store.delete_typed::<Node>(None, "node-3", None))
         .unwrap();
-    for i in 0..2 {
-        let ns = &lab.underlay.node(i).netns;
-        wait_for("node-3's block withdrawn", Duration::from_secs(5), || {
-            let r = ns.ip(&["route", "show", "proto", "201"]).ok()?;
-            (!r.contains(&blocks[2])).then_some(())
-        })
-        .unwrap_or_else(|e| panic!("node-{}: {e}", i + 1));
-    }
+    wait_first_two(&lab, &blocks[2], false, "node-3's block withdrawn", 5);
     // node-1 and node-2 still reach each other.
     assert!(pods[0].0.exec("ping", &["-c1", "-W2", &pods[1].2]).is_ok());
 

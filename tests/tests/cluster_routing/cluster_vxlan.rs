@@ -47,6 +47,14 @@ fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     wait_for(what, timeout, || f().then_some(())).unwrap();
 }
 
+/// Waits up to `secs` seconds (failing with `what`) until `netns`'s
+/// routing table has a route containing `route`.
+fn wait_route(netns: &str, route: &str, what: &str, secs: u64) {
+    wait_until(what, Duration::from_secs(secs), || {
+        ip_in(netns, &["route"]).contains(route)
+    });
+}
+
 fn set_mode(datastore: &str, mode: EncapMode) {
     let rt = runtime().unwrap();
     rt.block_on(async {
@@ -64,10 +72,7 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let (lab, out) = tartan_tests::lab_up("vxl", &["--nodes", "3", "--topology", "two-subnets"]);
     assert!(out.contains("vxlanMode CrossSubnet"), "{out}");
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(format!("/run/tartan-lab/{}/state.json", lab.name)).unwrap(),
-    )
-    .unwrap();
+    let state = tartan_tests::state_json(&lab);
     let datastore = state["datastore"].as_str().unwrap().to_string();
     let node_ns = |i: usize| state["nodes"][i]["netns"].as_str().unwrap().to_string();
     let node_ip = |i: usize| state["nodes"][i]["address"].as_str().unwrap().to_string();
@@ -120,11 +125,7 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
     // Always: node-1 to node-2 goes through the tunnel too.
     set_mode(&datastore, EncapMode::Always);
     let to_node2 = format!("via {} dev tartan.vxlan", node_ip(1));
-    wait_until(
-        "node-2's block through tartan.vxlan",
-        Duration::from_secs(15),
-        || ip_in(&n1, &["route"]).contains(&to_node2),
-    );
+    wait_route(&n1, &to_node2, "node-2's block through tartan.vxlan", 15);
     let (n, _) = ping_and_count(&lab, &node1, &router, "default/p1", "default/p2");
     assert!(
         n.vxlan >= 5 && n.plain == 0,
@@ -158,11 +159,7 @@ fn cross_subnet_vxlan_always_never_and_drift_repair() {
     // Never: bgpd routes the pool again; nothing crosses the router.
     set_mode(&datastore, EncapMode::Never);
     let native = format!("via {} dev eth0 proto 201", node_ip(1));
-    wait_until(
-        "bgpd's route to node-2's block",
-        Duration::from_secs(20),
-        || ip_in(&n1, &["route"]).contains(&native),
-    );
+    wait_route(&n1, &native, "bgpd's route to node-2's block", 20);
     wait_until("no tunnel device", Duration::from_secs(10), || {
         !ip_in(&n1, &["link", "show"]).contains("tartan.vxlan")
     });

@@ -7,9 +7,13 @@ use std::time::Duration;
 #[test]
 fn pods_reach_each_other_over_both_families() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, out) = tartan_tests::lab_up("dst", &["--nodes", "3", "--dual-stack"]);
-    assert!(out.contains("3 nodes, 6 BGP sessions"), "{out}");
-    assert_eq!(lab.sessions(), [4, 4, 4], "two peers, two families each");
+    let lab = tartan_tests::lab_up_with_sessions(
+        "dst",
+        &["--nodes", "3", "--dual-stack"],
+        "3 nodes, 6 BGP sessions",
+        &[4, 4, 4],
+        "two peers, two families each",
+    );
     let pods = ["default/p1", "default/p2", "default/p3"];
     let bad = lab.pods_on_nodes_reach_all(&pods, 25);
     assert!(bad.is_empty(), "IPv4: unreachable pairs: {bad:?}");

@@ -9,13 +9,14 @@ use std::time::Duration;
 #[test]
 fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, out) = tartan_tests::lab_up("rr", &["--nodes", "5", "--topology", "rr"]);
     // 1 reflector-reflector session + 3 clients x 2 reflectors.
-    assert!(
-        out.contains("5 nodes, 7 BGP sessions (route reflectors"),
-        "{out}"
+    let lab = tartan_tests::lab_up_with_sessions(
+        "rr",
+        &["--nodes", "5", "--topology", "rr"],
+        "5 nodes, 7 BGP sessions (route reflectors",
+        &[4, 4, 2, 2, 2],
+        "reflectors: each other and the 3 clients; clients: the 2 reflectors",
     );
-    assert_eq!(lab.sessions(), [4, 4, 2, 2, 2]);
 
     let pods = ["default/p1", "default/p3", "default/p4", "default/p5"];
     for (p, node) in pods.iter().zip(["node-1", "node-3", "node-4", "node-5"]) {
@@ -25,10 +26,7 @@ fn route_reflectors_carry_the_cluster_and_survive_losing_one() {
     assert!(bad.is_empty(), "unreachable pairs: {bad:?}");
 
     // Kill node-1's speaker outright: node-2 still reflects everything.
-    let state: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(format!("/run/tartan-lab/{}/state.json", lab.name)).unwrap(),
-    )
-    .unwrap();
+    let state = tartan_tests::state_json(&lab);
     let pid = state["nodes"][0]["bgpd"]["pid"].as_u64().unwrap();
     Command::new("kill")
         .args(["-9", &pid.to_string()])

@@ -8,12 +8,13 @@ use std::process::Command;
 #[test]
 fn nodes_reach_each_other_through_a_tor_router() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, out) = tartan_tests::lab_up("tor", &["--nodes", "3", "--topology", "tor"]);
-    assert!(
-        out.contains("3 nodes, 3 BGP sessions (eBGP to the top-of-rack router)"),
-        "{out}"
+    let lab = tartan_tests::lab_up_with_sessions(
+        "tor",
+        &["--nodes", "3", "--topology", "tor"],
+        "3 nodes, 3 BGP sessions (eBGP to the top-of-rack router)",
+        &[1, 1, 1],
+        "one session each, to the ToR",
     );
-    assert_eq!(lab.sessions(), [1, 1, 1], "one session each, to the ToR");
     let bad = lab.pods_on_nodes_reach_all(&["default/p1", "default/p2", "default/p3"], 25);
     assert!(bad.is_empty(), "unreachable pairs: {bad:?}");
 
