@@ -154,8 +154,7 @@ fn three_nodes_each_a_hundred_parallel_adds() {
 #[test]
 fn a_node_borrows_when_the_pool_has_no_free_block() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let lab = CniLab::new(2).unwrap();
-    lab.add_pool("small", "10.92.0.0/28", Some(29)).unwrap();
+    let lab = tartan_tests::cni_lab_with_pool(2, "small", "10.92.0.0/28", Some(29));
     let r1 = lab.plain(0);
     let r2 = lab.plain(1);
     let (_p0, c0) = lab.pod("default", "b0").unwrap();
@@ -177,13 +176,7 @@ fn a_node_borrows_when_the_pool_has_no_free_block() {
         .collect();
     assert_eq!(borrowed.len(), 2, "{pods:?}");
     // With strict affinity the same request fails instead.
-    let strict = lab.runtime(
-        0,
-        CniLab::conflist(
-            "1.1.0",
-            vec![lab.tartan_entry(0, json!({"strictAffinity": true}))],
-        ),
-    );
+    let strict = tartan_tests::runtime_with(&lab, 0, json!({}), json!({"strictAffinity": true}));
     let (_ps, cs) = lab.pod("default", "strict").unwrap();
     let e = strict.add(&cs).unwrap_err().to_string();
     assert!(
@@ -195,16 +188,9 @@ fn a_node_borrows_when_the_pool_has_no_free_block() {
 #[test]
 fn exhaustion_is_a_clear_error_and_clears_after_release() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let lab = CniLab::new(1).unwrap();
     // 8 addresses, 6 usable.
-    lab.add_pool("tiny", "10.93.0.0/29", Some(29)).unwrap();
-    let rt = lab.runtime(
-        0,
-        CniLab::conflist(
-            "1.1.0",
-            vec![lab.tartan_entry(0, json!({"releaseCooldownSeconds": 2}))],
-        ),
-    );
+    let lab = tartan_tests::cni_lab_with_pool(1, "tiny", "10.93.0.0/29", Some(29));
+    let rt = tartan_tests::runtime_with(&lab, 0, json!({}), json!({"releaseCooldownSeconds": 2}));
     let mut pods = Vec::new();
     for k in 0..6 {
         let (ns, c) = lab.pod("default", &format!("e{k}")).unwrap();
@@ -246,8 +232,7 @@ fn exhaustion_is_a_clear_error_and_clears_after_release() {
 #[test]
 fn adds_killed_midway_leave_nothing_after_gc() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let lab = CniLab::new(1).unwrap();
-    lab.add_pool("default", "10.94.0.0/16", Some(28)).unwrap();
+    let lab = tartan_tests::cni_lab_with_pool(1, "default", "10.94.0.0/16", Some(28));
     let rt = lab.plain(0);
     let bin = tartan_bin_dir().join("tartan");
     let conf = {

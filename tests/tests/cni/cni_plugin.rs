@@ -305,10 +305,12 @@ fn status_and_gc() {
     rt.status().unwrap();
 
     // The datastore gone: not available, within the configured timeout.
-    let mut entry = lab.tartan_entry(0, json!({}));
-    entry["datastoreTimeoutSeconds"] = json!(2);
-    entry["datastore"] = json!("etcd://10.255.255.1:2379");
-    let unreachable = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));
+    let unreachable = tartan_tests::runtime_with(
+        &lab,
+        0,
+        json!({"datastoreTimeoutSeconds": 2, "datastore": "etcd://10.255.255.1:2379"}),
+        json!({}),
+    );
     let t = std::time::Instant::now();
     let e = unreachable.status().unwrap_err().to_string();
     assert!(
@@ -326,9 +328,7 @@ fn pings_in_and_out_and_nothing_left_after_del() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = tartan_tests::cni_lab(1, "10.81.0.0/16");
     lab.add_pool("default-v6", "fd00:81::/64", None).unwrap();
-    let mut entry = lab.tartan_entry(0, json!({}));
-    entry["mtu"] = json!(1400);
-    let rt = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));
+    let rt = tartan_tests::runtime_with(&lab, 0, json!({"mtu": 1400}), json!({}));
     let (pod, call) = lab.pod("default", "p").unwrap();
     let r = rt.add(&call).unwrap();
     let addr = pod_address(&r);
@@ -626,9 +626,7 @@ fn tartan_ipam_under_another_plugin() {
 fn a_node_name_that_cannot_name_objects_is_refused() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = tartan_tests::cni_lab(1, "10.85.0.0/16");
-    let mut entry = lab.tartan_entry(0, json!({}));
-    entry["nodename"] = json!("../../etc/x");
-    let rt = lab.runtime(0, CniLab::conflist("1.1.0", vec![entry]));
+    let rt = tartan_tests::runtime_with(&lab, 0, json!({"nodename": "../../etc/x"}), json!({}));
     let (_pod, call) = lab.pod("default", "p").unwrap();
     let e = rt.add(&call).unwrap_err().to_string();
     assert!(e.contains("code Some(7)") && e.contains("node name"), "{e}");
