@@ -67,12 +67,18 @@ impl Watcher {
     }
 }
 
+/// A client of `etcd` through `connect`, as daemons open one: giving up
+/// after `give_up_after`, or retrying for ever (`None`).
+async fn client(etcd: &EtcdCluster, give_up_after: Option<Duration>) -> Arc<dyn Datastore> {
+    connect(&etcd.datastore_spec(), give_up_after)
+        .await
+        .expect("connect")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_round_trips_with_compare_and_swap() {
     let etcd = EtcdCluster::single().expect("start etcd");
-    let store = connect(&etcd.datastore_spec(), Some(Duration::from_secs(20)))
-        .await
-        .expect("connect");
+    let store = client(&etcd, Some(Duration::from_secs(20))).await;
     round_trip_every_kind(store.as_ref()).await;
     // etcd has no API server to stamp objects: the backend does it.
     let created = store
@@ -86,9 +92,7 @@ async fn every_kind_round_trips_with_compare_and_swap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_objects_are_refused_before_reaching_etcd() {
     let etcd = EtcdCluster::single().expect("start etcd");
-    let store = connect(&etcd.datastore_spec(), Some(Duration::from_secs(20)))
-        .await
-        .expect("connect");
+    let store = client(&etcd, Some(Duration::from_secs(20))).await;
     let mut bad = example(Kind::IpPool, "bad");
     bad.data["spec"]["blockSize"] = 40.into();
     match store.create(bad).await {
@@ -112,6 +116,11 @@ async fn invalid_objects_are_refused_before_reaching_etcd() {
     );
 }
 
+/// How many objects of `kind` `store` lists, in every namespace.
+async fn count(store: &dyn Datastore, kind: Kind) -> usize {
+    store.list(kind, None).await.unwrap().items.len()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespaces_scope_lists_and_keys() {
     let etcd = EtcdCluster::single().expect("start etcd");
@@ -125,24 +134,8 @@ async fn namespaces_scope_lists_and_keys() {
     let l = store.list(Kind::NetworkPolicy, Some("a")).await.unwrap();
     assert_eq!(l.items.len(), 1);
     assert_eq!(l.items[0].metadata.namespace.as_deref(), Some("a"));
-    assert_eq!(
-        store
-            .list(Kind::NetworkPolicy, None)
-            .await
-            .unwrap()
-            .items
-            .len(),
-        3
-    );
-    assert_eq!(
-        store
-            .list(Kind::GlobalNetworkPolicy, None)
-            .await
-            .unwrap()
-            .items
-            .len(),
-        0
-    );
+    assert_eq!(count(&store, Kind::NetworkPolicy).await, 3);
+    assert_eq!(count(&store, Kind::GlobalNetworkPolicy).await, 0);
 }
 
 /// A listing larger than the client's 4 MiB reply limit arrives whole, and
@@ -410,9 +403,7 @@ fn outage() -> Duration {
 async fn clients_survive_etcd_stopped_and_restarted() {
     let mut etcd = EtcdCluster::single().expect("start etcd");
     // Clients as daemons open it: retrying for ever.
-    let store = connect(&etcd.datastore_spec(), None)
-        .await
-        .expect("connect");
+    let store = client(&etcd, None).await;
     for i in 0..20 {
         store
             .create(example(Kind::IpPool, &format!("before-{i}")))
@@ -463,9 +454,7 @@ async fn clients_survive_etcd_stopped_and_restarted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_member_cluster_keeps_working_with_a_member_killed() {
     let mut etcd = EtcdCluster::three().expect("start three etcd members");
-    let store = connect(&etcd.datastore_spec(), None)
-        .await
-        .expect("connect");
+    let store = client(&etcd, None).await;
     let watcher = Watcher::start(store.clone(), Kind::BgpPeer);
 
     let writer = {
