@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use tartan_tests::faults::{assert_running_then_stop, restart_in_turn, stdout_of, stop_all};
+use tartan_tests::faults::{
+    assert_running_then_stop, pings, restart_in_turn, stdout_of, stop_all, tcp_sink, tcp_stream,
+};
 
 #[test]
 fn restarts_lose_no_packet_and_no_connection() {
@@ -17,46 +19,10 @@ fn restarts_lose_no_packet_and_no_connection() {
     assert!(lab.wait_reach("default/a", "default/b", Duration::from_secs(10)));
 
     // A TCP stream a -> b, and pings every 20 ms for 12 s.
-    let server = lab
-        .spawn(&[
-            "exec",
-            "default/b",
-            "--",
-            "socat",
-            "-u",
-            "TCP-LISTEN:5001,reuseaddr",
-            "OPEN:/dev/null",
-        ])
-        .unwrap();
+    let server = tcp_sink(&lab, "default/b", 5001);
     std::thread::sleep(Duration::from_millis(300));
-    let target = format!("TCP:{b}:5001");
-    let client = lab
-        .spawn(&[
-            "exec",
-            "default/a",
-            "--",
-            "socat",
-            "-u",
-            "/dev/zero",
-            &target,
-        ])
-        .unwrap();
-    let ping = lab
-        .spawn(&[
-            "exec",
-            "default/a",
-            "--",
-            "ping",
-            "-q",
-            "-i",
-            "0.02",
-            "-c",
-            "600",
-            "-W",
-            "1",
-            &b,
-        ])
-        .unwrap();
+    let client = tcp_stream(&lab, "default/a", &b, 5001);
+    let ping = pings(&lab, "default/a", &b, "0.02", 600);
 
     restart_in_turn(
         &lab,

@@ -7,7 +7,10 @@
 
 use std::time::Duration;
 
-use tartan_tests::faults::{assert_running_then_stop, restart_in_turn, stdout_of, stop_all};
+use tartan_tests::faults::{
+    assert_running_then_stop, pings, restart_in_turn, spawn_in, stdout_of, stop_all, tcp_sink,
+    tcp_stream,
+};
 
 const POLICY: &str = r#"
 apiVersion: networking.k8s.io/v1
@@ -56,51 +59,22 @@ fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
 
     // Servers: a sink for the stream, and a listener the denied pod tries.
     let mut servers = vec![
-        lab.spawn(&[
-            "exec",
+        tcp_sink(&lab, "x/server", 5001),
+        spawn_in(
+            &lab,
             "x/server",
-            "--",
-            "socat",
-            "-u",
-            "TCP-LISTEN:5001,reuseaddr",
-            "OPEN:/dev/null",
-        ])
-        .unwrap(),
-        lab.spawn(&[
-            "exec",
-            "x/server",
-            "--",
-            "socat",
-            "TCP-LISTEN:5002,reuseaddr,fork",
-            "SYSTEM:echo hi",
-        ])
-        .unwrap(),
+            &["socat", "TCP-LISTEN:5002,reuseaddr,fork", "SYSTEM:echo hi"],
+        ),
     ];
     std::thread::sleep(Duration::from_millis(300));
-    let stream = lab
-        .spawn(&[
-            "exec",
-            "x/ok",
-            "--",
-            "socat",
-            "-u",
-            "/dev/zero",
-            &format!("TCP:{server}:5001"),
-        ])
-        .unwrap();
+    let stream = tcp_stream(&lab, "x/ok", &server, 5001);
     // About 12 s of fresh connections from the denied pod, each given
     // 300 ms; every one that connects prints a line.
     let probe = format!(
         "for i in $(seq 40); do timeout 0.3 socat -u TCP:{server}:5002,connect-timeout=0.3 - 2>/dev/null | grep -q hi && echo THROUGH; sleep 0.01; done; echo DONE"
     );
-    let probes = lab
-        .spawn(&["exec", "x/bad", "--", "bash", "-c", &probe])
-        .unwrap();
-    let pings = lab
-        .spawn(&[
-            "exec", "x/bad", "--", "ping", "-q", "-i", "0.05", "-c", "200", "-W", "1", &server,
-        ])
-        .unwrap();
+    let probes = spawn_in(&lab, "x/bad", &["bash", "-c", &probe]);
+    let pings = pings(&lab, "x/bad", &server, "0.05", 200);
 
     restart_in_turn(
         &lab,

@@ -18,19 +18,15 @@ fn felix_restarts_keep_service_connections() {
     let t0 = Instant::now();
     let lab = up("sr", 2);
     let _server = server_pod(&lab, "srv", "node-2", "app=srv");
-    lab.ok(&["pod", "add", "default/cl", "--node", "node-1"]);
+    let cl = client_pod(&lab, "default/cl", "node-1");
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: srv}
-spec:
-  selector: {app: srv}
-  ports: [{port: 80, targetPort: http}]
-",
+        &service_yaml(
+            "srv",
+            "{selector: {app: srv}, ports: [{port: 80, targetPort: http}]}",
+        ),
     );
     let vip = cluster_ip(&lab, "srv");
-    let cl = pod_netns(&lab, "default/cl");
     wait_served(&lab, &cl, vip, 80, Proto::Tcp);
 
     let mut stream = Stream::open(&cl, vip, 80).unwrap();
@@ -91,13 +87,10 @@ spec:
     assert_eq!(tally(&r[0]).get("srv"), Some(&10), "{:?}", tally(&r[0]));
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: srv2}
-spec:
-  selector: {app: srv}
-  ports: [{port: 81, targetPort: 8080}]
-",
+        &service_yaml(
+            "srv2",
+            "{selector: {app: srv}, ports: [{port: 81, targetPort: 8080}]}",
+        ),
     );
     wait_served(&lab, &cl, cluster_ip(&lab, "srv2"), 81, Proto::Tcp);
     let srv = pod_netns(&lab, "default/srv");
