@@ -16,21 +16,27 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use tartan_lab::netpol::probe::probe;
-use tartan_lab::netpol::{
-    Case, NetpolCluster, Protocol, Reachability, global_policy, k8s_policy, tartan_policy,
-};
+use tartan_lab::netpol::{Case, NetpolCluster, Protocol};
+use tartan_tests::netpol::{all, apply_global, apply_k8s, apply_tartan, expect_on, grid};
 
 use Protocol::{Tcp, Udp};
-
-fn all() -> Reachability {
-    Reachability::all(true)
-}
 
 /// A Tartan selector for the namespace `ns`.
 fn in_ns(ns: &str) -> String {
     format!("kubernetes.io/metadata.name == '{ns}'")
+}
+
+/// The GlobalNetworkPolicy `name` at `order` on every pod of x, for
+/// ingress, with `rules`.
+fn into_x(c: &NetpolCluster, name: &str, order: u32, rules: Value) -> Result<()> {
+    apply_global(
+        c,
+        name,
+        json!({"order": order, "selector": "all()", "namespaceSelector": in_ns("x"),
+               "types": ["Ingress"], "ingress": rules}),
+    )
 }
 
 /// Two conflicting policies on x: allow from y (order 10) and deny all
@@ -38,51 +44,54 @@ fn in_ns(ns: &str) -> String {
 /// the deny comes first and nothing gets into x.
 fn lower_order_wins(c: &NetpolCluster) -> Result<()> {
     let allow_y = |order: u32| {
-        tartan_policy(
+        apply_tartan(
+            c,
             "x",
             "allow-y",
             json!({"order": order, "selector": "all()", "types": ["Ingress"],
                    "ingress": [{"action": "Allow", "source": {"namespaceSelector": in_ns("y")}}]}),
         )
     };
-    c.apply_tartan_policy(allow_y(10))?;
-    c.apply_tartan_policy(tartan_policy(
+    allow_y(10)?;
+    apply_tartan(
+        c,
         "x",
         "deny-all",
         json!({"order": 20, "selector": "all()", "types": ["Ingress"],
                "ingress": [{"action": "Deny"}]}),
-    ))?;
-    let mut only_y = all();
-    only_y
-        .expect_to_namespace("x", false)
-        .expect_namespaces("y", "x", true);
+    )?;
+    let only_y = grid(|w| {
+        w.expect_to_namespace("x", false)
+            .expect_namespaces("y", "x", true)
+    });
     c.expect(80, Tcp, &only_y)?;
-    c.apply_tartan_policy(allow_y(30))?;
-    let mut closed = all();
-    closed.expect_to_namespace("x", false);
-    c.expect(80, Tcp, &closed)
+    allow_y(30)?;
+    c.expect(80, Tcp, &grid(|w| w.expect_to_namespace("x", false)))
 }
 
 /// A Kubernetes policy lets y into x; a Tartan Deny at order 100 (before
 /// the Kubernetes policy's 1000) keeps y out of x/a.
 fn tartan_deny_overrides_k8s_allow(c: &NetpolCluster) -> Result<()> {
-    c.apply_k8s_policy(k8s_policy(
+    apply_k8s(
+        c,
         "x",
         "x-from-y",
         json!({"podSelector": {}, "ingress": [{"from": [
             {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "y"}}},
         ]}]}),
-    ))?;
-    c.apply_tartan_policy(tartan_policy(
+    )?;
+    apply_tartan(
+        c,
         "x",
         "deny-y-to-a",
         json!({"order": 100, "selector": "pod == 'a'", "types": ["Ingress"],
                "ingress": [{"action": "Deny", "source": {"namespaceSelector": in_ns("y")}}]}),
-    ))?;
-    let mut want = all();
-    want.expect_to_namespace("x", false)
-        .expect_namespaces("y", "x", true)
-        .expect_namespace_to("y", "x/a", false);
+    )?;
+    let want = grid(|w| {
+        w.expect_to_namespace("x", false)
+            .expect_namespaces("y", "x", true)
+            .expect_namespace_to("y", "x/a", false)
+    });
     c.expect(80, Tcp, &want)
 }
 
@@ -92,51 +101,49 @@ fn tartan_deny_overrides_k8s_allow(c: &NetpolCluster) -> Result<()> {
 /// Kubernetes policy in x admitting only y/b: passed traffic still meets
 /// it, so y/a and y/c are kept out.
 fn pass_skips_to_kubernetes_policies(c: &NetpolCluster) -> Result<()> {
-    c.apply_global_policy(global_policy(
+    let from_y = json!({"namespaceSelector": in_ns("y")});
+    into_x(
+        c,
         "pass-y-into-x",
-        json!({"order": 10, "selector": "all()", "namespaceSelector": in_ns("x"),
-               "types": ["Ingress"],
-               "ingress": [{"action": "Pass", "source": {"namespaceSelector": in_ns("y")}}]}),
-    ))?;
-    c.apply_global_policy(global_policy(
-        "deny-into-x",
-        json!({"order": 20, "selector": "all()", "namespaceSelector": in_ns("x"),
-               "types": ["Ingress"], "ingress": [{"action": "Deny"}]}),
-    ))?;
-    let mut only_y = all();
-    only_y
-        .expect_to_namespace("x", false)
-        .expect_namespaces("y", "x", true);
-    c.expect(80, Tcp, &only_y)?;
-    c.expect(81, Udp, &only_y)?;
-    c.apply_k8s_policy(k8s_policy(
+        10,
+        json!([{"action": "Pass", "source": from_y}]),
+    )?;
+    into_x(c, "deny-into-x", 20, json!([{"action": "Deny"}]))?;
+    let only_y = grid(|w| {
+        w.expect_to_namespace("x", false)
+            .expect_namespaces("y", "x", true)
+    });
+    expect_on(c, &[(80, Tcp), (81, Udp)], &only_y)?;
+    apply_k8s(
+        c,
         "x",
         "x-from-y-b",
         json!({"podSelector": {}, "ingress": [{"from": [{
             "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "y"}},
             "podSelector": {"matchLabels": {"pod": "b"}},
         }]}]}),
-    ))?;
-    let mut only_yb = all();
-    only_yb
-        .expect_to_namespace("x", false)
-        .expect_to_namespace_from("y/b", "x", true);
+    )?;
+    let only_yb = grid(|w| {
+        w.expect_to_namespace("x", false)
+            .expect_to_namespace_from("y/b", "x", true)
+    });
     c.expect(80, Tcp, &only_yb)
 }
 
 /// One GlobalNetworkPolicy denies ingress to pod a of every namespace.
 fn global_policy_across_namespaces(c: &NetpolCluster) -> Result<()> {
-    c.apply_global_policy(global_policy(
+    apply_global(
+        c,
         "deny-into-a",
         json!({"selector": "pod == 'a'", "types": ["Ingress"],
                "ingress": [{"action": "Deny"}]}),
-    ))?;
-    let mut want = all();
-    want.expect_to("x/a", false)
-        .expect_to("y/a", false)
-        .expect_to("z/a", false);
-    c.expect(80, Tcp, &want)?;
-    c.expect(81, Udp, &want)
+    )?;
+    let want = grid(|w| {
+        w.expect_to("x/a", false)
+            .expect_to("y/a", false)
+            .expect_to("z/a", false)
+    });
+    expect_on(c, &[(80, Tcp), (81, Udp)], &want)
 }
 
 /// The kernel log (`dmesg`) after the last line containing `marker`.
@@ -196,27 +203,20 @@ fn guarded_log_and_deny_stretch(c: &NetpolCluster) -> Result<()> {
         } else {
             format!("192.0.2.{i}/32")
         };
-        c.apply_global_policy(global_policy(
+        into_x(
+            c,
             &format!("harden-{i}"),
-            json!({"order": 10 + i, "selector": "all()", "namespaceSelector": in_ns("x"),
-                   "types": ["Ingress"], "ingress": [
+            10 + i,
+            json!([
                 {"action": "Log", "protocol": "TCP", "destination": {"ports": [80]}},
                 {"action": "Deny", "protocol": "TCP", "destination": {"ports": [81]}},
-                {"action": "Deny", "source": {"nets": [net]}}]}),
-        ))?;
+                {"action": "Deny", "source": {"nets": [net]}}]),
+        )?;
     }
-    c.apply_global_policy(global_policy(
-        "allow-rest",
-        json!({"order": 900, "selector": "all()", "namespaceSelector": in_ns("x"),
-               "types": ["Ingress"], "ingress": [{"action": "Allow"}]}),
-    ))?;
-    let mut but_yb = all();
-    but_yb.expect_to_namespace_from("y/b", "x", false);
-    c.expect(80, Tcp, &but_yb)?;
-    c.expect(81, Udp, &but_yb)?;
-    let mut closed = all();
-    closed.expect_to_namespace("x", false);
-    c.expect(81, Tcp, &closed)?;
+    into_x(c, "allow-rest", 900, json!([{"action": "Allow"}]))?;
+    let but_yb = grid(|w| w.expect_to_namespace_from("y/b", "x", false));
+    expect_on(c, &[(80, Tcp), (81, Udp)], &but_yb)?;
+    c.expect(81, Tcp, &grid(|w| w.expect_to_namespace("x", false)))?;
 
     let marker = kernel_log_marker()?;
     let client = c.pod("z/a").context("no z/a")?;
@@ -260,20 +260,24 @@ fn guarded_log_and_deny_stretch(c: &NetpolCluster) -> Result<()> {
 /// kernel log record with the prefix `tartan ` and x/a's address.
 fn log_then_allow(c: &NetpolCluster) -> Result<()> {
     log_from_every_netns();
-    c.apply_k8s_policy(k8s_policy(
+    apply_k8s(
+        c,
         "x",
         "deny-ingress",
         json!({"podSelector": {}, "policyTypes": ["Ingress"]}),
-    ))?;
-    c.apply_tartan_policy(tartan_policy(
+    )?;
+    apply_tartan(
+        c,
         "x",
         "log-then-allow",
         json!({"order": 10, "selector": "pod == 'a'", "types": ["Ingress"],
                "ingress": [{"action": "Log"}, {"action": "Allow"}]}),
-    ))?;
-    let mut want = all();
-    want.expect_to("x/b", false).expect_to("x/c", false);
-    c.expect(80, Tcp, &want)?;
+    )?;
+    c.expect(
+        80,
+        Tcp,
+        &grid(|w| w.expect_to("x/b", false).expect_to("x/c", false)),
+    )?;
 
     let marker = kernel_log_marker()?;
     let client = c.pod("y/b").context("no y/b")?;
