@@ -68,28 +68,19 @@ fn pods_resolve_services_through_the_cluster_dns() {
     let (w1, w2) = (pod_ip(&lab, "default/w-1"), pod_ip(&lab, "default/w-2"));
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: hl}
-spec:
-  clusterIP: None
-  selector: {app: web}
-  ports: [{name: http, port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: ext}
-spec:
-  type: ExternalName
-  externalName: www.example.org
-",
+        &[
+            service_yaml(
+                "web",
+                "{selector: {app: web}, ports: [{name: http, port: 80, targetPort: http}]}",
+            ),
+            service_yaml(
+                "hl",
+                "{clusterIP: None, selector: {app: web}, \
+                 ports: [{name: http, port: 80, targetPort: http}]}",
+            ),
+            service_yaml("ext", "{type: ExternalName, externalName: www.example.org}"),
+        ]
+        .concat(),
     );
     let web = cluster_ip(&lab, "web").to_string();
 
@@ -148,13 +139,7 @@ spec:
     let late = "late.default.svc.cluster.local";
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: late}
-spec:
-  clusterIP: 10.96.7.7
-  ports: [{port: 80}]
-",
+        &service_yaml("late", "{clusterIP: 10.96.7.7, ports: [{port: 80}]}"),
     );
     let took = until("a new Service answers", Duration::from_secs(5), || {
         short(&lab, &[late]) == set(&["10.96.7.7"])

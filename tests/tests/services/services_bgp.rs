@@ -26,7 +26,6 @@ use tartan_lab::netns::{Netns, ip, unique_name};
 use tartan_lab::peers::{Bird, BirdRoute, parse_bird_routes};
 use tartan_tests::services::*;
 
-const T: Duration = Duration::from_secs(2);
 /// The client's link behind the ToR: the ToR is .1, the client .2.
 const CLIENT_NET: &str = "100.64.7.0/24";
 const TOR_SIDE: &str = "100.64.7.1";
@@ -191,13 +190,7 @@ spec:
             lb = st.lb_cidr
         ),
     );
-    let lb_ip = |svc: &str| -> Ipv4Addr {
-        service(&lab, svc)["status"]["loadBalancer"]["ingress"][0]["ip"]
-            .as_str()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("{svc} has no ingress IP: {}", service(&lab, svc)))
-    };
-    let (lb, loc) = (lb_ip("lb"), lb_ip("loc"));
+    let (lb, loc) = (lb_ip(&lab, "lb"), lb_ip(&lab, "loc"));
     let host = client_behind(&tor);
     let hostns = vec![host.name().to_string()];
     eprintln!(
@@ -251,7 +244,7 @@ spec:
     // Cluster: the LB IP and the external IP, answered by both endpoints.
     for (what, to) in [("LB IP", lb), ("external IP", EXT_IP)] {
         wait_served(&lab, host.name(), to, 80, Proto::Tcp);
-        let r = ask_many(&hostns, 12, to, 80, Proto::Tcp, T);
+        let r = ask_many(&hostns, 12, to, 80, Proto::Tcp, ASK_WAIT);
         let t = tally(&r[0]);
         eprintln!("{what} {to} from behind the ToR: {t:?}");
         assert!(r[0].iter().all(|o| o.server().is_some()), "{what}: {t:?}");
@@ -271,7 +264,7 @@ spec:
     );
     wait_served(&lab, host.name(), loc, 80, Proto::Tcp);
     for _ in 0..4 {
-        let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+        let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT);
         assert_eq!(
             o,
             Outcome::Answer {
@@ -293,16 +286,16 @@ spec:
         client: CLIENT.into(),
     };
     let landed = poll(Duration::from_secs(10), || {
-        (ask(host.name(), loc, 80, Proto::Tcp, T).0 == want).then_some(())
+        (ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT).0 == want).then_some(())
     });
     assert!(
         landed.is_some(),
         "Local LB IP after the move: {:?}\nToR: {}",
-        ask(host.name(), loc, 80, Proto::Tcp, T).0,
+        ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT).0,
         ip(&["-n", &tor.netns, "route", "get", &loc.to_string()]).unwrap_or_default()
     );
     for _ in 0..4 {
-        let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+        let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT);
         assert_eq!(o, want, "Local LB IP via node-2 after the move");
     }
     eprintln!(

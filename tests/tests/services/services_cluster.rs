@@ -25,32 +25,18 @@ use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::svcprobe::{Outcome, Proto, Stream, ask, ask_many, poll, svc_table};
 use tartan_tests::services::*;
 
-const T: Duration = Duration::from_secs(2);
-
 #[test]
 fn services_in_the_cluster() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let lab = up("sc", 3);
     let mut servers = vec![];
+    let mut clients = vec![];
     for i in 1..=3 {
-        servers.push(server_pod(
-            &lab,
-            &format!("web-{i}"),
-            &format!("node-{i}"),
-            "app=web",
-        ));
-        lab.ok(&[
-            "pod",
-            "add",
-            &format!("default/cl-{i}"),
-            "--node",
-            &format!("node-{i}"),
-        ]);
+        let node = format!("node-{i}");
+        servers.push(server_pod(&lab, &format!("web-{i}"), &node, "app=web"));
+        clients.push(client_pod(&lab, &format!("default/cl-{i}"), &node));
     }
-    let clients: Vec<String> = (1..=3)
-        .map(|i| pod_netns(&lab, &format!("default/cl-{i}")))
-        .collect();
     eprintln!("lab and pods up in {:?}", t0.elapsed());
 
     allocation(&lab);
@@ -70,15 +56,12 @@ fn services_in_the_cluster() {
 fn allocation(lab: &LabCli) {
     let out = apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: web}
-spec:
-  selector: {app: web}
-  ports:
-  - {name: http, port: 80, targetPort: http}
-  - {name: dns, port: 53, targetPort: 8053, protocol: UDP}
-",
+        &service_yaml(
+            "web",
+            "{selector: {app: web}, \
+             ports: [{name: http, port: 80, targetPort: http}, \
+                     {name: dns, port: 53, targetPort: 8053, protocol: UDP}]}",
+        ),
     );
     assert!(out.contains("service/web created"), "{out}");
     let ip = cluster_ip(lab, "web");
@@ -95,30 +78,21 @@ spec:
 
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: np-a}
-spec:
-  type: NodePort
-  ports: [{port: 80, nodePort: 30080}]
-",
+        &service_yaml(
+            "np-a",
+            "{type: NodePort, ports: [{port: 80, nodePort: 30080}]}",
+        ),
     );
     let (code, out, err) = apply(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: np-b}
-spec:
-  type: NodePort
-  ports: [{port: 80}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: np-c}
-spec:
-  type: NodePort
-  ports: [{port: 80, nodePort: 30080}]
-",
+        &[
+            service_yaml("np-b", "{type: NodePort, ports: [{port: 80}]}"),
+            service_yaml(
+                "np-c",
+                "{type: NodePort, ports: [{port: 80, nodePort: 30080}]}",
+            ),
+        ]
+        .concat(),
     );
     assert_ne!(code, 0, "{out}{err}");
     assert!(
@@ -139,7 +113,7 @@ fn spread(lab: &LabCli, clients: &[String], web: Ipv4Addr) {
     }
     let all: BTreeSet<String> = (1..=3).map(|i| format!("web-{i}")).collect();
     for (proto, port) in [(Proto::Tcp, 80), (Proto::Udp, 53)] {
-        let res = ask_many(clients, 30, web, port, proto, T);
+        let res = ask_many(clients, 30, web, port, proto, ASK_WAIT);
         for (c, outcomes) in clients.iter().zip(&res) {
             let t = tally(outcomes);
             eprintln!("{proto:?} from {c}: {t:?}");
@@ -155,15 +129,12 @@ fn spread(lab: &LabCli, clients: &[String], web: Ipv4Addr) {
 fn affinity(lab: &LabCli, clients: &[String]) {
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: sticky}
-spec:
-  selector: {app: web}
-  sessionAffinity: ClientIP
-  sessionAffinityConfig: {clientIP: {timeoutSeconds: 2}}
-  ports: [{port: 80, targetPort: 8080}]
-",
+        &service_yaml(
+            "sticky",
+            "{selector: {app: web}, sessionAffinity: ClientIP, \
+             sessionAffinityConfig: {clientIP: {timeoutSeconds: 2}}, \
+             ports: [{port: 80, targetPort: 8080}]}",
+        ),
     );
     let vip = cluster_ip(lab, "sticky");
     for c in clients {
@@ -171,9 +142,9 @@ spec:
     }
     // Sticky per client: the first pick, then 19 more at once.
     for c in clients {
-        let (first, _) = ask(c, vip, 80, Proto::Tcp, T);
+        let (first, _) = ask(c, vip, 80, Proto::Tcp, ASK_WAIT);
         let first = first.server().expect("answered").to_string();
-        let rest = ask_many(std::slice::from_ref(c), 19, vip, 80, Proto::Tcp, T);
+        let rest = ask_many(std::slice::from_ref(c), 19, vip, 80, Proto::Tcp, ASK_WAIT);
         let t = tally(&rest[0]);
         assert_eq!(
             t.get(&first),
@@ -199,9 +170,9 @@ spec:
         "the affinity entry outlived its 2 s:\n{table}"
     );
     // And it sticks again afterwards.
-    let (first, _) = ask(&clients[0], vip, 80, Proto::Tcp, T);
+    let (first, _) = ask(&clients[0], vip, 80, Proto::Tcp, ASK_WAIT);
     let first = first.server().expect("answered").to_string();
-    let rest = ask_many(&clients[..1], 9, vip, 80, Proto::Tcp, T);
+    let rest = ask_many(&clients[..1], 9, vip, 80, Proto::Tcp, ASK_WAIT);
     assert_eq!(
         tally(&rest[0]).get(&first),
         Some(&9),
@@ -214,33 +185,23 @@ fn hairpin_and_headless(lab: &LabCli) -> tartan_lab::cluster::svcprobe::NameServ
     let me = server_pod(lab, "me", "node-2", "app=self");
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: self}
-spec:
-  selector: {app: self}
-  ports: [{port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: hl}
-spec:
-  clusterIP: None
-  selector: {app: web}
-  ports: [{port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: ext}
-spec:
-  type: ExternalName
-  externalName: example.org
-",
+        &[
+            service_yaml(
+                "self",
+                "{selector: {app: self}, ports: [{port: 80, targetPort: http}]}",
+            ),
+            service_yaml(
+                "hl",
+                "{clusterIP: None, selector: {app: web}, ports: [{port: 80, targetPort: 8080}]}",
+            ),
+            service_yaml("ext", "{type: ExternalName, externalName: example.org}"),
+        ]
+        .concat(),
     );
     let vip = cluster_ip(lab, "self");
     let me_ns = pod_netns(lab, "default/me");
     wait_served(lab, &me_ns, vip, 80, Proto::Tcp);
-    let (o, _) = ask(&me_ns, vip, 80, Proto::Tcp, T);
+    let (o, _) = ask(&me_ns, vip, 80, Proto::Tcp, ASK_WAIT);
     assert_eq!(o.server(), Some("me"), "hairpin: {o:?}");
 
     // The headless Service has its slice (the lab keeps it) …
@@ -285,15 +246,12 @@ spec:
 fn no_endpoints(lab: &LabCli, clients: &[String]) {
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: none}
-spec:
-  selector: {app: nothing}
-  ports:
-  - {name: t, port: 80, targetPort: 8080}
-  - {name: u, port: 53, targetPort: 8053, protocol: UDP}
-",
+        &service_yaml(
+            "none",
+            "{selector: {app: nothing}, \
+             ports: [{name: t, port: 80, targetPort: 8080}, \
+                     {name: u, port: 53, targetPort: 8053, protocol: UDP}]}",
+        ),
     );
     let vip = cluster_ip(lab, "none");
     let st = lab_state(lab);
@@ -317,13 +275,13 @@ spec:
         );
     }
     for c in clients {
-        let (o, took) = ask(c, vip, 80, Proto::Tcp, T);
+        let (o, took) = ask(c, vip, 80, Proto::Tcp, ASK_WAIT);
         assert_eq!(o, Outcome::Refused, "TCP from {c}");
         assert!(
             took < Duration::from_millis(500),
             "TCP refusal took {took:?}"
         );
-        let (o, took) = ask(c, vip, 53, Proto::Udp, T);
+        let (o, took) = ask(c, vip, 53, Proto::Udp, ASK_WAIT);
         assert_eq!(
             o,
             Outcome::Refused,
@@ -343,19 +301,16 @@ fn draining(lab: &LabCli, client: &str) -> Vec<tartan_lab::cluster::svcprobe::Na
     ];
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: drain}
-spec:
-  selector: {app: drain}
-  ports: [{port: 80, targetPort: http}]
-",
+        &service_yaml(
+            "drain",
+            "{selector: {app: drain}, ports: [{port: 80, targetPort: http}]}",
+        ),
     );
     let vip = cluster_ip(lab, "drain");
     wait_served(lab, client, vip, 80, Proto::Tcp);
     let both: BTreeSet<String> = ["d-1".to_string(), "d-2".to_string()].into();
     assert_eq!(
-        servers_of(&ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, T)[0]),
+        servers_of(&ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, ASK_WAIT)[0]),
         both
     );
     let mut stream = Stream::open(client, vip, 80).unwrap();
@@ -364,7 +319,7 @@ spec:
     let other = if gone == "d-1" { "d-2" } else { "d-1" };
     lab.ok(&["pod", "terminate", &format!("default/{gone}")]);
     let moved = poll(Duration::from_secs(10), || {
-        let r = ask_many(&[client.to_string()], 10, vip, 80, Proto::Tcp, T);
+        let r = ask_many(&[client.to_string()], 10, vip, 80, Proto::Tcp, ASK_WAIT);
         (tally(&r[0]).get(other) == Some(&10)).then_some(())
     });
     assert!(
@@ -372,7 +327,7 @@ spec:
         "{gone} still gets new connections\n{}",
         dump(lab)
     );
-    let r = ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, T);
+    let r = ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, ASK_WAIT);
     assert_eq!(tally(&r[0]).get(other), Some(&20), "{:?}", tally(&r[0]));
     stream
         .echo(b"still there")
@@ -381,7 +336,7 @@ spec:
     // Both terminating: they still serve, as nothing ready is left.
     lab.ok(&["pod", "terminate", &format!("default/{other}")]);
     std::thread::sleep(Duration::from_millis(500));
-    let r = ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, T);
+    let r = ask_many(&[client.to_string()], 20, vip, 80, Proto::Tcp, ASK_WAIT);
     assert!(
         r[0].iter().all(|o| o.server().is_some()),
         "terminating endpoints should serve when none is ready: {:?}",
@@ -393,7 +348,7 @@ spec:
     lab.ok(&["pod", "del", "default/d-1"]);
     lab.ok(&["pod", "del", "default/d-2"]);
     let refused = poll(Duration::from_secs(10), || {
-        (ask(client, vip, 80, Proto::Tcp, T).0 == Outcome::Refused).then_some(())
+        (ask(client, vip, 80, Proto::Tcp, ASK_WAIT).0 == Outcome::Refused).then_some(())
     });
     assert!(
         refused.is_some(),
@@ -404,6 +359,9 @@ spec:
     // A pod relabelled into the selector becomes its endpoint.
     lab.ok(&["ctl", "label", "pod", "me", "app=drain", "--overwrite"]);
     wait_served(lab, client, vip, 80, Proto::Tcp);
-    assert_eq!(ask(client, vip, 80, Proto::Tcp, T).0.server(), Some("me"));
+    assert_eq!(
+        ask(client, vip, 80, Proto::Tcp, ASK_WAIT).0.server(),
+        Some("me")
+    );
     s
 }

@@ -14,12 +14,16 @@
 //!   the cluster-wide endpoint (the policy governs external clients only).
 
 use std::net::Ipv4Addr;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tartan_lab::cluster::svcprobe::{Outcome, OutsideHost, Proto, ask, ask_many};
 use tartan_tests::services::*;
 
-const T: Duration = Duration::from_secs(2);
+/// `ip route VERB TO/32 via VIA` on the outside host.
+fn route_via(host: &OutsideHost, verb: &str, to: Ipv4Addr, via: Ipv4Addr) {
+    let (to, via) = (format!("{to}/32"), via.to_string());
+    host.netns.ip(&["route", verb, &to, "via", &via]).unwrap();
+}
 
 #[test]
 fn services_from_outside() {
@@ -29,33 +33,24 @@ fn services_from_outside() {
     let _servers = ext_and_local_servers(&lab);
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: np}
-spec:
-  type: NodePort
-  selector: {app: ext}
-  ports:
-  - {name: http, port: 80, targetPort: http}
-  - {name: dns, port: 53, targetPort: 8053, protocol: UDP}
----
-apiVersion: v1
-kind: Service
-metadata: {name: lb}
-spec:
-  type: LoadBalancer
-  selector: {app: ext}
-  ports: [{port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: loc}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  selector: {app: loc}
-  ports: [{port: 80, targetPort: 8080}]
-",
+        &[
+            service_yaml(
+                "np",
+                "{type: NodePort, selector: {app: ext}, \
+                 ports: [{name: http, port: 80, targetPort: http}, \
+                         {name: dns, port: 53, targetPort: 8053, protocol: UDP}]}",
+            ),
+            service_yaml(
+                "lb",
+                "{type: LoadBalancer, selector: {app: ext}, ports: [{port: 80, targetPort: 8080}]}",
+            ),
+            service_yaml(
+                "loc",
+                "{type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: loc}, \
+                 ports: [{port: 80, targetPort: 8080}]}",
+            ),
+        ]
+        .concat(),
     );
     let st = lab_state(&lab);
     let host = OutsideHost::attach(&st, 200).unwrap();
@@ -67,12 +62,6 @@ spec:
             .and_then(|p| u16::try_from(p).ok())
             .unwrap_or_else(|| panic!("{svc} has no nodePort: {}", service(&lab, svc)))
     };
-    let lb_ip = |svc: &str| -> Ipv4Addr {
-        service(&lab, svc)["status"]["loadBalancer"]["ingress"][0]["ip"]
-            .as_str()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("{svc} has no ingress IP: {}", service(&lab, svc)))
-    };
     let (np_tcp, np_udp) = (node_port("np", 0), node_port("np", 1));
     assert!((30000..=32767).contains(&np_tcp) && np_tcp != np_udp);
     eprintln!("lab, pods and Services up in {:?}", t0.elapsed());
@@ -81,7 +70,7 @@ spec:
     for (i, a) in node_addr.iter().enumerate() {
         wait_served(&lab, host.name(), *a, np_tcp, Proto::Tcp);
         for (proto, port) in [(Proto::Tcp, np_tcp), (Proto::Udp, np_udp)] {
-            let r = ask_many(&hostns, 12, *a, port, proto, T);
+            let r = ask_many(&hostns, 12, *a, port, proto, ASK_WAIT);
             let t = tally(&r[0]);
             eprintln!("NodePort {proto:?} via node-{} ({a}:{port}): {t:?}", i + 1);
             assert!(r[0].iter().all(|o| o.server().is_some()), "{t:?}");
@@ -89,20 +78,12 @@ spec:
     }
 
     // The LoadBalancer IP, routed by the host via node-3.
-    let lb = lb_ip("lb");
+    let lb = lb_ip(&lab, "lb");
     let lbnet: ipnet::Ipv4Net = st.lb_cidr.parse().unwrap();
     assert!(lbnet.contains(&lb), "{lb} outside {lbnet}");
-    host.netns
-        .ip(&[
-            "route",
-            "add",
-            &format!("{lb}/32"),
-            "via",
-            &node_addr[2].to_string(),
-        ])
-        .unwrap();
+    route_via(&host, "add", lb, node_addr[2]);
     wait_served(&lab, host.name(), lb, 80, Proto::Tcp);
-    let r = ask_many(&hostns, 12, lb, 80, Proto::Tcp, T);
+    let r = ask_many(&hostns, 12, lb, 80, Proto::Tcp, ASK_WAIT);
     assert!(
         r[0].iter().all(|o| o.server().is_some()),
         "{:?}",
@@ -114,7 +95,7 @@ spec:
     let me = host.address.to_string();
     let np_loc = node_port("loc", 0);
     wait_served(&lab, host.name(), node_addr[0], np_loc, Proto::Tcp);
-    let (o, _) = ask(host.name(), node_addr[0], np_loc, Proto::Tcp, T);
+    let (o, _) = ask(host.name(), node_addr[0], np_loc, Proto::Tcp, ASK_WAIT);
     assert_eq!(
         o,
         Outcome::Answer {
@@ -124,7 +105,7 @@ spec:
         "Local NodePort via node-1 keeps the client's address"
     );
     for i in [1, 2] {
-        let (o, took) = ask(host.name(), node_addr[i], np_loc, Proto::Tcp, T);
+        let (o, took) = ask(host.name(), node_addr[i], np_loc, Proto::Tcp, ASK_WAIT);
         assert_eq!(
             o,
             Outcome::TimedOut,
@@ -132,18 +113,10 @@ spec:
             i + 1
         );
     }
-    let loc = lb_ip("loc");
-    host.netns
-        .ip(&[
-            "route",
-            "add",
-            &format!("{loc}/32"),
-            "via",
-            &node_addr[0].to_string(),
-        ])
-        .unwrap();
+    let loc = lb_ip(&lab, "loc");
+    route_via(&host, "add", loc, node_addr[0]);
     wait_served(&lab, host.name(), loc, 80, Proto::Tcp);
-    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT);
     assert_eq!(
         o,
         Outcome::Answer {
@@ -152,16 +125,8 @@ spec:
         },
         "Local LB IP via node-1"
     );
-    host.netns
-        .ip(&[
-            "route",
-            "replace",
-            &format!("{loc}/32"),
-            "via",
-            &node_addr[1].to_string(),
-        ])
-        .unwrap();
-    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, T);
+    route_via(&host, "replace", loc, node_addr[1]);
+    let (o, _) = ask(host.name(), loc, 80, Proto::Tcp, ASK_WAIT);
     assert_eq!(
         o,
         Outcome::TimedOut,
@@ -176,7 +141,7 @@ spec:
     let node_2 = st.nodes[1].netns.clone();
     for (from, who) in [(&pod_on_2, "pod e-2 on node-2"), (&node_2, "node-2 itself")] {
         for (to, port, what) in [(loc, 80, "LB IP"), (node_addr[1], np_loc, "NodePort")] {
-            let (o, took) = ask(from, to, port, Proto::Tcp, T);
+            let (o, took) = ask(from, to, port, Proto::Tcp, ASK_WAIT);
             assert_eq!(
                 o.server(),
                 Some("l-1"),

@@ -20,8 +20,6 @@ use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::svcprobe::{Proto, ask, poll, svc_table};
 use tartan_tests::services::*;
 
-const T: Duration = Duration::from_secs(2);
-
 #[test]
 fn services_as_kube_proxy_e2e_expects() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
@@ -32,8 +30,7 @@ fn services_as_kube_proxy_e2e_expects() {
         server_pod(&lab, "t-2", "node-2", "app=itp"),
         server_pod(&lab, "h-1", "node-2", "app=hc"),
     ];
-    lab.ok(&["pod", "add", "default/c-1", "--node", "node-1"]);
-    let client = pod_netns(&lab, "default/c-1");
+    let client = client_pod(&lab, "default/c-1", "node-1");
     labelled_services_are_not_proxied(&lab, &client);
     local_terminating_fallback(&lab, &client);
     health_check_node_port(&lab);
@@ -82,15 +79,11 @@ fn curl(lab: &LabCli, url: &str) -> Option<(u16, serde_json::Value)> {
 fn health_check_node_port(lab: &LabCli) {
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: hc}
-spec:
-  type: LoadBalancer
-  externalTrafficPolicy: Local
-  selector: {app: hc}
-  ports: [{port: 80, targetPort: http}]
-",
+        &service_yaml(
+            "hc",
+            "{type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: hc}, \
+             ports: [{port: 80, targetPort: http}]}",
+        ),
     );
     let port = service(lab, "hc")["spec"]["healthCheckNodePort"]
         .as_u64()
@@ -118,31 +111,23 @@ spec:
 fn labelled_services_are_not_proxied(lab: &LabCli, client: &str) {
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: plain}
-spec:
-  selector: {app: lw}
-  ports: [{port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: other-proxy
-  labels: {service.kubernetes.io/service-proxy-name: foo-bar}
-spec:
-  selector: {app: lw}
-  ports: [{port: 80, targetPort: http}]
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: labelled-headless
-  labels: {service.kubernetes.io/headless: \"\"}
-spec:
-  selector: {app: lw}
-  ports: [{port: 80, targetPort: http}]
-",
+        &[
+            service_yaml(
+                "plain",
+                "{selector: {app: lw}, ports: [{port: 80, targetPort: http}]}",
+            ),
+            labelled_service_yaml(
+                "other-proxy",
+                "{service.kubernetes.io/service-proxy-name: foo-bar}",
+                "{selector: {app: lw}, ports: [{port: 80, targetPort: http}]}",
+            ),
+            labelled_service_yaml(
+                "labelled-headless",
+                "{service.kubernetes.io/headless: ''}",
+                "{selector: {app: lw}, ports: [{port: 80, targetPort: http}]}",
+            ),
+        ]
+        .concat(),
     );
     let plain = cluster_ip(lab, "plain");
     // Once the plain one answers, felix has seen all three.
@@ -158,7 +143,7 @@ spec:
                 n.name
             );
         }
-        let (o, _) = ask(client, vip, 80, Proto::Tcp, T);
+        let (o, _) = ask(client, vip, 80, Proto::Tcp, ASK_WAIT);
         assert!(o.server().is_none(), "{name} ({vip}) answered: {o:?}");
     }
 }
@@ -166,18 +151,18 @@ spec:
 fn local_terminating_fallback(lab: &LabCli, client: &str) {
     apply_ok(
         lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: itp}
-spec:
-  selector: {app: itp}
-  internalTrafficPolicy: Local
-  ports: [{port: 80, targetPort: http}]
-",
+        &service_yaml(
+            "itp",
+            "{selector: {app: itp}, internalTrafficPolicy: Local, \
+             ports: [{port: 80, targetPort: http}]}",
+        ),
     );
     let vip = cluster_ip(lab, "itp");
     wait_served(lab, client, vip, 80, Proto::Tcp);
-    assert_eq!(ask(client, vip, 80, Proto::Tcp, T).0.server(), Some("t-1"));
+    assert_eq!(
+        ask(client, vip, 80, Proto::Tcp, ASK_WAIT).0.server(),
+        Some("t-1")
+    );
     // node-1's only endpoint terminates while node-2's stays ready: node-1
     // still sends its clients to its own, terminating, endpoint.
     lab.ok(&["pod", "terminate", "default/t-1"]);
@@ -197,7 +182,7 @@ spec:
     // reach t-1 (before KEP-1669's per-node fallback they were dropped).
     std::thread::sleep(Duration::from_millis(1000));
     for i in 0..10 {
-        let (o, _) = ask(client, vip, 80, Proto::Tcp, T);
+        let (o, _) = ask(client, vip, 80, Proto::Tcp, ASK_WAIT);
         assert_eq!(o.server(), Some("t-1"), "request {i}: {o:?}\n{}", dump(lab));
     }
 }

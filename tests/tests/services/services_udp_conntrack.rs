@@ -109,18 +109,14 @@ fn udp_traffic_follows_a_replaced_backend() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let lab = up("ucl", 2);
     let _old = server_pod(&lab, "u-1", "node-2", "app=u");
-    lab.ok(&["pod", "add", "default/c-1", "--node", "node-1"]);
-    let client = pod_netns(&lab, "default/c-1");
+    let client = client_pod(&lab, "default/c-1", "node-1");
     apply_ok(
         &lab,
-        "apiVersion: v1
-kind: Service
-metadata: {name: u}
-spec:
-  type: LoadBalancer
-  selector: {app: u}
-  ports: [{name: dns, port: 53, targetPort: dns, protocol: UDP}]
-",
+        &service_yaml(
+            "u",
+            "{type: LoadBalancer, selector: {app: u}, \
+             ports: [{name: dns, port: 53, targetPort: dns, protocol: UDP}]}",
+        ),
     );
     let svc = service(&lab, "u");
     let vip = cluster_ip(&lab, "u");
