@@ -1,7 +1,8 @@
 //! The end-to-end tests' fixtures: where the workspace's binaries are,
-//! the lab driven through `tartan-lab`, one test file at a time within a
-//! test binary, and what the Service tests share. The tests themselves are
-//! under `tests/`, one binary per group (see README.md).
+//! one test file at a time within a test binary, and the openings the
+//! tests share (a lab through `tartan-lab`, peer pairs, CNI labs, fault
+//! traffic, policy grids, Services), one module each. The tests
+//! themselves are under `tests/`, one binary per group (see README.md).
 
 pub mod bins;
 pub mod cnilab;
