@@ -3,8 +3,9 @@
 //! and must come out the same (a misspelt or misplaced field would be
 //! dropped on the way and show as a difference).
 
-use k8s_openapi::api::apps::v1::DaemonSet;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
+use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -32,6 +33,9 @@ fn check(doc: &Value) -> Result<&str, String> {
         "Role" => same::<Role>(doc),
         "RoleBinding" => same::<RoleBinding>(doc),
         "DaemonSet" => same::<DaemonSet>(doc),
+        "Deployment" => same::<Deployment>(doc),
+        "Service" => same::<Service>(doc),
+        "NetworkPolicy" => same::<NetworkPolicy>(doc),
         other => Err(format!("no check for kind {other}")),
     }
     .map(|()| kind)
@@ -47,15 +51,23 @@ fn documents(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The workload manifests of deploy/ (the CRDs have their own test).
+const MANIFESTS: [&str; 2] = ["tartan-node.yaml", "tartan-dns.yaml"];
+
+fn deploy_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
+}
+
 #[test]
 fn deploy_manifests_parse_strictly() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
     let mut kinds = Vec::new();
-    for doc in documents(&text) {
-        match check(&doc) {
-            Ok(k) => kinds.push(k.to_string()),
-            Err(e) => panic!("{}: {e}", doc["metadata"]["name"]),
+    for file in MANIFESTS {
+        let text = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+        for doc in documents(&text) {
+            match check(&doc) {
+                Ok(k) => kinds.push(k.to_string()),
+                Err(e) => panic!("{file}: {}: {e}", doc["metadata"]["name"]),
+            }
         }
     }
     kinds.sort();
@@ -63,14 +75,62 @@ fn deploy_manifests_parse_strictly() {
         kinds,
         [
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "DaemonSet",
+            "Deployment",
             "Namespace",
+            "NetworkPolicy",
             "Role",
             "RoleBinding",
+            "Service",
+            "ServiceAccount",
             "ServiceAccount"
         ]
     );
+}
+
+/// Every `image:` in deploy/ and the kustomization's `newTag` name the
+/// workspace version: an install never pulls an unpinned `latest`, and a
+/// release changes the version in one place (the check says where not).
+#[test]
+fn images_are_pinned_to_the_workspace_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let want = format!("ghcr.io/tartan-net/tartan:{version}");
+    let mut seen = 0;
+    for file in MANIFESTS {
+        let text = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+        for line in text.lines() {
+            if let Some(image) = line.trim().strip_prefix("image:") {
+                assert_eq!(image.trim(), want, "{file}: {line}");
+                seen += 1;
+            }
+        }
+    }
+    assert!(
+        seen >= 4,
+        "bgpd, felix, install-cni and tartan-dns name an image"
+    );
+    let kustomization = std::fs::read_to_string(deploy_dir().join("kustomization.yaml")).unwrap();
+    let doc: Value = serde_saphyr::from_str(&kustomization).unwrap();
+    assert_eq!(doc["images"][0]["name"], "ghcr.io/tartan-net/tartan");
+    assert_eq!(doc["images"][0]["newTag"], version);
+    let mut crd_files: Vec<String> = std::fs::read_dir(deploy_dir().join("crds"))
+        .unwrap()
+        .map(|e| format!("crds/{}", e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    crd_files.sort();
+    for file in crd_files.iter().map(String::as_str).chain(MANIFESTS) {
+        assert!(
+            doc["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r == file),
+            "kustomization.yaml lists {file}"
+        );
+    }
 }
 
 #[test]
@@ -85,8 +145,7 @@ fn a_misplaced_field_is_caught() {
 
 #[test]
 fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
     let role = documents(&text)
         .into_iter()
         .find(|d| d["kind"] == "ClusterRole")
@@ -125,8 +184,7 @@ fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
 
 #[test]
 fn secrets_are_readable_only_in_tartans_namespace() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
     let docs = documents(&text);
     let cluster: ClusterRole = serde_json::from_value(
         docs.iter()
