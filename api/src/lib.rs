@@ -12,6 +12,7 @@
 pub mod bgp;
 pub mod examples;
 pub mod kind;
+pub mod logging;
 pub mod resources;
 pub mod selector;
 pub mod store;

@@ -4,6 +4,7 @@ use clap::Parser;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tartan_api::logging::LogFormat;
 use tartan_bgpd::config;
 use tartan_bgpd::control::{Metrics, serve_metrics, serve_unix};
 use tartan_bgpd::daemon::{Daemon, DaemonOptions};
@@ -34,9 +35,9 @@ struct Args {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9179).
     #[arg(long)]
     metrics: Option<SocketAddr>,
-    /// Log format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
+    /// Log format (the filter is TARTAN_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
+    log_format: LogFormat,
     /// Check the configuration file and exit.
     #[arg(long)]
     check: bool,
@@ -44,7 +45,7 @@ struct Args {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    init_logs(&args.log_format);
+    tartan_api::logging::init(args.log_format, "info");
     if let Some(store) = args.datastore.clone() {
         return run_runtime(from_datastore(args, store));
     }
@@ -176,18 +177,5 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = async { match term.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => info!("SIGTERM"),
         _ = async { match int.as_mut() { Some(s) => { s.recv().await; } None => std::future::pending().await } } => info!("SIGINT"),
-    }
-}
-
-fn init_logs(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let b = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        b.json().init();
-    } else {
-        b.init();
     }
 }

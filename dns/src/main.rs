@@ -4,17 +4,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use tartan_api::logging::LogFormat;
 use tartan_dns::answer::Zone;
 use tartan_dns::daemon::{Config, start};
 use tartan_dns::forward::{ForwardConfig, parse_resolv_conf};
 use tartan_dns::limit::LimitConfig;
-
-#[derive(Clone, Copy, ValueEnum)]
-enum LogFormat {
-    Text,
-    Json,
-}
 
 #[derive(Parser)]
 #[command(name = "tartan-dns", version, about = "Tartan's cluster DNS server")]
@@ -71,7 +66,8 @@ struct Cli {
     /// Most TCP connections at once.
     #[arg(long, default_value_t = 256)]
     max_tcp: usize,
-    #[arg(long, value_enum, default_value = "text")]
+    /// Log format (the filter is TARTAN_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
 }
 
@@ -87,15 +83,7 @@ fn upstream(s: &str) -> Result<SocketAddr> {
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("TARTAN_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    match cli.log_format {
-        LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
-    }
+    tartan_api::logging::init(cli.log_format, "info");
     let upstreams = if cli.upstreams.is_empty() {
         match std::fs::read_to_string(&cli.resolv_conf) {
             Ok(t) => parse_resolv_conf(&t),

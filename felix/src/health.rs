@@ -89,7 +89,7 @@ impl Health {
             "Objects felix watches that do not read as their kind (a policy among them isolates what it would govern), by kind",
             h.unreadable.clone(),
         );
-        let registry = root.sub_registry_with_prefix("felix");
+        let registry = root.sub_registry_with_prefix("tartan_felix");
         registry.register(
             "route_applies",
             "Passes that compared routes with the kernel",

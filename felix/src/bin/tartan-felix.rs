@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use tartan_api::logging::LogFormat;
 use tartan_felix::daemon::{Config, run};
 
 #[derive(Parser)]
@@ -29,6 +30,9 @@ struct Cli {
     /// does ("none": nowhere).
     #[arg(long, default_value = "0.0.0.0:10256")]
     proxy_health_address: String,
+    /// Log format (the filter is TARTAN_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
+    log_format: LogFormat,
 }
 
 fn hostname() -> Option<String> {
@@ -39,13 +43,8 @@ fn hostname() -> Option<String> {
 }
 
 fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TARTAN_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
     let cli = Cli::parse();
+    tartan_api::logging::init(cli.log_format, "info");
     let node = cli
         .node
         .or_else(hostname)

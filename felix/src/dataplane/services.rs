@@ -37,7 +37,7 @@ pub struct ServiceProxy {
     pub index: ServiceIndex,
     /// Opened at the first cleanup.
     conntrack: Option<Conntrack>,
-    /// Entries deleted (`felix_conntrack_entries_deleted`).
+    /// Entries deleted (`tartan_felix_conntrack_entries_deleted`).
     pub conntrack_deleted: Counter,
     /// The kernel holds the index's table as of the last write.
     written: bool,

@@ -191,7 +191,7 @@ impl Tartan {
             .arg("--socket")
             .arg(&self.socket);
         cmd.env(
-            "RUST_LOG",
+            "TARTAN_LOG",
             std::env::var("TARTAN_LOG").unwrap_or_else(|_| "info,tartan_bgpd=debug".into()),
         );
         self.daemon = Some(Daemon::start("tartan-bgpd", cmd)?);

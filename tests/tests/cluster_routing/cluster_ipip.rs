@@ -1,7 +1,7 @@
 //! IPIP pools. Where the kernel makes IPIP devices, `two-subnets` with
 //! ipipMode CrossSubnet reaches every pod. Where it does not (these
 //! machines' kernel has no ipip module), felix says so in its log and in
-//! its `felix_ipip_supported` metric, and routes the pool natively: pods on
+//! its `tartan_felix_ipip_supported` metric, and routes the pool natively: pods on
 //! one subnet still reach each other.
 
 use std::process::Command;
@@ -75,7 +75,7 @@ fn ipip_pools_tunnel_where_the_kernel_can_and_say_so_where_it_cannot() {
     let n1 = format!("{}-node-1", lab.name);
     let mut supported = None;
     for _ in 0..50 {
-        supported = metric(&n1, "felix_ipip_supported").filter(|v| *v >= 0);
+        supported = metric(&n1, "tartan_felix_ipip_supported").filter(|v| *v >= 0);
         if supported.is_some() {
             break;
         }

@@ -67,7 +67,7 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
     assert!(felix_http_get(node, "/livez").starts_with("HTTP/1.0 200"));
     let installed = |m: &str| -> u64 {
         m.lines()
-            .find_map(|l| l.strip_prefix("felix_routes_installed_total "))
+            .find_map(|l| l.strip_prefix("tartan_felix_routes_installed_total "))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(0)
     };

@@ -248,7 +248,7 @@ fn setup() -> Lab {
                 .arg(CniLab::node_name(i))
                 .arg("--socket")
                 .arg(dir.join(&format!("bgpd-{i}.sock")))
-                .env("RUST_LOG", "info");
+                .env("TARTAN_LOG", "info");
             Daemon::start(&format!("bgpd-{i}"), c).unwrap()
         })
         .collect();
