@@ -14,7 +14,9 @@ use axum::http::Method;
 use futures::StreamExt;
 use tartan_api::examples::{example, modified};
 use tartan_api::kind::Kind;
-use tartan_api::store::conformance::{ViewChecker, place, round_trip_every_kind, version};
+use tartan_api::store::conformance::{
+    ViewChecker, narrow_listing, place, round_trip_every_kind, version,
+};
 use tartan_api::store::kube::KubeStore;
 use tartan_api::store::watch::watch;
 use tartan_api::store::{Datastore, ObjectKey, RawEvent, StoreError, WatchScope};
@@ -47,6 +49,22 @@ async fn every_kind_round_trips_with_compare_and_swap() {
     assert!(
         reqs.iter()
             .any(|r| r.path == "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices")
+    );
+}
+
+#[tokio::test]
+async fn a_narrowed_listing_is_selected_by_label_on_the_server() {
+    let api = FakeApiServer::new().start().await;
+    let store = KubeStore::from_client(api.client());
+    narrow_listing(&store).await;
+    let reqs = api.requests();
+    let list = reqs
+        .iter()
+        .find(|r| r.method == Method::GET && r.path == "/apis/tartan.dev/v1/blockaffinities")
+        .expect("a list of BlockAffinities");
+    assert_eq!(
+        list.query.get("labelSelector").map(String::as_str),
+        Some("tartan.dev/node=narrow-a")
     );
 }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::resources::{
@@ -29,7 +29,7 @@ use tartan_api::resources::{
 use tartan_api::store::Datastore;
 use tracing::info;
 
-use crate::calc::state::{NodeInfo, State};
+use crate::calc::state::State;
 use crate::dataplane::events::KernelEvents;
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::TunnelDriver;
@@ -40,7 +40,7 @@ use crate::unreadable::Unreadable;
 pub use config::Config;
 
 use apply::{Checks, Dataplane};
-use fold::{converted, fold, fold_into, fold_policy, read_noting};
+use fold::{converted, fold, fold_into, fold_node, fold_policy, read_noting};
 use watches::{Synced, Watches};
 
 /// Run until `shutdown` completes.
@@ -136,7 +136,7 @@ pub async fn run(
                 dirty |= f.changed;
             }
             ev = w.nodes.next() => {
-                let f = fold(&mut state.nodes, ev, &mut bad, |n: Node| NodeInfo::from_node(&n));
+                let f = fold_node(&mut state.nodes, ev, &mut bad);
                 synced.nodes |= f.synced;
                 dirty |= f.changed;
             }

@@ -16,7 +16,7 @@ use futures::stream::BoxStream;
 
 use super::retry::Retrying;
 use super::{
-    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
 };
 use crate::kind::Kind;
 
@@ -105,6 +105,15 @@ impl Datastore for Checked {
 
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
         self.0.list(kind, namespace).await
+    }
+
+    async fn list_narrow(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Listing> {
+        self.0.list_narrow(kind, namespace, narrow).await
     }
 
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {

@@ -15,7 +15,7 @@ use kube::core::Status;
 use tracing::debug;
 
 use super::{
-    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
 };
 use crate::kind::Kind;
 
@@ -127,6 +127,40 @@ impl Datastore for KubeStore {
             items.extend(page.items.into_iter().map(|mut o| {
                 fill_types(kind, &mut o);
                 o
+            }));
+            match page.metadata.continue_.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => break,
+            }
+        }
+        Ok(Listing { items, revision })
+    }
+
+    async fn list_narrow(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Listing> {
+        // The API server selects by the label; the name prefix is checked
+        // here.
+        let api = self.api(kind, namespace);
+        let selector = narrow.label_selector();
+        let mut items = Vec::new();
+        let mut revision = String::new();
+        let mut token: Option<String> = None;
+        loop {
+            let mut lp = ListParams::default().labels(&selector).limit(PAGE);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let page = api.list(&lp).await.map_err(|e| map_err(e, None, None))?;
+            if token.is_none() {
+                revision = page.metadata.resource_version.clone().unwrap_or_default();
+            }
+            items.extend(page.items.into_iter().filter_map(|mut o| {
+                fill_types(kind, &mut o);
+                narrow.matches(&o).then_some(o)
             }));
             match page.metadata.continue_.filter(|t| !t.is_empty()) {
                 Some(t) => token = Some(t),

@@ -13,7 +13,7 @@ use futures::stream::BoxStream;
 use tokio::sync::watch as notify;
 
 use super::{
-    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
 };
 use crate::kind::Kind;
 
@@ -133,6 +133,25 @@ impl Datastore for MemoryStore {
             .objects
             .iter()
             .filter(|(k, _)| in_scope(k, kind, namespace))
+            .map(|(_, o)| o.clone())
+            .collect();
+        Ok(Listing {
+            items,
+            revision: s.revision.to_string(),
+        })
+    }
+
+    async fn list_narrow(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Listing> {
+        let s = self.lock_available()?;
+        let items = s
+            .objects
+            .iter()
+            .filter(|(k, o)| in_scope(k, kind, namespace) && narrow.matches(o))
             .map(|(_, o)| o.clone())
             .collect();
         Ok(Listing {

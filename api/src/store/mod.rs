@@ -19,6 +19,7 @@ pub mod error;
 pub mod etcd;
 pub mod kube;
 pub mod memory;
+pub mod narrow;
 pub mod placeholder;
 pub mod readable;
 pub mod resource;
@@ -34,6 +35,7 @@ use futures::stream::BoxStream;
 
 pub use connect::{StoreSpec, connect};
 pub use error::StoreError;
+pub use narrow::Narrow;
 
 use crate::kind::Kind;
 
@@ -174,6 +176,19 @@ pub trait Datastore: Send + Sync + 'static {
     async fn get(&self, key: &ObjectKey) -> Result<DynamicObject>;
     /// All objects of a kind; of one namespace if `namespace` is given.
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing>;
+    /// The objects of a kind that `narrow` picks, read without reading
+    /// the whole kind where the backend can (see [`narrow`]); by default a
+    /// whole listing, filtered.
+    async fn list_narrow(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Listing> {
+        let mut l = self.list(kind, namespace).await?;
+        l.items.retain(|o| narrow.matches(o));
+        Ok(l)
+    }
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject>;
     async fn update(&self, obj: DynamicObject) -> Result<DynamicObject>;
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()>;

@@ -17,7 +17,7 @@ use futures::stream::BoxStream;
 use tracing::warn;
 
 use super::{
-    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
 };
 use crate::kind::Kind;
 
@@ -95,6 +95,17 @@ impl<S: Datastore> Datastore for Retrying<S> {
 
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
         self.run("list", || self.inner.list(kind, namespace))
+            .await
+            .0
+    }
+
+    async fn list_narrow(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Listing> {
+        self.run("list", || self.inner.list_narrow(kind, namespace, narrow))
             .await
             .0
     }

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{Datastore, DynamicObject, ObjectKey, Result, StoreError};
+use super::{Datastore, DynamicObject, Narrow, ObjectKey, Result, StoreError};
 use crate::kind::Kind;
 
 pub use super::resource::Resource;
@@ -77,6 +77,12 @@ fn read_checked(kind: Kind) -> bool {
 pub trait TypedStore {
     async fn get_typed<T: Resource>(&self, namespace: Option<&str>, name: &str) -> Result<T>;
     async fn list_typed<T: Resource>(&self, namespace: Option<&str>) -> Result<(Vec<T>, String)>;
+    /// [`Datastore::list_narrow`], typed.
+    async fn list_narrow_typed<T: Resource>(
+        &self,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Vec<T>>;
     async fn create_typed<T: Resource>(&self, r: &T) -> Result<T>;
     async fn update_typed<T: Resource>(&self, r: &T) -> Result<T>;
     async fn delete_typed<T: Resource>(
@@ -101,6 +107,15 @@ impl<S: Datastore + ?Sized> TypedStore for S {
             .map(from_dynamic)
             .collect::<Result<Vec<T>>>()?;
         Ok((items, l.revision))
+    }
+
+    async fn list_narrow_typed<T: Resource>(
+        &self,
+        namespace: Option<&str>,
+        narrow: Narrow<'_>,
+    ) -> Result<Vec<T>> {
+        let l = self.list_narrow(T::KIND, namespace, narrow).await?;
+        l.items.into_iter().map(from_dynamic).collect()
     }
 
     async fn create_typed<T: Resource>(&self, r: &T) -> Result<T> {

@@ -172,6 +172,23 @@ impl FakeApiServer {
             .and_then(|l| l.parse::<usize>().ok())
             .unwrap_or(usize::MAX);
         let mut items = listing.items;
+        // Equality label selectors (`k=v,k2=v2`), as the API server reads
+        // them.
+        if let Some(sel) = query.get("labelSelector").filter(|s| !s.is_empty()) {
+            let wanted: Vec<(&str, &str)> = sel
+                .split(',')
+                .map(|p| p.split_once('=').unwrap_or((p, "")))
+                .collect();
+            items.retain(|o| {
+                wanted.iter().all(|(k, v)| {
+                    o.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(*k))
+                        .is_some_and(|have| have == v)
+                })
+            });
+        }
         items.sort_by(|a, b| ObjectKey::of(a).unwrap().cmp(&ObjectKey::of(b).unwrap()));
         let page: Vec<Value> = items
             .iter()

@@ -2,6 +2,9 @@
 //! rebuild after each burst of changes, and hand on a configuration only
 //! when it differs from the last one.
 //!
+//! Nodes are kept as the part bgpd uses ([`super::nodes`]): a kubelet's
+//! heartbeat changes none of it and causes no rebuild.
+//!
 //! Services and EndpointSlices are many and change often; they are not
 //! kept whole but reduced as they arrive ([`LocalServices`]), and a burst
 //! of them causes a rebuild only when it changes what this node announces
@@ -12,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Secret, Service};
+use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tartan_api::Kind;
 use tartan_api::resources::{
@@ -26,6 +29,7 @@ use tokio::sync::mpsc;
 use tracing::{debug, info, warn};
 
 use super::build::{Inputs, build};
+use super::nodes;
 use super::services::LocalServices;
 use crate::config::Config;
 
@@ -70,10 +74,13 @@ fn secret_values(s: &Secret) -> BTreeMap<String, String> {
     out
 }
 
-/// The objects seen, per kind, by `namespace/name`; Services and
-/// EndpointSlices reduced to what this node announces for them.
+/// The objects seen, per kind, by `namespace/name`; Nodes reduced to
+/// what bgpd uses of them, Services and EndpointSlices to what this node
+/// announces for them.
 struct Seen {
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
+    /// Readable Nodes, as [`nodes::used`] keeps them.
+    nodes: BTreeMap<String, Node>,
     services: LocalServices,
     synced: BTreeMap<Kind, bool>,
     /// Objects that do not read, each logged once at ERROR when it
@@ -95,6 +102,7 @@ impl Seen {
     fn new(node: &str) -> Seen {
         Seen {
             objects: BTreeMap::new(),
+            nodes: BTreeMap::new(),
             services: LocalServices::new(node),
             synced: BTreeMap::new(),
             bad: UnreadableLog::default(),
@@ -107,6 +115,8 @@ impl Seen {
         let was_synced = self.all_synced();
         let changed = if reduced(kind) {
             self.apply_reduced(kind, ev)
+        } else if kind == Kind::Node {
+            self.apply_node(ev)
         } else {
             self.apply_whole(kind, ev);
             true
@@ -158,6 +168,43 @@ impl Seen {
         }
     }
 
+    /// A Node; whether what bgpd uses of the Nodes changed. An unreadable
+    /// Node counts as absent.
+    fn apply_node(&mut self, ev: WatchEvent) -> bool {
+        let (k, view) = match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                let k = key(&o);
+                match from_dynamic::<Node>(o) {
+                    Ok(n) => {
+                        self.bad.readable(Kind::Node, &k);
+                        (k, Some(nodes::used(n)))
+                    }
+                    Err(e) => {
+                        self.bad.unreadable(Kind::Node, &k, &e.to_string());
+                        (k, None)
+                    }
+                }
+            }
+            WatchEvent::Deleted(o) => {
+                let k = key(&o);
+                self.bad.readable(Kind::Node, &k);
+                (k, None)
+            }
+            WatchEvent::Synced { .. } => {
+                self.synced.insert(Kind::Node, true);
+                return false;
+            }
+        };
+        match view {
+            Some(n) if self.nodes.get(&k) == Some(&n) => false,
+            Some(n) => {
+                self.nodes.insert(k, n);
+                true
+            }
+            None => self.nodes.remove(&k).is_some(),
+        }
+    }
+
     fn apply_whole(&mut self, kind: Kind, ev: WatchEvent) {
         let m = self.objects.entry(kind).or_default();
         match ev {
@@ -204,11 +251,7 @@ impl Seen {
         let name = |k: &str| k.rsplit('/').next().unwrap_or("").to_string();
         Inputs {
             node: node.to_string(),
-            nodes: self
-                .typed::<k8s_openapi::api::core::v1::Node>()
-                .into_iter()
-                .map(|(_, n)| n)
-                .collect(),
+            nodes: self.nodes.values().cloned().collect(),
             configs: self
                 .typed::<BgpConfiguration>()
                 .into_iter()
@@ -369,3 +412,6 @@ mod unreadable_tests {
         assert_eq!(seen.bad.count(Kind::BgpPeer), 0);
     }
 }
+
+#[cfg(test)]
+mod heartbeat_tests;

@@ -7,6 +7,7 @@
 mod announce;
 pub mod build;
 pub mod follow;
+mod nodes;
 pub mod services;
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,12 @@ impl Ipam {
         handle: &str,
         secondary: &BTreeMap<String, String>,
     ) -> Result<Allocation, IpamError> {
+        // Usually the handle's own blocks or this node's have room: read
+        // only those. Otherwise (a new block to claim, one to borrow from)
+        // read every block.
+        if let Some(a) = self.allocate_locally(handle, secondary).await? {
+            return Ok(a);
+        }
         let mut snap = self.snapshot().await?;
         let plan = self.plan(&snap)?;
         let mut got: Vec<(IpAddr, IpNet)> = Vec::new();
@@ -58,18 +64,7 @@ impl Ipam {
                 }
             }
         }
-        let mut counts = BTreeMap::new();
-        for b in &snap.blocks {
-            let n = block::held_by(&b.spec, handle).len();
-            if n > 0 {
-                counts.insert(b.spec.cidr.clone(), n as u32);
-            }
-        }
-        Ok(Allocation {
-            handle: handle.to_string(),
-            addresses: got.into_iter().map(|(a, _)| IpNet::from(a)).collect(),
-            blocks: counts,
-        })
+        Ok(allocation(handle, &snap, got))
     }
 
     /// Write the IPAMHandle of an allocation.
@@ -86,53 +81,17 @@ impl Ipam {
         secondary: &BTreeMap<String, String>,
         snap: &mut Snapshot,
     ) -> Result<(IpAddr, IpNet), IpamError> {
-        // Already held (a retried ADD)?
-        for b in &snap.blocks {
-            let Ok(net) = b.spec.network() else { continue };
-            if Family::of(&net) != family {
-                continue;
-            }
-            if let Some(&o) = block::held_by(&b.spec, handle).first()
-                && let Some(a) = block::address_at(&net, o)
-            {
-                debug!(handle, address = %a, "handle already holds an address");
-                return Ok((a, net));
-            }
+        let mut cooling = block::Shortage::default();
+        if let Some(got) = self
+            .held_or_own(family, pools, handle, secondary, snap, &mut cooling)
+            .await?
+        {
+            return Ok(got);
         }
         let node = self.cfg.node.as_str();
-        let reserved: Vec<(Pool, Vec<IpNet>)> = pools
-            .iter()
-            .map(|p| (p.clone(), pools::reserved_in(p, &snap.reservations)))
-            .collect();
+        let reserved = reserved_of(pools, snap);
         let pool_of = |net: &IpNet| reserved.iter().find(|(p, _)| p.net.contains(net));
-        let mut cooling = block::Shortage::default();
-        let mut note_cooling = |s: block::Shortage| {
-            cooling.cooling += s.cooling;
-            if let Some(w) = s.next_free_in {
-                cooling.next_free_in = Some(cooling.next_free_in.map_or(w, |c| c.min(w)));
-            }
-        };
-
-        // 1. The node's own blocks.
-        let mine: Vec<IpamBlock> = snap
-            .blocks
-            .iter()
-            .filter(|b| b.spec.affine_node() == Some(node))
-            .cloned()
-            .collect();
-        for b in mine {
-            let Ok(net) = b.spec.network() else { continue };
-            let Some((_, res)) = pool_of(&net) else {
-                continue;
-            };
-            match self.take_from(b, res, handle, secondary).await? {
-                Ok((addr, written)) => {
-                    replace_block(&mut snap.blocks, written);
-                    return Ok((addr, net));
-                }
-                Err(s) => note_cooling(s),
-            }
-        }
+        let mut note_cooling = |s: block::Shortage| note(&mut cooling, s);
 
         // 2. A new block.
         let taken: HashSet<IpNet> = snap
@@ -207,6 +166,56 @@ impl Ipam {
         })
     }
 
+    /// An address of `family` that `handle` already holds in the blocks of
+    /// `snap` (a retried ADD), else one taken from this node's own blocks
+    /// among them; `None` when neither has one (what is cooling is noted
+    /// in `cooling`).
+    pub(super) async fn held_or_own(
+        &self,
+        family: Family,
+        pools: &[Pool],
+        handle: &str,
+        secondary: &BTreeMap<String, String>,
+        snap: &mut Snapshot,
+        cooling: &mut block::Shortage,
+    ) -> Result<Option<(IpAddr, IpNet)>, IpamError> {
+        for b in &snap.blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            if Family::of(&net) != family {
+                continue;
+            }
+            if let Some(&o) = block::held_by(&b.spec, handle).first()
+                && let Some(a) = block::address_at(&net, o)
+            {
+                debug!(handle, address = %a, "handle already holds an address");
+                return Ok(Some((a, net)));
+            }
+        }
+        let node = self.cfg.node.as_str();
+        let reserved = reserved_of(pools, snap);
+        let pool_of = |net: &IpNet| reserved.iter().find(|(p, _)| p.net.contains(net));
+        let mine: Vec<IpamBlock> = snap
+            .blocks
+            .iter()
+            .filter(|b| b.spec.affine_node() == Some(node))
+            .cloned()
+            .collect();
+        for b in mine {
+            let Ok(net) = b.spec.network() else { continue };
+            let Some((_, res)) = pool_of(&net) else {
+                continue;
+            };
+            match self.take_from(b, res, handle, secondary).await? {
+                Ok((addr, written)) => {
+                    replace_block(&mut snap.blocks, written);
+                    return Ok(Some((addr, net)));
+                }
+                Err(s) => note(cooling, s),
+            }
+        }
+        Ok(None)
+    }
+
     /// Take the next free address of `b` for `handle` by compare-and-swap,
     /// re-reading the block after every lost race. `Ok(Err(_))`: the block
     /// has nothing to give.
@@ -244,6 +253,39 @@ impl Ipam {
             Ok((None, _)) => Err(block::Shortage::default()),
             Err(s) => Err(s),
         })
+    }
+}
+
+/// The allocation of `handle`: the addresses `got`, and how many it
+/// holds in each block of `snap`.
+pub(super) fn allocation(handle: &str, snap: &Snapshot, got: Vec<(IpAddr, IpNet)>) -> Allocation {
+    let mut counts = BTreeMap::new();
+    for b in &snap.blocks {
+        let n = block::held_by(&b.spec, handle).len();
+        if n > 0 {
+            counts.insert(b.spec.cidr.clone(), n as u32);
+        }
+    }
+    Allocation {
+        handle: handle.to_string(),
+        addresses: got.into_iter().map(|(a, _)| IpNet::from(a)).collect(),
+        blocks: counts,
+    }
+}
+
+/// Each pool with the networks reserved in it.
+fn reserved_of(pools: &[Pool], snap: &Snapshot) -> Vec<(Pool, Vec<IpNet>)> {
+    pools
+        .iter()
+        .map(|p| (p.clone(), pools::reserved_in(p, &snap.reservations)))
+        .collect()
+}
+
+/// Add what `s` says is cooling to `into`.
+fn note(into: &mut block::Shortage, s: block::Shortage) {
+    into.cooling += s.cooling;
+    if let Some(w) = s.next_free_in {
+        into.next_free_in = Some(into.next_free_in.map_or(w, |c| c.min(w)));
     }
 }
 

@@ -15,6 +15,7 @@
 mod assign;
 pub mod block;
 mod error;
+mod local;
 mod plan;
 pub mod pools;
 mod release;
@@ -140,5 +141,7 @@ async fn backoff(attempt: u32) {
     tokio::time::sleep(Duration::from_micros(us)).await;
 }
 
+#[cfg(test)]
+mod reads_tests;
 #[cfg(test)]
 mod tests;

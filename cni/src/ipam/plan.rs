@@ -24,12 +24,22 @@ pub(super) struct Snapshot {
 }
 
 impl Ipam {
+    /// Everything, every block included.
     pub(super) async fn snapshot(&self) -> Result<Snapshot, IpamError> {
-        // Three independent reads, in flight together.
-        let (pools, reservations, blocks) = tokio::try_join!(
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        self.snapshot_with(blocks).await
+    }
+
+    /// Pools, reservations and the node's labels, with `blocks` (all of
+    /// them, or the few an ADD of the common case reads).
+    pub(super) async fn snapshot_with(
+        &self,
+        blocks: Vec<IpamBlock>,
+    ) -> Result<Snapshot, IpamError> {
+        // Two independent reads, in flight together.
+        let (pools, reservations) = tokio::try_join!(
             self.store.list_typed::<IpPool>(None),
             self.store.list_typed::<IpReservation>(None),
-            self.store.list_typed::<IpamBlock>(None),
         )?;
         // The node's labels, only when a pool selects nodes by them.
         let node_labels = if pools::any_node_selector(&pools.0) {
@@ -47,7 +57,7 @@ impl Ipam {
         Ok(Snapshot {
             pools: pools.0,
             reservations: reservations.0,
-            blocks: blocks.0,
+            blocks,
             node_labels,
         })
     }

@@ -11,6 +11,7 @@ use tartan_api::store::typed::TypedStore;
 use tracing::{info, warn};
 
 use super::block;
+use super::local::{NODE_LABEL, node_label_value};
 use super::{Ipam, IpamError, affinity_name, handle_object_name, now};
 
 impl Ipam {
@@ -32,10 +33,14 @@ impl Ipam {
 
     /// Release every address `handle` holds and its IPAMHandle. Releasing
     /// what is not held succeeds. Returns the addresses released.
+    /// The blocks read are those the handle's IPAMHandle names; without
+    /// one (a crash before it was written), every block.
     pub async fn release(&self, handle: &str) -> Result<Vec<IpAddr>, IpamError> {
-        let released = self
-            .release_where(|attr_handle, _| attr_handle == handle)
-            .await?;
+        let which = |attr_handle: &str, _| attr_handle == handle;
+        let released = match self.handle_blocks(handle).await? {
+            Some(blocks) => self.release_in(blocks, which).await?,
+            None => self.release_where(which).await?,
+        };
         self.drop_handle_object(&handle_object_name(handle)).await?;
         Ok(released.into_iter().map(|(_, a)| a).collect())
     }
@@ -77,6 +82,15 @@ impl Ipam {
         which: impl Fn(&str, IpAddr) -> bool,
     ) -> Result<Vec<(String, IpAddr)>, IpamError> {
         let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        self.release_in(blocks, which).await
+    }
+
+    /// [`Ipam::release_where`] over `blocks` only.
+    async fn release_in(
+        &self,
+        blocks: Vec<IpamBlock>,
+        which: impl Fn(&str, IpAddr) -> bool,
+    ) -> Result<Vec<(String, IpAddr)>, IpamError> {
         let mut out = Vec::new();
         for b in blocks {
             let Ok(net) = b.spec.network() else { continue };
@@ -141,10 +155,34 @@ impl Ipam {
     }
 
     /// Recreate the BlockAffinity of any block this node holds without one
-    /// (a crash between claiming a block and recording the claim).
+    /// (a crash between claiming a block and recording the claim), and
+    /// label this node's affinities written before the label existed (an
+    /// ADD finds them by it).
     async fn repair_affinities(&self) -> Result<(), IpamError> {
         let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
         let (affinities, _) = self.store.list_typed::<BlockAffinity>(None).await?;
+        let value = node_label_value(&self.cfg.node);
+        for a in &affinities {
+            let labelled = a
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(NODE_LABEL))
+                .is_some_and(|v| *v == value);
+            if a.spec.node != self.cfg.node || labelled {
+                continue;
+            }
+            let mut a = a.clone();
+            a.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(NODE_LABEL.to_string(), value.clone());
+            match self.store.update_typed(&a).await {
+                // Changed meanwhile: the next GC tries again.
+                Ok(_) | Err(StoreError::Conflict { .. } | StoreError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         let have: HashSet<String> = affinities
             .iter()
             .filter_map(|a| a.metadata.name.clone())

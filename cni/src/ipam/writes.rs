@@ -13,6 +13,7 @@ use tartan_api::store::StoreError;
 use tartan_api::store::typed::TypedStore;
 use tracing::info;
 
+use super::local::{NODE_LABEL, node_label_value};
 use super::{Ipam, IpamError, MAX_ATTEMPTS, affinity_name, backoff, handle_object_name};
 
 impl Ipam {
@@ -76,8 +77,10 @@ impl Ipam {
         }
     }
 
+    /// Record this node's claim on `cidr`, labelled with the node so that
+    /// its ADDs find it without reading other nodes' ([`super::local`]).
     pub(super) async fn ensure_affinity(&self, cidr: &IpNet) -> Result<(), IpamError> {
-        let a = BlockAffinity::new(
+        let mut a = BlockAffinity::new(
             &affinity_name(&self.cfg.node, cidr),
             BlockAffinitySpec {
                 node: self.cfg.node.clone(),
@@ -86,6 +89,10 @@ impl Ipam {
                 deleted: false,
             },
         );
+        a.metadata.labels = Some(BTreeMap::from([(
+            NODE_LABEL.to_string(),
+            node_label_value(&self.cfg.node),
+        )]));
         match self.store.create_typed(&a).await {
             Ok(_) | Err(StoreError::AlreadyExists(_)) => Ok(()),
             Err(e) => Err(e.into()),

@@ -4,11 +4,13 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Node;
 use tartan_api::store::DynamicObject;
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::WatchEvent;
 
 use crate::calc::policy::Converted;
+use crate::calc::state::NodeInfo;
 use crate::unreadable::Unreadable;
 
 fn key(o: &DynamicObject) -> String {
@@ -39,6 +41,17 @@ pub(super) fn fold<T: Resource, S: PartialEq>(
     spec: fn(T) -> S,
 ) -> Folded {
     fold_read(map, ev, bad, |t| Ok(spec(t)), None)
+}
+
+/// A Node's event into `nodes`: felix keeps only [`NodeInfo`] (address
+/// and VXLAN MAC), so a kubelet's heartbeat (status, resourceVersion)
+/// folds to no change and causes no pass over the dataplane.
+pub(super) fn fold_node(
+    nodes: &mut BTreeMap<String, NodeInfo>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+) -> Folded {
+    fold(nodes, ev, bad, |n: Node| NodeInfo::from_node(&n))
 }
 
 /// [`fold`] for a policy: `convert` may fail too, and a policy that does
@@ -153,12 +166,10 @@ pub(super) fn fold_into(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use k8s_openapi::api::core::v1::Node;
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
     use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
     use tartan_api::Kind;
     use tartan_api::store::typed::to_dynamic;
-
-    use crate::calc::state::NodeInfo;
 
     fn node(heartbeat: &str, mac: &str) -> WatchEvent {
         let mut n = Node::default();
@@ -187,6 +198,55 @@ mod tests {
         };
         assert!(fold(&mut m, gone, &mut bad, spec).changed);
         assert!(m.is_empty());
+    }
+
+    /// Node `n1` as its kubelet writes it at heartbeat `beat`.
+    fn kubelet_node(beat: u32, ip: &str, mac: &str) -> WatchEvent {
+        let mut n = Node::default();
+        n.metadata.name = Some("n1".into());
+        n.metadata.resource_version = Some(format!("{}", 1000 + beat));
+        n.metadata.annotations = Some(
+            [
+                (
+                    "tartan.dev/bgp-ipv4-address".to_string(),
+                    format!("{ip}/24"),
+                ),
+                ("tartan.dev/vxlan-tunnel-mac".to_string(), mac.to_string()),
+            ]
+            .into(),
+        );
+        let at = serde_json::from_value(serde_json::json!(format!(
+            "2026-01-01T00:{:02}:{:02}Z",
+            beat * 10 / 60 % 60,
+            beat * 10 % 60
+        )))
+        .unwrap();
+        n.status = Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                last_heartbeat_time: Some(at),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        });
+        WatchEvent::Modified(to_dynamic(&n).unwrap())
+    }
+
+    #[test]
+    fn kubelet_heartbeats_cause_no_pass_and_an_address_or_mac_change_does() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let mac = "02:00:00:00:00:01";
+        assert!(fold_node(&mut m, kubelet_node(0, "10.0.0.1", mac), &mut bad).changed);
+        let passes = (1..=30)
+            .filter(|b| fold_node(&mut m, kubelet_node(*b, "10.0.0.1", mac), &mut bad).changed)
+            .count();
+        assert_eq!(passes, 0, "a heartbeat made felix recompute the dataplane");
+        assert!(fold_node(&mut m, kubelet_node(31, "10.0.0.2", mac), &mut bad).changed);
+        let other = "02:00:00:00:00:02";
+        assert!(fold_node(&mut m, kubelet_node(32, "10.0.0.2", other), &mut bad).changed);
+        assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 2]));
     }
 
     fn knp(name: &str, role: serde_json::Value) -> DynamicObject {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tartan_api::examples::{example, modified};
 use tartan_api::kind::Kind;
 use tartan_api::store::conformance::{
-    ViewChecker, place, round_trip_every_kind, store_view, version,
+    ViewChecker, narrow_listing, place, round_trip_every_kind, store_view, version,
 };
 use tartan_api::store::etcd::EtcdStore;
 use tartan_api::store::watch::watch;
@@ -80,6 +80,7 @@ async fn every_kind_round_trips_with_compare_and_swap() {
     let etcd = EtcdCluster::single().expect("start etcd");
     let store = client(&etcd, Some(Duration::from_secs(20))).await;
     round_trip_every_kind(store.as_ref()).await;
+    narrow_listing(store.as_ref()).await;
     // etcd has no API server to stamp objects: the backend does it.
     let created = store
         .create(example(Kind::IpPool, "stamped"))

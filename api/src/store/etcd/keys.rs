@@ -59,6 +59,20 @@ pub fn parse(kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
 }
 
 /// The end of the key range starting at `prefix` (etcd's "prefix" range).
+/// The end of the key range of every key starting with `prefix`, for any
+/// bytes: the prefix with its last byte that is not 0xff incremented and
+/// what follows dropped (`\0`, every key, when all are 0xff).
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 pub fn range_end(prefix: &str) -> Vec<u8> {
     let mut end = prefix.as_bytes().to_vec();
     // The prefixes all end in '/', so the last byte can be incremented.
@@ -103,6 +117,9 @@ mod tests {
     #[test]
     fn prefixes_do_not_overlap() {
         assert_eq!(range_end("/tartan/ippools/"), b"/tartan/ippools0".to_vec());
+        assert_eq!(prefix_end(b"/a/n1."), b"/a/n1/".to_vec());
+        assert_eq!(prefix_end(b"/a\xff\xff"), b"/b".to_vec());
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
         // A namespace prefix does not match a longer namespace name.
         assert!(!"/tartan/k8s/pods/ab/x".starts_with(&prefix(Kind::Pod, Some("a"))));
     }
