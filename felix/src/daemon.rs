@@ -49,24 +49,29 @@ pub async fn run(
     store: Arc<dyn Datastore>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
-    let mut w = Watches::open(&store);
+    let mut w = Watches::open(&store, cfg.services);
     host::enable_forwarding();
     let routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
     let tunnels = TunnelDriver::connect().context("open netlink")?;
     let mut events = KernelEvents::subscribe().context("listen to netlink events")?;
     let health = Health::new(cfg.resync);
     let mut bad = Unreadable::new(Some(health.clone()));
-    let _servers = servers::spawn(cfg.health, cfg.proxy_health, &health);
+    // Beside kube-proxy, its health port (10256) is kube-proxy's.
+    let proxy_health = cfg.proxy_health.filter(|_| cfg.services);
+    let _servers = servers::spawn(cfg.health, proxy_health, &health);
     let mut state = State::default();
     let mut synced = Synced::default();
     let mut dp = Dataplane::new(&cfg.node, routes, tunnels, &health);
+    if !cfg.services {
+        crate::dataplane::services::remove_left_table();
+    }
     host::allow_logging_from_namespaces();
     let mut checks = Checks::default();
     let mut dirty = false;
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
-    info!(node = %cfg.node, "felix started");
+    info!(node = %cfg.node, services = cfg.services, "felix started");
     loop {
         tokio::select! {
             ev = w.endpoints.next() => {
@@ -102,7 +107,7 @@ pub async fn run(
                 synced.policy[3] |= f.synced;
                 dirty |= f.changed;
             }
-            ev = w.services.next() => {
+            ev = watches::next_of(&mut w.services) => {
                 let f = fold_into(ev, |k, o| {
                     let info = o.and_then(|o| read_noting::<Service>(&mut bad, k, o)).and_then(|s| ServiceInfo::from_service(&s));
                     dp.proxy.index.set_service(k, info)
@@ -110,7 +115,7 @@ pub async fn run(
                 synced.services[0] |= f.synced;
                 dirty |= f.changed;
             }
-            ev = w.slices.next() => {
+            ev = watches::next_of(&mut w.slices) => {
                 let f = fold_into(ev, |k, o| {
                     let info = o.and_then(|o| read_noting::<EndpointSlice>(&mut bad, k, o)).and_then(|s| SliceInfo::from_slice(&s));
                     dp.proxy.index.set_slice(k, info)

@@ -30,9 +30,19 @@ struct Cli {
     /// does ("none": nowhere).
     #[arg(long, default_value = "0.0.0.0:10256")]
     proxy_health_address: String,
+    /// Implement Services (ClusterIP, NodePort, LoadBalancer and external
+    /// IPs) on nftables: "on", or "off" when kube-proxy does.
+    #[arg(long, value_enum, default_value_t = OnOff::On, env = "TARTAN_FELIX_SERVICES")]
+    services: OnOff,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum OnOff {
+    On,
+    Off,
 }
 
 fn hostname() -> Option<String> {
@@ -85,6 +95,7 @@ fn main() -> Result<()> {
                 grace: Duration::from_secs(cli.grace_seconds),
                 health,
                 proxy_health,
+                services: cli.services == OnOff::On,
             },
             store,
             shutdown,

@@ -1,5 +1,6 @@
 //! What felix is told at startup: which node it runs on, how often it
-//! checks the kernel, and where it serves its health endpoints.
+//! checks the kernel, where it serves its health endpoints, and whether it
+//! implements Services.
 
 use std::time::Duration;
 
@@ -17,4 +18,9 @@ pub struct Config {
     /// Where the Service proxy's /healthz and /livez are served (10256,
     /// as kube-proxy); `None`: nowhere.
     pub proxy_health: Option<std::net::SocketAddr>,
+    /// Whether felix is the Service proxy (Services and EndpointSlices
+    /// watched, `ip tartan-svc` written). Off when kube-proxy does it: then
+    /// neither is watched, a service table left by an earlier felix is
+    /// removed, and the proxy health port is not served.
+    pub services: bool,
 }

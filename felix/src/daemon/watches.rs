@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use tartan_api::Kind;
-use tartan_api::store::watch::{Watch, watch};
+use tartan_api::store::watch::{Watch, WatchEvent, watch};
 use tartan_api::store::{Datastore, WatchScope};
 
 /// One watch per kind felix reads.
@@ -19,13 +19,15 @@ pub(super) struct Watches {
     pub(super) kube_policies: Watch,
     pub(super) tartan_policies: Watch,
     pub(super) global_policies: Watch,
-    pub(super) services: Watch,
-    pub(super) slices: Watch,
+    /// `None` when felix is not the Service proxy.
+    pub(super) services: Option<Watch>,
+    pub(super) slices: Option<Watch>,
 }
 
 impl Watches {
-    /// Watch every kind felix reads in `store`, all namespaces.
-    pub(super) fn open(store: &Arc<dyn Datastore>) -> Watches {
+    /// Watch every kind felix reads in `store`, all namespaces; Services
+    /// and EndpointSlices only when felix implements Services.
+    pub(super) fn open(store: &Arc<dyn Datastore>, services: bool) -> Watches {
         let all = |kind| {
             watch(
                 store.clone(),
@@ -45,9 +47,17 @@ impl Watches {
             kube_policies: all(Kind::KubeNetworkPolicy),
             tartan_policies: all(Kind::NetworkPolicy),
             global_policies: all(Kind::GlobalNetworkPolicy),
-            services: all(Kind::Service),
-            slices: all(Kind::EndpointSlice),
+            services: services.then(|| all(Kind::Service)),
+            slices: services.then(|| all(Kind::EndpointSlice)),
         }
+    }
+}
+
+/// The next event of a watch that may not be open; never, when it is not.
+pub(super) async fn next_of(w: &mut Option<Watch>) -> WatchEvent {
+    match w {
+        Some(w) => w.next().await,
+        None => std::future::pending().await,
     }
 }
 

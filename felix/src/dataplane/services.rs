@@ -151,3 +151,32 @@ impl ServiceProxy {
         Ok(Written::Full(started.elapsed()))
     }
 }
+
+/// With Services off (kube-proxy implements them), remove a service table
+/// an earlier felix left: its NAT would still steer Service traffic, in
+/// front of kube-proxy's rules. Logged either way it goes.
+pub fn remove_left_table() {
+    let listed = std::process::Command::new("nft")
+        .args(["list", "table", "ip", TABLE])
+        .output();
+    if !listed.is_ok_and(|o| o.status.success()) {
+        return;
+    }
+    match std::process::Command::new("nft")
+        .args(["delete", "table", "ip", TABLE])
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            tracing::info!(
+                table = TABLE,
+                "Services are off: removed the service table an earlier felix wrote"
+            )
+        }
+        Ok(o) => {
+            warn!(table = TABLE, error = %String::from_utf8_lossy(&o.stderr).trim(), "Services are off but the service table left by an earlier felix could not be removed")
+        }
+        Err(e) => {
+            warn!(table = TABLE, error = %e, "Services are off but nft could not be run to remove the service table")
+        }
+    }
+}

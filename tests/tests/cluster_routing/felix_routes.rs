@@ -75,6 +75,17 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
         (installed(&felix_http_get(node, "/metrics")) >= 1).then_some(())
     });
     assert!(counted.is_ok(), "{}", felix_http_get(node, "/metrics"));
+    // Services on (the default): the service table and kube-proxy's
+    // health port are felix's (the contrast to `--services off` below).
+    assert!(
+        node.exec("nft", &["list", "table", "ip", "tartan-svc"])
+            .is_ok()
+    );
+    assert!(
+        listening(node, 10256),
+        "{}",
+        node.exec("ss", &["-ltn"]).unwrap_or_default()
+    );
 
     // Removed by hand: back within the resync period.
     node.ip(&["route", "del", &addr]).unwrap();
@@ -130,6 +141,78 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
     rt.del(&call, Some(&r)).unwrap();
     wait_route(node, &host, false);
     assert!(routes(node).contains("blackhole 10.86.0.0/26"));
+}
+
+/// Whether something listens on TCP `port` in `ns`.
+fn listening(ns: &Netns, port: u16) -> bool {
+    ns.exec("ss", &["-Hltn"])
+        .unwrap_or_default()
+        .lines()
+        .any(|l| {
+            l.split_whitespace()
+                .nth(3)
+                .is_some_and(|a| a.ends_with(&format!(":{port}")))
+        })
+}
+
+/// `--services off` (kube-proxy implements Services): felix removes the
+/// service table an earlier felix left, writes none, leaves kube-proxy's
+/// health port (10256) alone, and still routes. With `--log-format json`
+/// every line it logs is one JSON object.
+#[test]
+fn services_off_leaves_services_to_kube_proxy() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.84.0.0/16");
+    let node = &lab.underlay.node(0).netns;
+    // As a felix with Services on leaves it.
+    node.exec("nft", &["add", "table", "ip", "tartan-svc"])
+        .unwrap();
+    let felix = start_felix(&lab, "1", &["--services", "off", "--log-format", "json"]);
+    let (_pod, call) = lab.pod("default", "p").unwrap();
+    let r = lab.plain(0).add(&call).unwrap();
+    let addr = r["ips"][0]["address"].as_str().unwrap().to_string();
+    wait_route(node, &format!("{} dev", addr.trim_end_matches("/32")), true);
+    wait_for("felix ready", Duration::from_secs(10), || {
+        felix_http_get(node, "/readyz")
+            .starts_with("HTTP/1.0 200")
+            .then_some(())
+    })
+    .unwrap();
+    let svc_table = || {
+        node.exec("nft", &["list", "table", "ip", "tartan-svc"])
+            .is_ok()
+    };
+    wait_for("service table removed", Duration::from_secs(10), || {
+        (!svc_table()).then_some(())
+    })
+    .unwrap();
+    // Two periodic checks later it is still not written.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !svc_table(),
+        "{}",
+        node.exec("nft", &["list", "ruleset"]).unwrap_or_default()
+    );
+    assert!(
+        !listening(node, 10256),
+        "{}",
+        node.exec("ss", &["-ltn"]).unwrap_or_default()
+    );
+    let log = felix.log();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(lines.len() >= 2, "{log}");
+    for l in &lines {
+        let v: serde_json::Value =
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}"));
+        assert!(v["level"].is_string() && v["fields"].is_object(), "{l}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("removed the service table")),
+        "{log}"
+    );
+    lab.plain(0).del(&call, Some(&r)).unwrap();
 }
 
 /// natOutgoing: a pod reaches an address outside every pool (the
