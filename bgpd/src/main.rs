@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tartan_bgpd::config;
-use tartan_bgpd::control::{Metrics, serve_metrics, serve_unix};
-use tartan_bgpd::daemon::{Daemon, DaemonOptions};
+use tartan_bgpd::control::{Health, Metrics, serve_health, serve_metrics, serve_unix};
+use tartan_bgpd::daemon::{ControlHandle, Daemon, DaemonOptions};
 use tracing::{error, info};
 
 #[derive(Parser, Debug)]
@@ -34,6 +34,10 @@ struct Args {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9179).
     #[arg(long)]
     metrics: Option<SocketAddr>,
+    /// Serve the health probes `/livez` and `/readyz` on this address
+    /// (e.g. 127.0.0.1:9098).
+    #[arg(long, env = "TARTAN_BGPD_HEALTH")]
+    health: Option<SocketAddr>,
     /// Log format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -75,7 +79,40 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::SUCCESS;
     }
-    run_runtime(run(args, cfg, None))
+    run_runtime(async move {
+        let health = start_health(args.health);
+        let r = run(args, cfg, None, &health.0).await;
+        health.stop();
+        r
+    })
+}
+
+/// The probes' server, up from the start (before the configuration is
+/// built, `/readyz` says so); aborted when bgpd stops.
+struct HealthServer(
+    Arc<Health<ControlHandle>>,
+    Option<tokio::task::JoinHandle<()>>,
+);
+
+impl HealthServer {
+    fn stop(self) {
+        if let Some(t) = self.1 {
+            t.abort();
+        }
+    }
+}
+
+fn start_health(addr: Option<SocketAddr>) -> HealthServer {
+    let health = Health::new();
+    let task = addr.map(|addr| {
+        let h = health.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_health(addr, h, std::future::pending()).await {
+                error!(error = %e, "health endpoints stopped");
+            }
+        })
+    });
+    HealthServer(health, task)
 }
 
 fn run_runtime(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
@@ -108,6 +145,7 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
             .map(|s| s.trim().to_string())
             .context("no --node and the host name is unreadable")?,
     };
+    let health = start_health(args.health);
     let store = tartan_api::store::connect(&spec, None)
         .await
         .with_context(|| format!("datastore {spec}"))?;
@@ -118,8 +156,9 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
         c = rx.recv() => c.context("the datastore follower stopped")?,
         _ = shutdown_signal() => return Ok(()),
     };
-    let r = run(args, first, Some(rx)).await;
+    let r = run(args, first, Some(rx), &health.0).await;
     follower.abort();
+    health.stop();
     r
 }
 
@@ -127,6 +166,7 @@ async fn run(
     args: Args,
     cfg: config::Config,
     updates: Option<tokio::sync::mpsc::Receiver<config::Config>>,
+    health: &Health<ControlHandle>,
 ) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
     let metrics = Arc::new(Metrics::new());
@@ -139,6 +179,7 @@ async fn run(
     )
     .await
     .context("cannot start")?;
+    health.set_source(control.clone());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;

@@ -1,10 +1,12 @@
 //! The control plane's window: an HTTP + JSON API on a Unix socket (peers,
-//! routes, status) and a Prometheus metrics endpoint on TCP.
+//! routes, status), a Prometheus metrics endpoint and the health probes
+//! (`/livez`, `/readyz`) on TCP.
 //!
 //! The daemon owns its state in one task; this module never reaches into it.
 //! The daemon implements [`ControlSource`] (typically by sending a request
 //! over a channel to its task) and updates [`Metrics`] as things happen.
 mod error;
+mod health;
 mod metrics;
 mod metrics_server;
 mod server;
@@ -15,6 +17,10 @@ mod view;
 mod tests;
 
 pub use error::{ControlError, SourceUnavailable};
+pub use health::{
+    Health, HealthSource, LIVENESS_TIMEOUT, Verdict, health_router, readiness, serve_health,
+    serve_health_on,
+};
 pub use metrics::{Direction, MessageType, Metrics, PeerMetrics};
 pub use metrics_server::{metrics_router, serve_metrics, serve_metrics_on};
 pub use server::{router, serve_unix};

@@ -2,10 +2,11 @@
 //! handle that sends them. The instance answers them (`status.rs`).
 
 use ipnet::IpNet;
+use std::net::IpAddr;
 use tartan_api::bgp::{PeerStatus, RouteEntry, SpeakerStatus};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::control::{ControlSource, SourceUnavailable};
+use crate::control::{ControlSource, HealthSource, SourceUnavailable};
 use crate::model::Family;
 
 /// One question to the instance, with where to send the answer.
@@ -17,6 +18,8 @@ pub enum ControlRequest {
         oneshot::Sender<Vec<RouteEntry>>,
     ),
     Status(oneshot::Sender<SpeakerStatus>),
+    /// The configured neighbors not yet attempted (for `/readyz`).
+    Unattempted(oneshot::Sender<Vec<IpAddr>>),
 }
 
 /// Cheap to clone; what `control::serve_unix` is given.
@@ -58,5 +61,11 @@ impl ControlSource for ControlHandle {
     }
     async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
         self.ask(ControlRequest::Status).await
+    }
+}
+
+impl HealthSource for ControlHandle {
+    async fn unattempted(&self) -> Result<Vec<IpAddr>, SourceUnavailable> {
+        self.ask(ControlRequest::Unattempted).await
     }
 }

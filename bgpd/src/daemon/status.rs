@@ -31,6 +31,16 @@ fn answer(d: &Daemon, req: ControlRequest) {
         ControlRequest::Status(tx) => {
             let _ = tx.send(status(d));
         }
+        ControlRequest::Unattempted(tx) => {
+            let mut v: Vec<_> = d
+                .peers
+                .values()
+                .filter(|p| !p.link.counters.attempted())
+                .map(|p| p.neighbor.address)
+                .collect();
+            v.sort();
+            let _ = tx.send(v);
+        }
     }
 }
 
