@@ -28,7 +28,7 @@ pub struct ErrorBody {
 
 /// RFC 4271 section 8.2.2 session states. Serialized by name
 /// (`"Established"`); [`SessionState::number`] gives 1..=6.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum SessionState {
     Idle,
     Connect,
