@@ -38,6 +38,11 @@ struct Args {
     /// (e.g. 127.0.0.1:9098).
     #[arg(long, env = "TARTAN_BGPD_HEALTH")]
     health: Option<SocketAddr>,
+    /// With --datastore: rewrite this node's BGPNodeStatus report at least
+    /// this often (seconds), besides on every session change; a report
+    /// older than that is shown stale.
+    #[arg(long, env = "TARTAN_BGPD_STATUS_INTERVAL", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    status_interval: u32,
     /// Log format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -81,7 +86,7 @@ fn main() -> std::process::ExitCode {
     }
     run_runtime(async move {
         let health = start_health(args.health);
-        let r = run(args, cfg, None, &health.0).await;
+        let r = run(args, cfg, None, &health.0, None).await;
         health.stop();
         r
     })
@@ -151,12 +156,16 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
         .with_context(|| format!("datastore {spec}"))?;
     info!(node = %node, datastore = %spec, "configuration from the datastore");
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(store, node, tx));
+    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(
+        store.clone(),
+        node.clone(),
+        tx,
+    ));
     let first = tokio::select! {
         c = rx.recv() => c.context("the datastore follower stopped")?,
         _ = shutdown_signal() => return Ok(()),
     };
-    let r = run(args, first, Some(rx), &health.0).await;
+    let r = run(args, first, Some(rx), &health.0, Some((store, node))).await;
     follower.abort();
     health.stop();
     r
@@ -167,6 +176,7 @@ async fn run(
     cfg: config::Config,
     updates: Option<tokio::sync::mpsc::Receiver<config::Config>>,
     health: &Health<ControlHandle>,
+    report_to: Option<(Arc<dyn tartan_api::store::Datastore>, String)>,
 ) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
     let metrics = Arc::new(Metrics::new());
@@ -180,6 +190,14 @@ async fn run(
     .await
     .context("cannot start")?;
     health.set_source(control.clone());
+    let publisher = report_to.map(|(store, node)| {
+        tokio::spawn(tartan_bgpd::datastore::publish::publish(
+            store,
+            node,
+            control.clone(),
+            std::time::Duration::from_secs(args.status_interval.into()),
+        ))
+    });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -202,6 +220,9 @@ async fn run(
         })
     });
     daemon.run_with_updates(shutdown_signal(), updates).await;
+    if let Some(p) = publisher {
+        p.abort();
+    }
     let _ = stop_tx.send(true);
     let _ = control_task.await;
     if let Some(t) = metrics_task {
