@@ -43,6 +43,13 @@ struct Args {
     /// older than that is shown stale.
     #[arg(long, env = "TARTAN_BGPD_STATUS_INTERVAL", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=3600))]
     status_interval: u32,
+    /// On SIGTERM, drain first (RFC 8326 graceful shutdown): re-advertise
+    /// every route with GRACEFUL_SHUTDOWN, wait this many seconds, close
+    /// the sessions (Cease, Administrative Shutdown), then stop. Without
+    /// it bgpd stops at once and graceful-restart peers keep its routes.
+    /// Keep it below the pod's terminationGracePeriodSeconds.
+    #[arg(long, env = "TARTAN_BGPD_SHUTDOWN_DRAIN", value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
+    shutdown_drain: Option<u32>,
     /// Log format.
     #[arg(long, default_value = "text", value_parser = ["text", "json"])]
     log_format: String,
@@ -185,6 +192,9 @@ async fn run(
         DaemonOptions {
             config_path: args.config.clone().unwrap_or_default(),
             metrics: metrics.clone(),
+            shutdown_drain: args
+                .shutdown_drain
+                .map(|s| std::time::Duration::from_secs(s.into())),
         },
     )
     .await

@@ -95,6 +95,25 @@ pub enum NodeCommand {
     /// reported them in its BGPNodeStatus. A node whose report is older
     /// than its refresh period shows its sessions as `Down (stale)`.
     Status(NodeStatusArgs),
+    /// Graceful shutdown (RFC 8326) of this node's BGP speaker, over its
+    /// control socket: every route is re-advertised at once with the
+    /// GRACEFUL_SHUTDOWN community (and LOCAL_PREF 0 to iBGP peers) so that
+    /// peers move traffic away, then after the wait every session is
+    /// closed (Cease, Administrative Shutdown) and stays down until
+    /// tartan-bgpd restarts.
+    Drain(DrainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Time between the re-advertisement and the close (`30s`, `1m`, or
+    /// seconds).
+    #[arg(long, default_value = "30s", value_parser = crate::node::parse_wait)]
+    pub wait: std::time::Duration,
+    /// Return once the drain has started instead of when the sessions
+    /// are closed.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 #[derive(Debug, Args)]

@@ -29,7 +29,7 @@ pub use view::{PathFlags, origin_name, path_view};
 use crate::model::Family;
 use ipnet::IpNet;
 use std::future::Future;
-use tartan_api::bgp::{PeerStatus, RouteEntry, SpeakerStatus};
+use tartan_api::bgp::{DrainStatus, PeerStatus, RouteEntry, SpeakerStatus};
 
 /// What the control API asks of the daemon. Each call is a snapshot; an
 /// implementation answers from its own task and returns
@@ -49,4 +49,11 @@ pub trait ControlSource: Send + Sync + 'static {
 
     /// The speaker as a whole.
     fn status(&self) -> impl Future<Output = Result<SpeakerStatus, SourceUnavailable>> + Send;
+
+    /// RFC 8326 graceful shutdown: start (with `Some(wait)`, the time
+    /// before the sessions close) or only look (`None`).
+    fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> impl Future<Output = Result<DrainStatus, SourceUnavailable>> + Send;
 }

@@ -18,6 +18,11 @@ pub enum ControlRequest {
         oneshot::Sender<Vec<RouteEntry>>,
     ),
     Status(oneshot::Sender<SpeakerStatus>),
+    /// Start a drain (`Some(wait)`) or only report on it.
+    Drain(
+        Option<std::time::Duration>,
+        oneshot::Sender<tartan_api::bgp::DrainStatus>,
+    ),
     /// The configured neighbors not yet attempted (for `/readyz`).
     Unattempted(oneshot::Sender<Vec<IpAddr>>),
 }
@@ -61,6 +66,12 @@ impl ControlSource for ControlHandle {
     }
     async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
         self.ask(ControlRequest::Status).await
+    }
+    async fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> Result<tartan_api::bgp::DrainStatus, SourceUnavailable> {
+        self.ask(|tx| ControlRequest::Drain(wait, tx)).await
     }
 }
 

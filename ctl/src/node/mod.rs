@@ -1,7 +1,10 @@
 //! `tartanctl node …`: every node's BGP state from the datastore
-//! (`status`), from any machine.
+//! (`status`), from any machine; graceful shutdown of this node's BGP
+//! speaker (`drain`).
+mod drain;
 mod status;
 
+pub use drain::parse_wait;
 pub use status::{NodeView, render_status, views};
 
 use crate::cli::{GetFormat, GlobalArgs, NodeCommand, NodeStatusArgs};
@@ -15,6 +18,7 @@ use tartan_api::store::typed::TypedStore;
 pub async fn run(global: &GlobalArgs, cmd: NodeCommand) -> anyhow::Result<()> {
     match cmd {
         NodeCommand::Status(a) => status(&Ctx::open(global).await?, a).await,
+        NodeCommand::Drain(a) => drain::run(global, a).await,
     }
 }
 

@@ -111,6 +111,18 @@ impl ControlSource for FakeSource {
         self.check()?;
         Ok(status())
     }
+
+    async fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> Result<tartan_api::bgp::DrainStatus, SourceUnavailable> {
+        self.check()?;
+        Ok(tartan_api::bgp::DrainStatus {
+            draining: wait.is_some(),
+            close_in_seconds: wait.map(|w| w.as_secs()),
+            closed: false,
+        })
+    }
 }
 
 /// One GET over a fresh connection: (status, JSON body).
