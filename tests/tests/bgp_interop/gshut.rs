@@ -4,15 +4,18 @@
 //! moves BIRD's best path to the other node while the drained node's
 //! session is still up (its path now has LOCAL_PREF 0 and the
 //! GRACEFUL_SHUTDOWN community), then the session closes; a ping from
-//! BIRD's side to the anycast address loses no packet throughout.
+//! BIRD's side to the anycast address loses no packet throughout. The same
+//! on SIGTERM with `--shutdown-drain`.
 
 use std::net::IpAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use nix::sys::signal::Signal;
 use tartan_lab::netns::{Netns, veth, wait_for};
-use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route, Tartan, TartanOptions};
+use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route, TartanOptions, render_tartan};
+use tartan_lab::{Daemon, TempDir};
 
 const AS: u32 = 64512;
 const PREFIX: &str = "10.77.0.0/24";
@@ -63,49 +66,75 @@ fn bird_paths(bird: &Bird) -> Vec<(Option<IpAddr>, bool, String)> {
         .collect()
 }
 
-#[test]
-fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
-    let _one = tartan_tests::one_file_at_a_time(module_path!());
+/// The lab: BIRD on node 0 peering with tartan-bgpd on nodes 1 and 2,
+/// which both announce the prefix; returns once BIRD holds both paths,
+/// with the index of the node whose path BIRD prefers.
+struct Setup {
+    bird: Bird,
+    tartans: Vec<Daemon>,
+    sockets: Vec<std::path::PathBuf>,
+    lan: Lan,
+    _dir: TempDir,
+}
+
+fn setup(extra: &[&str]) -> Result<(Setup, usize)> {
     let lan = Lan::new()?;
     let bird_cfg = BgpConfig::new(router_id(0), AS)
         .neighbor(Neighbor::new(addr(1), AS))
         .neighbor(Neighbor::new(addr(2), AS));
     let bird = Bird::start(&lan.nodes[0], bird_cfg)?;
     let bgpd = tartan_tests::bins::target_bin("tartan-bgpd");
-    let mut tartans = Vec::new();
+    let dir = TempDir::new("gshut")?;
+    let (mut tartans, mut sockets) = (Vec::new(), Vec::new());
     for i in 1..3 {
         lan.nodes[i].ip(&["addr", "add", &format!("{ANYCAST}/32"), "dev", "lo"])?;
         let cfg = BgpConfig::new(router_id(i), AS)
             .kernel(false)
             .neighbor(Neighbor::new(addr(0), AS))
             .route(Route::new(PREFIX));
-        tartans.push(Tartan::start(
-            &lan.nodes[i],
-            &bgpd,
-            &cfg,
-            &TartanOptions::default(),
-        )?);
+        let conf = dir.write(
+            &format!("bgpd-{i}.toml"),
+            render_tartan(&cfg, &TartanOptions::default()),
+        )?;
+        let socket = dir.join(&format!("bgpd-{i}.sock"));
+        let mut cmd = lan.nodes[i].command(&bgpd.display().to_string());
+        cmd.arg("--config").arg(&conf).arg("--socket").arg(&socket);
+        cmd.args(extra);
+        tartans.push(Daemon::start(&format!("bgpd-{i}"), cmd)?);
+        sockets.push(socket);
     }
     bird.wait_established(Duration::from_secs(30))?;
     wait_for("both paths at BIRD", Duration::from_secs(30), || {
         (bird_paths(&bird).len() == 2).then_some(())
     })?;
-    let paths = bird_paths(&bird);
-    let best = paths
+    let best = bird_paths(&bird)
         .iter()
         .find(|p| p.1)
         .and_then(|p| p.0)
         .expect("a primary path");
-    let (drained, other) = if best == addr(1) { (1, 2) } else { (2, 1) };
+    let drained = if best == addr(1) { 1 } else { 2 };
     assert!(lan.nodes[0].exec("ping", &["-c1", "-W1", ANYCAST]).is_ok());
+    Ok((
+        Setup {
+            bird,
+            tartans,
+            sockets,
+            lan,
+            _dir: dir,
+        },
+        drained,
+    ))
+}
 
-    // Pings every 20 ms through the drain and the close.
+/// Pings every 20 ms from BIRD's node, long enough to cover the drain and
+/// the close; the count sent.
+fn start_pings(s: &Setup) -> Result<(std::process::Child, String)> {
     let count = ((WAIT + 4) * 50).to_string();
     let ping = Command::new("ip")
         .args([
             "netns",
             "exec",
-            lan.nodes[0].name(),
+            s.lan.nodes[0].name(),
             "ping",
             "-q",
             "-i",
@@ -115,26 +144,27 @@ fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
         .stdout(std::process::Stdio::piped())
         .spawn()?;
     std::thread::sleep(Duration::from_millis(500));
+    Ok((ping, count))
+}
 
-    let t = &tartans[drained - 1];
-    let out = Command::new(tartan_tests::bins::target_bin("tartanctl"))
-        .arg("--bgp-socket")
-        .arg(t.socket())
-        .args(["node", "drain", "--wait", &format!("{WAIT}s"), "--no-wait"])
-        .output()?;
-    assert!(
-        out.status.success(),
-        "tartanctl node drain: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let started = Instant::now();
-    // BIRD's best moves to the other node while the drained node's
-    // session is still Established.
+/// After a drain of node `drained` began at `started`: BIRD's best moves
+/// to the other node while the drained session is still up, then the
+/// session closes with a Cease, and no ping was lost.
+fn check_drain(
+    s: &Setup,
+    drained: usize,
+    started: Instant,
+    ping: std::process::Child,
+    count: &str,
+) -> Result<()> {
+    let bird = &s.bird;
+    let other = 3 - drained;
+    let log = || s.tartans[drained - 1].log_tail(20);
     let moved = wait_for(
         "BIRD's best path on the other node",
         Duration::from_secs(WAIT),
         || {
-            let p = bird_paths(&bird);
+            let p = bird_paths(bird);
             let best_other = p.iter().any(|x| x.1 && x.0 == Some(addr(other)));
             let drained_marked = p.iter().any(|x| {
                 x.0 == Some(addr(drained))
@@ -144,7 +174,7 @@ fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
             (best_other && drained_marked).then_some(p)
         },
     );
-    let moved = moved.unwrap_or_else(|e| panic!("{e}\n{:#?}\n{}", bird_paths(&bird), t.log()));
+    let moved = moved.unwrap_or_else(|e| panic!("{e}\n{:#?}\n{}", bird_paths(bird), log()));
     let after = started.elapsed();
     assert_eq!(
         bird.neighbor_state(addr(drained))?,
@@ -159,11 +189,11 @@ fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
         Duration::from_secs(WAIT + 5),
         || {
             (bird.neighbor_state(addr(drained)).ok()? != "Established"
-                && bird_paths(&bird).len() == 1)
+                && bird_paths(bird).len() == 1)
                 .then_some(())
         },
     )
-    .unwrap_or_else(|e| panic!("{e}\n{}", t.log()));
+    .unwrap_or_else(|e| panic!("{e}\n{}", log()));
     assert!(
         started.elapsed() >= Duration::from_secs(WAIT - 1),
         "closed before the wait"
@@ -185,5 +215,39 @@ fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
         text.contains(&format!("{count} packets transmitted, {count} received")),
         "pings lost during the drain:\n{text}"
     );
+    Ok(())
+}
+
+#[test]
+fn drain_moves_birds_best_path_before_the_session_closes() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let (s, drained) = setup(&[])?;
+    let (ping, count) = start_pings(&s)?;
+    let out = Command::new(tartan_tests::bins::target_bin("tartanctl"))
+        .arg("--bgp-socket")
+        .arg(&s.sockets[drained - 1])
+        .args(["node", "drain", "--wait", &format!("{WAIT}s"), "--no-wait"])
+        .output()?;
+    assert!(
+        out.status.success(),
+        "tartanctl node drain: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_drain(&s, drained, Instant::now(), ping, &count)
+}
+
+#[test]
+fn sigterm_with_shutdown_drain_drains_then_stops() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let wait = WAIT.to_string();
+    let (s, drained) = setup(&["--shutdown-drain", &wait])?;
+    let (ping, count) = start_pings(&s)?;
+    let d = &s.tartans[drained - 1];
+    d.kill(Signal::SIGTERM)?;
+    check_drain(&s, drained, Instant::now(), ping, &count)?;
+    wait_for("tartan-bgpd to exit", Duration::from_secs(5), || {
+        (!d.is_running()).then_some(())
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", d.log_tail(20)));
     Ok(())
 }
