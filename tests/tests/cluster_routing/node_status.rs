@@ -158,10 +158,10 @@ fn node_status_from_anywhere_follows_bgpd_and_the_node() {
     bgpds[last].kill(Signal::SIGKILL).unwrap();
     let killed = std::time::Instant::now();
     // The others show their session with it down (the kernel resets its
-    // connections), and its own report goes stale: it was written at most
-    // INTERVAL before the kill and reads stale once older than INTERVAL
-    // plus the margin (timestamps in whole seconds: one more), so within
-    // that of the kill, plus slack for a reader's poll.
+    // connections), and its own report goes stale: it reads stale once
+    // older than INTERVAL plus the margin (timestamps in whole seconds:
+    // one more), and its last write was at the kill at the latest; plus
+    // slack for a reader's poll.
     let bound = Duration::from_secs(
         INTERVAL + tartan_api::resources::nodestatus::STALE_MARGIN_SECONDS + 1 + 2,
     );
