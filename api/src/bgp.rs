@@ -18,6 +18,31 @@ pub const PATH_STATUS: &str = "/v1/status";
 pub const PATH_PEERS: &str = "/v1/peers";
 /// `GET ?family=ipv4-unicast&prefix=10.0.0.0/24` → `Vec<RouteEntry>`.
 pub const PATH_ROUTES: &str = "/v1/routes";
+/// `POST` a [`DrainRequest`] → [`DrainStatus`]: RFC 8326 graceful
+/// shutdown of every session; `GET` → [`DrainStatus`].
+pub const PATH_DRAIN: &str = "/v1/drain";
+
+/// Drain the node: re-advertise every route with GRACEFUL_SHUTDOWN now,
+/// close every session (Cease, Administrative Shutdown) after the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DrainRequest {
+    /// Seconds between the re-advertisement and the close.
+    pub wait_seconds: u64,
+}
+
+/// Where a drain stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DrainStatus {
+    /// Routes go out with GRACEFUL_SHUTDOWN.
+    pub draining: bool,
+    /// Seconds until the sessions close; `None` when not draining or
+    /// already closed.
+    pub close_in_seconds: Option<u64>,
+    /// The sessions have been closed and stay down until bgpd restarts.
+    pub closed: bool,
+}
 
 /// Body of every non-2xx answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,7 +53,7 @@ pub struct ErrorBody {
 
 /// RFC 4271 section 8.2.2 session states. Serialized by name
 /// (`"Established"`); [`SessionState::number`] gives 1..=6.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum SessionState {
     Idle,
     Connect,

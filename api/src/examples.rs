@@ -44,6 +44,12 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
             "interfaceName": "tar0123456789a", "ipNetworks": ["10.244.0.5/32"],
             "ports": [{"name": "http", "protocol": "TCP", "port": 8080}]
         }}),
+        Kind::BgpNodeStatus => json!({"spec": {
+            "node": "node-a", "updated": 1_700_000_000, "refreshSeconds": 30,
+            "routerID": "192.0.2.10", "asn": 64512,
+            "sessions": [{"peer": "192.0.2.11", "asn": 64512, "state": "Established",
+                "since": 1_699_999_000, "prefixesReceived": 1, "prefixesSent": 1}]
+        }}),
         Kind::Node => json!({
             "metadata": {"annotations": {"tartan.dev/bgp-ipv4-address": "192.0.2.10/24"}},
             "spec": {"podCIDR": "10.244.0.0/24"}

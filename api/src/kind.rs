@@ -23,6 +23,8 @@ pub enum Kind {
     IpamHandle,
     BlockAffinity,
     WorkloadEndpoint,
+    /// One node's BGP sessions as its bgpd reports them.
+    BgpNodeStatus,
     Node,
     Namespace,
     Pod,
@@ -70,7 +72,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 18] = [
+static KINDS: [KindInfo; 19] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -151,6 +153,14 @@ static KINDS: [KindInfo; 18] = [
         true,
         "workloadendpoints",
         ["wep", "weps"]
+    ),
+    tartan_kind!(
+        BgpNodeStatus,
+        "BGPNodeStatus",
+        "bgpnodestatuses",
+        false,
+        "bgpnodestatuses",
+        ["nodestatus"]
     ),
     KindInfo {
         kind: Kind::Node,

@@ -22,9 +22,9 @@ use serde_json::Value;
 use crate::kind::Kind;
 use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
-    BgpConfigurationSpec, BgpFilterSpec, BgpPeerSpec, BlockAffinitySpec, GlobalNetworkPolicySpec,
-    IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec, NetworkPolicySpec, NodeBgp,
-    WorkloadEndpointSpec,
+    BgpConfigurationSpec, BgpFilterSpec, BgpNodeStatusSpec, BgpPeerSpec, BlockAffinitySpec,
+    GlobalNetworkPolicySpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec,
+    NetworkPolicySpec, NodeBgp, WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -241,6 +241,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::IpamHandle => spec_problems(spec, IpamHandleSpec::check),
         Kind::BlockAffinity => spec_problems(spec, BlockAffinitySpec::check),
         Kind::WorkloadEndpoint => spec_problems(spec, WorkloadEndpointSpec::check),
+        Kind::BgpNodeStatus => spec_problems(spec, BgpNodeStatusSpec::check),
         // Kubernetes kinds are not checked here.
         _ => vec![],
     });

@@ -144,8 +144,14 @@ fn a_misplaced_field_is_caught() {
 }
 
 #[test]
+<<<<<<< HEAD
 fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
     let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
+=======
+fn the_role_grants_writes_only_to_ipam_endpoints_node_updates_and_status_reports() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
+>>>>>>> h-status
     let role = documents(&text)
         .into_iter()
         .find(|d| d["kind"] == "ClusterRole")
@@ -166,6 +172,9 @@ fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
         if res == ["nodes"] {
             // felix's VTEP MAC annotation: update only, never create or delete.
             assert_eq!(writes, ["update"], "nodes");
+        } else if res == ["bgpnodestatuses"] {
+            // bgpd's status reports, and the sweep of those of nodes gone.
+            assert_eq!(writes, ["create", "update", "delete"], "bgpnodestatuses");
         } else {
             assert_eq!(
                 res,
@@ -180,6 +189,7 @@ fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
         written.extend(res);
     }
     assert!(written.contains(&"nodes".to_string()));
+    assert!(written.contains(&"bgpnodestatuses".to_string()));
 }
 
 #[test]

@@ -431,6 +431,15 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             wep("{node: node-a, pod: web-0, containerID: c, endpoint: eth0, interfaceName: tar1, ipNetworks: [10.244.0.0/24]}"),
             "spec.ipNetworks[0]: 10.244.0.0/24 is not a host network; use /32 or /128",
         ),
+        // BGPNodeStatus
+        (
+            cluster("BGPNodeStatus", "a", "{node: Node_A, updated: 1, refreshSeconds: 30, routerID: 192.0.2.1, asn: 64512}"),
+            "spec.node: \"Node_A\" is not a valid name",
+        ),
+        (
+            cluster("BGPNodeStatus", "a", "{node: a, updated: 1, refreshSeconds: 30, routerID: 192.0.2.1, asn: 64512, sessions: [{peer: nowhere, asn: 1, state: Idle}]}"),
+            "spec.sessions[0].peer: not an IPv4 or IPv6 address",
+        ),
         // Node annotations
         (
             node("    tartan.dev/bgp-ipv4-address: 10.0.0.5"),
@@ -589,6 +598,11 @@ fn good_objects() -> Vec<String> {
         wep(
             "{node: node-a, pod: web-0, containerID: c0ffee, endpoint: eth0, interfaceName: tar1, ipNetworks: [10.244.0.5/32, 'fd00::5/128']}",
         ),
+        cluster(
+            "BGPNodeStatus",
+            "node-a",
+            "{node: node-a, updated: 1700000000, refreshSeconds: 30, routerID: 10.0.0.5, asn: 64512, sessions: [{peer: 10.0.0.6, asn: 64512, state: Established, since: 1699999000, prefixesReceived: 1, prefixesSent: 2}, {peer: 'fd00::7', asn: 65001, state: Active, lastError: connection refused}]}",
+        ),
         node(
             "    tartan.dev/bgp-ipv4-address: 10.0.0.5/24\n    tartan.dev/bgp-ipv6-address: fd00::5/64\n    tartan.dev/bgp-as-number: '65010'\n    tartan.dev/route-reflector-cluster-id: 244.0.0.1",
         ),
@@ -648,6 +662,7 @@ fn good_objects_pass_and_round_trip() {
             Kind::IpamHandle => round_trip::<IpamHandle>(&obj),
             Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),
             Kind::WorkloadEndpoint => round_trip::<WorkloadEndpoint>(&obj),
+            Kind::BgpNodeStatus => round_trip::<BgpNodeStatus>(&obj),
             Kind::Node => {
                 let n: Node = from_dynamic(obj.clone()).unwrap();
                 let b = NodeBgp::from_node(&n).unwrap();

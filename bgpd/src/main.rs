@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tartan_api::logging::LogFormat;
 use tartan_bgpd::config;
-use tartan_bgpd::control::{Metrics, serve_metrics, serve_unix};
-use tartan_bgpd::daemon::{Daemon, DaemonOptions};
+use tartan_bgpd::control::{Health, Metrics, serve_health, serve_metrics, serve_unix};
+use tartan_bgpd::daemon::{ControlHandle, Daemon, DaemonOptions};
 use tracing::{error, info};
 
 #[derive(Parser, Debug)]
@@ -35,9 +35,31 @@ struct Args {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9179).
     #[arg(long)]
     metrics: Option<SocketAddr>,
+<<<<<<< HEAD
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
+=======
+    /// Serve the health probes `/livez` and `/readyz` on this address
+    /// (e.g. 127.0.0.1:9098).
+    #[arg(long, env = "TARTAN_BGPD_HEALTH")]
+    health: Option<SocketAddr>,
+    /// With --datastore: rewrite this node's BGPNodeStatus report at least
+    /// this often (seconds), besides on every session change; a report
+    /// older than that is shown stale.
+    #[arg(long, env = "TARTAN_BGPD_STATUS_INTERVAL", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    status_interval: u32,
+    /// On SIGTERM, drain first (RFC 8326 graceful shutdown): re-advertise
+    /// every route with GRACEFUL_SHUTDOWN, wait this many seconds, close
+    /// the sessions (Cease, Administrative Shutdown), then stop. Without
+    /// it bgpd stops at once and graceful-restart peers keep its routes.
+    /// Keep it below the pod's terminationGracePeriodSeconds.
+    #[arg(long, env = "TARTAN_BGPD_SHUTDOWN_DRAIN", value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
+    shutdown_drain: Option<u32>,
+    /// Log format.
+    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
+    log_format: String,
+>>>>>>> h-status
     /// Check the configuration file and exit.
     #[arg(long)]
     check: bool,
@@ -76,7 +98,40 @@ fn main() -> std::process::ExitCode {
         );
         return std::process::ExitCode::SUCCESS;
     }
-    run_runtime(run(args, cfg, None))
+    run_runtime(async move {
+        let health = start_health(args.health);
+        let r = run(args, cfg, None, &health.0, None).await;
+        health.stop();
+        r
+    })
+}
+
+/// The probes' server, up from the start (before the configuration is
+/// built, `/readyz` says so); aborted when bgpd stops.
+struct HealthServer(
+    Arc<Health<ControlHandle>>,
+    Option<tokio::task::JoinHandle<()>>,
+);
+
+impl HealthServer {
+    fn stop(self) {
+        if let Some(t) = self.1 {
+            t.abort();
+        }
+    }
+}
+
+fn start_health(addr: Option<SocketAddr>) -> HealthServer {
+    let health = Health::new();
+    let task = addr.map(|addr| {
+        let h = health.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_health(addr, h, std::future::pending()).await {
+                error!(error = %e, "health endpoints stopped");
+            }
+        })
+    });
+    HealthServer(health, task)
 }
 
 fn run_runtime(f: impl std::future::Future<Output = anyhow::Result<()>>) -> std::process::ExitCode {
@@ -109,18 +164,24 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
             .map(|s| s.trim().to_string())
             .context("no --node and the host name is unreadable")?,
     };
+    let health = start_health(args.health);
     let store = tartan_api::store::connect(&spec, None)
         .await
         .with_context(|| format!("datastore {spec}"))?;
     info!(node = %node, datastore = %spec, "configuration from the datastore");
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(store, node, tx));
+    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(
+        store.clone(),
+        node.clone(),
+        tx,
+    ));
     let first = tokio::select! {
         c = rx.recv() => c.context("the datastore follower stopped")?,
         _ = shutdown_signal() => return Ok(()),
     };
-    let r = run(args, first, Some(rx)).await;
+    let r = run(args, first, Some(rx), &health.0, Some((store, node))).await;
     follower.abort();
+    health.stop();
     r
 }
 
@@ -128,6 +189,8 @@ async fn run(
     args: Args,
     cfg: config::Config,
     updates: Option<tokio::sync::mpsc::Receiver<config::Config>>,
+    health: &Health<ControlHandle>,
+    report_to: Option<(Arc<dyn tartan_api::store::Datastore>, String)>,
 ) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
     let metrics = Arc::new(Metrics::new());
@@ -136,10 +199,22 @@ async fn run(
         DaemonOptions {
             config_path: args.config.clone().unwrap_or_default(),
             metrics: metrics.clone(),
+            shutdown_drain: args
+                .shutdown_drain
+                .map(|s| std::time::Duration::from_secs(s.into())),
         },
     )
     .await
     .context("cannot start")?;
+    health.set_source(control.clone());
+    let publisher = report_to.map(|(store, node)| {
+        tokio::spawn(tartan_bgpd::datastore::publish::publish(
+            store,
+            node,
+            control.clone(),
+            std::time::Duration::from_secs(args.status_interval.into()),
+        ))
+    });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let stopped = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -162,6 +237,9 @@ async fn run(
         })
     });
     daemon.run_with_updates(shutdown_signal(), updates).await;
+    if let Some(p) = publisher {
+        p.abort();
+    }
     let _ = stop_tx.send(true);
     let _ = control_task.await;
     if let Some(t) = metrics_task {

@@ -1,11 +1,11 @@
 //! HTTP over tartan-bgpd's Unix socket.
 use anyhow::{Context, anyhow, bail};
-use http_body_util::{BodyExt, Empty};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tartan_api::bgp::{ErrorBody, PATH_PEERS, PATH_ROUTES, PATH_STATUS};
+use tartan_api::bgp::{DrainRequest, ErrorBody, PATH_DRAIN, PATH_PEERS, PATH_ROUTES, PATH_STATUS};
 use tokio::net::UnixStream;
 
 /// A daemon that accepted but does not answer should not hang a script.
@@ -47,11 +47,28 @@ impl BgpClient {
         self.get(&routes_uri(family, prefix)).await
     }
 
+    /// `POST /v1/drain`: start a graceful shutdown that closes the sessions
+    /// after `wait_seconds`; the body as received.
+    pub async fn drain(&self, wait_seconds: u64) -> anyhow::Result<Bytes> {
+        let body = serde_json::to_vec(&DrainRequest { wait_seconds })?;
+        self.call(PATH_DRAIN, Some(body)).await
+    }
+
+    /// `GET /v1/drain`, the body as received.
+    pub async fn drain_status(&self) -> anyhow::Result<Bytes> {
+        self.get(PATH_DRAIN).await
+    }
+
     /// One GET; a non-2xx answer becomes an error carrying the server's
     /// message.
     pub async fn get(&self, uri: &str) -> anyhow::Result<Bytes> {
+        self.call(uri, None).await
+    }
+
+    /// A GET, or a POST of a JSON `body`.
+    async fn call(&self, uri: &str, body: Option<Vec<u8>>) -> anyhow::Result<Bytes> {
         let path = self.socket.display();
-        match tokio::time::timeout(TIMEOUT, self.exchange(uri)).await {
+        match tokio::time::timeout(TIMEOUT, self.exchange(uri, body)).await {
             Ok(result) => result,
             Err(_) => bail!(
                 "tartan-bgpd at {path} did not answer within {}s",
@@ -60,7 +77,7 @@ impl BgpClient {
         }
     }
 
-    async fn exchange(&self, uri: &str) -> anyhow::Result<Bytes> {
+    async fn exchange(&self, uri: &str, body: Option<Vec<u8>>) -> anyhow::Result<Bytes> {
         let stream = UnixStream::connect(&self.socket)
             .await
             .map_err(|e| unreachable_error(&self.socket, &e))?;
@@ -68,10 +85,16 @@ impl BgpClient {
             .await
             .context("HTTP handshake with tartan-bgpd failed")?;
         tokio::spawn(conn);
-        let request = hyper::Request::get(uri)
+        let builder = match &body {
+            Some(_) => {
+                hyper::Request::post(uri).header(hyper::header::CONTENT_TYPE, "application/json")
+            }
+            None => hyper::Request::get(uri),
+        };
+        let request = builder
             .header(hyper::header::HOST, "localhost")
             .header(hyper::header::ACCEPT, "application/json")
-            .body(Empty::<Bytes>::new())
+            .body(Full::new(Bytes::from(body.unwrap_or_default())))
             .context("building the request")?;
         let response = sender
             .send_request(request)

@@ -77,6 +77,9 @@ pub enum Command {
     /// Inspect the node's BGP speaker.
     #[command(subcommand)]
     Bgp(BgpCommand),
+    /// Nodes' BGP state from the datastore, from any machine.
+    #[command(subcommand)]
+    Node(NodeCommand),
     /// Address management: pools and blocks, a consistency check, release.
     #[command(subcommand)]
     Ipam(IpamCommand),
@@ -84,6 +87,42 @@ pub enum Command {
     /// (written straight into etcd, or by an older version), with the field
     /// at fault. Exits non-zero when there is any.
     Check(OutputArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeCommand {
+    /// Every node's BGP sessions (or one node's), as each node's bgpd last
+    /// reported them in its BGPNodeStatus. A node whose report is older
+    /// than its refresh period shows its sessions as `Down (stale)`.
+    Status(NodeStatusArgs),
+    /// Graceful shutdown (RFC 8326) of this node's BGP speaker, over its
+    /// control socket: every route is re-advertised at once with the
+    /// GRACEFUL_SHUTDOWN community (and LOCAL_PREF 0 to iBGP peers) so that
+    /// peers move traffic away, then after the wait every session is
+    /// closed (Cease, Administrative Shutdown) and stays down until
+    /// tartan-bgpd restarts.
+    Drain(DrainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DrainArgs {
+    /// Time between the re-advertisement and the close (`30s`, `1m`, or
+    /// seconds).
+    #[arg(long, default_value = "30s", value_parser = crate::node::parse_wait)]
+    pub wait: std::time::Duration,
+    /// Return once the drain has started instead of when the sessions
+    /// are closed.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct NodeStatusArgs {
+    /// Only this node.
+    pub node: Option<String>,
+    /// Output format: a table (default), a wider table, YAML or JSON.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<GetFormat>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -4,6 +4,7 @@
 //!   datastore.
 //! - [`bgp`]: read-only views of the node's BGP speaker.
 //! - [`ipam`]: address use, consistency check and release.
+//! - [`node`]: every node's BGP status from the datastore.
 //! - [`check`]: every unreadable object in the datastore.
 //! - [`completion`], [`version`].
 pub mod bgp;
@@ -13,6 +14,7 @@ pub mod cli;
 pub mod completion;
 pub mod human;
 pub mod ipam;
+pub mod node;
 pub mod output;
 pub mod resource;
 pub mod table;
@@ -29,6 +31,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let global = &cli.global;
     match cli.command {
         Command::Bgp(cmd) => bgp::run(global, cmd).await,
+        Command::Node(cmd) => node::run(global, cmd).await,
         Command::Completion(a) => completion::run(a.shell),
         Command::Version => version::run(global).await,
         Command::Get(a) => resource::get::run(&Ctx::open(global).await?, a).await,

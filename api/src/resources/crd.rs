@@ -20,6 +20,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         IpamHandle::crd(),
         BlockAffinity::crd(),
         WorkloadEndpoint::crd(),
+        BgpNodeStatus::crd(),
     ]
     .into_iter()
     .map(tidy)

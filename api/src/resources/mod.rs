@@ -16,6 +16,7 @@ pub mod ippool;
 pub mod ipreservation;
 pub mod limits;
 pub mod node;
+pub mod nodestatus;
 pub mod policy;
 mod policy_values;
 pub mod schema_rules;
@@ -33,6 +34,7 @@ pub use ipam::{
 pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};
 pub use node::NodeBgp;
+pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
 pub use workload::{EndpointPort, WorkloadEndpoint, WorkloadEndpointSpec, workload_name};
 
@@ -59,4 +61,5 @@ tartan_resource!(
     IpamHandle => IpamHandle,
     BlockAffinity => BlockAffinity,
     WorkloadEndpoint => WorkloadEndpoint,
+    BgpNodeStatus => BgpNodeStatus,
 );

@@ -112,6 +112,12 @@ fn network_or_address(s: &mut Schema) {
     );
 }
 
+/// A single IPv4 or IPv6 address.
+pub(crate) fn address(s: &mut Schema) {
+    set(s, "maxLength", json!(ADDRESS_MAX));
+    add_rules(s, vec![rule("isIP(self)", "not an IPv4 or IPv6 address")]);
+}
+
 /// A list of networks or addresses.
 pub(crate) fn network_or_address_list(s: &mut Schema) {
     items(s, NETS_MAX, network_or_address);

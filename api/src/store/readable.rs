@@ -17,8 +17,8 @@ use super::DynamicObject;
 use super::typed::{self, Resource};
 use crate::kind::Kind;
 use crate::resources::{
-    BgpConfiguration, BgpFilter, BgpPeer, BlockAffinity, GlobalNetworkPolicy, IpPool,
-    IpReservation, IpamBlock, IpamHandle, NetworkPolicy, WorkloadEndpoint,
+    BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
+    IpPool, IpReservation, IpamBlock, IpamHandle, NetworkPolicy, WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -44,6 +44,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::IpamHandle => decodes::<IpamHandle>(o),
         Kind::BlockAffinity => decodes::<BlockAffinity>(o),
         Kind::WorkloadEndpoint => decodes::<WorkloadEndpoint>(o),
+        Kind::BgpNodeStatus => decodes::<BgpNodeStatus>(o),
         Kind::Node => decodes::<Node>(o),
         Kind::Namespace => decodes::<Namespace>(o),
         Kind::Pod => decodes::<Pod>(o),

@@ -1,10 +1,12 @@
 //! The control plane's window: an HTTP + JSON API on a Unix socket (peers,
-//! routes, status) and a Prometheus metrics endpoint on TCP.
+//! routes, status), a Prometheus metrics endpoint and the health probes
+//! (`/livez`, `/readyz`) on TCP.
 //!
 //! The daemon owns its state in one task; this module never reaches into it.
 //! The daemon implements [`ControlSource`] (typically by sending a request
 //! over a channel to its task) and updates [`Metrics`] as things happen.
 mod error;
+mod health;
 mod metrics;
 mod metrics_server;
 mod server;
@@ -15,6 +17,10 @@ mod view;
 mod tests;
 
 pub use error::{ControlError, SourceUnavailable};
+pub use health::{
+    Health, HealthSource, LIVENESS_TIMEOUT, Verdict, health_router, readiness, serve_health,
+    serve_health_on,
+};
 pub use metrics::{Direction, MessageType, Metrics, PeerMetrics};
 pub use metrics_server::{metrics_router, serve_metrics, serve_metrics_on};
 pub use server::{router, serve_unix};
@@ -23,7 +29,7 @@ pub use view::{PathFlags, origin_name, path_view};
 use crate::model::Family;
 use ipnet::IpNet;
 use std::future::Future;
-use tartan_api::bgp::{PeerStatus, RouteEntry, SpeakerStatus};
+use tartan_api::bgp::{DrainStatus, PeerStatus, RouteEntry, SpeakerStatus};
 
 /// What the control API asks of the daemon. Each call is a snapshot; an
 /// implementation answers from its own task and returns
@@ -43,4 +49,11 @@ pub trait ControlSource: Send + Sync + 'static {
 
     /// The speaker as a whole.
     fn status(&self) -> impl Future<Output = Result<SpeakerStatus, SourceUnavailable>> + Send;
+
+    /// RFC 8326 graceful shutdown: start (with `Some(wait)`, the time
+    /// before the sessions close) or only look (`None`).
+    fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> impl Future<Output = Result<DrainStatus, SourceUnavailable>> + Send;
 }

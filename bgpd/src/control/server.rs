@@ -13,7 +13,7 @@ use std::future::Future;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
-use tartan_api::bgp::{ErrorBody, PATH_PEERS, PATH_ROUTES, PATH_STATUS};
+use tartan_api::bgp::{DrainRequest, ErrorBody, PATH_DRAIN, PATH_PEERS, PATH_ROUTES, PATH_STATUS};
 
 /// The control API's routes over `source`; [`serve_unix`] serves it.
 pub fn router<S: ControlSource>(source: S) -> Router {
@@ -21,6 +21,7 @@ pub fn router<S: ControlSource>(source: S) -> Router {
         .route(PATH_STATUS, get(status::<S>))
         .route(PATH_PEERS, get(peers::<S>))
         .route(PATH_ROUTES, get(routes::<S>))
+        .route(PATH_DRAIN, get(drain_status::<S>).post(drain::<S>))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(Arc::new(source))
@@ -64,6 +65,38 @@ async fn status<S: ControlSource>(State(s): State<Arc<S>>) -> Response {
 
 async fn peers<S: ControlSource>(State(s): State<Arc<S>>) -> Response {
     answer(s.peers().await)
+}
+
+async fn drain_status<S: ControlSource>(State(s): State<Arc<S>>) -> Response {
+    answer(s.drain(None).await)
+}
+
+/// Longest wait a drain may ask for: an hour.
+const MAX_DRAIN_WAIT: u64 = 3600;
+
+async fn drain<S: ControlSource>(State(s): State<Arc<S>>, body: axum::body::Bytes) -> Response {
+    let req: DrainRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                format!("expected {{\"waitSeconds\": N}}: {e}"),
+            );
+        }
+    };
+    if req.wait_seconds > MAX_DRAIN_WAIT {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "waitSeconds {} is more than {MAX_DRAIN_WAIT}",
+                req.wait_seconds
+            ),
+        );
+    }
+    answer(
+        s.drain(Some(std::time::Duration::from_secs(req.wait_seconds)))
+            .await,
+    )
 }
 
 #[derive(Debug, Deserialize)]

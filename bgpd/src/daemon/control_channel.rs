@@ -2,10 +2,11 @@
 //! handle that sends them. The instance answers them (`status.rs`).
 
 use ipnet::IpNet;
+use std::net::IpAddr;
 use tartan_api::bgp::{PeerStatus, RouteEntry, SpeakerStatus};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::control::{ControlSource, SourceUnavailable};
+use crate::control::{ControlSource, HealthSource, SourceUnavailable};
 use crate::model::Family;
 
 /// One question to the instance, with where to send the answer.
@@ -17,6 +18,13 @@ pub enum ControlRequest {
         oneshot::Sender<Vec<RouteEntry>>,
     ),
     Status(oneshot::Sender<SpeakerStatus>),
+    /// Start a drain (`Some(wait)`) or only report on it.
+    Drain(
+        Option<std::time::Duration>,
+        oneshot::Sender<tartan_api::bgp::DrainStatus>,
+    ),
+    /// The configured neighbors not yet attempted (for `/readyz`).
+    Unattempted(oneshot::Sender<Vec<IpAddr>>),
 }
 
 /// Cheap to clone; what `control::serve_unix` is given.
@@ -58,5 +66,17 @@ impl ControlSource for ControlHandle {
     }
     async fn status(&self) -> Result<SpeakerStatus, SourceUnavailable> {
         self.ask(ControlRequest::Status).await
+    }
+    async fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> Result<tartan_api::bgp::DrainStatus, SourceUnavailable> {
+        self.ask(|tx| ControlRequest::Drain(wait, tx)).await
+    }
+}
+
+impl HealthSource for ControlHandle {
+    async fn unattempted(&self) -> Result<Vec<IpAddr>, SourceUnavailable> {
+        self.ask(ControlRequest::Unattempted).await
     }
 }

@@ -1,6 +1,7 @@
 //! The instance task: owns the configuration, the RIB, the kernel sync and
 //! the peers, and reacts to their events one at a time.
 use super::control_channel::{ControlHandle, ControlRequest};
+use super::drain::DrainState;
 use super::listener::{Listeners, Routes};
 use super::origin::announce_attrs;
 use crate::config::{Config, Neighbor};
@@ -25,6 +26,10 @@ pub struct DaemonOptions {
     pub config_path: PathBuf,
     /// Where the Prometheus series live (served by `control::serve_metrics`).
     pub metrics: Arc<Metrics>,
+    /// On shutdown, drain first (RFC 8326) for this long, close the
+    /// sessions, then stop; `None`: stop at once, leaving graceful-restart
+    /// peers to keep our routes.
+    pub shutdown_drain: Option<Duration>,
 }
 
 /// A neighbor as the instance sees it.
@@ -68,6 +73,7 @@ pub struct Daemon {
     pub(super) restarting: bool,
     pub(super) kernel_stale_until: Option<Instant>,
     pub(super) started: Instant,
+    pub(super) drain: DrainState,
 }
 
 impl Daemon {
@@ -125,6 +131,7 @@ impl Daemon {
             restarting,
             kernel_stale_until,
             started: Instant::now(),
+            drain: DrainState::default(),
         };
         for a in &config.announce {
             let c = d.rib.originate(announce_attrs(a), a.prefix);
@@ -230,11 +237,26 @@ impl Daemon {
         };
         tokio::pin!(shutdown);
         let mut gauges = tokio::time::interval(Duration::from_secs(5));
+        let mut shutdown_seen = false;
         loop {
+            if self.drain.closed && self.drain.exit_when_closed {
+                self.wait_for_peer_tasks(Duration::from_secs(2)).await;
+                break;
+            }
             let deadline = self.next_deadline();
             tokio::select! {
                 biased;
-                _ = &mut shutdown => break,
+                _ = &mut shutdown, if !shutdown_seen => {
+                    shutdown_seen = true;
+                    match self.options.shutdown_drain {
+                        Some(wait) if !self.drain.closed => {
+                            info!(wait_seconds = wait.as_secs(), "shutting down with a graceful shutdown first (RFC 8326)");
+                            self.drain.exit_when_closed = true;
+                            self.start_drain(wait);
+                        }
+                        _ => break,
+                    }
+                }
                 Some(ev) = self.events_rx.recv() => self.on_peer_event(ev).await,
                 Some(req) = self.control_rx.recv() => self.on_control(req),
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => self.reload(),
@@ -282,7 +304,17 @@ impl Daemon {
             .values()
             .filter_map(|p| p.stale_until)
             .chain(self.kernel_stale_until)
+            .chain(self.drain.close_at)
             .min()
+    }
+
+    /// Gives the peer tasks told to stop up to `limit` to send their
+    /// NOTIFICATIONs and end.
+    async fn wait_for_peer_tasks(&mut self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        for p in self.peers.values_mut() {
+            let _ = tokio::time::timeout_at(deadline, &mut p.link.task).await;
+        }
     }
 
     /// Pushes a RIB change to the kernel and wakes the writers concerned.

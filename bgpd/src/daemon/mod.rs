@@ -2,6 +2,7 @@
 //! state; peer tasks, the listener and the control API talk to it over
 //! channels (no shared locks on the RIB).
 mod control_channel;
+mod drain;
 mod encode;
 mod instance;
 mod listener;

@@ -17,6 +17,7 @@ use tracing::{debug, info};
 impl Daemon {
     pub(super) async fn on_timers(&mut self) {
         let now = Instant::now();
+        self.close_if_drained(now);
         let expired: Vec<PeerId> = self
             .peers
             .iter()

@@ -15,12 +15,12 @@ use tartan_api::bgp::{
 
 impl Daemon {
     /// Answers a control request from the instance's state.
-    pub(super) fn answer_control(&self, req: ControlRequest) {
+    pub(super) fn answer_control(&mut self, req: ControlRequest) {
         answer(self, req);
     }
 }
 
-fn answer(d: &Daemon, req: ControlRequest) {
+fn answer(d: &mut Daemon, req: ControlRequest) {
     match req {
         ControlRequest::Peers(tx) => {
             let _ = tx.send(peers(d));
@@ -30,6 +30,22 @@ fn answer(d: &Daemon, req: ControlRequest) {
         }
         ControlRequest::Status(tx) => {
             let _ = tx.send(status(d));
+        }
+        ControlRequest::Drain(wait, tx) => {
+            if let Some(w) = wait {
+                d.start_drain(w);
+            }
+            let _ = tx.send(d.drain_status());
+        }
+        ControlRequest::Unattempted(tx) => {
+            let mut v: Vec<_> = d
+                .peers
+                .values()
+                .filter(|p| !p.link.counters.attempted())
+                .map(|p| p.neighbor.address)
+                .collect();
+            v.sort();
+            let _ = tx.send(v);
         }
     }
 }

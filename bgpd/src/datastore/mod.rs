@@ -2,12 +2,18 @@
 //! BGPConfiguration, Node and BGPPeer objects, and what it announces from
 //! the IPAM blocks the node holds, the service ranges and the Services
 //! with Local policy that have an endpoint here; a change rebuilds it and
-//! the running speaker applies only the difference.
+//! the running speaker applies only the difference. It publishes the
+//! node's BGPNodeStatus report (`publish`, from `report`).
 
 mod announce;
 pub mod build;
 pub mod follow;
+<<<<<<< HEAD
 mod nodes;
+=======
+pub mod publish;
+pub mod report;
+>>>>>>> h-status
 pub mod services;
 #[cfg(test)]
 mod tests;

@@ -194,4 +194,6 @@ pub mod well_known {
     pub const NO_EXPORT: u32 = 0xFFFF_FF01;
     pub const NO_ADVERTISE: u32 = 0xFFFF_FF02;
     pub const NO_EXPORT_SUBCONFED: u32 = 0xFFFF_FF03;
+    /// RFC 8326: the path is about to go away; prefer any other (65535:0).
+    pub const GRACEFUL_SHUTDOWN: u32 = 0xFFFF_0000;
 }

@@ -10,7 +10,7 @@ use super::peers::{LOCAL_IDX, Peers, fam_index, info_in};
 use super::table::{Addr, Path, PeerIdx, Table};
 use super::types::{Changes, ImportError, LOCAL, LocalConfig, PeerConfig, PeerId};
 use crate::filter::{PeerFilters, Verdict};
-use crate::model::{Family, PathAttrs};
+use crate::model::{Family, PathAttrs, well_known};
 use ipnet::IpNet;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
@@ -33,6 +33,7 @@ impl Rib {
             v6: Table::default(),
             scratch: Vec::new(),
             removed: Vec::new(),
+            draining: false,
         }
     }
 
@@ -168,6 +169,11 @@ impl Rib {
             attrs.local_pref = None;
             attrs.originator_id = None;
             attrs.cluster_list.clear();
+        }
+        // RFC 8326 4.2: a path its sender is about to take down is the
+        // least preferred (import rules below may still say otherwise).
+        if attrs.communities.contains(&well_known::GRACEFUL_SHUTDOWN) {
+            attrs.local_pref = Some(0);
         }
         let looped = (!ibgp && attrs.as_path.contains(self.local.asn))
             || attrs.originator_id == Some(self.local.router_id)
@@ -377,6 +383,33 @@ impl Rib {
             }
         }
         self.done(changes)
+    }
+
+    /// RFC 8326 graceful shutdown on or off: every route to every peer
+    /// goes out again, with the GRACEFUL_SHUTDOWN community and, to
+    /// internal peers, LOCAL_PREF 0 (or without them again), so that the
+    /// peers move their traffic to other paths before the sessions close.
+    pub fn set_draining(&mut self, on: bool) -> Changes {
+        let changes = Changes::default();
+        if self.draining == on {
+            return changes;
+        }
+        self.draining = on;
+        for x in 0..self.peers.outs.len() as PeerIdx {
+            if x == LOCAL_IDX {
+                continue;
+            }
+            for f in self.peers.outs[x as usize].fams.iter_mut().flatten() {
+                f.last_out = None;
+            }
+            mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v4, x);
+            mark_all_for(&self.attrs, &mut self.peers, &mut self.scratch, &self.v6, x);
+        }
+        self.done(changes)
+    }
+
+    pub fn draining(&self) -> bool {
+        self.draining
     }
 
     /// Turns export to a peer on or off (off: receive-only, as the

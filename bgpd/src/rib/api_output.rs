@@ -82,6 +82,7 @@ fn drain<A: Addr>(
     let mut scratch = Vec::new();
     let mut d = Drain {
         local: &rib.local,
+        draining: rib.draining,
         attrs: &rib.attrs,
         peers: &rib.peers,
         table,

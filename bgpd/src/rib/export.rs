@@ -7,7 +7,7 @@ use super::attrs::AttrMeta;
 use super::peers::PeerInfo;
 use super::types::LocalConfig;
 use crate::filter::Verdict;
-use crate::model::{Family, NextHop, NextHopMode, PathAttrs, RawAttr};
+use crate::model::{Family, NextHop, NextHopMode, PathAttrs, RawAttr, well_known};
 use ipnet::IpNet;
 
 /// Community and reflection rules: may `src`'s path go to `target` at all?
@@ -157,4 +157,17 @@ pub(crate) fn rewrite(
         out.cluster_list.clear();
     }
     Some(out)
+}
+
+/// RFC 8326 section 5: a route from a speaker being taken down carries
+/// the GRACEFUL_SHUTDOWN community, and internal peers get LOCAL_PREF 0 as
+/// well (external peers act on the community themselves; LOCAL_PREF never
+/// goes to them).
+pub(crate) fn graceful_shutdown(attrs: &mut PathAttrs, ibgp: bool) {
+    if !attrs.communities.contains(&well_known::GRACEFUL_SHUTDOWN) {
+        attrs.communities.push(well_known::GRACEFUL_SHUTDOWN);
+    }
+    if ibgp {
+        attrs.local_pref = Some(0);
+    }
 }

@@ -51,4 +51,7 @@ pub struct Rib {
     v6: Table<Ipv6Addr>,
     scratch: Vec<usize>,
     removed: Vec<Path>,
+    /// RFC 8326 graceful shutdown: every route goes out with the
+    /// GRACEFUL_SHUTDOWN community (and LOCAL_PREF 0 to internal peers).
+    draining: bool,
 }

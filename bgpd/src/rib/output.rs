@@ -9,7 +9,7 @@
 
 use super::attrs::{AttrId, AttrTable};
 use super::decision;
-use super::export::{export_verdict, exportable, rewrite};
+use super::export::{export_verdict, exportable, graceful_shutdown, rewrite};
 use super::peers::{FamilyOut, GroupKey, Peers, info_in};
 use super::table::{Addr, PeerIdx, Table};
 use super::types::{LocalConfig, OutBatch};
@@ -19,6 +19,8 @@ use std::sync::Arc;
 
 pub(crate) struct Drain<'a, A> {
     pub local: &'a LocalConfig,
+    /// RFC 8326: every route goes out marked (`export::graceful_shutdown`).
+    pub draining: bool,
     pub attrs: &'a AttrTable,
     pub peers: &'a Peers,
     pub table: &'a Table<A>,
@@ -123,14 +125,18 @@ impl<A: Addr> Drain<'_, A> {
             r.apply(&mut a);
             Some(a)
         });
-        let rewritten = Arc::new(rewrite(
+        let mut rewritten = rewrite(
             self.local,
             info_in(infos, src),
             &e.meta,
             changed.as_ref().unwrap_or(&e.attrs),
             target,
             A::FAMILY,
-        )?);
+        )?;
+        if self.draining {
+            graceful_shutdown(&mut rewritten, target.ibgp());
+        }
+        let rewritten = Arc::new(rewritten);
         out.last_out = Some((src, e.attrs.clone(), rule, rewritten.clone()));
         Some(rewritten)
     }

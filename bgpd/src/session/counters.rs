@@ -4,7 +4,7 @@
 use super::fsm::{Negotiated, State};
 use crate::control::{MessageType, PeerMetrics};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 use tartan_api::bgp::MessageCounts;
 
@@ -14,6 +14,9 @@ use tartan_api::bgp::MessageCounts;
 #[derive(Debug)]
 pub struct PeerCounters {
     state: AtomicU8,
+    /// A session attempt has finished (either way) at least once: what
+    /// `/readyz` waits for.
+    attempted: AtomicBool,
     metrics: PeerMetrics,
     last_error: Mutex<Option<String>>,
     established_at: Mutex<Option<Instant>>,
@@ -24,6 +27,7 @@ impl PeerCounters {
     pub fn new(metrics: PeerMetrics) -> Self {
         PeerCounters {
             state: AtomicU8::new(State::Idle as u8),
+            attempted: AtomicBool::new(false),
             metrics,
             last_error: Mutex::default(),
             established_at: Mutex::default(),
@@ -61,6 +65,14 @@ impl PeerCounters {
             6 => State::Established,
             _ => State::Idle,
         }
+    }
+    /// A dial or an accepted connection has run its course (or the
+    /// neighbor is passive and bgpd listens for it).
+    pub fn mark_attempted(&self) {
+        self.attempted.store(true, Ordering::Relaxed);
+    }
+    pub fn attempted(&self) -> bool {
+        self.attempted.load(Ordering::Relaxed)
     }
     pub fn set_error(&self, e: String) {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);

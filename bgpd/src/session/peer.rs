@@ -55,6 +55,10 @@ pub fn spawn_peer(
     let (cmd_tx, cmd_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(4);
     let counters = Arc::new(PeerCounters::new(metrics));
+    if neighbor.passive {
+        // bgpd never dials it: listening is the attempt.
+        counters.mark_attempted();
+    }
     let task = PeerTask {
         id,
         fsm: Fsm::new(local, neighbor.passive, connect_retry),
@@ -139,7 +143,9 @@ impl PeerTask {
 
     async fn accept_now(&mut self, stream: TcpStream) -> Option<Opened> {
         let conn = Connection::new(stream).ok()?;
-        match handshake(conn, self.fsm.connection(), &self.counters).await {
+        let r = handshake(conn, self.fsm.connection(), &self.counters).await;
+        self.counters.mark_attempted();
+        match r {
             Ok(o) => Some(o),
             Err(e) => {
                 self.note_error(&e);
@@ -234,6 +240,7 @@ impl PeerTask {
                     None => return None,
                 },
                 Some((incoming, result)) = attempts.next(), if !attempts.is_empty() => {
+                    self.counters.mark_attempted();
                     if incoming {
                         incoming_count -= 1;
                     } else {

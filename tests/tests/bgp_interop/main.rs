@@ -10,3 +10,4 @@ mod configs;
 mod exabgp;
 mod frr;
 mod gobgp;
+mod gshut;

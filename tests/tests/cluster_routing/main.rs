@@ -15,3 +15,4 @@ mod lab_cli;
 mod lab_dualstack;
 mod lab_rr;
 mod lab_tor;
+mod node_status;

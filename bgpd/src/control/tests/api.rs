@@ -154,3 +154,25 @@ async fn stale_socket_is_replaced_but_live_one_and_files_are_not() {
     assert!(matches!(err, ControlError::NotASocket { .. }), "{err}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep me");
 }
+
+#[tokio::test]
+async fn drain_is_started_by_post_and_read_by_get() {
+    use super::support::post_unix;
+    let dir = TempDir::new();
+    let path = dir.0.join("bgpd.sock");
+    let _r = start_ready(&path, FakeSource::default()).await;
+
+    let (code, body) = post_unix(&path, "/v1/drain", r#"{"waitSeconds": 30}"#).await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["draining"], true);
+    assert_eq!(body["closeInSeconds"], 30);
+    let (code, body) = get_unix(&path, "/v1/drain").await;
+    assert_eq!(code, 200);
+    assert_eq!(body["draining"], false, "a GET only reads");
+
+    for bad in [r#"{"waitSeconds": 3601}"#, r#"{"wait": 3}"#, "nonsense"] {
+        let (code, body) = post_unix(&path, "/v1/drain", bad).await;
+        assert_eq!(code, 400, "{bad}: {body}");
+        assert!(body["error"].is_string());
+    }
+}

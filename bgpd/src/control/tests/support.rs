@@ -111,6 +111,18 @@ impl ControlSource for FakeSource {
         self.check()?;
         Ok(status())
     }
+
+    async fn drain(
+        &self,
+        wait: Option<std::time::Duration>,
+    ) -> Result<tartan_api::bgp::DrainStatus, SourceUnavailable> {
+        self.check()?;
+        Ok(tartan_api::bgp::DrainStatus {
+            draining: wait.is_some(),
+            close_in_seconds: wait.map(|w| w.as_secs()),
+            closed: false,
+        })
+    }
 }
 
 /// One GET over a fresh connection: (status, JSON body).
@@ -145,4 +157,22 @@ pub async fn wait_for(path: &Path) {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("server did not come up at {}", path.display());
+}
+
+/// One POST of `body` over a fresh connection: (status, JSON body).
+pub async fn post_unix(socket: &Path, uri: &str, body: &str) -> (u16, serde_json::Value) {
+    let stream = tokio::net::UnixStream::connect(socket).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let req = hyper::Request::post(uri)
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(http_body_util::Full::new(Bytes::from(body.to_string())))
+        .unwrap();
+    let resp = sender.send_request(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&body).unwrap())
 }

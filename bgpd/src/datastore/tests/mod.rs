@@ -2,6 +2,7 @@
 //! the fixtures they share (nodes, blocks, a three-node cluster).
 
 mod peering;
+mod publish;
 mod rbac;
 mod services;
 

@@ -46,6 +46,17 @@ fn every_kind_bgpd_reads_is_granted_by_the_node_role() {
     };
     let cluster = grants("ClusterRole");
     let namespaced = grants("Role");
+    // bgpd writes status reports (crate::datastore::publish).
+    let status = tartan_api::Kind::BgpNodeStatus.info();
+    for verb in ["get", "list", "create", "update", "delete"] {
+        assert!(
+            cluster.iter().any(|(g, r, v)| g == status.group
+                && r == status.plural
+                && v.iter().any(|x| x == verb)),
+            "deploy/tartan-node.yaml does not grant {verb} on {}",
+            status.plural
+        );
+    }
     for kind in WATCHED {
         let info = kind.info();
         // Secrets only in Tartan's namespace (the Role); the rest cluster-wide.

@@ -3,6 +3,7 @@
 mod decision;
 mod export;
 mod filters;
+mod gshut;
 mod import;
 mod lifecycle;
 mod output;
