@@ -144,14 +144,8 @@ fn a_misplaced_field_is_caught() {
 }
 
 #[test]
-<<<<<<< HEAD
-fn the_role_grants_writes_only_to_ipam_endpoints_and_node_updates() {
-    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
-=======
 fn the_role_grants_writes_only_to_ipam_endpoints_node_updates_and_status_reports() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
-    let text = std::fs::read_to_string(dir.join("tartan-node.yaml")).unwrap();
->>>>>>> h-status
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
     let role = documents(&text)
         .into_iter()
         .find(|d| d["kind"] == "ClusterRole")

@@ -35,11 +35,6 @@ struct Args {
     /// Serve Prometheus metrics on this address (e.g. 127.0.0.1:9179).
     #[arg(long)]
     metrics: Option<SocketAddr>,
-<<<<<<< HEAD
-    /// Log format (the filter is TARTAN_LOG, default info).
-    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
-    log_format: LogFormat,
-=======
     /// Serve the health probes `/livez` and `/readyz` on this address
     /// (e.g. 127.0.0.1:9098).
     #[arg(long, env = "TARTAN_BGPD_HEALTH")]
@@ -56,10 +51,9 @@ struct Args {
     /// Keep it below the pod's terminationGracePeriodSeconds.
     #[arg(long, env = "TARTAN_BGPD_SHUTDOWN_DRAIN", value_name = "SECONDS", value_parser = clap::value_parser!(u32).range(0..=3600))]
     shutdown_drain: Option<u32>,
-    /// Log format.
-    #[arg(long, default_value = "text", value_parser = ["text", "json"])]
-    log_format: String,
->>>>>>> h-status
+    /// Log format (the filter is TARTAN_LOG, default info).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
+    log_format: LogFormat,
     /// Check the configuration file and exit.
     #[arg(long)]
     check: bool,

@@ -8,12 +8,9 @@
 mod announce;
 pub mod build;
 pub mod follow;
-<<<<<<< HEAD
 mod nodes;
-=======
 pub mod publish;
 pub mod report;
->>>>>>> h-status
 pub mod services;
 #[cfg(test)]
 mod tests;
