@@ -16,7 +16,8 @@ use futures::stream::BoxStream;
 
 use super::retry::Retrying;
 use super::{
-    Datastore, DynamicObject, Listing, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, ListPage, Listing, ObjectKey, RawEvent, Result, StoreError,
+    WatchScope,
 };
 use crate::kind::Kind;
 
@@ -105,6 +106,16 @@ impl Datastore for Checked {
 
     async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
         self.0.list(kind, namespace).await
+    }
+
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.0.list_page(kind, namespace, from, limit).await
     }
 
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
