@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 
 use anyhow::{Context, Result};
 use tartan_api::store::Datastore;
-use tokio::net::{TcpListener, UdpSocket};
+use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tracing::info;
 
@@ -60,15 +60,17 @@ impl Running {
     }
 }
 
+/// The runtime's worker threads, and the UDP sockets read in parallel.
+pub const WORKERS: usize = 2;
+
 /// Bind the sockets and start serving.
 pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
     let metrics = Arc::new(Metrics::new());
     let records = Arc::new(RwLock::new(Records::new()));
     let ready = Arc::new(AtomicBool::new(false));
-    let udp = UdpSocket::bind(cfg.listen)
-        .await
+    let udp = crate::sockets::bind_udp(cfg.listen, WORKERS)
         .with_context(|| format!("bind UDP {}", cfg.listen))?;
-    let dns = udp.local_addr()?;
+    let dns = udp[0].local_addr()?;
     // TCP on the same port as UDP (which may have been chosen by the kernel).
     let tcp = TcpListener::bind(dns)
         .await
@@ -80,6 +82,7 @@ pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
         zone: cfg.zone.clone(),
         forwarder,
         metrics: metrics.clone(),
+        replies: crate::replies::ReplyCache::new(crate::handler::REPLY_CACHE),
     });
     let server = Arc::new(Server {
         handler,

@@ -9,16 +9,21 @@
 //! - UDP answers larger than the client's limit (512, or its EDNS payload
 //!   size up to 4096) are cut to the header and question with TC set, so
 //!   the client asks again over TCP.
+//! - A UDP reply from the records is kept ([`ReplyCache`]) and sent again,
+//!   with the new ID, for the same request bytes until the records change.
 
+use std::borrow::Cow;
 use std::sync::{Arc, RwLock};
 
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
 use hickory_proto::rr::RecordType;
+use prometheus_client::metrics::counter::Counter;
 
 use crate::answer::{Zone, answer};
 use crate::forward::{Forwarder, forwardable};
 use crate::metrics::{Metrics, QueryLabels};
 use crate::model::Records;
+use crate::replies::{Reply, ReplyCache};
 
 /// The payload size we advertise and the most we send over UDP.
 pub const MAX_UDP: u16 = 1232;
@@ -38,11 +43,16 @@ impl Transport {
     }
 }
 
+/// Encoded UDP replies kept for the cluster domain ([`ReplyCache`]).
+pub const REPLY_CACHE: usize = 16_384;
+
 pub struct Handler {
     pub records: Arc<RwLock<Records>>,
     pub zone: Zone,
     pub forwarder: Option<Arc<Forwarder>>,
     pub metrics: Arc<Metrics>,
+    /// Replies to UDP questions answered from the records.
+    pub replies: ReplyCache,
 }
 
 impl Handler {
@@ -55,6 +65,12 @@ impl Handler {
         // The QR bit: a response is never answered.
         if req[2] & 0x80 != 0 {
             return None;
+        }
+        if transport == Transport::Udp {
+            let generation = self.read_records().generation();
+            if let Some(out) = self.replies.get(generation, req) {
+                return Some(out);
+            }
         }
         let request = match Message::from_vec(req) {
             Ok(m) => m,
@@ -91,9 +107,9 @@ impl Handler {
             return self.finish(resp, Some(&request), transport);
         }
         let q = &request.queries[0];
-        let local = {
-            let records = self.records.read().unwrap_or_else(|e| e.into_inner());
-            answer(&records, &self.zone, q)
+        let (local, generation) = {
+            let records = self.read_records();
+            (answer(&records, &self.zone, q), records.generation())
         };
         if let Some(a) = local {
             resp.metadata.authoritative = true;
@@ -101,6 +117,19 @@ impl Handler {
             resp.add_answers(a.answers);
             resp.add_authorities(a.authorities);
             resp.add_additionals(a.additionals);
+            let (out, counter) = self.encode(resp, Some(&request), transport);
+            if transport == Transport::Udp
+                && let Some(bytes) = &out
+            {
+                let cut = bytes.get(2).is_some_and(|b| b & 0x02 != 0);
+                let reply = Reply {
+                    bytes: bytes.clone(),
+                    counter,
+                    truncated: cut.then(|| self.metrics.truncated.clone()),
+                };
+                self.replies.insert(generation, req, reply);
+            }
+            return out;
         } else if !forwardable(q) || matches!(q.query_type(), RecordType::AXFR | RecordType::IXFR) {
             resp.metadata.response_code = ResponseCode::Refused;
         } else if let Some(f) = &self.forwarder {
@@ -120,6 +149,10 @@ impl Handler {
         self.finish(resp, Some(&request), transport)
     }
 
+    fn read_records(&self) -> std::sync::RwLockReadGuard<'_, Records> {
+        self.records.read().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Count, encode, and cut to size for UDP.
     fn finish(
         &self,
@@ -127,18 +160,30 @@ impl Handler {
         request: Option<&Message>,
         transport: Transport,
     ) -> Option<Vec<u8>> {
+        self.encode(resp, request, transport).0
+    }
+
+    /// [`Self::finish`], with the counter the query was counted in.
+    fn encode(
+        &self,
+        resp: Message,
+        request: Option<&Message>,
+        transport: Transport,
+    ) -> (Option<Vec<u8>>, Counter) {
         let qtype = resp
             .queries
             .first()
-            .map_or_else(|| "none".to_string(), |q| q.query_type().to_string());
-        self.metrics
+            .map_or(Cow::Borrowed("none"), |q| type_name(q.query_type()));
+        let counter = self
+            .metrics
             .queries
             .get_or_create(&QueryLabels {
                 qtype,
                 rcode: rcode_name(resp.metadata.response_code),
-                transport: transport.name().to_string(),
+                transport: transport.name(),
             })
-            .inc();
+            .clone();
+        counter.inc();
         let bytes = match resp.to_vec() {
             Ok(b) => b,
             Err(_) => {
@@ -148,7 +193,7 @@ impl Handler {
                     ResponseCode::ServFail,
                 );
                 m.add_queries(resp.queries.iter().cloned());
-                return m.to_vec().ok();
+                return (m.to_vec().ok(), counter);
             }
         };
         let limit = match transport {
@@ -160,26 +205,34 @@ impl Handler {
             ),
         };
         if bytes.len() <= limit {
-            return Some(bytes);
+            return (Some(bytes), counter);
         }
         if transport == Transport::Udp {
             self.metrics.truncated.inc();
         }
-        resp.truncate().to_vec().ok()
+        (resp.truncate().to_vec().ok(), counter)
     }
 }
 
 /// The rcode's mnemonic as DNS tools print it.
-pub fn rcode_name(r: ResponseCode) -> String {
-    match u16::from(r) {
-        0 => "NOERROR".into(),
-        1 => "FORMERR".into(),
-        2 => "SERVFAIL".into(),
-        3 => "NXDOMAIN".into(),
-        4 => "NOTIMP".into(),
-        5 => "REFUSED".into(),
-        16 => "BADVERS".into(),
-        n => n.to_string(),
+pub fn rcode_name(r: ResponseCode) -> Cow<'static, str> {
+    Cow::Borrowed(match u16::from(r) {
+        0 => "NOERROR",
+        1 => "FORMERR",
+        2 => "SERVFAIL",
+        3 => "NXDOMAIN",
+        4 => "NOTIMP",
+        5 => "REFUSED",
+        16 => "BADVERS",
+        n => return Cow::Owned(n.to_string()),
+    })
+}
+
+/// A record type's mnemonic (`A`, `SRV`), or `TYPEn` for one without.
+pub fn type_name(t: RecordType) -> Cow<'static, str> {
+    match t {
+        RecordType::Unknown(_) => Cow::Owned(t.to_string()),
+        t => Cow::Borrowed(<&'static str>::from(t)),
     }
 }
 

@@ -15,6 +15,7 @@ fn handler(records: Records) -> Handler {
         zone: zone(),
         forwarder: None,
         metrics: Arc::new(Metrics::new()),
+        replies: crate::replies::ReplyCache::new(100),
     }
 }
 
@@ -73,6 +74,10 @@ fn large_udp_answer_is_truncated_and_tcp_carries_it_whole() {
     let m = run(&h, &query(&name, RecordType::A, Some(4096)), Transport::Udp).unwrap();
     assert!(m.metadata.truncation);
     assert!(h.metrics.encode().contains("tartan_dns_truncated_total 3"));
+    // Asked again, from the reply cache: the same, and counted alike.
+    let m = run(&h, &query(&name, RecordType::A, Some(4096)), Transport::Udp).unwrap();
+    assert!(m.metadata.truncation);
+    assert!(h.metrics.encode().contains("tartan_dns_truncated_total 4"));
     // 40 fit in the 1232 bytes EDNS allows, but not in plain DNS's 512.
     let h = handler(big_headless(40));
     let m = run(&h, &query(&name, RecordType::A, Some(1232)), Transport::Udp).unwrap();
@@ -209,4 +214,37 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_repeated_udp_question_is_answered_from_kept_bytes_until_the_records_change() {
+    let h = handler(big_headless(3));
+    let name = format!("big.{NS}.svc.cluster.local.");
+    let mut req = query(&name, RecordType::A, Some(1232));
+    let first = run(&h, &req, Transport::Udp).unwrap();
+    assert_eq!(first.answers.len(), 3);
+    assert_eq!(h.replies.len(), 1);
+    // Another ID: the kept reply, with that ID; counted as a query.
+    req[0] = 0x12;
+    req[1] = 0x34;
+    let again = run(&h, &req, Transport::Udp).unwrap();
+    assert_eq!(again.metadata.id, 0x1234);
+    assert_eq!(again.answers, first.answers);
+    assert!(
+        h.metrics
+            .encode()
+            .contains(r#"tartan_dns_queries_total{qtype="A",rcode="NOERROR",transport="udp"} 2"#),
+        "{}",
+        h.metrics.encode()
+    );
+    // The Service goes: the next answer is NXDOMAIN, not the kept one.
+    h.records
+        .write()
+        .unwrap()
+        .set_service(&(NS.into(), "big".into()), None);
+    let gone = run(&h, &req, Transport::Udp).unwrap();
+    assert_eq!(gone.metadata.response_code, ResponseCode::NXDomain);
+    // TCP is not served from it.
+    assert!(run(&h, &req, Transport::Tcp).is_some());
+    assert_eq!(h.replies.len(), 1);
 }

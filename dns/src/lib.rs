@@ -3,9 +3,10 @@
 //! - [`model`]: Services, EndpointSlices and Namespaces as DNS sees them.
 //! - [`answer`]: the cluster domain's answers (pure).
 //! - [`forward`] and [`cache`]: other names, from the upstreams, cached.
-//! - [`handler`]: one request's bytes to one response's bytes.
+//! - [`handler`]: one request's bytes to one response's bytes; [`replies`]:
+//!   encoded replies for the cluster domain, reused until the records change.
 //! - [`limit`]: the per-client rate limit.
-//! - [`server`]: UDP and TCP sockets.
+//! - [`server`]: UDP and TCP serving; [`sockets`]: the UDP sockets, one per core.
 //! - [`watch`]: the datastore followed into the records.
 //! - [`health`] and [`metrics`]: `/livez`, `/readyz`, `/metrics`.
 //! - [`daemon`]: all of it assembled.
@@ -18,5 +19,7 @@ pub mod health;
 pub mod limit;
 pub mod metrics;
 pub mod model;
+pub mod replies;
 pub mod server;
+pub mod sockets;
 pub mod watch;

@@ -60,7 +60,7 @@ struct Cli {
     /// Most client addresses tracked by the rate limit.
     #[arg(long, default_value_t = 65_536)]
     max_clients: usize,
-    /// Most UDP queries in progress at once.
+    /// Most UDP queries waiting for an upstream at once.
     #[arg(long, default_value_t = 4096)]
     max_inflight: usize,
     /// Most TCP connections at once.
@@ -130,7 +130,7 @@ fn main() -> Result<()> {
         max_tcp: cli.max_tcp.max(1),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(tartan_dns::daemon::WORKERS)
         .enable_all()
         .build()?;
     rt.block_on(async {

@@ -1,5 +1,7 @@
 //! Prometheus metrics, all named `tartan_dns_*`.
 
+use std::borrow::Cow;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -7,14 +9,17 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+/// Static names where they are known, so counting a query allocates
+/// nothing.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QueryLabels {
-    /// The question's type (`A`, `SRV`, …; `none` for no question).
-    pub qtype: String,
+    /// The question's type (`A`, `SRV`, …, `TYPE65280`; `none` for no
+    /// question).
+    pub qtype: Cow<'static, str>,
     /// The answer's rcode (`NOERROR`, `NXDOMAIN`, …).
-    pub rcode: String,
+    pub rcode: Cow<'static, str>,
     /// `udp` or `tcp`.
-    pub transport: String,
+    pub transport: &'static str,
 }
 
 pub struct Metrics {

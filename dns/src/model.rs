@@ -197,6 +197,8 @@ pub struct Records {
     /// Services per namespace (a namespace with Services exists in DNS
     /// even before its Namespace object is seen).
     services_in: HashMap<String, usize>,
+    /// Bumped by every change (for caches of answers).
+    generation: u64,
 }
 
 /// An endpoint as DNS publishes it, with its slice's ports.
@@ -212,6 +214,7 @@ impl Records {
     }
 
     pub fn set_namespace(&mut self, name: &str, present: bool) {
+        self.generation += 1;
         if present {
             self.namespaces.insert(lower(name));
         } else {
@@ -225,6 +228,7 @@ impl Records {
 
     /// Set (or with `None` remove) the Service `key`.
     pub fn set_service(&mut self, key: &Key, rec: Option<ServiceRec>) {
+        self.generation += 1;
         let key = (lower(&key.0), lower(&key.1));
         let existed = self.services.contains_key(&key);
         match rec {
@@ -251,6 +255,7 @@ impl Records {
     /// Set (or with `None` remove) the EndpointSlice `key` (namespace,
     /// slice name).
     pub fn set_slice(&mut self, key: &Key, rec: Option<SliceRec>) {
+        self.generation += 1;
         let key = (lower(&key.0), lower(&key.1));
         let old = self.slices.remove(&key);
         if let Some(old) = &old {
@@ -310,6 +315,11 @@ impl Records {
     /// The names (relative to the zone) an address has.
     pub fn ptr(&self, addr: IpAddr) -> Option<&BTreeSet<String>> {
         self.ptr.get(&addr)
+    }
+
+    /// A number that changes with every change of the records.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// How many Services and slices are held (for metrics and logs).

@@ -1,12 +1,15 @@
-//! The sockets: UDP and TCP on one address, each query checked against
-//! its client's rate ([`Limiter`]) before it is parsed, then handed to the
-//! [`Handler`]. Work in flight is bounded: past `max_inflight` UDP queries
-//! and `max_tcp` connections, new ones are dropped or closed.
+//! Serving: UDP (several sockets on one address, see
+//! [`crate::sockets`]) and TCP, each query checked against its client's
+//! rate ([`Limiter`]) before it is parsed, then handed to the [`Handler`].
+//! Answers that need no upstream are sent from the receive loop itself;
+//! queries waiting for an upstream are bounded: past `max_inflight` of
+//! them (UDP) and `max_tcp` connections, new ones are dropped or closed.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
@@ -26,15 +29,23 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serve UDP on `udp` and TCP on `tcp` until dropped.
-    pub async fn run(self: Arc<Self>, udp: UdpSocket, tcp: TcpListener) {
-        let udp_task = tokio::spawn(self.clone().serve_udp(Arc::new(udp)));
-        let tcp_task = tokio::spawn(self.serve_tcp(tcp));
-        let _ = tokio::join!(udp_task, tcp_task);
+    /// Serve UDP on the `udp` sockets (one task each) and TCP on `tcp`
+    /// until dropped.
+    pub async fn run(self: Arc<Self>, udp: Vec<UdpSocket>, tcp: TcpListener) {
+        let slots = Arc::new(Semaphore::new(self.max_inflight));
+        let mut tasks: Vec<_> = udp
+            .into_iter()
+            .map(|s| tokio::spawn(self.clone().serve_udp(Arc::new(s), slots.clone())))
+            .collect();
+        tasks.push(tokio::spawn(self.serve_tcp(tcp)));
+        futures::future::join_all(tasks).await;
     }
 
-    async fn serve_udp(self: Arc<Self>, sock: Arc<UdpSocket>) {
-        let slots = Arc::new(Semaphore::new(self.max_inflight));
+    /// Receive in a loop. A query answered without waiting (the cluster
+    /// domain, a cached name, an error) is answered right here, without a
+    /// task; one that must wait for an upstream goes on in a task of its
+    /// own, within the `max_inflight` bound shared by all sockets.
+    async fn serve_udp(self: Arc<Self>, sock: Arc<UdpSocket>, slots: Arc<Semaphore>) {
         let mut buf = vec![0u8; 65535];
         loop {
             let (n, from) = match sock.recv_from(&mut buf).await {
@@ -49,21 +60,26 @@ impl Server {
                 self.handler.metrics.rate_limited.inc();
                 continue;
             }
-            let Ok(permit) = slots.clone().try_acquire_owned() else {
-                self.handler.metrics.rate_limited.inc();
-                continue;
-            };
-            let req = buf[..n].to_vec();
             let me = self.clone();
-            let sock = sock.clone();
-            tokio::spawn(async move {
-                if let Some(out) = me.handler.handle(&req, Transport::Udp).await
-                    && let Err(e) = sock.send_to(&out, from).await
-                {
-                    debug!(client = %from, error = %e, "udp send");
+            let req = buf[..n].to_vec();
+            let mut reply = Box::pin(async move { me.handler.handle(&req, Transport::Udp).await });
+            match (&mut reply).now_or_never() {
+                Some(Some(out)) => send(&sock, &out, from).await,
+                Some(None) => {}
+                None => {
+                    let Ok(permit) = slots.clone().try_acquire_owned() else {
+                        self.handler.metrics.rate_limited.inc();
+                        continue;
+                    };
+                    let sock = sock.clone();
+                    tokio::spawn(async move {
+                        if let Some(out) = reply.await {
+                            send(&sock, &out, from).await;
+                        }
+                        drop(permit);
+                    });
                 }
-                drop(permit);
-            });
+            }
         }
     }
 
@@ -120,5 +136,16 @@ impl Server {
                 return;
             }
         }
+    }
+}
+
+/// Send a datagram: at once if the socket has room, else when it has.
+async fn send(sock: &UdpSocket, out: &[u8], to: SocketAddr) {
+    let r = match sock.try_send_to(out, to) {
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => sock.send_to(out, to).await,
+        r => r,
+    };
+    if let Err(e) = r {
+        debug!(client = %to, error = %e, "udp send");
     }
 }

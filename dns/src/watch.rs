@@ -69,6 +69,18 @@ pub fn apply_namespace(records: &mut Records, k: &Key, o: Option<DynamicObject>)
     records.set_namespace(&k.1, present);
 }
 
+/// Hand the memory the first listing used and freed back to the system:
+/// glibc's allocator otherwise keeps it (in every thread's arena) as
+/// resident memory the records never use.
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it
+    // touches no memory in use.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Follow the store for ever.
 pub async fn follow(
     store: Arc<dyn Datastore>,
@@ -116,6 +128,7 @@ pub async fn follow(
                     "first full listing in; ready"
                 );
                 ready.store(true, Ordering::Release);
+                release_freed_memory();
             }
         }
     }

@@ -16,7 +16,8 @@ use futures::stream::BoxStream;
 
 use super::retry::Retrying;
 use super::{
-    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, ListPage, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError,
+    WatchScope,
 };
 use crate::kind::Kind;
 
@@ -114,6 +115,16 @@ impl Datastore for Checked {
         narrow: Narrow<'_>,
     ) -> Result<Listing> {
         self.0.list_narrow(kind, namespace, narrow).await
+    }
+
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.0.list_page(kind, namespace, from, limit).await
     }
 
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {

@@ -15,7 +15,8 @@ use kube::core::Status;
 use tracing::debug;
 
 use super::{
-    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, ListPage, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError,
+    WatchScope,
 };
 use crate::kind::Kind;
 
@@ -168,6 +169,36 @@ impl Datastore for KubeStore {
             }
         }
         Ok(Listing { items, revision })
+    }
+
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        let mut lp = ListParams::default().limit(u32::try_from(limit.max(1)).unwrap_or(PAGE));
+        if let Some(t) = from {
+            lp = lp.continue_token(t);
+        }
+        let page = self
+            .api(kind, namespace)
+            .list(&lp)
+            .await
+            .map_err(|e| map_err(e, None, None))?;
+        Ok(ListPage {
+            revision: page.metadata.resource_version.clone().unwrap_or_default(),
+            next: page.metadata.continue_.filter(|t| !t.is_empty()),
+            items: page
+                .items
+                .into_iter()
+                .map(|mut o| {
+                    fill_types(kind, &mut o);
+                    o
+                })
+                .collect(),
+        })
     }
 
     async fn create(&self, mut obj: DynamicObject) -> Result<DynamicObject> {

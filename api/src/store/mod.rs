@@ -139,6 +139,16 @@ pub struct Listing {
     pub revision: String,
 }
 
+/// One page of a listing read in pages ([`Datastore::list_page`]).
+#[derive(Clone, Debug, Default)]
+pub struct ListPage {
+    pub items: Vec<DynamicObject>,
+    /// The revision every page of this listing is read at.
+    pub revision: String,
+    /// Where the next page starts; `None` on the last page.
+    pub next: Option<String>,
+}
+
 /// One change as a backend's raw watch reports it.
 #[derive(Clone, Debug)]
 pub enum RawEvent {
@@ -188,6 +198,30 @@ pub trait Datastore: Send + Sync + 'static {
         let mut l = self.list(kind, namespace).await?;
         l.items.retain(|o| narrow.matches(o));
         Ok(l)
+    }
+
+    /// One page (at most about `limit` objects) of the listing of a kind;
+    /// the first with `from: None`, each next one from the previous
+    /// page's `next`, until that is `None`. All pages are read at the
+    /// first page's revision, so together they are one consistent
+    /// listing; a consumer holds one page at a time instead of the whole
+    /// listing. A `from` whose revision the store has forgotten fails
+    /// (start again from the first page). The default reads everything
+    /// as one page.
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        let _ = (from, limit);
+        let l = self.list(kind, namespace).await?;
+        Ok(ListPage {
+            items: l.items,
+            revision: l.revision,
+            next: None,
+        })
     }
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject>;
     async fn update(&self, obj: DynamicObject) -> Result<DynamicObject>;

@@ -17,7 +17,8 @@ use futures::stream::BoxStream;
 use tracing::warn;
 
 use super::{
-    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, ListPage, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError,
+    WatchScope,
 };
 use crate::kind::Kind;
 
@@ -108,6 +109,20 @@ impl<S: Datastore> Datastore for Retrying<S> {
         self.run("list", || self.inner.list_narrow(kind, namespace, narrow))
             .await
             .0
+    }
+
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.run("list", || {
+            self.inner.list_page(kind, namespace, from, limit)
+        })
+        .await
+        .0
     }
 
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {

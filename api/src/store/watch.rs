@@ -10,7 +10,7 @@
 //! store at a revision (after the first list and after every relist), which
 //! is when a node agent may act on "everything".
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,14 +19,18 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tracing::{debug, info, warn};
 
-use super::{Datastore, DynamicObject, ObjectKey, RawEvent, Result, StoreError, WatchScope};
+use super::{
+    Datastore, DynamicObject, ListPage, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+};
 
 /// What the consumer of a watch sees.
 #[derive(Clone, Debug)]
 pub enum WatchEvent {
     Added(DynamicObject),
     Modified(DynamicObject),
-    /// The object as it was last seen by this watch.
+    /// The object's key: apiVersion and kind, name, namespace, and the
+    /// resourceVersion of the deletion (or, for an object found gone at a
+    /// relist, the last one this watch told of). Its content is not kept.
     Deleted(DynamicObject),
     /// The consumer's view equals the store at `revision`.
     Synced {
@@ -38,15 +42,33 @@ pub enum WatchEvent {
 pub struct Watch {
     store: Arc<dyn Datastore>,
     scope: WatchScope,
-    /// What the consumer has been told exists, by (namespace, name).
-    seen: HashMap<(Option<String>, String), DynamicObject>,
+    /// What the consumer has been told exists, by (namespace, name): the
+    /// resourceVersion it was told of. Only that: consumers keep what
+    /// they need of an object, so the watch keeps no second copy of the
+    /// whole store.
+    seen: HashMap<(Option<String>, String), Option<String>>,
     /// The revision the consumer's view is at; `None` until the first list.
     revision: Option<String>,
     raw: Option<BoxStream<'static, Result<RawEvent>>>,
     pending: std::collections::VecDeque<WatchEvent>,
     must_relist: bool,
+    /// A listing under way (read a page at a time).
+    listing: Option<Listing>,
     backoff: Option<ExponentialBackoff>,
     relists: u64,
+}
+
+/// Objects per page when listing: the consumer's events are made a page
+/// at a time, so a listing is never held whole.
+const LIST_PAGE: usize = 500;
+
+/// Where a paged listing stands.
+struct Listing {
+    revision: String,
+    /// Where the next page starts.
+    next: Option<String>,
+    /// The keys listed so far (what is not among them at the end is gone).
+    listed: HashSet<(Option<String>, String)>,
 }
 
 /// Start watching: the first events are the current objects as `Added`,
@@ -60,6 +82,7 @@ pub fn watch(store: Arc<dyn Datastore>, scope: WatchScope) -> Watch {
         raw: None,
         pending: Default::default(),
         must_relist: true,
+        listing: None,
         backoff: None,
         relists: 0,
     }
@@ -89,19 +112,26 @@ impl Watch {
                 return e;
             }
             if self.must_relist {
+                let from = self.listing.as_ref().and_then(|l| l.next.clone());
                 match self
                     .store
-                    .list(self.scope.kind, self.scope.namespace.as_deref())
+                    .list_page(
+                        self.scope.kind,
+                        self.scope.namespace.as_deref(),
+                        from.as_deref(),
+                        LIST_PAGE,
+                    )
                     .await
                 {
-                    Ok(listing) => {
-                        self.must_relist = false;
+                    Ok(page) => {
                         self.backoff = None;
-                        self.relists += 1;
-                        self.apply_listing(listing.items, listing.revision);
+                        self.apply_page(page);
                         continue;
                     }
                     Err(e) => {
+                        // The store may have forgotten the listing's
+                        // revision: the next try starts it again.
+                        self.listing = None;
                         self.pause(&e, "list").await;
                         continue;
                     }
@@ -161,39 +191,68 @@ impl Watch {
         tokio::time::sleep(delay).await;
     }
 
-    /// Replace the consumer's view with a full listing, telling it only the
-    /// differences.
-    fn apply_listing(&mut self, items: Vec<DynamicObject>, revision: String) {
-        let mut fresh: HashMap<_, _> = HashMap::with_capacity(items.len());
+    /// One page of a listing: tell the consumer what it adds or changes;
+    /// after the last page, what is gone, then `Synced`. The listed
+    /// objects are moved into the events, not copied.
+    fn apply_page(&mut self, page: ListPage) {
+        let listing = self.listing.get_or_insert_with(|| Listing {
+            revision: page.revision.clone(),
+            next: None,
+            listed: HashSet::new(),
+        });
+        let mut items = page.items;
+        items.sort_by_key(local_key);
         for o in items {
-            fresh.insert(local_key(&o), o);
+            let k = local_key(&o);
+            if !listing.listed.insert(k.clone()) {
+                continue;
+            }
+            let rv = o.metadata.resource_version.clone();
+            match self.seen.insert(k, rv.clone()) {
+                Some(old) if old == rv => {}
+                Some(_) => self.pending.push_back(WatchEvent::Modified(o)),
+                None => self.pending.push_back(WatchEvent::Added(o)),
+            }
         }
-        let gone: Vec<_> = self
+        if page.next.is_some() {
+            listing.next = page.next;
+            return;
+        }
+        let Some(listing) = self.listing.take() else {
+            return;
+        };
+        let mut gone: Vec<_> = self
             .seen
             .keys()
-            .filter(|k| !fresh.contains_key(*k))
+            .filter(|k| !listing.listed.contains(*k))
             .cloned()
             .collect();
+        gone.sort();
         for k in gone {
-            if let Some(o) = self.seen.remove(&k) {
+            if let Some(rv) = self.seen.remove(&k) {
+                let o = self.gone_object(k, rv);
                 self.pending.push_back(WatchEvent::Deleted(o));
             }
         }
-        let mut keys: Vec<_> = fresh.keys().cloned().collect();
-        keys.sort();
-        for k in keys {
-            let Some(o) = fresh.remove(&k) else { continue };
-            match self.seen.get(&k) {
-                Some(old) if old.metadata.resource_version == o.metadata.resource_version => {}
-                Some(_) => self.pending.push_back(WatchEvent::Modified(o.clone())),
-                None => self.pending.push_back(WatchEvent::Added(o.clone())),
-            }
-            self.seen.insert(k, o);
-        }
         self.pending.push_back(WatchEvent::Synced {
-            revision: revision.clone(),
+            revision: listing.revision.clone(),
         });
-        self.revision = Some(revision);
+        self.revision = Some(listing.revision);
+        self.must_relist = false;
+        self.relists += 1;
+    }
+
+    /// What a `Deleted` event carries for an object that a relist found
+    /// gone: its key and the last resourceVersion told of.
+    fn gone_object(
+        &self,
+        (namespace, name): (Option<String>, String),
+        rv: Option<String>,
+    ) -> DynamicObject {
+        let mut o = DynamicObject::new(&name, &self.scope.kind.api_resource());
+        o.metadata.namespace = namespace;
+        o.metadata.resource_version = rv;
+        o
     }
 
     fn apply_raw(&mut self, ev: RawEvent) {
@@ -201,24 +260,25 @@ impl Watch {
             RawEvent::Put(o) => {
                 let k = local_key(&o);
                 self.note_revision(&o);
+                let rv = o.metadata.resource_version.clone();
                 match self.seen.get(&k) {
                     // A repeat of what the consumer has (a resumed watch
                     // replaying its first event): nothing to say.
-                    Some(old) if old.metadata.resource_version == o.metadata.resource_version => {}
+                    Some(old) if *old == rv => {}
                     Some(_) => {
-                        self.pending.push_back(WatchEvent::Modified(o.clone()));
-                        self.seen.insert(k, o);
+                        self.seen.insert(k, rv);
+                        self.pending.push_back(WatchEvent::Modified(o));
                     }
                     None => {
-                        self.pending.push_back(WatchEvent::Added(o.clone()));
-                        self.seen.insert(k, o);
+                        self.seen.insert(k, rv);
+                        self.pending.push_back(WatchEvent::Added(o));
                     }
                 }
             }
             RawEvent::Deleted(o) => {
                 self.note_revision(&o);
-                if let Some(last) = self.seen.remove(&local_key(&o)) {
-                    self.pending.push_back(WatchEvent::Deleted(last));
+                if self.seen.remove(&local_key(&o)).is_some() {
+                    self.pending.push_back(WatchEvent::Deleted(o));
                 }
             }
             RawEvent::Progress(rev) => self.revision = Some(rev),

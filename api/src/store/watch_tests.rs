@@ -199,3 +199,150 @@ async fn churn_with_compactions_and_outages_ends_equal() {
     assert!(c.synced >= 1);
     assert!(lists >= 1);
 }
+
+/// The memory store listed `per_page` objects at a time, at one revision
+/// (a continuation names its revision; one the store has moved past is
+/// `Expired`), failing the read number `fail_at` once.
+struct Paged {
+    mem: MemoryStore,
+    per_page: usize,
+    reads: std::sync::atomic::AtomicUsize,
+    fail_at: usize,
+}
+
+#[async_trait::async_trait]
+impl Datastore for Paged {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+        self.mem.get(key).await
+    }
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<crate::store::Listing> {
+        self.mem.list(kind, namespace).await
+    }
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        _limit: usize,
+    ) -> Result<ListPage> {
+        let read = self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if read == self.fail_at {
+            return Err(StoreError::Unavailable("a dropped page".into()));
+        }
+        let mut l = self.mem.list(kind, namespace).await?;
+        let start = match from {
+            None => 0,
+            Some(f) => {
+                let (i, rev) = f.split_once('@').unwrap();
+                if rev != l.revision {
+                    return Err(StoreError::Expired(rev.into()));
+                }
+                i.parse().unwrap()
+            }
+        };
+        l.items.sort_by_key(local_key);
+        let end = (start + self.per_page).min(l.items.len());
+        let next = (end < l.items.len()).then(|| format!("{end}@{}", l.revision));
+        Ok(ListPage {
+            items: l.items.drain(start..end).collect(),
+            revision: l.revision,
+            next,
+        })
+    }
+    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.mem.create(obj).await
+    }
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.mem.update(obj).await
+    }
+    async fn delete(&self, key: &ObjectKey, rv: Option<&str>) -> Result<()> {
+        self.mem.delete(key, rv).await
+    }
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<BoxStream<'static, Result<RawEvent>>> {
+        self.mem.watch_raw(scope, revision).await
+    }
+    fn describe(&self) -> String {
+        "paged memory".into()
+    }
+}
+
+fn label(e: &WatchEvent) -> String {
+    match e {
+        WatchEvent::Added(o) => format!("+{}", o.metadata.name.as_deref().unwrap()),
+        WatchEvent::Modified(o) => format!("~{}", o.metadata.name.as_deref().unwrap()),
+        WatchEvent::Deleted(o) => format!("-{}", o.metadata.name.as_deref().unwrap()),
+        WatchEvent::Synced { .. } => "synced".into(),
+    }
+}
+
+/// Read events until `Synced`, checking that no more than a page of them
+/// is ever held.
+async fn until_synced(w: &mut Watch, c: &mut ViewChecker, per_page: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(10), w.next())
+            .await
+            .expect("watch stalled");
+        assert!(
+            w.pending.len() < per_page + 1,
+            "{} events held at once",
+            w.pending.len()
+        );
+        out.push(label(&e));
+        let done = matches!(e, WatchEvent::Synced { .. });
+        c.apply(e);
+        if done {
+            return out;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_paged_listing_is_held_a_page_at_a_time_and_restarts_whole() {
+    let mem = MemoryStore::new();
+    for i in 0..7 {
+        mem.create(policy("a", &format!("p{i}"), 1)).await.unwrap();
+    }
+    let paged = Paged {
+        mem: mem.clone(),
+        per_page: 2,
+        reads: Default::default(),
+        // The third page read fails: the listing starts again.
+        fail_at: 2,
+    };
+    let mut w = watch(Arc::new(paged), scope());
+    let mut c = ViewChecker::default();
+    let first = until_synced(&mut w, &mut c, 2).await;
+    let want: Vec<String> = (0..7)
+        .map(|i| format!("+p{i}"))
+        .chain(["synced".to_string()])
+        .collect();
+    assert_eq!(first, want, "each object once, in key order, then synced");
+    assert_eq!(w.lists(), 1);
+
+    // Change, delete and add behind the watch's back, then compact so that
+    // it must list again: in pages, telling only the differences.
+    let mut o = mem
+        .get(&ObjectKey::new(Kind::NetworkPolicy, Some("a"), "p3"))
+        .await
+        .unwrap();
+    o.data["spec"]["order"] = 9.into();
+    mem.update(o).await.unwrap();
+    mem.delete(&ObjectKey::new(Kind::NetworkPolicy, Some("a"), "p5"), None)
+        .await
+        .unwrap();
+    mem.create(policy("b", "q", 1)).await.unwrap();
+    mem.compact(mem.revision());
+    let mut events = Vec::new();
+    while !events.contains(&"synced".to_string()) || w.lists() < 2 {
+        events = until_synced(&mut w, &mut c, 2).await;
+    }
+    let mut changes: Vec<_> = events.iter().filter(|e| *e != "synced").cloned().collect();
+    changes.sort();
+    assert_eq!(changes, vec!["+q", "-p5", "~p3"], "{events:?}");
+    assert_eq!(c.view, store_view(&mem).await.0);
+}

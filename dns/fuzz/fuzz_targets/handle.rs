@@ -52,6 +52,7 @@ fn handler() -> &'static (Handler, tokio::runtime::Runtime) {
             zone: Zone::new("cluster.local", 5, 5).unwrap(),
             forwarder: None,
             metrics: Arc::new(Metrics::new()),
+            replies: tartan_dns::replies::ReplyCache::new(1024),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         (h, rt)
@@ -65,6 +66,9 @@ fuzz_target!(|data: &[u8]| {
             assert!(hickory_ok(&out), "undecodable answer");
             if t == Transport::Udp {
                 assert!(out.len() <= 4096);
+                // Asked again (perhaps from the reply cache): the same.
+                let again = rt.block_on(h.handle(data, t));
+                assert_eq!(again.as_deref(), Some(&out[..]), "a repeat answered otherwise");
             }
         }
     }

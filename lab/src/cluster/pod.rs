@@ -148,6 +148,30 @@ pub fn add(lab: &str, pod_ref: &str, node: &str, labels: &str) -> Result<PodReco
     add_with_ports(lab, pod_ref, node, labels, "")
 }
 
+/// A pod's own DNS name (`spec.hostname`, `spec.subdomain`), as a
+/// StatefulSet sets them: with a subdomain naming a headless Service, the
+/// pod is `HOSTNAME.SUBDOMAIN.NS.svc.<zone>`.
+#[derive(Clone, Debug, Default)]
+pub struct PodNames {
+    pub hostname: Option<String>,
+    pub subdomain: Option<String>,
+}
+
+/// A DNS-1123 label, as the API requires of a pod's hostname and
+/// subdomain: 1 to 63 of `a-z`, `0-9`, `-`, starting and ending
+/// alphanumeric.
+pub fn check_label(what: &str, s: &str) -> Result<()> {
+    let ok = (1..=63).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-');
+    if !ok {
+        bail!("{what} {s:?}: 1 to 63 of a-z, 0-9 and '-', not starting or ending with '-'");
+    }
+    Ok(())
+}
+
 /// [`add`], the container declaring `ports` ([`parse_ports`]). Once wired
 /// the Pod reports Running and Ready with its address, as a kubelet
 /// would, and the EndpointSlices follow.
@@ -158,10 +182,28 @@ pub fn add_with_ports(
     labels: &str,
     ports: &str,
 ) -> Result<PodRecord> {
+    add_named(lab, pod_ref, node, labels, ports, &PodNames::default())
+}
+
+/// [`add_with_ports`] with a hostname and subdomain in the Pod's spec.
+pub fn add_named(
+    lab: &str,
+    pod_ref: &str,
+    node: &str,
+    labels: &str,
+    ports: &str,
+    names: &PodNames,
+) -> Result<PodRecord> {
     let st = LabState::load(lab)?;
     let (ns, name) = parse_ref(pod_ref)?;
     let labels = parse_labels(labels)?;
     let ports = parse_ports(ports)?;
+    if let Some(h) = &names.hostname {
+        check_label("hostname", h)?;
+    }
+    if let Some(s) = &names.subdomain {
+        check_label("subdomain", s)?;
+    }
     st.node(node)?;
     if result_path(lab, &ns, &name).exists() {
         bail!("pod {ns}/{name} exists in lab {lab}");
@@ -176,10 +218,14 @@ pub fn add_with_ports(
             Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
             Err(e) => return Err(anyhow::Error::from(e)),
         }
-        let pod: Pod = serde_json::from_value(json!({
+        let mut pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": ns, "labels": labels},
             "spec": {"nodeName": node, "containers": [{"name": "main", "image": "none", "ports": ports}]}
         }))?;
+        if let Some(spec) = pod.spec.as_mut() {
+            spec.hostname = names.hostname.clone();
+            spec.subdomain = names.subdomain.clone();
+        }
         store
             .create_typed(&pod)
             .await

@@ -58,7 +58,8 @@ pub fn resolve_ranges(
 }
 
 /// The service and LoadBalancer ranges: IPv4 prefixes of at least 4
-/// addresses, apart from each other, the pools and the underlays.
+/// addresses (16 for the service range, whose tenth is the DNS Service's),
+/// apart from each other, the pools and the underlays.
 pub fn check_ranges(service: &str, lb: &str) -> Result<()> {
     use ipnet::Ipv4Net;
     let parse = |flag: &str, s: &str| -> Result<Ipv4Net> {
@@ -74,6 +75,13 @@ pub fn check_ranges(service: &str, lb: &str) -> Result<()> {
         Ok(n)
     };
     let svc = parse("--service-cidr", service)?;
+    // The DNS Service takes the range's tenth address (as kubeadm gives
+    // it): a /28 is the smallest range holding it below its broadcast.
+    if svc.prefix_len() > 28 {
+        bail!(
+            "--service-cidr {svc}: too small for the DNS Service, which takes its tenth address; use /28 or larger"
+        );
+    }
     let lbn = parse("--lb-cidr", lb)?;
     let overlap = |a: &Ipv4Net, b: &Ipv4Net| a.contains(&b.network()) || b.contains(&a.network());
     if overlap(&svc, &lbn) {
@@ -126,5 +134,22 @@ pub(super) fn encap_text(o: &UpOptions) -> String {
         format!(" (ipipMode {})", mode(o.ipip_mode))
     } else {
         String::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_range_without_a_tenth_address_is_refused_up_front() {
+        let lb = "198.51.100.0/24";
+        for small in ["10.96.0.0/29", "10.96.0.0/30"] {
+            let e = check_ranges(small, lb).unwrap_err().to_string();
+            assert!(e.contains("tenth address"), "{small}: {e}");
+        }
+        check_ranges("10.96.0.0/28", lb).unwrap();
+        // The LoadBalancer range keeps its own, smaller, minimum.
+        check_ranges("10.96.0.0/16", "198.51.100.0/30").unwrap();
     }
 }

@@ -187,7 +187,47 @@ async fn listings_larger_than_a_reply_are_read_whole_at_one_revision() {
         names.dedup();
         assert_eq!(names.len(), count, "no object listed twice");
     }
+    // The same read a page at a time (as the watch lists): every page at
+    // the first page's revision, each object once.
+    for _ in 0..3 {
+        let mut items = Vec::new();
+        let mut from: Option<String> = None;
+        let mut revisions = Vec::new();
+        loop {
+            let page = store
+                .list_page(Kind::NetworkPolicy, None, from.as_deref(), 60)
+                .await
+                .expect("list a page");
+            assert!(page.items.len() <= 60, "a page of {}", page.items.len());
+            revisions.push(page.revision.clone());
+            items.extend(page.items);
+            match page.next {
+                Some(n) => from = Some(n),
+                None => break,
+            }
+        }
+        assert!(revisions.len() >= 7, "{} pages", revisions.len());
+        revisions.dedup();
+        assert_eq!(revisions.len(), 1, "pages at several revisions");
+        let at: u64 = revisions[0].parse().unwrap();
+        let newest = items.iter().map(version).max().unwrap();
+        assert!(
+            newest <= at,
+            "an object at {newest} in a paged listing at {at}"
+        );
+        let mut names: Vec<_> = items.iter().map(|o| o.metadata.name.clone()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), count, "each object once over the pages");
+    }
     writer.abort();
+    assert!(
+        store
+            .list_page(Kind::NetworkPolicy, None, Some("not a continuation"), 10)
+            .await
+            .is_err(),
+        "a malformed continuation is refused"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,8 @@
 //!   library's resolver and its search path);
 //! - a headless Service to exactly its ready pods, and a pod turned
 //!   unready leaving the answer;
+//! - a StatefulSet-style pod (hostname `web-0`, subdomain the headless
+//!   Service `sts`) as `web-0.sts.default.svc.cluster.local`, and back;
 //! - SRV for a named port, PTR for a ClusterIP, an ExternalName as CNAME,
 //!   NXDOMAIN for a missing name and NODATA for a missing type (`dig`);
 //! - a Service created, then deleted, in the answers (times printed).
@@ -104,6 +106,43 @@ fn pods_resolve_services_through_the_cluster_dns() {
         || short(&lab, &[hl]) == set(&[&w1]),
     );
     eprintln!("an unready pod left the headless answer in {took:?}");
+
+    // A StatefulSet-style pod: hostname web-0, subdomain naming the
+    // headless Service `sts`, which selects it: its endpoint carries the
+    // hostname, and the pod resolves by name (and back).
+    lab.ok(&[
+        "pod",
+        "add",
+        "default/web-0",
+        "--node",
+        "node-1",
+        "--labels",
+        "app=sts",
+        "--hostname",
+        "web-0",
+        "--subdomain",
+        "sts",
+    ]);
+    let w0 = pod_ip(&lab, "default/web-0");
+    apply_ok(
+        &lab,
+        "apiVersion: v1
+kind: Service
+metadata: {name: sts}
+spec:
+  clusterIP: None
+  selector: {app: sts}
+  ports: [{port: 80}]
+",
+    );
+    let pod_name = "web-0.sts.default.svc.cluster.local";
+    until("the pod's own name answers", Duration::from_secs(5), || {
+        getent(&lab, pod_name).as_deref() == Some(w0.as_str())
+    });
+    assert_eq!(getent(&lab, "web-0.sts").as_deref(), Some(w0.as_str()));
+    assert_eq!(short(&lab, &["-x", &w0]), set(&[&format!("{pod_name}.")]));
+    // No such name under another Service.
+    assert!(dig(&lab, &["web-0.hl.default.svc.cluster.local"]).contains("status: NXDOMAIN"));
 
     // SRV for the named port, PTR for the ClusterIP, ExternalName as CNAME.
     assert_eq!(

@@ -82,6 +82,31 @@ pub fn range_end(prefix: &str) -> Vec<u8> {
     end
 }
 
+/// Where a paged listing continues: the revision it is read at and the
+/// next key, as `<revision>:<key in hex>`.
+pub fn continue_from(key: &[u8], revision: i64) -> String {
+    let mut s = format!("{revision}:");
+    for b in key {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// The key and revision of a [`continue_from`] string; `None` for anything
+/// else.
+pub fn parse_continue(s: &str) -> Option<(Vec<u8>, i64)> {
+    let (rev, hex) = s.split_once(':')?;
+    let rev: i64 = rev.parse().ok().filter(|r| *r > 0)?;
+    if hex.len() % 2 != 0 || !hex.is_ascii() {
+        return None;
+    }
+    let key = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some((key, rev))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +136,27 @@ mod tests {
             ObjectKey::new(Kind::Pod, Some(".."), "a"),
         ] {
             assert!(key(&k).is_err(), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn continuations_round_trip_and_refuse_garbage() {
+        let k = b"/tartan/k8s/endpointslices/default/web-\x00";
+        assert_eq!(
+            parse_continue(&continue_from(k, 42)),
+            Some((k.to_vec(), 42))
+        );
+        for bad in [
+            "",
+            "42",
+            "x:00",
+            "0:00",
+            "-1:00",
+            "42:0",
+            "42:zz",
+            "42:\u{e9}0",
+        ] {
+            assert_eq!(parse_continue(bad), None, "{bad:?}");
         }
     }
 

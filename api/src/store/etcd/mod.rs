@@ -24,7 +24,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use tracing::{error, warn};
 
 use super::{
-    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError, WatchScope,
+    Datastore, DynamicObject, ListPage, Listing, Narrow, ObjectKey, RawEvent, Result, StoreError,
+    WatchScope,
 };
 use crate::kind::Kind;
 
@@ -205,18 +206,40 @@ impl EtcdStore {
     /// the client refuses a reply over 4 MiB (10,000 EndpointSlices are
     /// about 16 MB), so a range is never read in one call. The first page
     /// fixes the revision and later pages read at it, so the listing is
-    /// one consistent snapshot. A page refused as too large is read again
-    /// at half the size, down to one key.
+    /// one consistent snapshot.
     async fn list_pages(&self, start: Vec<u8>, end: Vec<u8>, page: i64) -> Result<Pages> {
-        let mut kv = self.client.kv_client();
         let mut out = Pages::default();
         let mut from = start;
-        let mut limit = page.max(1);
+        loop {
+            let (kvs, revision, more) = self.page(from, &end, page, out.revision).await?;
+            out.revision = revision;
+            let next = kvs.last().map(|last| next_key(last.key()));
+            out.kvs.extend(kvs);
+            match next {
+                Some(n) if more => from = n,
+                _ => return Ok(out),
+            }
+        }
+    }
+
+    /// Up to `limit` keys of `[from, end)` at `revision` (0: the current
+    /// one), with the revision read at and whether more follow. A page
+    /// refused as too large is read again at half the size, down to one
+    /// key.
+    async fn page(
+        &self,
+        from: Vec<u8>,
+        end: &[u8],
+        limit: i64,
+        revision: i64,
+    ) -> Result<(Vec<KeyValue>, i64, bool)> {
+        let mut kv = self.client.kv_client();
+        let mut limit = limit.max(1);
         loop {
             let opts = GetOptions::new()
-                .with_range(end.clone())
+                .with_range(end.to_vec())
                 .with_limit(limit)
-                .with_revision(out.revision);
+                .with_revision(revision);
             let mut resp = match kv.get(from.clone(), Some(opts)).await {
                 Ok(r) => r,
                 Err(etcd_client::Error::GRpcStatus(s))
@@ -235,19 +258,15 @@ impl EtcdStore {
                 }
                 Err(e) => return Err(map_err(e)),
             };
-            if out.revision == 0 {
-                out.revision = resp.header().map(|h| h.revision()).unwrap_or(0);
-            }
+            let at = if revision == 0 {
+                resp.header().map(|h| h.revision()).unwrap_or(0)
+            } else {
+                revision
+            };
             let more = resp.more();
             let kvs = resp.take_kvs();
-            if let Some(last) = kvs.last() {
-                from = next_key(last.key());
-            }
-            let empty = kvs.is_empty();
-            out.kvs.extend(kvs);
-            if !more || empty {
-                return Ok(out);
-            }
+            let more = more && !kvs.is_empty();
+            return Ok((kvs, at, more));
         }
     }
 
@@ -278,12 +297,14 @@ impl Datastore for EtcdStore {
         let prefix = keys::prefix(kind, namespace);
         let end = keys::range_end(&prefix);
         let pages = self.list_pages(prefix.into(), end, LIST_PAGE).await?;
+        // Each value's bytes are dropped as soon as it is decoded, so the
+        // raw pages and the decoded objects are not both held whole.
         let mut items = Vec::with_capacity(pages.kvs.len());
         items.extend(
             pages
                 .kvs
-                .iter()
-                .filter_map(|kv| decode_or_placeholder(kind, kv)),
+                .into_iter()
+                .filter_map(|kv| decode_or_placeholder(kind, &kv)),
         );
         Ok(Listing {
             items,
@@ -317,6 +338,41 @@ impl Datastore for EtcdStore {
         Ok(Listing {
             items,
             revision: pages.revision.to_string(),
+        })
+    }
+
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        let prefix = keys::prefix(kind, namespace);
+        let end = keys::range_end(&prefix);
+        let (start, revision) = match from {
+            None => (prefix.into_bytes(), 0),
+            Some(f) => keys::parse_continue(f)
+                .filter(|(k, _)| k.starts_with(prefix.as_bytes()))
+                .ok_or_else(|| {
+                    StoreError::Backend(format!("not a listing continuation of {kind}: {f:?}"))
+                })?,
+        };
+        let limit = i64::try_from(limit).unwrap_or(LIST_PAGE);
+        let (kvs, revision, more) = self.page(start, &end, limit, revision).await?;
+        let next = match kvs.last() {
+            Some(last) if more => Some(keys::continue_from(&next_key(last.key()), revision)),
+            _ => None,
+        };
+        let mut items = Vec::with_capacity(kvs.len());
+        items.extend(
+            kvs.into_iter()
+                .filter_map(|kv| decode_or_placeholder(kind, &kv)),
+        );
+        Ok(ListPage {
+            items,
+            revision: revision.to_string(),
+            next,
         })
     }
 

@@ -115,6 +115,12 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
                 terminating: Some(p.terminating),
             }),
             node_name: p.node.clone(),
+            // As Kubernetes' controller: the pod's hostname, when its
+            // subdomain names this Service (in the pod's namespace).
+            hostname: p
+                .hostname
+                .clone()
+                .filter(|_| p.subdomain.as_deref() == Some(name.as_str())),
             target_ref: Some(ObjectReference {
                 kind: Some("Pod".into()),
                 namespace: Some(p.namespace.clone()),

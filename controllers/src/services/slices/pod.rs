@@ -1,5 +1,5 @@
 //! What the EndpointSlice controller reads of a Pod: its address, node,
-//! labels, container ports and conditions.
+//! labels, container ports, conditions, and hostname and subdomain.
 
 use std::collections::BTreeMap;
 
@@ -19,6 +19,11 @@ pub struct PodView {
     pub finished: bool,
     /// (name, port, protocol) of every container port.
     pub ports: Vec<(Option<String>, i32, String)>,
+    /// `spec.hostname` and `spec.subdomain` (empty as unset): a pod whose
+    /// subdomain is a Service's name has its hostname on that Service's
+    /// endpoint (the StatefulSet name `web-0.web.ns.svc...`).
+    pub hostname: Option<String>,
+    pub subdomain: Option<String>,
 }
 
 impl PodView {
@@ -63,6 +68,12 @@ impl PodView {
                     )
                 })
                 .collect(),
+            hostname: spec
+                .and_then(|s| s.hostname.clone())
+                .filter(|h| !h.is_empty()),
+            subdomain: spec
+                .and_then(|s| s.subdomain.clone())
+                .filter(|h| !h.is_empty()),
         }
     }
 }

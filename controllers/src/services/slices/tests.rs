@@ -24,6 +24,8 @@ fn pod(name: &str, ip: &str, node: &str, app: &str) -> PodView {
         terminating: false,
         finished: false,
         ports: vec![],
+        hostname: None,
+        subdomain: None,
     }
 }
 
@@ -222,11 +224,42 @@ fn plan_creates_updates_and_deletes_only_its_own() {
 }
 
 #[test]
+fn hostname_only_under_the_service_its_subdomain_names() {
+    let headless = json!({"clusterIP": "None", "selector": {"app": "web"}});
+    let web = svc("web", headless.clone());
+    let other = svc("other", headless);
+    let mut p0 = pod("web-0", "10.0.0.1", "node-1", "web");
+    p0.hostname = Some("web-0".into());
+    p0.subdomain = Some("web".into());
+    // A hostname without a subdomain is no endpoint hostname anywhere.
+    let mut p1 = pod("web-1", "10.0.0.2", "node-1", "web");
+    p1.hostname = Some("web-1".into());
+    let pods = [p0, p1];
+    let hostnames = |s: &Service| -> Vec<Option<String>> {
+        desired(s, &pods)[0]
+            .endpoints
+            .iter()
+            .map(|e| e.hostname.clone())
+            .collect()
+    };
+    assert_eq!(hostnames(&web), vec![Some("web-0".to_string()), None]);
+    assert_eq!(hostnames(&other), vec![None, None]);
+    // The hostname goes when the subdomain no longer names the Service.
+    let mut moved = pods.clone();
+    moved[0].subdomain = Some("elsewhere".into());
+    let stored = desired(&web, &pods);
+    let p = plan(std::slice::from_ref(&web), &moved, &stored);
+    assert_eq!(p.update.len(), 1, "the hostname's removal is written");
+    assert_eq!(p.update[0].endpoints[0].hostname, None);
+}
+
+#[test]
 fn pod_view_from_a_pod_object() {
     let p: Pod = serde_json::from_value(json!({
         "metadata": {"name": "a", "namespace": "x", "labels": {"app": "web"},
                      "deletionTimestamp": "2025-01-01T00:00:00Z"},
-        "spec": {"nodeName": "node-1", "containers": [{"name": "main", "image": "none",
+        "spec": {"nodeName": "node-1", "hostname": "a-0", "subdomain": "",
+            "containers": [{"name": "main", "image": "none",
             "ports": [{"name": "http", "containerPort": 8080}]}]},
         "status": {"phase": "Running", "podIP": "10.0.0.1",
                    "conditions": [{"type": "Ready", "status": "True"}]}
@@ -237,4 +270,6 @@ fn pod_view_from_a_pod_object() {
     assert!(v.ready && v.terminating && !v.finished);
     assert_eq!(v.ports, vec![(Some("http".into()), 8080, "TCP".into())]);
     assert_eq!(v.node.as_deref(), Some("node-1"));
+    assert_eq!(v.hostname.as_deref(), Some("a-0"));
+    assert_eq!(v.subdomain, None, "an empty subdomain is none");
 }

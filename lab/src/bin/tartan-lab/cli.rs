@@ -114,6 +114,13 @@ pub(super) enum PodCmd {
         /// [NAME=]PORT[/PROTOCOL],… (e.g. http=8080,dns=53/UDP).
         #[arg(long, default_value = "")]
         ports: String,
+        /// The Pod's spec.hostname (a DNS label).
+        #[arg(long)]
+        hostname: Option<String>,
+        /// The Pod's spec.subdomain: with a headless Service of this name,
+        /// the pod resolves as HOSTNAME.SUBDOMAIN.NS.svc.cluster.local.
+        #[arg(long)]
+        subdomain: Option<String>,
     },
     /// Set NS/NAME's Ready condition (true or false); its Service
     /// endpoints follow.

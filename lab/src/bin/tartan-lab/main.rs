@@ -83,8 +83,14 @@ fn run(cli: Cli) -> Result<u8> {
             node,
             labels,
             ports,
+            hostname,
+            subdomain,
         }) => {
-            let rec = pod::add_with_ports(&name, &p, &node, &labels, &ports)?;
+            let names = pod::PodNames {
+                hostname,
+                subdomain,
+            };
+            let rec = pod::add_named(&name, &p, &node, &labels, &ports, &names)?;
             println!(
                 "pod {}/{} on {}: {}",
                 rec.namespace,
