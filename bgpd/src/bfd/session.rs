@@ -322,6 +322,12 @@ impl Session {
         self.next_tx = now + timers::jittered(us, self.config.detect_mult, self.jitter.next_u32());
     }
 
+    /// A packet with the current state and no Poll or Final, outside the
+    /// schedule (the last word of a session being removed).
+    pub fn current_packet(&self) -> ControlPacket {
+        self.packet(false, false)
+    }
+
     fn packet(&self, poll: bool, final_: bool) -> ControlPacket {
         ControlPacket {
             diag: self.local_diag,

@@ -15,7 +15,7 @@ mod view;
 mod tests;
 
 pub use error::{ControlError, SourceUnavailable};
-pub use metrics::{Direction, MessageType, Metrics, PeerMetrics};
+pub use metrics::{BfdMetrics, Direction, MessageType, Metrics, PeerMetrics};
 pub use metrics_server::{metrics_router, serve_metrics, serve_metrics_on};
 pub use server::{router, serve_unix};
 pub use view::{PathFlags, origin_name, path_view};
