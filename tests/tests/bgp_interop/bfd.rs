@@ -1,4 +1,5 @@
-//! BFD (RFC 5880/5881/5882) between tartan-bgpd and FRR's bfdd: the session
+//! BFD (RFC 5880/5881/5882) between tartan-bgpd and FRR's bfdd, and BIRD's
+//! BFD: the session
 //! comes up with the configured timers negotiated as RFC 5880 6.8.2–6.8.4
 //! say, and a cut path (every packet dropped) brings the BGP session down and
 //! the peer's route out of the kernel long before the 90 s hold time.
@@ -7,7 +8,9 @@ use serde_json::Value;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 use tartan_lab::netns::{run, wait_for};
-use tartan_lab::peers::{BgpConfig, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary};
+use tartan_lab::peers::{
+    BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary,
+};
 use tartan_lab::{Family, Pair, kernel_routes, wait_kernel_route};
 
 use tartan_tests::peering::PEER_WAIT as T;
@@ -108,6 +111,13 @@ fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     assert_eq!(num(&theirs, "transmit-interval"), Some(150), "{theirs}");
     wait_kernel_route(&p.a, PREFIX, None, T)?;
 
+    cut_and_restore(&p, &tartan, b)
+}
+
+/// Cuts the path on Tartan's side: the BGP session must go down and the
+/// peer's route leave the kernel (well before the hold time); then BFD and
+/// BGP must come back with the route.
+fn cut_and_restore(p: &Pair, tartan: &Tartan, b: IpAddr) -> Result<()> {
     // Cut the path both ways on Tartan's side (this kernel may lack netem;
     // an nftables drop is the same cut and leaves the link up, so that the
     // kernel itself removes nothing).
@@ -140,4 +150,60 @@ fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     wait_kernel_route(&p.a, PREFIX, None, T)?;
     assert_eq!(tartan.peer(b)?.bfd.map(|s| s.state), Some("up".to_string()));
     Ok(())
+}
+
+/// BIRD's line for `peer` in `birdc show bfd sessions`: address,
+/// interface, state, since (one or two words), interval, timeout.
+fn bird_bfd_session(bird: &Bird, peer: IpAddr) -> Option<Vec<String>> {
+    let out = bird.birdc(&["show", "bfd", "sessions"]).ok()?;
+    out.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
+}
+
+#[test]
+fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let p = Pair::with_subnet("bfe", 42)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    let tartan_cfg = BgpConfig::new(p.a_v4(), 65001).neighbor(
+        Neighbor::new(b, 65002)
+            .local_address(a)
+            .graceful_restart(120)
+            .bfd(100, 100, 3),
+    );
+    let bird_cfg = BgpConfig::new(p.b_v4(), 65002)
+        .neighbor(
+            Neighbor::new(a, 65001)
+                .local_address(b)
+                .graceful_restart(120)
+                .bfd(200, 150, 4),
+        )
+        .route(Route::new(PREFIX));
+    let bird = Bird::start(&p.b, bird_cfg)?;
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    let tartan = Tartan::start(&p.a, &bgpd_binary(), &tartan_cfg, &opts)?;
+    tartan.wait_established(b, T)?;
+    let negotiated = wait_for("tartan BFD up with negotiated timers", T, || {
+        let s = tartan.peer(b).ok()?.bfd?;
+        (s.state == "up" && s.tx_interval_ms == Some(200) && s.detection_time_ms == Some(600))
+            .then_some(s)
+    });
+    if let Err(e) = negotiated {
+        bail!("{e}: {:?}\n{}", tartan.peer(b)?.bfd, tartan.log());
+    }
+    // BIRD sends at max(its 150 ms, our 100 ms receive) and times out after
+    // our multiplier 3 × max(its 200 ms receive, our 100 ms transmit).
+    let line = wait_for("BIRD BFD session up", T, || {
+        bird_bfd_session(&bird, a).filter(|w| w.get(2).map(String::as_str) == Some("Up"))
+    })?;
+    let n = line.len();
+    assert!(n >= 6, "{line:?}");
+    assert_eq!(line[n - 2], "0.150", "interval: {line:?}");
+    assert_eq!(line[n - 1], "0.600", "timeout: {line:?}");
+    wait_kernel_route(&p.a, PREFIX, None, T)?;
+    cut_and_restore(&p, &tartan, b)
 }
