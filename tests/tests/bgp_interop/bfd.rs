@@ -207,3 +207,73 @@ fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     wait_kernel_route(&p.a, PREFIX, None, T)?;
     cut_and_restore(&p, &tartan, b)
 }
+
+/// Open file descriptors of a process.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Drop a random 30 % of the packets in and out of `ns` (`on`), or stop.
+fn lossy_path(ns: &tartan_lab::netns::Netns, on: bool) -> Result<()> {
+    let script = if on {
+        "table inet tartan-test-loss {\n chain in { type filter hook input priority -300; numgen random mod 100 < 30 drop; }\n chain out { type filter hook output priority -300; numgen random mod 100 < 30 drop; }\n}\n"
+    } else {
+        "delete table inet tartan-test-loss\n"
+    };
+    let path = std::env::temp_dir().join(format!("tartan-test-loss-{}.nft", std::process::id()));
+    std::fs::write(&path, script)?;
+    let r = run(ns.command("nft").arg("-f").arg(&path));
+    let _ = std::fs::remove_file(&path);
+    r.map(|_| ())
+}
+
+#[test]
+fn bfd_flapping_under_loss_neither_crashes_nor_leaks() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+        return Ok(());
+    }
+    let p = Pair::with_subnet("bff", 43)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    // Multiplier 2 at 50 ms: with 30 % loss the session flaps often.
+    let frr = Frr::start(
+        &p.b,
+        BgpConfig::new(p.b_v4(), 65002)
+            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(50, 50, 2))
+            .route(Route::new(PREFIX)),
+    )?;
+    let tartan = Tartan::start(
+        &p.a,
+        &bgpd_binary(),
+        &BgpConfig::new(p.a_v4(), 65001)
+            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(50, 50, 2)),
+        &TartanOptions::default(),
+    )?;
+    tartan.wait_established(b, T)?;
+    let pid = tartan.daemon().pid();
+    let fds_before = fd_count(pid);
+    let transitions_before = tartan.peer(b)?.bfd.map_or(0, |s| s.transitions);
+    lossy_path(&p.a, true)?;
+    std::thread::sleep(Duration::from_secs(8));
+    lossy_path(&p.a, false)?;
+    assert!(tartan.daemon().is_running(), "{}", tartan.log());
+    let flaps = tartan.peer(b)?.bfd.map_or(0, |s| s.transitions) - transitions_before;
+    eprintln!("{flaps} BFD transitions under 30 % loss");
+    assert!(flaps >= 2, "the session should have flapped: {flaps}");
+    // Back to normal: BFD, BGP and the route return; no descriptor leaked
+    // (one sending socket per BFD session, BGP connections replaced).
+    tartan.wait_established(b, T)?;
+    if let Err(e) = wait_kernel_route(&p.a, PREFIX, None, T) {
+        bail!("{e}: {:?}\n{}", tartan.peer(b)?, tartan.log());
+    }
+    let fds_after = fd_count(pid);
+    assert!(
+        fds_after <= fds_before + 2,
+        "descriptors {fds_before} → {fds_after}"
+    );
+    drop(frr);
+    Ok(())
+}
