@@ -28,7 +28,11 @@ fn everything() -> BgpConfig {
                 .multihop(3)
                 .local_address(ip("10.0.0.1")),
         )
-        .neighbor(Neighbor::new(ip("fd00::2"), 65002).local_address(ip("fd00::1")))
+        .neighbor(
+            Neighbor::new(ip("fd00::2"), 65002)
+                .local_address(ip("fd00::1"))
+                .bfd(100, 200, 3),
+        )
         .route(
             Route::new("192.0.2.0/24")
                 .community(65000, 1)
@@ -44,6 +48,7 @@ fn bird_accepts_every_option() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let text = Bird::check_config(&everything())?;
     assert!(text.contains("rr cluster id 1.1.1.1"), "{text}");
+    assert!(text.contains("bfd on;"), "{text}");
     Ok(())
 }
 
@@ -53,6 +58,10 @@ fn frr_accepts_every_option() -> Result<()> {
     let text = Frr::check_config(&everything())?;
     assert!(
         text.contains("neighbor 10.0.0.2 route-reflector-client"),
+        "{text}"
+    );
+    assert!(
+        text.contains("neighbor fd00::2 bfd profile tartan-2"),
         "{text}"
     );
     Ok(())
