@@ -83,7 +83,26 @@ pub fn spawn(
         port: options.port,
         metrics,
     };
-    tokio::spawn(rt.run(rx, rx4, rx6));
+    // Its own thread with a single-threaded runtime: the many small wakeups
+    // of fast sessions then cost no hand-offs between the daemon's workers.
+    let built = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("tartan-bfd".into())
+        .spawn(move || {
+            built.block_on(async move {
+                let rx4 = match tokio::net::UdpSocket::from_std(rx4) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        warn!(error = %e, "BFD socket unusable; sessions with BFD stay down");
+                        return;
+                    }
+                };
+                let rx6 = rx6.and_then(|s| tokio::net::UdpSocket::from_std(s).ok());
+                rt.run(rx, rx4, rx6).await
+            })
+        })?;
     Ok(BfdHandle {
         commands: tx,
         next_client: Arc::new(AtomicU64::new(1)),

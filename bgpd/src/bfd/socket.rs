@@ -17,7 +17,7 @@ pub const GTSM_TTL: u8 = 255;
 const SOURCE_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
 
 /// The receiving socket of one address family, bound to the Control port.
-pub fn bind_receiver(v6: bool, port: u16) -> io::Result<tokio::net::UdpSocket> {
+pub fn bind_receiver(v6: bool, port: u16) -> io::Result<UdpSocket> {
     let (domain, addr) = if v6 {
         (
             Domain::IPV6,
@@ -38,7 +38,7 @@ pub fn bind_receiver(v6: bool, port: u16) -> io::Result<tokio::net::UdpSocket> {
     }
     s.set_nonblocking(true)?;
     s.bind(&addr.into())?;
-    tokio::net::UdpSocket::from_std(s.into())
+    Ok(s.into())
 }
 
 /// One received datagram: payload length, source and TTL (None when the
