@@ -118,6 +118,15 @@ fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
 /// peer's route leave the kernel (well before the hold time); then BFD and
 /// BGP must come back with the route.
 fn cut_and_restore(p: &Pair, tartan: &Tartan, b: IpAddr) -> Result<()> {
+    cut_and_restore_prefix(p, tartan, b, PREFIX)
+}
+
+fn cut_and_restore_prefix(p: &Pair, tartan: &Tartan, b: IpAddr, prefix: &str) -> Result<()> {
+    let family = if prefix.contains(':') {
+        Family::V6
+    } else {
+        Family::V4
+    };
     // Cut the path both ways on Tartan's side (this kernel may lack netem;
     // an nftables drop is the same cut and leaves the link up, so that the
     // kernel itself removes nothing).
@@ -127,8 +136,8 @@ fn cut_and_restore(p: &Pair, tartan: &Tartan, b: IpAddr) -> Result<()> {
         "route gone from the kernel",
         Duration::from_secs(10),
         || {
-            let routes = kernel_routes(&p.a, Family::V4, None).ok()?;
-            (!routes.iter().any(|r| r.dst == PREFIX)).then_some(())
+            let routes = kernel_routes(&p.a, family, None).ok()?;
+            (!routes.iter().any(|r| r.dst == prefix)).then_some(())
         },
     )?;
     let gone = cut.elapsed();
@@ -147,7 +156,7 @@ fn cut_and_restore(p: &Pair, tartan: &Tartan, b: IpAddr) -> Result<()> {
     // Restore: BFD and then BGP come back, and the route with them.
     cut_path(&p.a, false)?;
     tartan.wait_established(b, T)?;
-    wait_kernel_route(&p.a, PREFIX, None, T)?;
+    wait_kernel_route(&p.a, prefix, None, T)?;
     assert_eq!(tartan.peer(b)?.bfd.map(|s| s.state), Some("up".to_string()));
     Ok(())
 }
@@ -276,4 +285,41 @@ fn bfd_flapping_under_loss_neither_crashes_nor_leaks() -> Result<()> {
     );
     drop(frr);
     Ok(())
+}
+
+#[test]
+fn frr_bfd_over_ipv6_comes_up_and_a_cut_withdraws() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+        return Ok(());
+    }
+    const V6: &str = "2001:db8:100::/48";
+    let p = Pair::with_subnet("bf6", 46)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v6().into(), p.b_v6().into());
+    let frr = Frr::start(
+        &p.b,
+        BgpConfig::new(p.b_v4(), 65002)
+            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(100, 100, 3))
+            .route(Route::new(V6)),
+    )?;
+    let tartan = Tartan::start(
+        &p.a,
+        &bgpd_binary(),
+        &BgpConfig::new(p.a_v4(), 65001)
+            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(100, 100, 3)),
+        &TartanOptions {
+            hold_time: Some(90),
+            ..Default::default()
+        },
+    )?;
+    tartan.wait_established(b, T)?;
+    wait_for("tartan BFD up over IPv6", T, || {
+        tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
+    })?;
+    wait_for("FRR BFD peer up over IPv6", T, || {
+        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+    })?;
+    wait_kernel_route(&p.a, V6, None, T)?;
+    cut_and_restore_prefix(&p, &tartan, b, V6)
 }
