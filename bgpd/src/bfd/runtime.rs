@@ -129,7 +129,7 @@ impl Runtime {
             let deadline = self
                 .sessions
                 .values()
-                .map(|e| e.session.next_deadline())
+                .filter_map(|e| e.session.next_deadline())
                 .min();
             tokio::select! {
                 _ = sleep_until_opt(deadline) => {}
@@ -204,7 +204,7 @@ impl Runtime {
 
     fn tick(&mut self, now: Instant) {
         for entry in self.sessions.values_mut() {
-            if entry.session.next_deadline() > now {
+            if entry.session.next_deadline().is_none_or(|d| d > now) {
                 continue;
             }
             let t = entry.session.expire(now);

@@ -143,19 +143,14 @@ impl Session {
     }
 
     /// When the session next needs the clock: the next packet or the end of
-    /// the detection time.
-    pub fn next_deadline(&self) -> Instant {
+    /// the detection time; None when neither is pending (the remote asked
+    /// for no packets and is not being timed).
+    pub fn next_deadline(&self) -> Option<Instant> {
         // A pending Final is sent by the caller right after `receive`.
-        let tx = if self.sends_periodically() {
-            Some(self.next_tx)
-        } else {
-            None
-        };
+        let tx = self.sends_periodically().then_some(self.next_tx);
         match (tx, self.detect_deadline) {
-            (Some(a), Some(b)) => a.min(b),
-            (Some(a), None) => a,
-            (None, Some(b)) => b,
-            (None, None) => self.next_tx + Duration::from_secs(1),
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 

@@ -54,7 +54,7 @@ fn periodic_packets_follow_the_jittered_interval() {
     let mut at = t0;
     s.transmit(at).expect("due");
     for _ in 0..200 {
-        let next = s.next_deadline().min(at + Duration::from_secs(1));
+        let next = s.next_deadline().expect("a packet is due");
         let gap = next - at;
         assert!(
             gap >= Duration::from_millis(75) && gap <= Duration::from_millis(100),
@@ -92,4 +92,8 @@ fn no_periodic_packets_when_the_remote_requires_none() {
     p.required_min_rx_us = 0;
     s.receive(&p, t0);
     assert!(s.transmit(t0 + Duration::from_secs(5)).is_none());
+    // Only the detection time is pending, not a packet.
+    assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(3)));
+    s.set_admin_down(true, t0);
+    assert_eq!(s.next_deadline(), None, "nothing to wait for");
 }
