@@ -145,6 +145,25 @@ pub struct PeerStatus {
     pub rr_client: bool,
     /// Free text from the configuration.
     pub description: Option<String>,
+    /// The BFD session (RFC 5880), when BFD is configured for this peer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bfd: Option<BfdPeerStatus>,
+}
+
+/// The BFD session of a peer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BfdPeerStatus {
+    /// `admindown`, `down`, `init` or `up`.
+    pub state: String,
+    /// The last diagnostic (RFC 5880 4.1), e.g. `ControlDetectionTimeExpired`.
+    pub diagnostic: String,
+    /// Negotiated transmit interval in milliseconds, once known.
+    pub tx_interval_ms: Option<u64>,
+    /// Detection time in force in milliseconds, once the peer was heard.
+    pub detection_time_ms: Option<u64>,
+    /// State changes since the session was made.
+    pub transitions: u64,
 }
 
 /// Prefix counts of one peer, over all its families.

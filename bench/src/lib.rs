@@ -2,6 +2,7 @@
 //! by `tartan-bench <harness>` and written up beside this crate
 //! (`bench/*.md`).
 pub mod benchkit;
+pub mod bfdbench;
 pub mod bgpload;
 pub mod clusterbench;
 pub mod cnibench;

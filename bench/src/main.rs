@@ -39,9 +39,30 @@ enum Cmd {
     /// Stale UDP conntrack cleanup: a Service's endpoints all removed at
     /// once, entries deleted over ctnetlink, unrelated ones counted.
     Conntrack(ConntrackArgs),
+    /// BFD: cut-to-withdrawal times against FRR and CPU with many sessions.
+    Bfd(BfdArgs),
     /// Cluster DNS: tartan-dns beside dnsmasq and unbound under dnsperf,
     /// for cluster names and cached external ones; tartan-dns's memory.
     Dns(DnsArgs),
+}
+
+#[derive(clap::Args)]
+struct BfdArgs {
+    #[arg(long, default_value_t = 20)]
+    cuts: usize,
+    /// BFD interval of the cut runs, milliseconds (multiplier 3).
+    #[arg(long, default_value_t = 100)]
+    cut_interval_ms: u32,
+    #[arg(long, default_value_t = 100)]
+    sessions: usize,
+    /// BFD interval of the CPU run, milliseconds (multiplier 3).
+    #[arg(long, default_value_t = 50)]
+    cpu_interval_ms: u32,
+    #[arg(long, default_value_t = 10)]
+    cpu_seconds: u64,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -241,6 +262,7 @@ fn main() -> Result<()> {
         Cmd::Services(a) => return services(a),
         Cmd::Conntrack(a) => return conntrack(a),
         Cmd::Dns(a) => return dns(a),
+        Cmd::Bfd(a) => return bfd(a),
     };
     let devices = a
         .devices
@@ -401,6 +423,22 @@ fn dns(a: DnsArgs) -> Result<()> {
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut env = Environment::detect(command);
     let r = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env.render(), &opts, &r))
+}
+
+fn bfd(a: BfdArgs) -> Result<()> {
+    use tartan_bench::bfdbench::{BfdBenchOptions, render_markdown, run_bfd};
+    let opts = BfdBenchOptions {
+        cuts: a.cuts.max(1),
+        cut_interval_ms: a.cut_interval_ms.max(10),
+        sessions: a.sessions.max(1),
+        cpu_interval_ms: a.cpu_interval_ms.max(10),
+        cpu_seconds: a.cpu_seconds.max(1),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let r = run_bfd(&opts, |line| eprintln!("{line}"))?;
     env.load_after = load_average();
     write_out(a.out.as_deref(), &render_markdown(&env.render(), &opts, &r))
 }

@@ -1,4 +1,5 @@
 //! Tartan's BGP speaker.
+pub mod bfd;
 pub mod config;
 pub mod control;
 pub mod daemon;

@@ -191,6 +191,7 @@ async fn run(
     let (daemon, control) = Daemon::start(
         cfg,
         DaemonOptions {
+            bfd: Default::default(),
             config_path: args.config.clone().unwrap_or_default(),
             metrics: metrics.clone(),
             shutdown_drain: args

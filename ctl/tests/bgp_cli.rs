@@ -116,7 +116,7 @@ async fn peers_as_json_and_table() {
     assert_eq!(
         cells,
         [
-            "PEER", "ASN", "TYPE", "STATE", "UPTIME", "PREFIXES", "LAST", "ERROR"
+            "PEER", "ASN", "TYPE", "STATE", "BFD", "UPTIME", "PREFIXES", "LAST", "ERROR"
         ]
     );
     let cells: Vec<&str> = lines[1].split_whitespace().collect();
@@ -127,6 +127,7 @@ async fn peers_as_json_and_table() {
             "65001",
             "ebgp",
             "Established",
+            "-",
             "3m12s",
             "10/9/3",
             "-"

@@ -28,6 +28,7 @@ fn sample_peer() -> PeerStatus {
         }),
         rr_client: false,
         description: Some("tor-a".into()),
+        bfd: None,
     }
 }
 

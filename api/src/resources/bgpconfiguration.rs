@@ -99,6 +99,13 @@ pub struct BgpConfigurationSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::restart_time)]
     pub graceful_restart_time: Option<String>,
+    /// BFD for the node-to-node mesh sessions. Default off.
+    #[serde(
+        default,
+        rename = "nodeMeshBFD",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub node_mesh_bfd: Option<super::bfd::BfdSpec>,
 }
 
 /// A range of service addresses.
@@ -217,6 +224,10 @@ impl BgpConfigurationSpec {
                 .graceful_restart_time
                 .clone()
                 .or_else(|| self.graceful_restart_time.clone()),
+            node_mesh_bfd: node
+                .node_mesh_bfd
+                .clone()
+                .or_else(|| self.node_mesh_bfd.clone()),
         }
     }
 
@@ -276,6 +287,9 @@ impl BgpConfigurationSpec {
                 MAX_RESTART_SECONDS,
                 &mut p,
             );
+        }
+        if let Some(b) = &self.node_mesh_bfd {
+            b.check("spec.nodeMeshBFD", &mut p);
         }
         p.0
     }

@@ -7,6 +7,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::bfd::BfdSpec;
 use super::bgpconfiguration::MAX_RESTART_SECONDS;
 use super::common::{
     Problem, Problems, SecretSource, check_as_number, check_duration, check_selector, dns_subdomain,
@@ -102,6 +103,9 @@ pub struct BgpPeerSpec {
     /// Local address of the session. Default `UseNodeIP`.
     #[serde(default)]
     pub source_address: SourceAddress,
+    /// BFD for this session (single hop, RFC 5881). Default off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bfd: Option<BfdSpec>,
 }
 
 impl BgpPeerSpec {
@@ -119,6 +123,7 @@ impl BgpPeerSpec {
             max_restart_time: None,
             filters: vec![],
             source_address: SourceAddress::UseNodeIp,
+            bfd: None,
         }
     }
 
@@ -179,6 +184,9 @@ impl BgpPeerSpec {
         }
         if let Some(t) = &self.max_restart_time {
             check_duration("spec.maxRestartTime", t, 0, MAX_RESTART_SECONDS, &mut p);
+        }
+        if let Some(b) = &self.bfd {
+            b.check("spec.bfd", &mut p);
         }
         let mut seen = HashSet::new();
         for (i, f) in self.filters.iter().enumerate() {

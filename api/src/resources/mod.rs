@@ -5,6 +5,7 @@
 //! parsing. Defaults are written in each field's documentation (which
 //! becomes the CRD's description).
 
+pub mod bfd;
 pub mod bgpconfiguration;
 pub mod bgpfilter;
 pub mod bgppeer;
@@ -22,6 +23,7 @@ mod policy_values;
 pub mod schema_rules;
 pub mod workload;
 
+pub use bfd::{BfdSpec, BfdTimers};
 pub use bgpconfiguration::{BgpConfiguration, BgpConfigurationSpec};
 pub use bgpfilter::{BgpFilter, BgpFilterSpec};
 pub use bgppeer::{BgpPeer, BgpPeerSpec};

@@ -220,6 +220,24 @@ fn duration(s: &mut Schema, min: u64, max: u64) {
     );
 }
 
+/// A BFD interval, 10ms to 60s.
+pub(crate) fn bfd_interval(s: &mut Schema) {
+    set(s, "maxLength", json!(64));
+    add_rules(
+        s,
+        vec![
+            rule(
+                "self.matches('^([0-9]+(h|m|s|ms))+$')",
+                "is not a duration; write whole numbers with units h, m, s or ms, e.g. 300ms",
+            ),
+            rule(
+                "!self.matches('^([0-9]+(h|m|s|ms))+$') || (duration(self) >= duration('10ms') && duration(self) <= duration('60s'))",
+                "is out of range; allowed 10ms to 60s",
+            ),
+        ],
+    );
+}
+
 /// A graceful restart time, 1s to 4095s.
 pub(crate) fn restart_time(s: &mut Schema) {
     duration(s, 1, super::limits::MAX_RESTART_SECONDS);

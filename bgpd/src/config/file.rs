@@ -123,6 +123,16 @@ struct RawNeighbor {
     import_filters: Vec<Spanned<String>>,
     #[serde(default)]
     export_filters: Vec<Spanned<String>>,
+    /// `{ min_rx = "300ms", min_tx = "300ms", multiplier = 3 }`.
+    bfd: Option<Spanned<RawBfd>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBfd {
+    min_rx: Option<String>,
+    min_tx: Option<String>,
+    multiplier: Option<u8>,
 }
 
 #[derive(Deserialize)]
@@ -227,6 +237,26 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             }
             Some(h) => *h.get_ref(),
             None => 90,
+        };
+        let bfd = match n.bfd {
+            None => None,
+            Some(b) => {
+                let at = b.span().start;
+                let b = b.into_inner();
+                let spec = tartan_api::resources::BfdSpec {
+                    min_rx: b.min_rx,
+                    min_tx: b.min_tx,
+                    multiplier: b.multiplier,
+                };
+                let t = spec
+                    .timers()
+                    .map_err(|e| err_at(at, format!("neighbor {address}: bfd: {e}")))?;
+                Some(crate::bfd::SessionConfig {
+                    desired_min_tx: t.min_tx,
+                    required_min_rx: t.min_rx,
+                    detect_mult: t.multiplier,
+                })
+            }
         };
         let ibgp = n.asn == asn;
         let multihop = match n.multihop {
@@ -342,6 +372,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             filters: std::sync::Arc::new(peer_filters),
             export: n.export,
             local_address: n.local_address,
+            bfd,
         });
     }
 

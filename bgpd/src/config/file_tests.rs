@@ -333,3 +333,49 @@ fn a_filter_change_keeps_the_session() {
     assert_ne!(a.neighbors[0], b.neighbors[0]);
     assert!(a.neighbors[0].session_settings_equal(&b.neighbors[0]));
 }
+
+#[test]
+fn bfd_is_off_by_default_and_read_per_neighbor() {
+    let c = parse("t.toml", GOOD).unwrap();
+    assert!(c.neighbors.iter().all(|n| n.bfd.is_none()));
+    let text = r#"
+router_id = "10.0.0.1"
+asn = 65000
+
+[[neighbor]]
+address = "10.0.0.2"
+asn = 65001
+bfd = { min_rx = "50ms", min_tx = "100ms", multiplier = 5 }
+
+[[neighbor]]
+address = "10.0.0.3"
+asn = 65001
+bfd = {}
+"#;
+    let c = parse("t.toml", text).unwrap();
+    let b = c.neighbors[0].bfd.expect("bfd set");
+    assert_eq!(b.required_min_rx, Duration::from_millis(50));
+    assert_eq!(b.desired_min_tx, Duration::from_millis(100));
+    assert_eq!(b.detect_mult, 5);
+    let d = c.neighbors[1].bfd.expect("defaults");
+    assert_eq!(
+        (d.required_min_rx, d.desired_min_tx, d.detect_mult),
+        (Duration::from_millis(300), Duration::from_millis(300), 3)
+    );
+}
+
+#[test]
+fn bad_bfd_settings_are_errors_with_their_line() {
+    let base = "router_id = \"10.0.0.1\"\nasn = 65000\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 65001\n";
+    for (bfd, why) in [
+        ("bfd = { min_rx = \"1ms\" }", "allowed 10ms to 60s"),
+        ("bfd = { min_tx = \"soon\" }", "is not a duration"),
+        ("bfd = { multiplier = 0 }", "multiplier 0"),
+    ] {
+        let e = error_of(&format!("{base}{bfd}\n"));
+        assert_eq!(e.line, 6, "{e}");
+        assert!(e.message.contains(why), "{e}");
+    }
+    let e = error_of(&format!("{base}bfd = {{ interval = \"1s\" }}\n"));
+    assert!(e.message.contains("interval"), "{e}");
+}

@@ -64,6 +64,9 @@ pub struct Neighbor {
     pub export: bool,
     /// Source address for our outgoing connection.
     pub local_address: Option<IpAddr>,
+    /// BFD (RFC 5880/5881) for this session; None: off. While set, the
+    /// session is opened only with BFD Up and closed when it goes Down.
+    pub bfd: Option<crate::bfd::SessionConfig>,
 }
 
 impl Neighbor {

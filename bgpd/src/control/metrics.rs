@@ -77,6 +77,13 @@ struct FamilyLabels {
     family: &'static str,
 }
 
+/// The metrics of one BFD session, updated by the BFD runtime.
+#[derive(Debug, Clone)]
+pub struct BfdMetrics {
+    pub state: Gauge,
+    pub transitions: Counter,
+}
+
 /// All of the speaker's metrics and the registry that exposes them.
 #[derive(Debug)]
 pub struct Metrics {
@@ -92,6 +99,8 @@ pub struct Metrics {
     kernel_removed: Counter,
     kernel_failed: Counter,
     rib_prefixes: Family<FamilyLabels, Gauge>,
+    bfd_state: Family<PeerLabels, Gauge>,
+    bfd_transitions: Family<PeerLabels, Counter>,
 }
 
 impl Default for Metrics {
@@ -115,6 +124,8 @@ impl Metrics {
             kernel_removed: Counter::default(),
             kernel_failed: Counter::default(),
             rib_prefixes: Family::default(),
+            bfd_state: Family::default(),
+            bfd_transitions: Family::default(),
         };
         m.register()
     }
@@ -177,7 +188,30 @@ impl Metrics {
             "Prefixes in the Loc-RIB by address family",
             self.rib_prefixes.clone(),
         );
+        r.register(
+            "tartan_bfd_session_state",
+            "BFD session state (0 AdminDown, 1 Down, 2 Init, 3 Up, as RFC 5880 codes them)",
+            self.bfd_state.clone(),
+        );
+        r.register(
+            "tartan_bfd_session_transitions",
+            "BFD session state changes",
+            self.bfd_transitions.clone(),
+        );
         self
+    }
+
+    /// The series of the BFD session towards `addr` (created at Down).
+    pub fn bfd(&self, addr: IpAddr) -> BfdMetrics {
+        let labels = PeerLabels {
+            peer: addr.to_string(),
+        };
+        let m = BfdMetrics {
+            state: self.bfd_state.get_or_create_owned(&labels),
+            transitions: self.bfd_transitions.get_or_create_owned(&labels),
+        };
+        m.state.set(1);
+        m
     }
 
     /// The handle a session keeps for its hot path. Creates the peer's

@@ -21,7 +21,7 @@ pub use health::{
     Health, HealthSource, LIVENESS_TIMEOUT, Verdict, health_router, readiness, serve_health,
     serve_health_on,
 };
-pub use metrics::{Direction, MessageType, Metrics, PeerMetrics};
+pub use metrics::{BfdMetrics, Direction, MessageType, Metrics, PeerMetrics};
 pub use metrics_server::{metrics_router, serve_metrics, serve_metrics_on};
 pub use server::{router, serve_unix};
 pub use view::{PathFlags, origin_name, path_view};

@@ -4,6 +4,7 @@ use super::control_channel::{ControlHandle, ControlRequest};
 use super::drain::DrainState;
 use super::listener::{Listeners, Routes};
 use super::origin::announce_attrs;
+use crate::bfd::{BfdClient, BfdHandle, RuntimeOptions, SessionConfig};
 use crate::config::{Config, Neighbor};
 use crate::control::Metrics;
 use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
@@ -30,6 +31,8 @@ pub struct DaemonOptions {
     /// sessions, then stop; `None`: stop at once, leaving graceful-restart
     /// peers to keep our routes.
     pub shutdown_drain: Option<Duration>,
+    /// Where BFD listens (port 3784 but in tests).
+    pub bfd: RuntimeOptions,
 }
 
 /// A neighbor as the instance sees it.
@@ -40,6 +43,8 @@ pub(super) struct PeerSlot {
     /// Graceful restart (helper side): the peer's routes are stale and kept
     /// until this deadline unless it comes back and sends End-of-RIB.
     pub stale_until: Option<Instant>,
+    /// The neighbor's interest in its BFD session (dropping it ends it).
+    pub bfd: Option<BfdClient>,
 }
 
 pub(super) struct UpState {
@@ -74,6 +79,8 @@ pub struct Daemon {
     pub(super) kernel_stale_until: Option<Instant>,
     pub(super) started: Instant,
     pub(super) drain: DrainState,
+    /// The BFD runtime, started with the first neighbor that uses BFD.
+    bfd: Option<BfdHandle>,
 }
 
 impl Daemon {
@@ -132,6 +139,7 @@ impl Daemon {
             kernel_stale_until,
             started: Instant::now(),
             drain: DrainState::default(),
+            bfd: None,
         };
         for a in &config.announce {
             let c = d.rib.originate(announce_attrs(a), a.prefix);
@@ -166,6 +174,7 @@ impl Daemon {
         {
             l.set_md5(n.address, Some(pw));
         }
+        let bfd = n.bfd.map(|cfg| self.bfd_client(&n, cfg));
         let link = spawn_peer(
             id,
             n.clone(),
@@ -173,6 +182,7 @@ impl Daemon {
             self.config.connect_retry,
             self.events_tx.clone(),
             self.options.metrics.peer(n.address),
+            bfd.as_ref().map(|c| c.subscribe()),
         );
         self.routes
             .write()
@@ -187,8 +197,27 @@ impl Daemon {
                 link,
                 up: None,
                 stale_until: None,
+                bfd,
             },
         );
+    }
+
+    /// A BFD session for `n`, starting the runtime if need be. When the
+    /// runtime cannot start (port 3784 taken) the session stays Down, and
+    /// so does BGP with it: BFD was asked for, so the path is unproven.
+    fn bfd_client(&mut self, n: &Neighbor, cfg: SessionConfig) -> BfdClient {
+        if self.bfd.is_none() {
+            match crate::bfd::spawn(self.options.bfd, Some(self.options.metrics.clone())) {
+                Ok(h) => self.bfd = Some(h),
+                Err(e) => {
+                    warn!(error = %e, "BFD runtime cannot start; sessions with BFD stay down")
+                }
+            }
+        }
+        match &self.bfd {
+            Some(h) => h.add(n.address, n.local_address, cfg),
+            None => BfdClient::detached(cfg),
+        }
     }
 
     /// Stops a neighbor's session with `notification` and forgets it.

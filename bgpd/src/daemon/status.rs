@@ -9,8 +9,8 @@ use crate::rib::LOCAL;
 use ipnet::IpNet;
 use std::collections::BTreeMap;
 use tartan_api::bgp::{
-    GracefulRestartStatus, KernelCounts, PeerKind, PeerStatus, PrefixCounts, RouteCounts,
-    RouteEntry, SpeakerStatus,
+    BfdPeerStatus, GracefulRestartStatus, KernelCounts, PeerKind, PeerStatus, PrefixCounts,
+    RouteCounts, RouteEntry, SpeakerStatus,
 };
 
 impl Daemon {
@@ -100,6 +100,7 @@ fn peers(d: &Daemon) -> Vec<PeerStatus> {
                     }),
                 rr_client: n.route_reflector_client,
                 description: n.description.clone(),
+                bfd: p.bfd.as_ref().map(|b| bfd_view(&b.status.borrow())),
             }
         })
         .collect();
@@ -190,5 +191,16 @@ fn status(d: &Daemon) -> SpeakerStatus {
         started_at: now.saturating_sub(up),
         uptime_seconds: up,
         version: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// The API view of a BFD session.
+fn bfd_view(s: &crate::bfd::BfdStatus) -> BfdPeerStatus {
+    BfdPeerStatus {
+        state: s.state.name().to_string(),
+        diagnostic: format!("{:?}", s.diag),
+        tx_interval_ms: s.tx_interval.map(|d| d.as_millis() as u64),
+        detection_time_ms: s.detection_time.map(|d| d.as_millis() as u64),
+        transitions: s.transitions,
     }
 }

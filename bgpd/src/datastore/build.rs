@@ -172,6 +172,17 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             Err(())
         }
     };
+    // nodeMeshBFD: unreadable (validation keeps it out) means no
+    // node-to-node sessions rather than sessions without the detection
+    // the operator asked for.
+    let node_bfd = match s.node_mesh_bfd.as_ref().map(|b| b.timers()) {
+        None => Ok(None),
+        Some(Ok(t)) => Ok(Some(bfd_config(t))),
+        Some(Err(why)) => {
+            warn!(%why, "nodeMeshBFD unreadable; no node-to-node sessions");
+            Err(())
+        }
+    };
 
     // The other nodes with a usable BGP address.
     let others: Vec<Peer> = inp
@@ -203,12 +214,13 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     };
     // Node-to-node neighbors with the mesh password; none without it.
     let with_node_password = |ns: Vec<Neighbor>| -> Vec<Neighbor> {
-        let Ok(pw) = &node_password else {
+        let (Ok(pw), Ok(bfd)) = (&node_password, &node_bfd) else {
             return vec![];
         };
         ns.into_iter()
             .map(|mut n| {
                 n.password = pw.clone();
+                n.bfd = *bfd;
                 n
             })
             .collect()
@@ -297,8 +309,17 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 continue;
             }
         };
+        let bfd = match bp.bfd.as_ref().map(|b| b.timers()) {
+            None => None,
+            Some(Ok(t)) => Some(bfd_config(t)),
+            Some(Err(why)) => {
+                warn!(peer = %name, %why, "BGPPeer bfd unreadable; not peering");
+                continue;
+            }
+        };
         let source_address = bp.source_address;
         let mut add = |mut n: Neighbor| {
+            n.bfd = bfd;
             n.password = pw.clone();
             n.next_hop = next_hop;
             n.max_restart_time = max_restart_time;
@@ -417,5 +438,15 @@ fn neighbor(
         filters: Arc::default(),
         export: true,
         local_address: local,
+        bfd: None,
+    }
+}
+
+/// The session timers of an API BFD spec.
+fn bfd_config(t: tartan_api::resources::BfdTimers) -> crate::bfd::SessionConfig {
+    crate::bfd::SessionConfig {
+        desired_min_tx: t.min_tx,
+        required_min_rx: t.min_rx,
+        detect_mult: t.multiplier,
     }
 }

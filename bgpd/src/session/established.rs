@@ -10,6 +10,7 @@ use super::framed::{FramedReader, ReadError};
 use super::fsm::State;
 use super::handshake::{Connection, Opened, SessionError};
 use super::machine::{Action, Cause, Event, Fsm, Outgoing, Then, Timer};
+use crate::bfd::{BfdStatus, State as BfdState};
 use crate::wire::{self, DecodeOptions, Notification};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -17,7 +18,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
 /// How a session ended, for the neighbor's task.
@@ -38,6 +39,8 @@ pub struct SessionIo<'a> {
     pub commands: &'a mut mpsc::Receiver<PeerCommand>,
     pub incoming: &'a mut mpsc::Receiver<TcpStream>,
     pub counters: &'a PeerCounters,
+    /// The neighbor's BFD session, when BFD is configured.
+    pub bfd: Option<&'a mut watch::Receiver<BfdStatus>>,
 }
 
 fn lock(fsm: &Mutex<Fsm>) -> MutexGuard<'_, Fsm> {
@@ -71,6 +74,7 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         commands,
         incoming,
         counters,
+        mut bfd,
     } = io;
     let output = Arc::new(Notify::new());
     counters.set_state(State::Established);
@@ -123,6 +127,12 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
             tokio::select! {
                 a = &mut rfut => break a,
                 a = &mut wfut => break a,
+                // RFC 5882 4.3: BFD Down ends the session at once, and
+                // its routes go (AutomaticStop is never graceful).
+                () = bfd_down(bfd.as_deref_mut()) => {
+                    warn!(peer = %address, "BFD session down: closing the BGP session");
+                    break lock(&fsm).handle(Event::AutomaticStop(Notification::bfd_down()));
+                }
                 c = commands.recv() => {
                     let event = match c {
                         None => Event::ManualStop(Notification::administrative_shutdown()),
@@ -192,6 +202,35 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         _ => Ended::Retry,
     };
     (fsm.into_inner().unwrap_or_else(|p| p.into_inner()), ended)
+}
+
+/// Resolves once the BFD session is not Up; never without BFD, nor once the
+/// BFD runtime is gone (the daemon is stopping).
+pub async fn bfd_down(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
+    let Some(rx) = bfd else {
+        return std::future::pending().await;
+    };
+    loop {
+        if rx.borrow_and_update().state != BfdState::Up {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
+/// Resolves once the BFD session is Up (at once without BFD).
+pub async fn bfd_up(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
+    let Some(rx) = bfd else { return };
+    loop {
+        if rx.borrow_and_update().state == BfdState::Up {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
 }
 
 /// RFC 4271 6.8: a new connection while Established is closed.

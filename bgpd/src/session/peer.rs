@@ -9,6 +9,7 @@ use super::events::{PeerCommand, PeerEvent, PeerId};
 use super::fsm::{LocalParams, State, keep_incoming};
 use super::handshake::{Connection, Opened, SessionError, handshake};
 use super::machine::{Action, Cause, Event, Fsm, Timer};
+use crate::bfd::{BfdStatus, State as BfdState};
 use crate::config::Neighbor;
 use crate::control::PeerMetrics;
 use crate::net::{TtlPolicy, dial};
@@ -21,7 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tracing::{debug, info};
 
 /// The instance's handle on a peer task.
@@ -42,6 +43,7 @@ pub struct PeerTask {
     incoming: mpsc::Receiver<TcpStream>,
     counters: Arc<PeerCounters>,
     session: u64,
+    bfd: Option<watch::Receiver<BfdStatus>>,
 }
 
 pub fn spawn_peer(
@@ -51,6 +53,7 @@ pub fn spawn_peer(
     connect_retry: Duration,
     events: mpsc::Sender<PeerEvent>,
     metrics: PeerMetrics,
+    bfd: Option<watch::Receiver<BfdStatus>>,
 ) -> PeerLink {
     let (cmd_tx, cmd_rx) = mpsc::channel(16);
     let (in_tx, in_rx) = mpsc::channel(4);
@@ -69,6 +72,7 @@ pub fn spawn_peer(
         incoming: in_rx,
         counters: counters.clone(),
         session: 0,
+        bfd,
     };
     PeerLink {
         commands: cmd_tx,
@@ -91,6 +95,9 @@ impl PeerTask {
                     None => continue,
                 },
                 None => {
+                    if !self.wait_for_bfd().await {
+                        break;
+                    }
                     if self.fsm.state() == State::Idle {
                         start = self.fsm.handle(Event::ManualStart);
                     }
@@ -107,6 +114,7 @@ impl PeerTask {
                 commands: &mut self.commands,
                 incoming: &mut self.incoming,
                 counters: &self.counters,
+                bfd: self.bfd.as_mut(),
             };
             let (fsm, ended) = established::run(io, opened).await;
             self.fsm = fsm;
@@ -139,6 +147,40 @@ impl PeerTask {
         }
         self.counters.set_state(State::Idle);
         debug!(peer = %self.neighbor.address, "peer task ended");
+    }
+
+    /// RFC 5882 3.2 (Tartan's choice): with BFD configured, the session is
+    /// neither dialled nor accepted until BFD is Up. Connections from the
+    /// peer meanwhile are closed. False: the task is to stop.
+    async fn wait_for_bfd(&mut self) -> bool {
+        let Some(rx) = self.bfd.as_mut() else {
+            return true;
+        };
+        if rx.borrow().state == BfdState::Up {
+            return true;
+        }
+        info!(peer = %self.neighbor.address, "waiting for BFD to come up before opening the session");
+        self.counters.set_error("waiting for BFD".into());
+        loop {
+            tokio::select! {
+                () = established::bfd_up(Some(&mut *rx)) => return true,
+                s = self.incoming.recv() => match s {
+                    Some(stream) => drop(stream),
+                    None => return false,
+                },
+                c = self.commands.recv() => match c {
+                    None => return false,
+                    Some(PeerCommand::Stop(n)) => {
+                        self.fsm.handle(Event::ManualStop(n));
+                        return false;
+                    }
+                    Some(PeerCommand::RestartDone) => {
+                        self.fsm.handle(Event::RestartDone);
+                    }
+                    Some(_) => {}
+                },
+            }
+        }
     }
 
     async fn accept_now(&mut self, stream: TcpStream) -> Option<Opened> {

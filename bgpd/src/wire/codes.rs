@@ -220,6 +220,11 @@ impl Notification {
         Notification::new(code::CEASE, cease::OTHER_CONFIGURATION_CHANGE, vec![])
     }
 
+    /// 6/10: BFD declared the path to the neighbor down (RFC 9384).
+    pub fn bfd_down() -> Notification {
+        Notification::new(code::CEASE, cease::BFD_DOWN, vec![])
+    }
+
     /// 6/7: this connection lost a collision (RFC 4271 6.8), or came while
     /// the session was already Established.
     pub fn connection_collision() -> Notification {

@@ -10,7 +10,7 @@ pub fn render_peers(peers: &[PeerStatus], wide: bool) -> String {
     if peers.is_empty() {
         return String::new();
     }
-    let mut headers = vec!["PEER", "ASN", "TYPE", "STATE", "UPTIME", "PREFIXES"];
+    let mut headers = vec!["PEER", "ASN", "TYPE", "STATE", "BFD", "UPTIME", "PREFIXES"];
     if wide {
         headers.extend(["ROUTER ID", "HOLD", "FAMILIES", "MSGS IN/OUT", "RR CLIENT"]);
         headers.extend(["DESCRIPTION"]);
@@ -24,6 +24,9 @@ pub fn render_peers(peers: &[PeerStatus], wide: bool) -> String {
             p.asn.to_string(),
             p.kind.to_string(),
             p.state.to_string(),
+            p.bfd
+                .as_ref()
+                .map_or_else(|| "-".into(), |b| b.state.clone()),
             p.uptime_seconds.map_or_else(|| "-".into(), duration),
             format!("{}/{}/{}", p_.received, p_.accepted, p_.advertised),
         ];
@@ -82,12 +85,20 @@ mod tests {
             graceful_restart: None,
             rr_client: false,
             description: None,
+            bfd: None,
         }
     }
 
     #[test]
     fn narrow_table() {
         let mut down = peer("2001:db8::2", SessionState::Active, None);
+        down.bfd = Some(BfdPeerStatus {
+            state: "down".into(),
+            diagnostic: "ControlDetectionTimeExpired".into(),
+            tx_interval_ms: Some(1000),
+            detection_time_ms: None,
+            transitions: 3,
+        });
         down.kind = PeerKind::Ibgp;
         down.asn = 65000;
         down.last_error = Some("connection refused by the remote side of this session".into());
@@ -97,9 +108,9 @@ mod tests {
         ];
         assert_eq!(
             render_peers(&peers, false),
-            "PEER          ASN     TYPE   STATE         UPTIME   PREFIXES   LAST ERROR\n\
-             192.0.2.1     65001   ebgp   Established   3m12s    10/9/3     -\n\
-             2001:db8::2   65000   ibgp   Active        -        10/9/3     connection refused by the remote side of this s…\n"
+            "PEER          ASN     TYPE   STATE         BFD    UPTIME   PREFIXES   LAST ERROR\n\
+             192.0.2.1     65001   ebgp   Established   -      3m12s    10/9/3     -\n\
+             2001:db8::2   65000   ibgp   Active        down   -        10/9/3     connection refused by the remote side of this s…\n"
         );
     }
 

@@ -64,6 +64,15 @@ pub fn render(c: &BgpConfig) -> String {
         }
         s.push_str("}\n");
     }
+    // BFD: one `protocol bfd` whose timers (those of the first neighbor
+    // with BFD) apply on every interface; `bfd on` in each such session.
+    if let Some(b) = c.neighbors.iter().find_map(|n| n.bfd) {
+        let _ = writeln!(
+            s,
+            "protocol bfd {{\n  interface \"*\" {{ min rx interval {} ms; min tx interval {} ms; multiplier {}; }};\n}}",
+            b.min_rx_ms, b.min_tx_ms, b.multiplier
+        );
+    }
     for n in &c.neighbors {
         render_neighbor(&mut s, c, n);
     }
@@ -104,6 +113,9 @@ fn render_neighbor(s: &mut String, c: &BgpConfig, n: &Neighbor) {
             let _ = writeln!(s, "  graceful restart on;\n  graceful restart time {t};");
         }
         None => s.push_str("  graceful restart off;\n"),
+    }
+    if n.bfd.is_some() {
+        s.push_str("  bfd on;\n");
     }
     let nhs = if n.next_hop_self {
         " next hop self;"

@@ -87,6 +87,16 @@ pub struct Neighbor {
     pub next_hop_self: bool,
     pub ipv4: bool,
     pub ipv6: bool,
+    /// BFD (RFC 5880/5881) on this session.
+    pub bfd: Option<Bfd>,
+}
+
+/// BFD timers of a session, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bfd {
+    pub min_rx_ms: u32,
+    pub min_tx_ms: u32,
+    pub multiplier: u8,
 }
 
 impl Neighbor {
@@ -103,6 +113,7 @@ impl Neighbor {
             next_hop_self: false,
             ipv4: address.is_ipv4(),
             ipv6: address.is_ipv6(),
+            bfd: None,
         }
     }
 
@@ -123,6 +134,16 @@ impl Neighbor {
 
     pub fn multihop(mut self, ttl: u8) -> Self {
         self.multihop = Some(ttl);
+        self
+    }
+
+    /// BFD with these timers (milliseconds) and detect multiplier.
+    pub fn bfd(mut self, min_rx_ms: u32, min_tx_ms: u32, multiplier: u8) -> Self {
+        self.bfd = Some(Bfd {
+            min_rx_ms,
+            min_tx_ms,
+            multiplier,
+        });
         self
     }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 const ZEBRA: &str = "/usr/lib/frr/zebra";
 const BGPD: &str = "/usr/lib/frr/bgpd";
+const BFDD: &str = "/usr/lib/frr/bfdd";
 
 /// An FRR instance (zebra + bgpd). zebra installs bgpd's best routes into
 /// the namespace's kernel (protocol "bgp") unless `kernel` is off.
@@ -30,6 +31,8 @@ const BGPD: &str = "/usr/lib/frr/bgpd";
 pub struct Frr {
     // Field order: bgpd stops before zebra, both before the directory goes.
     bgpd: Daemon,
+    /// Runs when some neighbor has BFD.
+    bfdd: Option<Daemon>,
     zebra: Daemon,
     config: BgpConfig,
     dir: TempDir,
@@ -40,13 +43,26 @@ impl Frr {
         let dir = TempDir::new("frr")?;
         dir.write("zebra.conf", "")?;
         dir.write("bgpd.conf", render(&config))?;
+        dir.write("bfdd.conf", render_bfd(&config))?;
         run(Command::new("chown")
             .args(["-R", "frr:frr"])
             .arg(dir.path()))?;
         let zebra = spawn_zebra(ns, dir.path())?;
+        let bfdd = if config.neighbors.iter().any(|n| n.bfd.is_some()) {
+            Some(spawn_checked(
+                ns,
+                "bfdd",
+                BFDD,
+                &common_args(dir.path(), "bfdd"),
+                dir.path(),
+            )?)
+        } else {
+            None
+        };
         let bgpd = spawn_bgpd(ns, dir.path(), &config)?;
         Ok(Frr {
             bgpd,
+            bfdd,
             zebra,
             config,
             dir,
@@ -67,6 +83,10 @@ impl Frr {
 
     pub fn zebra(&self) -> &Daemon {
         &self.zebra
+    }
+
+    pub fn bfdd(&self) -> Option<&Daemon> {
+        self.bfdd.as_ref()
     }
 
     /// Runs one vtysh command (`show …`, or a `configure` block with
@@ -317,8 +337,8 @@ pub(crate) fn render(c: &BgpConfig) -> String {
             " bgp graceful-restart\n bgp graceful-restart restart-time {t}"
         );
     }
-    for n in &c.neighbors {
-        render_neighbor(&mut s, n, gr_time.is_some());
+    for (i, n) in c.neighbors.iter().enumerate() {
+        render_neighbor(&mut s, n, i, gr_time.is_some());
     }
     for (fam, v6) in [("ipv4", false), ("ipv6", true)] {
         let _ = writeln!(s, " address-family {fam} unicast");
@@ -352,7 +372,24 @@ pub(crate) fn render(c: &BgpConfig) -> String {
     s
 }
 
-fn render_neighbor(s: &mut String, n: &Neighbor, gr_global: bool) {
+/// bfdd.conf: one profile per neighbor with BFD (`tartan-0`, …, in
+/// neighbor order), which bgpd.conf refers to.
+pub(crate) fn render_bfd(c: &BgpConfig) -> String {
+    let mut s = String::from("bfd\n");
+    for (i, n) in c.neighbors.iter().enumerate() {
+        if let Some(b) = n.bfd {
+            let _ = writeln!(
+                s,
+                " profile tartan-{i}\n  receive-interval {}\n  transmit-interval {}\n  detect-multiplier {}\n exit\n !",
+                b.min_rx_ms, b.min_tx_ms, b.multiplier
+            );
+        }
+    }
+    s.push_str("exit\n!\n");
+    s
+}
+
+fn render_neighbor(s: &mut String, n: &Neighbor, index: usize, gr_global: bool) {
     let a = n.address;
     let _ = writeln!(s, " neighbor {a} remote-as {}", n.remote_as);
     // Quick retries and no MRAI delay keep tests fast.
@@ -372,6 +409,9 @@ fn render_neighbor(s: &mut String, n: &Neighbor, gr_global: bool) {
     }
     if gr_global && n.graceful_restart.is_none() {
         let _ = writeln!(s, " neighbor {a} graceful-restart-disable");
+    }
+    if n.bfd.is_some() {
+        let _ = writeln!(s, " neighbor {a} bfd profile tartan-{index}");
     }
 }
 

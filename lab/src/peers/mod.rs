@@ -15,7 +15,7 @@ mod tartan;
 pub use bird::Bird;
 pub use bird_config::render as render_bird;
 pub use bird_routes::{BirdRoute, parse_routes as parse_bird_routes};
-pub use config::{BgpConfig, Neighbor, Route};
+pub use config::{Bfd, BgpConfig, Neighbor, Route};
 pub use exabgp::ExaBgp;
 pub use frr::{Frr, FrrRoute};
 pub use gobgp::{Gobgp, GobgpRoute};

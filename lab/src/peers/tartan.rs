@@ -111,6 +111,13 @@ pub fn render(c: &BgpConfig, o: &TartanOptions) -> String {
         if o.ttl_security {
             let _ = writeln!(s, "ttl_security = true");
         }
+        if let Some(b) = n.bfd {
+            let _ = writeln!(
+                s,
+                "bfd = {{ min_rx = \"{}ms\", min_tx = \"{}ms\", multiplier = {} }}",
+                b.min_rx_ms, b.min_tx_ms, b.multiplier
+            );
+        }
     }
     for r in &c.routes {
         let _ = writeln!(s, "\n[[announce]]\nprefix = \"{}\"", r.prefix);

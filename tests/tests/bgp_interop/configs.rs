@@ -28,7 +28,11 @@ fn everything() -> BgpConfig {
                 .multihop(3)
                 .local_address(ip("10.0.0.1")),
         )
-        .neighbor(Neighbor::new(ip("fd00::2"), 65002).local_address(ip("fd00::1")))
+        .neighbor(
+            Neighbor::new(ip("fd00::2"), 65002)
+                .local_address(ip("fd00::1"))
+                .bfd(100, 200, 3),
+        )
         .route(
             Route::new("192.0.2.0/24")
                 .community(65000, 1)
@@ -40,24 +44,24 @@ fn everything() -> BgpConfig {
 }
 
 /// One test per implementation: its own parser (`check_config`) accepts
-/// `everything()`, and its rendering holds the given line.
+/// `everything()`, and its rendering holds the given lines.
 macro_rules! accepts_every_option {
-    ($($test:ident: $peer:ty => $want:literal;)*) => {$(
+    ($($test:ident: $peer:ty => [$($want:literal),+];)*) => {$(
         #[test]
         fn $test() -> Result<()> {
             let _one = tartan_tests::one_file_at_a_time(module_path!());
             let text = <$peer>::check_config(&everything())?;
-            assert!(text.contains($want), "{text}");
+            $(assert!(text.contains($want), "{text}");)+
             Ok(())
         }
     )*};
 }
 
 accepts_every_option! {
-    bird_accepts_every_option: Bird => "rr cluster id 1.1.1.1";
-    frr_accepts_every_option: Frr => "neighbor 10.0.0.2 route-reflector-client";
-    gobgp_accepts_every_option: Gobgp => "route-reflector-client = true";
-    exabgp_accepts_every_option: ExaBgp => "md5-password";
+    bird_accepts_every_option: Bird => ["rr cluster id 1.1.1.1", "bfd on;"];
+    frr_accepts_every_option: Frr => ["neighbor 10.0.0.2 route-reflector-client", "neighbor fd00::2 bfd profile tartan-2"];
+    gobgp_accepts_every_option: Gobgp => ["route-reflector-client = true"];
+    exabgp_accepts_every_option: ExaBgp => ["md5-password"];
 }
 
 #[test]

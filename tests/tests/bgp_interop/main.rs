@@ -5,6 +5,7 @@
 //! takes `tartan_tests::one_file_at_a_time`, so that two modules' clusters
 //! never run at once (see tests/src/gate.rs).
 
+mod bfd;
 mod bird;
 mod configs;
 mod exabgp;

@@ -70,6 +70,7 @@ pub fn peer() -> PeerStatus {
         graceful_restart: None,
         rr_client: false,
         description: None,
+        bfd: None,
     }
 }
 

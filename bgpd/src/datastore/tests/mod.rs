@@ -1,6 +1,7 @@
 //! Tests of the datastore mode's building of bgpd's configuration, and
 //! the fixtures they share (nodes, blocks, a three-node cluster).
 
+mod bfd;
 mod peering;
 mod publish;
 mod rbac;

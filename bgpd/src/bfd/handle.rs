@@ -1,0 +1,145 @@
+//! What BFD clients (BGP neighbors) hold: a handle on the runtime to ask for
+//! sessions, and per session a client whose status follows the session and
+//! which removes its interest when dropped.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::packet::{Diag, State};
+use super::session::{Session, SessionConfig};
+
+/// A session as its clients, the control API and metrics see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BfdStatus {
+    pub state: State,
+    pub diag: Diag,
+    /// State changes since the session was made.
+    pub transitions: u64,
+    pub local_discr: u32,
+    pub remote_discr: u32,
+    /// The negotiated transmit interval (without jitter), once known.
+    pub tx_interval: Option<Duration>,
+    /// The detection time in force, once the remote has been heard.
+    pub detection_time: Option<Duration>,
+    pub config: SessionConfig,
+}
+
+impl BfdStatus {
+    pub(super) fn of(session: &Session, transitions: u64) -> BfdStatus {
+        BfdStatus {
+            state: session.state(),
+            diag: session.local_diag(),
+            transitions,
+            local_discr: session.local_discr(),
+            remote_discr: session.remote_discr(),
+            tx_interval: session.transmit_interval(),
+            detection_time: session.detection_time(),
+            config: session.config(),
+        }
+    }
+}
+
+pub(super) enum Command {
+    Add {
+        client: u64,
+        peer: IpAddr,
+        local: Option<IpAddr>,
+        config: SessionConfig,
+        status: watch::Sender<BfdStatus>,
+    },
+    Remove {
+        client: u64,
+    },
+}
+
+/// The runtime's handle; cheap to clone.
+#[derive(Clone)]
+pub struct BfdHandle {
+    pub(super) commands: mpsc::UnboundedSender<Command>,
+    pub(super) next_client: Arc<AtomicU64>,
+}
+
+impl BfdHandle {
+    /// A session towards `peer` (shared with other clients of the same
+    /// peer), sending from `local` or the address the kernel picks.
+    pub fn add(&self, peer: IpAddr, local: Option<IpAddr>, config: SessionConfig) -> BfdClient {
+        let client = self.next_client.fetch_add(1, Ordering::Relaxed);
+        let initial = BfdStatus {
+            state: State::Down,
+            diag: Diag::None,
+            transitions: 0,
+            local_discr: 0,
+            remote_discr: 0,
+            tx_interval: None,
+            detection_time: None,
+            config,
+        };
+        let (tx, rx) = watch::channel(initial);
+        let _ = self.commands.send(Command::Add {
+            client,
+            peer: peer.to_canonical(),
+            local,
+            config,
+            status: tx,
+        });
+        BfdClient {
+            status: rx,
+            client,
+            commands: self.commands.clone(),
+            _detached: None,
+        }
+    }
+}
+
+/// One client's interest in a session.
+pub struct BfdClient {
+    pub status: watch::Receiver<BfdStatus>,
+    client: u64,
+    commands: mpsc::UnboundedSender<Command>,
+    _detached: Option<watch::Sender<BfdStatus>>,
+}
+
+impl BfdClient {
+    /// A client of no runtime: its session is Down for good.
+    pub fn detached(config: SessionConfig) -> BfdClient {
+        let (tx, rx) = watch::channel(BfdStatus {
+            state: State::Down,
+            diag: Diag::None,
+            transitions: 0,
+            local_discr: 0,
+            remote_discr: 0,
+            tx_interval: None,
+            detection_time: None,
+            config,
+        });
+        let (commands, _) = mpsc::unbounded_channel();
+        BfdClient {
+            status: rx,
+            client: 0,
+            commands,
+            // Kept so that waiting tasks do not see a closed channel.
+            _detached: Some(tx),
+        }
+    }
+
+    pub fn state(&self) -> State {
+        self.status.borrow().state
+    }
+
+    /// A receiver of the session's status for another task.
+    pub fn subscribe(&self) -> watch::Receiver<BfdStatus> {
+        self.status.clone()
+    }
+}
+
+impl Drop for BfdClient {
+    fn drop(&mut self) {
+        let _ = self.commands.send(Command::Remove {
+            client: self.client,
+        });
+    }
+}

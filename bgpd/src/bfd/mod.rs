@@ -1,0 +1,17 @@
+//! Bidirectional Forwarding Detection: the Control packet codec and the
+//! session state machine (RFC 5880, pure), the single-hop runtime over UDP
+//! (RFC 5881) and what BGP needs from it as a client (RFC 5882).
+mod handle;
+pub mod packet;
+mod runtime;
+pub mod session;
+pub mod socket;
+pub mod timers;
+
+pub use handle::{BfdClient, BfdHandle, BfdStatus};
+pub use packet::{ControlPacket, DecodeError, Diag, State};
+pub use runtime::{RuntimeOptions, spawn};
+pub use session::{Session, SessionConfig, Transition};
+
+#[cfg(test)]
+mod tests;

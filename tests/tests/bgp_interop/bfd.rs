@@ -1,0 +1,325 @@
+//! BFD (RFC 5880/5881/5882) between tartan-bgpd and FRR's bfdd, and BIRD's
+//! BFD: the session
+//! comes up with the configured timers negotiated as RFC 5880 6.8.2–6.8.4
+//! say, and a cut path (every packet dropped) brings the BGP session down and
+//! the peer's route out of the kernel long before the 90 s hold time.
+use anyhow::{Result, bail};
+use serde_json::Value;
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+use tartan_lab::netns::{run, wait_for};
+use tartan_lab::peers::{
+    BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary,
+};
+use tartan_lab::{Family, Pair, kernel_routes, wait_kernel_route};
+
+use tartan_tests::peering::PEER_WAIT as T;
+
+const PREFIX: &str = "198.51.100.0/24";
+
+/// FRR's view of its BFD session with `peer`, from `show bfd peers json`.
+fn frr_bfd_peer(frr: &Frr, peer: IpAddr) -> Option<Value> {
+    let v = frr.json("show bfd peers json").ok()?;
+    v.as_array()?
+        .iter()
+        .find(|p| p.get("peer").and_then(Value::as_str) == Some(&peer.to_string()))
+        .cloned()
+}
+
+fn num(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(Value::as_u64)
+}
+
+/// Drop every packet in and out of `ns` (`on`), or stop dropping.
+fn cut_path(ns: &tartan_lab::netns::Netns, on: bool) -> Result<()> {
+    let script = if on {
+        "table inet tartan-test-cut {\n chain in { type filter hook input priority -300; policy drop; }\n chain out { type filter hook output priority -300; policy drop; }\n}\n"
+    } else {
+        "delete table inet tartan-test-cut\n"
+    };
+    let path = std::env::temp_dir().join(format!("tartan-test-cut-{}.nft", std::process::id()));
+    std::fs::write(&path, script)?;
+    let r = run(ns.command("nft").arg("-f").arg(&path));
+    let _ = std::fs::remove_file(&path);
+    r.map(|_| ())
+}
+
+#[test]
+fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+        return Ok(());
+    }
+    let p = Pair::with_subnet("bfd", 41)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    // Tartan: send every 100 ms, accept every 100 ms, multiplier 3.
+    // FRR: accept no faster than 200 ms, send every 150 ms, multiplier 4.
+    let tartan_cfg = BgpConfig::new(p.a_v4(), 65001).neighbor(
+        Neighbor::new(b, 65002)
+            .local_address(a)
+            .graceful_restart(120)
+            .bfd(100, 100, 3),
+    );
+    let frr_cfg = BgpConfig::new(p.b_v4(), 65002)
+        .neighbor(
+            Neighbor::new(a, 65001)
+                .local_address(b)
+                .graceful_restart(120)
+                .bfd(200, 150, 4),
+        )
+        .route(Route::new(PREFIX));
+    let frr = Frr::start(&p.b, frr_cfg)?;
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    let tartan = Tartan::start(&p.a, &bgpd_binary(), &tartan_cfg, &opts)?;
+    tartan.wait_established(b, T)?;
+    let bfd = wait_for("tartan BFD up", T, || {
+        tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
+    })?;
+    // Our transmit interval: the slower of our 100 ms and FRR's 200 ms
+    // receive; detection: FRR's multiplier 4 × max(our 100 ms receive, its
+    // 150 ms transmit).
+    let negotiated = wait_for("tartan BFD timers negotiated", T, || {
+        let s = tartan.peer(b).ok()?.bfd?;
+        (s.tx_interval_ms == Some(200) && s.detection_time_ms == Some(600)).then_some(s)
+    });
+    if negotiated.is_err() {
+        bail!("timers not negotiated: {bfd:?}\n{}", tartan.log());
+    }
+    let theirs = wait_for("FRR BFD peer up", T, || {
+        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+    })?;
+    assert_eq!(
+        num(&theirs, "remote-receive-interval"),
+        Some(100),
+        "{theirs}"
+    );
+    assert_eq!(
+        num(&theirs, "remote-transmit-interval"),
+        Some(100),
+        "{theirs}"
+    );
+    assert_eq!(
+        num(&theirs, "remote-detect-multiplier"),
+        Some(3),
+        "{theirs}"
+    );
+    assert_eq!(num(&theirs, "receive-interval"), Some(200), "{theirs}");
+    assert_eq!(num(&theirs, "transmit-interval"), Some(150), "{theirs}");
+    wait_kernel_route(&p.a, PREFIX, None, T)?;
+
+    cut_and_restore(&p, &tartan, b)
+}
+
+/// Cuts the path on Tartan's side: the BGP session must go down and the
+/// peer's route leave the kernel (well before the hold time); then BFD and
+/// BGP must come back with the route.
+fn cut_and_restore(p: &Pair, tartan: &Tartan, b: IpAddr) -> Result<()> {
+    cut_and_restore_prefix(p, tartan, b, PREFIX)
+}
+
+fn cut_and_restore_prefix(p: &Pair, tartan: &Tartan, b: IpAddr, prefix: &str) -> Result<()> {
+    let family = if prefix.contains(':') {
+        Family::V6
+    } else {
+        Family::V4
+    };
+    // Cut the path both ways on Tartan's side (this kernel may lack netem;
+    // an nftables drop is the same cut and leaves the link up, so that the
+    // kernel itself removes nothing).
+    cut_path(&p.a, true)?;
+    let cut = Instant::now();
+    wait_for(
+        "route gone from the kernel",
+        Duration::from_secs(10),
+        || {
+            let routes = kernel_routes(&p.a, family, None).ok()?;
+            (!routes.iter().any(|r| r.dst == prefix)).then_some(())
+        },
+    )?;
+    let gone = cut.elapsed();
+    // Detection is 600 ms; the hold time (90 s) and graceful restart
+    // (120 s, RFC 5882 4.3 says not to keep routes) would take far longer.
+    assert!(gone < Duration::from_secs(5), "route left after {gone:?}");
+    let peer = tartan.peer(b)?;
+    assert_ne!(peer.state.to_string(), "Established");
+    assert_eq!(peer.bfd.as_ref().map(|s| s.state.as_str()), Some("down"));
+    assert_eq!(
+        peer.bfd.as_ref().map(|s| s.diagnostic.as_str()),
+        Some("ControlDetectionTimeExpired")
+    );
+    eprintln!("route withdrawn {gone:?} after the cut");
+
+    // Restore: BFD and then BGP come back, and the route with them.
+    cut_path(&p.a, false)?;
+    tartan.wait_established(b, T)?;
+    wait_kernel_route(&p.a, prefix, None, T)?;
+    assert_eq!(tartan.peer(b)?.bfd.map(|s| s.state), Some("up".to_string()));
+    Ok(())
+}
+
+/// BIRD's line for `peer` in `birdc show bfd sessions`: address,
+/// interface, state, since (one or two words), interval, timeout.
+fn bird_bfd_session(bird: &Bird, peer: IpAddr) -> Option<Vec<String>> {
+    let out = bird.birdc(&["show", "bfd", "sessions"]).ok()?;
+    out.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
+}
+
+#[test]
+fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let p = Pair::with_subnet("bfe", 42)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    let tartan_cfg = BgpConfig::new(p.a_v4(), 65001).neighbor(
+        Neighbor::new(b, 65002)
+            .local_address(a)
+            .graceful_restart(120)
+            .bfd(100, 100, 3),
+    );
+    let bird_cfg = BgpConfig::new(p.b_v4(), 65002)
+        .neighbor(
+            Neighbor::new(a, 65001)
+                .local_address(b)
+                .graceful_restart(120)
+                .bfd(200, 150, 4),
+        )
+        .route(Route::new(PREFIX));
+    let bird = Bird::start(&p.b, bird_cfg)?;
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    let tartan = Tartan::start(&p.a, &bgpd_binary(), &tartan_cfg, &opts)?;
+    tartan.wait_established(b, T)?;
+    let negotiated = wait_for("tartan BFD up with negotiated timers", T, || {
+        let s = tartan.peer(b).ok()?.bfd?;
+        (s.state == "up" && s.tx_interval_ms == Some(200) && s.detection_time_ms == Some(600))
+            .then_some(s)
+    });
+    if let Err(e) = negotiated {
+        bail!("{e}: {:?}\n{}", tartan.peer(b)?.bfd, tartan.log());
+    }
+    // BIRD sends at max(its 150 ms, our 100 ms receive) and times out after
+    // our multiplier 3 × max(its 200 ms receive, our 100 ms transmit).
+    let line = wait_for("BIRD BFD session up", T, || {
+        bird_bfd_session(&bird, a).filter(|w| w.get(2).map(String::as_str) == Some("Up"))
+    })?;
+    let n = line.len();
+    assert!(n >= 6, "{line:?}");
+    assert_eq!(line[n - 2], "0.150", "interval: {line:?}");
+    assert_eq!(line[n - 1], "0.600", "timeout: {line:?}");
+    wait_kernel_route(&p.a, PREFIX, None, T)?;
+    cut_and_restore(&p, &tartan, b)
+}
+
+/// Open file descriptors of a process.
+fn fd_count(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Drop a random 30 % of the packets in and out of `ns` (`on`), or stop.
+fn lossy_path(ns: &tartan_lab::netns::Netns, on: bool) -> Result<()> {
+    let script = if on {
+        "table inet tartan-test-loss {\n chain in { type filter hook input priority -300; numgen random mod 100 < 30 drop; }\n chain out { type filter hook output priority -300; numgen random mod 100 < 30 drop; }\n}\n"
+    } else {
+        "delete table inet tartan-test-loss\n"
+    };
+    let path = std::env::temp_dir().join(format!("tartan-test-loss-{}.nft", std::process::id()));
+    std::fs::write(&path, script)?;
+    let r = run(ns.command("nft").arg("-f").arg(&path));
+    let _ = std::fs::remove_file(&path);
+    r.map(|_| ())
+}
+
+#[test]
+fn bfd_flapping_under_loss_neither_crashes_nor_leaks() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+        return Ok(());
+    }
+    let p = Pair::with_subnet("bff", 43)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    // Multiplier 2 at 50 ms: with 30 % loss the session flaps often.
+    let frr = Frr::start(
+        &p.b,
+        BgpConfig::new(p.b_v4(), 65002)
+            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(50, 50, 2))
+            .route(Route::new(PREFIX)),
+    )?;
+    let tartan = Tartan::start(
+        &p.a,
+        &bgpd_binary(),
+        &BgpConfig::new(p.a_v4(), 65001)
+            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(50, 50, 2)),
+        &TartanOptions::default(),
+    )?;
+    tartan.wait_established(b, T)?;
+    let pid = tartan.daemon().pid();
+    let fds_before = fd_count(pid);
+    let transitions_before = tartan.peer(b)?.bfd.map_or(0, |s| s.transitions);
+    lossy_path(&p.a, true)?;
+    std::thread::sleep(Duration::from_secs(8));
+    lossy_path(&p.a, false)?;
+    assert!(tartan.daemon().is_running(), "{}", tartan.log());
+    let flaps = tartan.peer(b)?.bfd.map_or(0, |s| s.transitions) - transitions_before;
+    eprintln!("{flaps} BFD transitions under 30 % loss");
+    assert!(flaps >= 2, "the session should have flapped: {flaps}");
+    // Back to normal: BFD, BGP and the route return; no descriptor leaked
+    // (one sending socket per BFD session, BGP connections replaced).
+    tartan.wait_established(b, T)?;
+    if let Err(e) = wait_kernel_route(&p.a, PREFIX, None, T) {
+        bail!("{e}: {:?}\n{}", tartan.peer(b)?, tartan.log());
+    }
+    let fds_after = fd_count(pid);
+    assert!(
+        fds_after <= fds_before + 2,
+        "descriptors {fds_before} → {fds_after}"
+    );
+    drop(frr);
+    Ok(())
+}
+
+#[test]
+fn frr_bfd_over_ipv6_comes_up_and_a_cut_withdraws() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+        return Ok(());
+    }
+    const V6: &str = "2001:db8:100::/48";
+    let p = Pair::with_subnet("bf6", 46)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v6().into(), p.b_v6().into());
+    let frr = Frr::start(
+        &p.b,
+        BgpConfig::new(p.b_v4(), 65002)
+            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(100, 100, 3))
+            .route(Route::new(V6)),
+    )?;
+    let tartan = Tartan::start(
+        &p.a,
+        &bgpd_binary(),
+        &BgpConfig::new(p.a_v4(), 65001)
+            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(100, 100, 3)),
+        &TartanOptions {
+            hold_time: Some(90),
+            ..Default::default()
+        },
+    )?;
+    tartan.wait_established(b, T)?;
+    wait_for("tartan BFD up over IPv6", T, || {
+        tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
+    })?;
+    wait_for("FRR BFD peer up over IPv6", T, || {
+        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+    })?;
+    wait_kernel_route(&p.a, V6, None, T)?;
+    cut_and_restore_prefix(&p, &tartan, b, V6)
+}
