@@ -32,8 +32,7 @@ pub fn report(
                 prefixes_received: p.prefixes.received,
                 prefixes_sent: p.prefixes.advertised,
                 last_error: p.last_error.clone(),
-                // BFD is not wired to sessions yet: no BFD session exists.
-                bfd: None,
+                bfd: p.bfd.as_ref().map(|b| b.state.clone()),
             }
         })
         .collect();
@@ -119,6 +118,7 @@ mod tests {
             graceful_restart: None,
             rr_client: false,
             description: None,
+            bfd: None,
         }
     }
 

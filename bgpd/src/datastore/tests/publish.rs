@@ -42,6 +42,7 @@ impl ControlSource for Speaker {
             graceful_restart: None,
             rr_client: false,
             description: None,
+            bfd: None,
         }])
     }
     async fn routes(
