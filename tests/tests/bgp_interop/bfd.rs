@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use serde_json::Value;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
-use tartan_lab::netns::{run, wait_for};
+use tartan_lab::netns::{Netns, run, wait_for};
 use tartan_lab::peers::{
     BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary,
 };
@@ -30,52 +30,89 @@ fn num(v: &Value, key: &str) -> Option<u64> {
     v.get(key).and_then(Value::as_u64)
 }
 
-/// Drop every packet in and out of `ns` (`on`), or stop dropping.
-fn cut_path(ns: &tartan_lab::netns::Netns, on: bool) -> Result<()> {
-    let script = if on {
-        "table inet tartan-test-cut {\n chain in { type filter hook input priority -300; policy drop; }\n chain out { type filter hook output priority -300; policy drop; }\n}\n"
-    } else {
-        "delete table inet tartan-test-cut\n"
-    };
-    let path = std::env::temp_dir().join(format!("tartan-test-cut-{}.nft", std::process::id()));
+/// Load the nft `script` in `ns` (through a file, as `nft -f` wants).
+fn nft_script(ns: &Netns, name: &str, script: &str) -> Result<()> {
+    let path = std::env::temp_dir().join(format!("{name}-{}.nft", std::process::id()));
     std::fs::write(&path, script)?;
     let r = run(ns.command("nft").arg("-f").arg(&path));
     let _ = std::fs::remove_file(&path);
     r.map(|_| ())
 }
 
+/// Drop every packet in and out of `ns` (`on`), or stop dropping.
+fn cut_path(ns: &Netns, on: bool) -> Result<()> {
+    let script = if on {
+        "table inet tartan-test-cut {\n chain in { type filter hook input priority -300; policy drop; }\n chain out { type filter hook output priority -300; policy drop; }\n}\n"
+    } else {
+        "delete table inet tartan-test-cut\n"
+    };
+    nft_script(ns, "tartan-test-cut", script)
+}
+
+/// True (and says why) when FRR's bfdd is not installed.
+fn no_bfdd() -> bool {
+    let missing = !std::path::Path::new("/usr/lib/frr/bfdd").exists();
+    if missing {
+        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+    }
+    missing
+}
+
+/// BFD timers of one side: required min receive, desired min transmit
+/// (ms), detect multiplier.
+type Timers = (u32, u32, u8);
+
+/// A peer started by `start` on `p.b` announcing `prefix`, and
+/// tartan-bgpd on `p.a`, each with BFD at its timers, over the addresses
+/// `(a, b)`; returned once the BGP session is Established. With `slow`,
+/// both keep routes for graceful restart (120 s) and Tartan's hold time is
+/// 90 s, so that only BFD can take the route away quickly.
+fn start_both<P>(
+    p: &Pair,
+    (a, b): (IpAddr, IpAddr),
+    (ours, theirs): (Timers, Timers),
+    prefix: &str,
+    slow: bool,
+    start: impl FnOnce(&Netns, BgpConfig) -> Result<P>,
+) -> Result<(P, Tartan)> {
+    let neighbor = |addr: IpAddr, asn, local: IpAddr, (rx, tx, mult): Timers| {
+        let n = Neighbor::new(addr, asn)
+            .local_address(local)
+            .bfd(rx, tx, mult);
+        if slow { n.graceful_restart(120) } else { n }
+    };
+    let peer = start(
+        &p.b,
+        BgpConfig::new(p.b_v4(), 65002)
+            .neighbor(neighbor(a, 65001, b, theirs))
+            .route(Route::new(prefix)),
+    )?;
+    let opts = TartanOptions {
+        hold_time: slow.then_some(90),
+        ..Default::default()
+    };
+    let tartan = Tartan::start(
+        &p.a,
+        &bgpd_binary(),
+        &BgpConfig::new(p.a_v4(), 65001).neighbor(neighbor(b, 65002, a, ours)),
+        &opts,
+    )?;
+    tartan.wait_established(b, T)?;
+    Ok((peer, tartan))
+}
+
 #[test]
 fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
-        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+    if no_bfdd() {
         return Ok(());
     }
     let p = Pair::with_subnet("bfd", 41)?;
     let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
     // Tartan: send every 100 ms, accept every 100 ms, multiplier 3.
     // FRR: accept no faster than 200 ms, send every 150 ms, multiplier 4.
-    let tartan_cfg = BgpConfig::new(p.a_v4(), 65001).neighbor(
-        Neighbor::new(b, 65002)
-            .local_address(a)
-            .graceful_restart(120)
-            .bfd(100, 100, 3),
-    );
-    let frr_cfg = BgpConfig::new(p.b_v4(), 65002)
-        .neighbor(
-            Neighbor::new(a, 65001)
-                .local_address(b)
-                .graceful_restart(120)
-                .bfd(200, 150, 4),
-        )
-        .route(Route::new(PREFIX));
-    let frr = Frr::start(&p.b, frr_cfg)?;
-    let opts = TartanOptions {
-        hold_time: Some(90),
-        ..Default::default()
-    };
-    let tartan = Tartan::start(&p.a, &bgpd_binary(), &tartan_cfg, &opts)?;
-    tartan.wait_established(b, T)?;
+    let timers = ((100, 100, 3), (200, 150, 4));
+    let (frr, tartan) = start_both(&p, (a, b), timers, PREFIX, true, Frr::start)?;
     let bfd = wait_for("tartan BFD up", T, || {
         tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
     })?;
@@ -175,27 +212,8 @@ fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::with_subnet("bfe", 42)?;
     let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
-    let tartan_cfg = BgpConfig::new(p.a_v4(), 65001).neighbor(
-        Neighbor::new(b, 65002)
-            .local_address(a)
-            .graceful_restart(120)
-            .bfd(100, 100, 3),
-    );
-    let bird_cfg = BgpConfig::new(p.b_v4(), 65002)
-        .neighbor(
-            Neighbor::new(a, 65001)
-                .local_address(b)
-                .graceful_restart(120)
-                .bfd(200, 150, 4),
-        )
-        .route(Route::new(PREFIX));
-    let bird = Bird::start(&p.b, bird_cfg)?;
-    let opts = TartanOptions {
-        hold_time: Some(90),
-        ..Default::default()
-    };
-    let tartan = Tartan::start(&p.a, &bgpd_binary(), &tartan_cfg, &opts)?;
-    tartan.wait_established(b, T)?;
+    let timers = ((100, 100, 3), (200, 150, 4));
+    let (bird, tartan) = start_both(&p, (a, b), timers, PREFIX, true, Bird::start)?;
     let negotiated = wait_for("tartan BFD up with negotiated timers", T, || {
         let s = tartan.peer(b).ok()?.bfd?;
         (s.state == "up" && s.tx_interval_ms == Some(200) && s.detection_time_ms == Some(600))
@@ -225,43 +243,26 @@ fn fd_count(pid: u32) -> usize {
 }
 
 /// Drop a random 30 % of the packets in and out of `ns` (`on`), or stop.
-fn lossy_path(ns: &tartan_lab::netns::Netns, on: bool) -> Result<()> {
+fn lossy_path(ns: &Netns, on: bool) -> Result<()> {
     let script = if on {
         "table inet tartan-test-loss {\n chain in { type filter hook input priority -300; numgen random mod 100 < 30 drop; }\n chain out { type filter hook output priority -300; numgen random mod 100 < 30 drop; }\n}\n"
     } else {
         "delete table inet tartan-test-loss\n"
     };
-    let path = std::env::temp_dir().join(format!("tartan-test-loss-{}.nft", std::process::id()));
-    std::fs::write(&path, script)?;
-    let r = run(ns.command("nft").arg("-f").arg(&path));
-    let _ = std::fs::remove_file(&path);
-    r.map(|_| ())
+    nft_script(ns, "tartan-test-loss", script)
 }
 
 #[test]
 fn bfd_flapping_under_loss_neither_crashes_nor_leaks() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
-        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+    if no_bfdd() {
         return Ok(());
     }
     let p = Pair::with_subnet("bff", 43)?;
     let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
     // Multiplier 2 at 50 ms: with 30 % loss the session flaps often.
-    let frr = Frr::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65002)
-            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(50, 50, 2))
-            .route(Route::new(PREFIX)),
-    )?;
-    let tartan = Tartan::start(
-        &p.a,
-        &bgpd_binary(),
-        &BgpConfig::new(p.a_v4(), 65001)
-            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(50, 50, 2)),
-        &TartanOptions::default(),
-    )?;
-    tartan.wait_established(b, T)?;
+    let timers = ((50, 50, 2), (50, 50, 2));
+    let (frr, tartan) = start_both(&p, (a, b), timers, PREFIX, false, Frr::start)?;
     let pid = tartan.daemon().pid();
     let fds_before = fd_count(pid);
     let transitions_before = tartan.peer(b)?.bfd.map_or(0, |s| s.transitions);
@@ -290,30 +291,14 @@ fn bfd_flapping_under_loss_neither_crashes_nor_leaks() -> Result<()> {
 #[test]
 fn frr_bfd_over_ipv6_comes_up_and_a_cut_withdraws() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
-        eprintln!("skipped: /usr/lib/frr/bfdd is not installed (Debian package frr)");
+    if no_bfdd() {
         return Ok(());
     }
     const V6: &str = "2001:db8:100::/48";
     let p = Pair::with_subnet("bf6", 46)?;
     let (a, b): (IpAddr, IpAddr) = (p.a_v6().into(), p.b_v6().into());
-    let frr = Frr::start(
-        &p.b,
-        BgpConfig::new(p.b_v4(), 65002)
-            .neighbor(Neighbor::new(a, 65001).local_address(b).bfd(100, 100, 3))
-            .route(Route::new(V6)),
-    )?;
-    let tartan = Tartan::start(
-        &p.a,
-        &bgpd_binary(),
-        &BgpConfig::new(p.a_v4(), 65001)
-            .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(100, 100, 3)),
-        &TartanOptions {
-            hold_time: Some(90),
-            ..Default::default()
-        },
-    )?;
-    tartan.wait_established(b, T)?;
+    let timers = ((100, 100, 3), (100, 100, 3));
+    let (frr, tartan) = start_both(&p, (a, b), timers, V6, true, Frr::start)?;
     wait_for("tartan BFD up over IPv6", T, || {
         tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
     })?;
