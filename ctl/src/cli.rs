@@ -108,7 +108,7 @@ pub enum NodeCommand {
 pub struct DrainArgs {
     /// Time between the re-advertisement and the close (`30s`, `1m`, or
     /// seconds).
-    #[arg(long, default_value = "30s", value_parser = crate::node::parse_wait)]
+    #[arg(long, default_value = "30s", value_parser = crate::human::parse_wait)]
     pub wait: std::time::Duration,
     /// Return once the drain has started instead of when the sessions
     /// are closed.

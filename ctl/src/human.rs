@@ -1,4 +1,7 @@
-//! Human forms of numbers for tables.
+//! Human forms of numbers: in tables, and durations typed on the command
+//! line.
+
+use std::time::Duration;
 
 /// `45s`, `3m12s`, `2h5m`, `4d3h`: the two largest units, like kubectl.
 pub fn duration(seconds: u64) -> String {
@@ -47,5 +50,31 @@ mod tests {
         assert_eq!(truncate("hold timer expired", 8), "hold ti…");
         assert_eq!(or_dash(None::<u16>), "-");
         assert_eq!(or_dash(Some(90)), "90");
+    }
+}
+
+/// `--wait`: a duration (`30s`, `1m`) or whole seconds.
+pub fn parse_wait(s: &str) -> Result<Duration, String> {
+    let d = match s.parse::<u64>() {
+        Ok(n) => Duration::from_secs(n),
+        Err(_) => tartan_api::resources::common::parse_duration(s)?,
+    };
+    if d > Duration::from_secs(3600) {
+        return Err(format!("{s} is more than an hour"));
+    }
+    Ok(Duration::from_secs(d.as_secs()))
+}
+
+#[cfg(test)]
+mod wait_tests {
+    use super::*;
+
+    #[test]
+    fn waits() {
+        assert_eq!(parse_wait("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_wait("45"), Ok(Duration::from_secs(45)));
+        assert_eq!(parse_wait("1m30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_wait("2h").is_err());
+        assert!(parse_wait("soon").is_err());
     }
 }

@@ -21,6 +21,7 @@ pub mod nodestatus;
 pub mod policy;
 mod policy_values;
 pub mod schema_rules;
+pub mod schema_rules_policy;
 pub mod workload;
 
 pub use bfd::{BfdSpec, BfdTimers};

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, all_selector, check_selector, parse_network_or_address};
 pub use super::policy_values::{Port, Protocol};
-use super::schema_rules;
+use super::{schema_rules, schema_rules_policy};
 
 /// What a rule does with the packets it matches. `Allow` and `Deny` end
 /// evaluation; `Pass` skips the rest of this policy and every later Tartan
@@ -50,7 +50,7 @@ pub enum PolicyType {
     doc = "Ordered Allow/Deny/Pass/Log policy for the pods of one namespace."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_spec_rules()))]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_spec_rules()))]
 pub struct NetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -90,7 +90,7 @@ pub struct NetworkPolicySpec {
     doc = "Ordered Allow/Deny/Pass/Log policy for endpoints across the cluster."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_spec_rules()))]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_spec_rules()))]
 pub struct GlobalNetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -124,7 +124,7 @@ pub struct GlobalNetworkPolicySpec {
 /// One rule: every condition given must match for `action` to apply.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = schema_rules::policy_rule_rules()))]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_rule_rules()))]
 pub struct Rule {
     pub action: Action,
     /// IP protocol: TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to

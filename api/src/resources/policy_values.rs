@@ -142,7 +142,7 @@ impl JsonSchema for Protocol {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         int_or_string(
             "TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a protocol number 1 to 255.",
-            super::schema_rules::protocol_rules(),
+            super::schema_rules_policy::protocol_rules(),
         )
     }
 }
@@ -254,7 +254,7 @@ impl JsonSchema for Port {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         int_or_string(
             "A port 1 to 65535, a range \"lo:hi\", or a named container port.",
-            super::schema_rules::port_rules(),
+            super::schema_rules_policy::port_rules(),
         )
     }
 }

@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 use tartan_api::bgp::DrainStatus;
 use tracing::info;
 
-/// Where a drain stands.
-#[derive(Debug, Default)]
-pub(super) struct DrainState {
-    /// When the sessions close; set while draining.
-    pub close_at: Option<Instant>,
-    /// The sessions have been closed.
-    pub closed: bool,
-    /// Stop the daemon once closed (the SIGTERM mode).
-    pub exit_when_closed: bool,
-}
-
 /// The shutdown communication (RFC 9003) the peers' logs show.
 const MESSAGE: &str = "graceful shutdown (RFC 8326): node drained";
 

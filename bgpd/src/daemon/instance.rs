@@ -1,7 +1,7 @@
 //! The instance task: owns the configuration, the RIB, the kernel sync and
 //! the peers, and reacts to their events one at a time.
 use super::control_channel::{ControlHandle, ControlRequest};
-use super::drain::DrainState;
+use super::drain_state::DrainState;
 use super::listener::{Listeners, Routes};
 use super::origin::announce_attrs;
 use crate::bfd::{BfdClient, BfdHandle, RuntimeOptions, SessionConfig};

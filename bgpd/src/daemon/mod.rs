@@ -3,6 +3,7 @@
 //! channels (no shared locks on the RIB).
 mod control_channel;
 mod drain;
+mod drain_state;
 mod encode;
 mod instance;
 mod listener;

@@ -40,29 +40,3 @@ pub async fn run(global: &GlobalArgs, a: DrainArgs) -> anyhow::Result<()> {
         }
     }
 }
-
-/// `--wait`: a duration (`30s`, `1m`) or whole seconds.
-pub fn parse_wait(s: &str) -> Result<Duration, String> {
-    let d = match s.parse::<u64>() {
-        Ok(n) => Duration::from_secs(n),
-        Err(_) => tartan_api::resources::common::parse_duration(s)?,
-    };
-    if d > Duration::from_secs(3600) {
-        return Err(format!("{s} is more than an hour"));
-    }
-    Ok(Duration::from_secs(d.as_secs()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn waits() {
-        assert_eq!(parse_wait("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_wait("45"), Ok(Duration::from_secs(45)));
-        assert_eq!(parse_wait("1m30s"), Ok(Duration::from_secs(90)));
-        assert!(parse_wait("2h").is_err());
-        assert!(parse_wait("soon").is_err());
-    }
-}

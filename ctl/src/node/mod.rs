@@ -4,7 +4,6 @@
 mod drain;
 mod status;
 
-pub use drain::parse_wait;
 pub use status::{NodeView, render_status, views};
 
 use crate::cli::{GetFormat, GlobalArgs, NodeCommand, NodeStatusArgs};

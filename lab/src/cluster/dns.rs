@@ -20,8 +20,8 @@ use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{StoreError, connect};
 
 use super::detached;
+use super::runtime::runtime;
 use super::state::{self, LabState};
-use super::up::runtime;
 use crate::cni::tartan_bin_dir;
 
 pub const DOMAIN: &str = "cluster.local";

@@ -15,6 +15,7 @@ pub mod down;
 pub mod hostnets;
 pub mod kubelet;
 pub mod pod;
+pub mod runtime;
 pub mod services;
 pub mod state;
 pub mod status;

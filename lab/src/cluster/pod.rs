@@ -12,8 +12,8 @@ use tartan_api::store::StoreError;
 use tartan_api::store::connect;
 use tartan_api::store::typed::TypedStore;
 
+use super::runtime::runtime;
 use super::state::{self, LabState};
-use super::up::runtime;
 use super::{kubelet, services};
 use crate::cni::{Call, Runtime};
 use crate::netns::ip;

@@ -25,8 +25,8 @@ use tartan_api::Kind;
 use tartan_api::store::{Datastore, DynamicObject, connect};
 use tartan_controllers::services::{Ranges, complete, sync_slices};
 
+use super::runtime::runtime;
 use super::state::{self, LabState};
-use super::up::runtime;
 
 /// The lab's ranges.
 pub fn ranges(st: &LabState) -> Result<Ranges> {

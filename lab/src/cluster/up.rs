@@ -14,6 +14,7 @@ use tartan_api::store::{StoreError, connect};
 
 use super::detached;
 use super::hostnets;
+pub use super::runtime::runtime;
 use super::state::{self, DEFAULT_POOL, DEFAULT_POOL6, LabState, NodeState};
 use super::topology::*;
 use super::up_options::*;
@@ -30,13 +31,6 @@ pub use super::up_options::{
 
 fn free_port(host: Ipv4Addr) -> Result<u16> {
     Ok(TcpListener::bind((host, 0))?.local_addr()?.port())
-}
-
-/// A current-thread runtime for the datastore calls of one command.
-pub fn runtime() -> Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?)
 }
 
 pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {

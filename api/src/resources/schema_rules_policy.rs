@@ -1,0 +1,109 @@
+//! The CEL rules (`x-kubernetes-validations`) of the policy kinds'
+//! schemas: a rule's protocol, ports and ICMP fields that go together, and
+//! a spec's rules only for the directions it governs (see
+//! [`super::schema_rules`] for the field-level rules and the limits).
+
+use super::schema_rules::{family_cel, rule};
+use serde_json::{Value, json};
+
+/// CEL for "the rule's protocol, as a string" (`self.protocol` is an
+/// int-or-string).
+const PROTO: &str = "string(self.protocol)";
+
+/// CEL that is true when the rule's protocol (present) is `numbers` or
+/// `names` (lower case).
+fn protocol_is(numbers: &str, names: &str) -> String {
+    format!(
+        "({PROTO}.matches('^[0-9]+$') ? int({PROTO}) in {numbers} : {PROTO}.lowerAscii() in {names})"
+    )
+}
+
+/// The cross-field rules of a policy rule.
+pub fn policy_rule_rules() -> Vec<Value> {
+    let has_ports = protocol_is("[6, 17, 132, 136]", "['tcp', 'udp', 'sctp', 'udplite']");
+    let is_icmp = protocol_is("[1, 58]", "['icmp', 'icmpv6']");
+    let icmp4 = protocol_is("[1]", "['icmp']");
+    let mut out = Vec::new();
+    for end in ["source", "destination"] {
+        for ports in ["ports", "notPorts"] {
+            out.push(rule(
+                &format!(
+                    "!has(self.{end}) || !has(self.{end}.{ports}) || size(self.{end}.{ports}) == 0 || (has(self.protocol) && {has_ports})"
+                ),
+                &format!(
+                    "{end}.{ports}: ports need protocol TCP, UDP, SCTP or UDPLite in the same rule"
+                ),
+            ));
+        }
+    }
+    for icmp in ["icmp", "notICMP"] {
+        out.push(rule(
+            &format!("!has(self.{icmp}) || (has(self.protocol) && {is_icmp})"),
+            &format!("{icmp} needs protocol ICMP or ICMPv6"),
+        ));
+    }
+    out.push(rule(
+        &format!(
+            "!(has(self.icmp) || has(self.notICMP)) || !has(self.ipVersion) || !has(self.protocol) || !{is_icmp} || self.ipVersion == ({icmp4} ? 4 : 6)"
+        ),
+        "ipVersion: protocol ICMP is for IPv4 and ICMPv6 for IPv6",
+    ));
+    out.push(rule(
+        "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol).lowerAscii() != string(self.notProtocol).lowerAscii()",
+        "notProtocol is also the rule's protocol; the rule could never match",
+    ));
+    let fam = family_cel("n");
+    let nets_ok = |end: &str, list: &str| {
+        format!(
+            "(!has(self.{end}) || !has(self.{end}.{list}) || self.{end}.{list}.all(n, !(isIP(n) || isCIDR(n)) || {fam} == self.ipVersion))"
+        )
+    };
+    out.push(rule(
+        &format!(
+            "!has(self.ipVersion) || ({} && {} && {} && {})",
+            nets_ok("source", "nets"),
+            nets_ok("source", "notNets"),
+            nets_ok("destination", "nets"),
+            nets_ok("destination", "notNets"),
+        ),
+        "a net is not of the rule's ipVersion",
+    ));
+    out
+}
+
+/// The rules of a policy's spec: rules only for the directions it governs.
+pub fn policy_spec_rules() -> Vec<Value> {
+    ["Ingress", "Egress"]
+        .into_iter()
+        .map(|t| {
+            let list = t.to_ascii_lowercase();
+            rule(
+                &format!(
+                    "!has(self.types) || size(self.types) == 0 || !has(self.{list}) || size(self.{list}) == 0 || '{t}' in self.types"
+                ),
+                &format!(
+                    "{list}: rules are given but spec.types leaves out {t}, so they would never apply"
+                ),
+            )
+        })
+        .collect()
+}
+
+/// A policy's protocol: a name or a number 1 to 255.
+pub fn protocol_rules() -> Value {
+    json!([rule(
+        "type(self) == int ? (self >= 1 && self <= 255) : (string(self).lowerAscii() in ['tcp', 'udp', 'icmp', 'icmpv6', 'sctp', 'udplite'] || (string(self).matches('^[0-9]+$') && int(string(self)) >= 1 && int(string(self)) <= 255))",
+        "is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255",
+    )])
+}
+
+/// A policy's port: a number, a range `lo:hi` or a port name.
+pub fn port_rules() -> Value {
+    json!([rule(
+        "type(self) == int ? (self >= 1 && self <= 65535) \
+         : string(self).matches('^[0-9]+$') ? (int(string(self)) >= 1 && int(string(self)) <= 65535) \
+         : string(self).matches('^[0-9]+:[0-9]+$') ? (int(string(self).split(':')[0]) >= 1 && int(string(self).split(':')[1]) <= 65535 && int(string(self).split(':')[0]) <= int(string(self).split(':')[1])) \
+         : (size(string(self)) <= 15 && string(self).matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && string(self).matches('[a-z]') && !string(self).contains('--'))",
+        "is not a port; allowed a number 1 to 65535, a range such as \"8000:8080\" (lower first), or a port name (at most 15 lowercase letters, digits and '-')",
+    )])
+}
