@@ -4,7 +4,6 @@
 //! whether or not they existed), so a packet never sees half a ruleset.
 
 use std::borrow::Cow;
-use std::process::Command;
 
 use ipnet::IpNet;
 use nftables::expr::{Expression, NamedExpression, Payload, PayloadField, Prefix, SetItem};
@@ -112,10 +111,7 @@ pub fn apply(nat: &Nat) -> Result<(), DataplaneError> {
 /// Whether the IPv4 table is there (it goes missing if someone flushes the
 /// ruleset by hand).
 pub fn present() -> bool {
-    Command::new("nft")
-        .args(["list", "table", "ip", TABLE])
-        .output()
-        .is_ok_and(|o| o.status.success())
+    super::nft::table_present("ip", TABLE)
 }
 
 #[cfg(test)]

@@ -335,3 +335,11 @@ impl<T: Table> NftDriver<T> {
         Ok(Written::Full(started.elapsed()))
     }
 }
+
+/// Whether the kernel has table `family name` (asked of `nft`).
+pub fn table_present(family: &str, name: &str) -> bool {
+    std::process::Command::new("nft")
+        .args(["list", "table", family, name])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}

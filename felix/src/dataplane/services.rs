@@ -156,10 +156,7 @@ impl ServiceProxy {
 /// an earlier felix left: its NAT would still steer Service traffic, in
 /// front of kube-proxy's rules. Logged either way it goes.
 pub fn remove_left_table() {
-    let listed = std::process::Command::new("nft")
-        .args(["list", "table", "ip", TABLE])
-        .output();
-    if !listed.is_ok_and(|o| o.status.success()) {
+    if !super::nft::table_present("ip", TABLE) {
         return;
     }
     match std::process::Command::new("nft")
