@@ -54,6 +54,10 @@ const NOT_EXPRESSIBLE: &[(&str, &str)] = &[
         "selector grammar: an unclosed set that ends with a quoted value passes the approximation",
     ),
     (
+        "is not a regular expression",
+        "regular expressions: CEL cannot check that a string compiles as one",
+    ),
+    (
         "metadata.annotations[tartan.dev/bgp-ipv4-address]",
         "Node is Kubernetes' kind: Tartan's annotations on it have no CRD schema",
     ),

@@ -169,6 +169,22 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.nodeMeshPassword.secretKeyRef.key: \"pass word\" is not a Secret key",
         ),
         (
+            bgpconfig("{nodeAddressAutodetectionV4: {interface: eth0, firstFound: true}}"),
+            "spec.nodeAddressAutodetectionV4: 2 methods set; set exactly one of kubernetes, interface, skipInterface, canReach, cidrs, firstFound",
+        ),
+        (
+            bgpconfig("{nodeAddressAutodetectionV4: {interface: 'eth('}}"),
+            "spec.nodeAddressAutodetectionV4.interface: \"eth(\" is not a regular expression",
+        ),
+        (
+            bgpconfig("{nodeAddressAutodetectionV6: {canReach: 192.0.2.1}}"),
+            "spec.nodeAddressAutodetectionV6.canReach: 192.0.2.1 is not an IPv6 address",
+        ),
+        (
+            bgpconfig("{nodeAddressAutodetectionV4: {cidrs: ['fd00::/8']}}"),
+            "spec.nodeAddressAutodetectionV4.cidrs[0]: fd00::/8 is not an IPv4 network",
+        ),
+        (
             cluster("BGPConfiguration", "node.", "{listenPort: 1179}"),
             "metadata.name: a per-node BGPConfiguration is named node.<nodename>",
         ),
@@ -553,6 +569,14 @@ fn good_objects() -> Vec<String> {
             "{asNumber: 4200000000, nodeToNodeMeshEnabled: false, listenPort: 1179, serviceClusterIPs: [{cidr: 10.96.0.0/12}], serviceExternalIPs: [{cidr: 203.0.113.0/24}], serviceLoadBalancerIPs: [{cidr: 'fd00:1b::/112'}], communities: [{name: gold, value: '64512:100'}, {name: big, value: '4200000000:1:2'}], prefixAdvertisements: [{cidr: 10.244.0.0/16, communities: [gold, no-export, '65000:7']}], nodeMeshPassword: {secretKeyRef: {name: bgp-secrets, key: mesh.password}}, gracefulRestartTime: 2m}",
         ),
         cluster("BGPConfiguration", "node.worker-1", "{listenPort: 1179}"),
+        bgpconfig(
+            "{nodeAddressAutodetectionV4: {canReach: 192.0.2.1}, nodeAddressAutodetectionV6: {cidrs: ['fd00:1::/64']}}",
+        ),
+        cluster(
+            "BGPConfiguration",
+            "node.worker-2",
+            "{nodeAddressAutodetectionV4: {interface: 'eth[0-9]+|ens.*'}, nodeAddressAutodetectionV6: {kubernetes: NodeInternalIP}}",
+        ),
         peer("{peerIP: 192.0.2.1, asNumber: 65001}"),
         peer(
             "{nodeSelector: \"rack == 'r1'\", peerIP: '[2001:db8::1]:1179', asNumber: 65001, password: {secretKeyRef: {name: bgp, key: tor}}, ttlSecurity: 1, nextHopMode: Self, maxRestartTime: 300s, filters: [export-only], sourceAddress: None}",

@@ -163,6 +163,12 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("datastore {spec}"))?;
     info!(node = %node, datastore = %spec, "configuration from the datastore");
+    // The node's BGP addresses, if its Node lacks them; the follower
+    // rebuilds when the annotations arrive.
+    let detector = tokio::spawn({
+        let (store, node) = (store.clone(), node.clone());
+        async move { tartan_bgpd::datastore::autodetect::run(&*store, &node).await }
+    });
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
     let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(
         store.clone(),
@@ -175,6 +181,7 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
     };
     let r = run(args, first, Some(rx), &health.0, Some((store, node))).await;
     follower.abort();
+    detector.abort();
     health.stop();
     r
 }

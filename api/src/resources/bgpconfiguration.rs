@@ -6,6 +6,7 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::autodetect::{AddressAutodetection, Family};
 use super::common::{
     Problem, Problems, SecretSource, check_as_number, check_duration, dns_subdomain, parse_network,
 };
@@ -41,7 +42,7 @@ pub use super::limits::MAX_RESTART_SECONDS;
 #[schemars(extend("x-kubernetes-validations" = [{
     "rule": prefix_communities_rule(),
     "message": "prefixAdvertisements: a community is neither a name from spec.communities nor a community value (AA:NN, A:B:C, no-export, no-advertise, no-export-subconfed, no-peer)"
-}]))]
+}, autodetect_family_rule("V4", 4), autodetect_family_rule("V6", 6)]))]
 pub struct BgpConfigurationSpec {
     /// The AS number of nodes that do not set their own. Default 64512.
     /// Allowed 1 to 4294967295 except 23456 (AS_TRANS).
@@ -106,6 +107,24 @@ pub struct BgpConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub node_mesh_bfd: Option<super::bfd::BfdSpec>,
+    /// How a node finds its IPv4 BGP address when its Node has no
+    /// `tartan.dev/bgp-ipv4-address` annotation. Default: the Node's
+    /// InternalIP. Setting it re-detects (and rewrites the annotation) at
+    /// every start of the node's bgpd.
+    #[serde(
+        default,
+        rename = "nodeAddressAutodetectionV4",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub node_address_autodetection_v4: Option<AddressAutodetection>,
+    /// The same for IPv6 (`tartan.dev/bgp-ipv6-address`). Default: the
+    /// Node's IPv6 InternalIP, if it has one.
+    #[serde(
+        default,
+        rename = "nodeAddressAutodetectionV6",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub node_address_autodetection_v6: Option<AddressAutodetection>,
 }
 
 /// A range of service addresses.
@@ -150,6 +169,18 @@ fn prefix_communities_rule() -> String {
         "!has(self.prefixAdvertisements) || self.prefixAdvertisements.all(a, !has(a.communities) || a.communities.all(c, (has(self.communities) && self.communities.exists(n, n.name == c)) || {}))",
         schema_rules::community_cel("c")
     )
+}
+
+/// The CEL rule that an autodetection method's `canReach` and `cidrs` are
+/// of the family it detects.
+fn autodetect_family_rule(v: &str, family: u8) -> serde_json::Value {
+    let m = format!("self.nodeAddressAutodetection{v}");
+    serde_json::json!({
+        "rule": format!(
+            "!has({m}) || ((!has({m}.canReach) || !isIP({m}.canReach) || ip({m}.canReach).family() == {family}) && (!has({m}.cidrs) || {m}.cidrs.all(c, !isCIDR(c) || cidr(c).ip().family() == {family})))"
+        ),
+        "message": format!("nodeAddressAutodetection{v}: canReach and cidrs must be IPv{family}"),
+    })
 }
 
 /// Which object a BGPConfiguration name stands for.
@@ -228,6 +259,14 @@ impl BgpConfigurationSpec {
                 .node_mesh_bfd
                 .clone()
                 .or_else(|| self.node_mesh_bfd.clone()),
+            node_address_autodetection_v4: node
+                .node_address_autodetection_v4
+                .clone()
+                .or_else(|| self.node_address_autodetection_v4.clone()),
+            node_address_autodetection_v6: node
+                .node_address_autodetection_v6
+                .clone()
+                .or_else(|| self.node_address_autodetection_v6.clone()),
         }
     }
 
@@ -290,6 +329,12 @@ impl BgpConfigurationSpec {
         }
         if let Some(b) = &self.node_mesh_bfd {
             b.check("spec.nodeMeshBFD", &mut p);
+        }
+        if let Some(a) = &self.node_address_autodetection_v4 {
+            a.check("spec.nodeAddressAutodetectionV4", Family::V4, &mut p);
+        }
+        if let Some(a) = &self.node_address_autodetection_v6 {
+            a.check("spec.nodeAddressAutodetectionV6", Family::V6, &mut p);
         }
         p.0
     }

@@ -5,6 +5,7 @@
 //! parsing. Defaults are written in each field's documentation (which
 //! becomes the CRD's description).
 
+pub mod autodetect;
 pub mod bfd;
 pub mod bgpconfiguration;
 pub mod bgpfilter;

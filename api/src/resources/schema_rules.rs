@@ -123,6 +123,11 @@ pub(crate) fn network_or_address_list(s: &mut Schema) {
     items(s, NETS_MAX, network_or_address);
 }
 
+/// A list of networks.
+pub(crate) fn network_list(s: &mut Schema) {
+    items(s, NETS_MAX, network);
+}
+
 /// A list of host networks (/32 or /128).
 pub(crate) fn host_network_list(s: &mut Schema) {
     items(s, LIST_MAX, |item| {

@@ -6,6 +6,7 @@
 //! node's BGPNodeStatus report (`publish`, from `report`).
 
 mod announce;
+pub mod autodetect;
 pub mod build;
 pub mod follow;
 mod nodes;

@@ -47,6 +47,7 @@
 //! [`Kernel`] is the direct netlink handle; [`KernelSync`] is the background
 //! task the RIB feeds. Both work inside a network namespace when the socket
 //! is opened on a thread that has entered it.
+mod addresses;
 mod diff;
 mod error;
 mod message;

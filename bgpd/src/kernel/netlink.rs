@@ -14,7 +14,7 @@ use tracing::debug;
 /// network namespace of the thread that opened it.
 #[derive(Debug)]
 pub struct Kernel {
-    handle: rtnetlink::Handle,
+    pub(super) handle: rtnetlink::Handle,
     conn: tokio::task::JoinHandle<()>,
 }
 

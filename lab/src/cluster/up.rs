@@ -271,16 +271,26 @@ fn build(
         {
             nip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
         }
-        let mut annotations = json!({
-            "tartan.dev/bgp-ipv4-address": format!("{address}/{}", net.prefix_len())
-        });
+        // As a kubelet registers it: the node's addresses in its status and
+        // no BGP address annotation; bgpd detects and writes those.
+        let mut annotations = json!({});
+        let mut addresses = vec![json!({"type": "InternalIP", "address": address.to_string()})];
         if o.dual_stack {
             // The IPv4 subnet's third octet keeps labs' IPv6 subnets apart.
-            let v6 = format!("fd00:213:{}::{i}/64", subnet.network().octets()[2]);
+            let v6 = format!("fd00:213:{}::{i}", subnet.network().octets()[2]);
             // nodad: bgpd binds the address at once.
-            nip(&["-6", "addr", "add", &v6, "dev", "eth0", "nodad"])?;
-            annotations["tartan.dev/bgp-ipv6-address"] = json!(v6);
+            nip(&[
+                "-6",
+                "addr",
+                "add",
+                &format!("{v6}/64"),
+                "dev",
+                "eth0",
+                "nodad",
+            ])?;
+            addresses.push(json!({"type": "InternalIP", "address": v6}));
         }
+        addresses.push(json!({"type": "Hostname", "address": node}));
         if is_reflector(o, i) {
             annotations["tartan.dev/route-reflector-cluster-id"] = json!(RR_CLUSTER_ID);
         }
@@ -294,7 +304,8 @@ fn build(
                 "name": node,
                 "labels": {"kubernetes.io/hostname": node},
                 "annotations": annotations
-            }
+            },
+            "status": {"addresses": addresses}
         }))?;
         rt.block_on(store.create_typed(&n))
             .with_context(|| format!("create Node {node}"))?;

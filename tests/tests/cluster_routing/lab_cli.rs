@@ -41,6 +41,27 @@ fn up_pods_exec_status_down() {
         assert_eq!(n["felix"], true);
     }
     assert_eq!(status["pods"].as_array().unwrap().len(), 3);
+    // The lab registers Nodes as a kubelet does: an InternalIP and no BGP
+    // address annotation. Each bgpd detected its address and wrote it back.
+    for n in ["node-1", "node-2", "node-3"] {
+        let node: serde_json::Value =
+            serde_json::from_str(&lab.ok(&["ctl", "get", "node", n, "-o", "json"])).unwrap();
+        let internal = node["status"]["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["type"] == "InternalIP")
+            .and_then(|a| a["address"].as_str())
+            .unwrap_or_else(|| panic!("{n} has no InternalIP: {node}"))
+            .to_string();
+        let written = node["metadata"]["annotations"]["tartan.dev/bgp-ipv4-address"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{n}: no address annotation written: {node}"));
+        assert!(
+            written.starts_with(&format!("{internal}/")),
+            "{n}: {written} is not {internal} with a prefix"
+        );
+    }
     // The Namespace carries the label the API server would give it.
     let ns = lab.ok(&["ctl", "get", "namespace", "other", "-o", "json"]);
     assert!(
