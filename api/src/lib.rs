@@ -10,6 +10,7 @@
 //! - [`examples`]: a valid object of every kind.
 //! - [`bgp`]: wire types of bgpd's control API.
 pub mod bgp;
+pub mod build_info;
 pub mod examples;
 pub mod kind;
 pub mod logging;

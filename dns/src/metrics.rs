@@ -44,7 +44,9 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        let mut registry = Registry::with_prefix("tartan_dns");
+        let mut root = Registry::default();
+        tartan_api::build_info::register(&mut root, "tartan-dns");
+        let registry = root.sub_registry_with_prefix("tartan_dns");
         let m = Metrics {
             registry: Registry::default(),
             queries: Family::default(),
@@ -104,7 +106,10 @@ impl Metrics {
             "EndpointSlices held",
             m.endpoint_slices.clone(),
         );
-        Metrics { registry, ..m }
+        Metrics {
+            registry: root,
+            ..m
+        }
     }
 
     /// The OpenMetrics text.

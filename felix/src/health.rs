@@ -84,6 +84,7 @@ impl Health {
             proxy_synced_unix_ms: AtomicI64::new(-1),
         };
         h.ipip_supported.set(-1);
+        tartan_api::build_info::register(&mut root, "tartan-felix");
         root.register(
             "tartan_felix_unreadable_objects",
             "Objects felix watches that do not read as their kind (a policy among them isolates what it would govern), by kind",

@@ -10,6 +10,7 @@ pub mod faults;
 pub mod felix;
 pub mod gate;
 pub mod lab;
+pub mod metric_names;
 pub mod netpol;
 pub mod peering;
 pub mod services;

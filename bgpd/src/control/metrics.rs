@@ -133,6 +133,7 @@ impl Metrics {
     // Counters get `_total` appended by the encoder.
     fn register(mut self) -> Metrics {
         let r = &mut self.registry;
+        tartan_api::build_info::register(r, "tartan-bgpd");
         r.register(
             "tartan_bgp_peer_state",
             "BGP session state (1 Idle, 2 Connect, 3 Active, 4 OpenSent, 5 OpenConfirm, 6 Established)",

@@ -15,4 +15,5 @@ mod lab_cli;
 mod lab_dualstack;
 mod lab_rr;
 mod lab_tor;
+mod metrics_conventions;
 mod node_status;
