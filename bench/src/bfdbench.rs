@@ -22,14 +22,48 @@ pub struct BfdBenchOptions {
     /// BFD interval of the CPU run (both sides, multiplier 3).
     pub cpu_interval_ms: u32,
     pub cpu_seconds: u64,
+    /// Consecutive CPU windows of `cpu_seconds` on the same speakers (the
+    /// median is the figure).
+    pub cpu_runs: usize,
 }
 
 #[derive(Debug, Clone)]
 pub struct BfdBenchResults {
     /// Cut → route gone from the kernel, one per cut.
     pub detection: Vec<Duration>,
-    /// CPU of the measured tartan-bgpd, percent of one core.
-    pub cpu_percent: f64,
+    /// CPU of the measured tartan-bgpd, percent of one core, one per window.
+    pub cpu_percent: Vec<f64>,
+    /// Its threads' voluntary context switches (sleeps, i.e. wakeups) a
+    /// second, one per window.
+    pub wakeups: Vec<f64>,
+}
+
+/// One window of the CPU run.
+struct Sample {
+    ticks: u64,
+    switches: u64,
+    at: Instant,
+}
+
+/// User + system ticks of the process and the voluntary context switches
+/// of all its threads.
+fn sample(pid: u32) -> Result<Sample> {
+    let at = Instant::now();
+    let ticks = cpu_ticks(pid)?;
+    let mut switches = 0;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let status = std::fs::read_to_string(t?.path().join("status")).unwrap_or_default();
+        switches += status
+            .lines()
+            .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    Ok(Sample {
+        ticks,
+        switches,
+        at,
+    })
 }
 
 /// Drop every packet in and out of `ns` (`on`), or stop dropping; the
@@ -125,7 +159,7 @@ fn cpu_ticks(pid: u32) -> Result<u64> {
     Ok(utime + stime)
 }
 
-fn cpu(o: &BfdBenchOptions, log: &impl Fn(&str)) -> Result<f64> {
+fn cpu(o: &BfdBenchOptions, log: &impl Fn(&str)) -> Result<(Vec<f64>, Vec<f64>)> {
     let p = Pair::with_subnet("bfdc", 45)?;
     let subnet = 77;
     let a_addrs = add_addresses(&p.a, p.a_if(), 0, o.sessions, subnet)?;
@@ -181,27 +215,46 @@ fn cpu(o: &BfdBenchOptions, log: &impl Fn(&str)) -> Result<f64> {
     std::thread::sleep(Duration::from_secs(2));
     let pid = ta.daemon().pid();
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let t0 = Instant::now();
-    let c0 = cpu_ticks(pid)?;
-    std::thread::sleep(Duration::from_secs(o.cpu_seconds));
-    let c1 = cpu_ticks(pid)?;
-    let secs = t0.elapsed().as_secs_f64();
-    let still = up(&ta);
-    if still != o.sessions {
-        bail!(
-            "only {still} of {} sessions stayed up during the measurement",
-            o.sessions
-        );
+    let (mut cpu, mut wakeups) = (Vec::new(), Vec::new());
+    let mut s0 = sample(pid)?;
+    for _ in 0..o.cpu_runs {
+        std::thread::sleep(Duration::from_secs(o.cpu_seconds));
+        let s1 = sample(pid)?;
+        let secs = (s1.at - s0.at).as_secs_f64();
+        let still = up(&ta);
+        if still != o.sessions {
+            let log = ta.log();
+            let changes: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("BFD session state changed"))
+                .collect();
+            bail!(
+                "only {still} of {} sessions stayed up during the measurement; the last changes:\n{}",
+                o.sessions,
+                changes[changes.len().saturating_sub(10)..].join("\n")
+            );
+        }
+        let c = (s1.ticks - s0.ticks) as f64 / hz / secs * 100.0;
+        let w = (s1.switches - s0.switches) as f64 / secs;
+        log(&format!("CPU {c:.1} % of a core, {w:.0} wakeups/s"));
+        cpu.push(c);
+        wakeups.push(w);
+        s0 = s1;
     }
-    Ok((c1 - c0) as f64 / hz / secs * 100.0)
+    Ok((cpu, wakeups))
 }
 
 pub fn run_bfd(o: &BfdBenchOptions, log: impl Fn(&str)) -> Result<BfdBenchResults> {
-    let detection = detection(o, &log)?;
-    let cpu_percent = cpu(o, &log)?;
+    let detection = if o.cuts == 0 {
+        Vec::new()
+    } else {
+        detection(o, &log)?
+    };
+    let (cpu_percent, wakeups) = cpu(o, &log)?;
     Ok(BfdBenchResults {
         detection,
         cpu_percent,
+        wakeups,
     })
 }
 
@@ -213,6 +266,17 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[idx]
 }
 
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 pub fn render_markdown(env: &str, o: &BfdBenchOptions, r: &BfdBenchResults) -> String {
     let mut d = r.detection.clone();
     d.sort();
@@ -220,35 +284,52 @@ pub fn render_markdown(env: &str, o: &BfdBenchOptions, r: &BfdBenchResults) -> S
     let bound = Duration::from_millis(u64::from(o.cut_interval_ms) * 3 + 100);
     let mut s = String::from("# BFD: failure detection and CPU\n\n");
     s.push_str(env);
-    let _ = writeln!(
-        s,
-        "\n## Cut path → route out of the kernel\n\n\
-         tartan-bgpd with BFD at {i} ms × 3 against FRR (bgpd + bfdd, same timers); \
-         hold time 90 s, so only BFD can explain a fast removal. Each cut drops every \
-         packet in and out of tartan-bgpd's namespace (nftables); the time is from \
-         the start of the `nft` command that cuts (its few milliseconds included) to the route's absence from `ip route` (polled every 2 ms). The detection time runs from the last packet received, which came 0–100 ms before the cut, so the expected range is 200–300 ms plus the withdrawal.\n\n\
-         | cuts | min | p50 | p99 | max | goal (3 × interval + 100 ms) |\n|---|---|---|---|---|---|\n\
-         | {n} | {min} | {p50} | {p99} | {max} | {goal} |",
-        i = o.cut_interval_ms,
-        n = d.len(),
-        min = ms(d.first().copied().unwrap_or_default()),
-        p50 = ms(percentile(&d, 0.5)),
-        p99 = ms(percentile(&d, 0.99)),
-        max = ms(d.last().copied().unwrap_or_default()),
-        goal = ms(bound),
-    );
+    if !d.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Cut path → route out of the kernel\n\n\
+             tartan-bgpd with BFD at {i} ms × 3 against FRR (bgpd + bfdd, same timers); \
+             hold time 90 s, so only BFD can explain a fast removal. Each cut drops every \
+             packet in and out of tartan-bgpd's namespace (nftables); the time is from \
+             the start of the `nft` command that cuts (its few milliseconds included) to the route's absence from `ip route` (polled every 2 ms). The detection time runs from the last packet received, which came 0–{i} ms before the cut, so the expected range is {lo}–{hi} ms plus the withdrawal.\n\n\
+             | cuts | min | p50 | p99 | max | goal (3 × interval + 100 ms) |\n|---|---|---|---|---|---|\n\
+             | {n} | {min} | {p50} | {p99} | {max} | {goal} |",
+            i = o.cut_interval_ms,
+            lo = o.cut_interval_ms * 2,
+            hi = o.cut_interval_ms * 3,
+            n = d.len(),
+            min = ms(d.first().copied().unwrap_or_default()),
+            p50 = ms(percentile(&d, 0.5)),
+            p99 = ms(percentile(&d, 0.99)),
+            max = ms(d.last().copied().unwrap_or_default()),
+            goal = ms(bound),
+        );
+        let all: Vec<String> = r.detection.iter().map(|x| ms(*x)).collect();
+        let _ = writeln!(s, "\nEach cut in order: {}.", all.join(", "));
+    }
+    let runs: Vec<String> = r
+        .cpu_percent
+        .iter()
+        .zip(&r.wakeups)
+        .map(|(c, w)| format!("{c:.1} % ({w:.0}/s)"))
+        .collect();
     let _ = writeln!(
         s,
         "\n## CPU with {n} sessions at {i} ms × 3\n\n\
          Two tartan-bgpd speakers, {n} neighbors each (one address pair per session), \
-         BFD at {i} ms both ways; CPU of one speaker over {t} s from /proc (user + \
-         system), after every session was Up at the fast rate.\n\n\
-         | sessions | interval | CPU (% of one core) | goal |\n|---|---|---|---|\n\
-         | {n} | {i} ms | {cpu:.1} % | < 5 % |",
+         BFD at {i} ms both ways; CPU of one speaker from /proc (user + system) in \
+         {k} consecutive windows of {t} s after every session was Up at the fast rate, \
+         and its threads' voluntary context switches (wakeups) a second.\n\n\
+         | sessions | interval | CPU (% of one core), median | wakeups/s, median | goal |\n|---|---|---|---|---|\n\
+         | {n} | {i} ms | {cpu:.1} % | {w:.0} | < 5 % |\n\n\
+         Each window: {runs}.",
         n = o.sessions,
         i = o.cpu_interval_ms,
+        k = r.cpu_percent.len(),
         t = o.cpu_seconds,
-        cpu = r.cpu_percent,
+        cpu = median(&r.cpu_percent),
+        w = median(&r.wakeups),
+        runs = runs.join(", "),
     );
     s
 }

@@ -48,6 +48,7 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct BfdArgs {
+    /// Cuts timed against FRR (0: the CPU run alone).
     #[arg(long, default_value_t = 20)]
     cuts: usize,
     /// BFD interval of the cut runs, milliseconds (multiplier 3).
@@ -60,6 +61,9 @@ struct BfdArgs {
     cpu_interval_ms: u32,
     #[arg(long, default_value_t = 10)]
     cpu_seconds: u64,
+    /// CPU windows of --cpu-seconds each (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    cpu_runs: usize,
     /// Write the Markdown results here (also printed).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -430,11 +434,13 @@ fn dns(a: DnsArgs) -> Result<()> {
 fn bfd(a: BfdArgs) -> Result<()> {
     use tartan_bench::bfdbench::{BfdBenchOptions, render_markdown, run_bfd};
     let opts = BfdBenchOptions {
-        cuts: a.cuts.max(1),
+        // 0 cuts: the CPU run alone.
+        cuts: a.cuts,
         cut_interval_ms: a.cut_interval_ms.max(10),
         sessions: a.sessions.max(1),
         cpu_interval_ms: a.cpu_interval_ms.max(10),
         cpu_seconds: a.cpu_seconds.max(1),
+        cpu_runs: a.cpu_runs.max(1),
     };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut env = Environment::detect(command);

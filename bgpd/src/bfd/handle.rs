@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::packet::{Diag, State};
+use super::queue::QueueSender;
 use super::session::{Session, SessionConfig};
 
 /// A session as its clients, the control API and metrics see it.
@@ -59,7 +60,7 @@ pub(super) enum Command {
 /// The runtime's handle; cheap to clone.
 #[derive(Clone)]
 pub struct BfdHandle {
-    pub(super) commands: mpsc::UnboundedSender<Command>,
+    pub(super) commands: QueueSender<Command>,
     pub(super) next_client: Arc<AtomicU64>,
 }
 
@@ -79,7 +80,7 @@ impl BfdHandle {
             config,
         };
         let (tx, rx) = watch::channel(initial);
-        let _ = self.commands.send(Command::Add {
+        self.commands.send(Command::Add {
             client,
             peer: peer.to_canonical(),
             local,
@@ -99,7 +100,7 @@ impl BfdHandle {
 pub struct BfdClient {
     pub status: watch::Receiver<BfdStatus>,
     client: u64,
-    commands: mpsc::UnboundedSender<Command>,
+    commands: QueueSender<Command>,
     _detached: Option<watch::Sender<BfdStatus>>,
 }
 
@@ -116,7 +117,7 @@ impl BfdClient {
             detection_time: None,
             config,
         });
-        let (commands, _) = mpsc::unbounded_channel();
+        let commands = QueueSender::detached();
         BfdClient {
             status: rx,
             client: 0,
@@ -138,7 +139,7 @@ impl BfdClient {
 
 impl Drop for BfdClient {
     fn drop(&mut self) {
-        let _ = self.commands.send(Command::Remove {
+        self.commands.send(Command::Remove {
             client: self.client,
         });
     }

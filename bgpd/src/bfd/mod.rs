@@ -3,6 +3,7 @@
 //! (RFC 5881) and what BGP needs from it as a client (RFC 5882).
 mod handle;
 pub mod packet;
+mod queue;
 mod runtime;
 pub mod session;
 pub mod socket;

@@ -1,24 +1,40 @@
-//! The BFD runtime: one task owns every session, both receiving sockets and
-//! a deadline per session (the earliest one wakes it). Packets are matched
-//! to sessions by Your Discriminator, or by the source address while the
-//! peer does not know ours yet (RFC 5880 section 6.8.6, RFC 5881 section 3).
+//! The BFD runtime: one thread owns every session, both receiving sockets
+//! and a deadline per session, and sleeps in poll(2) until the earliest
+//! deadline, a packet or a command. Each wakeup serves everything at once:
+//! every queued command, every datagram waiting (read until none is left),
+//! every session whose deadline has come. While some deadline is at most
+//! [`RECEIVE_HOLD`] away the sockets are not polled: a packet arriving then
+//! waits for that wakeup, so that many fast sessions cost one wakeup per
+//! millisecond with something due rather than one per packet. Packets are
+//! matched to sessions by Your Discriminator, or by the source address while
+//! the peer does not know ours yet (RFC 5880 section 6.8.6, RFC 5881
+//! section 3).
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, UdpSocket};
+use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use tokio::io::Interest;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::handle::{BfdHandle, BfdStatus, Command};
 use super::packet::{ControlPacket, State};
+use super::queue::{QueueReceiver, queue};
 use super::session::{Session, Transition};
 use super::socket::{self, GTSM_TTL};
 use crate::control::BfdMetrics;
+
+/// The longest a received packet waits for the next deadline's wakeup
+/// instead of waking the thread itself. A few milliseconds against
+/// detection times of tens of milliseconds and more.
+pub const RECEIVE_HOLD: Duration = Duration::from_millis(2);
+/// The most datagrams read from one socket in one wakeup, so that a flood
+/// cannot hold the timers back.
+const RECEIVE_BATCH: usize = 256;
 
 /// Where the runtime listens and sends; the ports differ from the RFC's
 /// only in tests.
@@ -56,7 +72,7 @@ struct Runtime {
 }
 
 /// Start the runtime: binds port 3784 for IPv4 (required) and IPv6 (when
-/// the host has IPv6) and spawns its task.
+/// the host has IPv6) and starts its thread.
 pub fn spawn(
     options: RuntimeOptions,
     metrics: Option<Arc<crate::control::Metrics>>,
@@ -74,7 +90,7 @@ pub fn spawn(
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0x5eed)
         ^ u64::from(std::process::id()) << 32;
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = queue()?;
     let rt = Runtime {
         sessions: HashMap::new(),
         by_peer: HashMap::new(),
@@ -83,62 +99,45 @@ pub fn spawn(
         port: options.port,
         metrics,
     };
-    // Its own thread with a single-threaded runtime: the many small wakeups
-    // of fast sessions then cost no hand-offs between the daemon's workers.
-    let built = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    // Its own thread, blocking in poll(2): BGP work never delays a BFD
+    // packet, and the many small wakeups of fast sessions cost no runtime.
     std::thread::Builder::new()
         .name("tartan-bfd".into())
-        .spawn(move || {
-            built.block_on(async move {
-                let rx4 = match tokio::net::UdpSocket::from_std(rx4) {
-                    Ok(s) => s,
-                    Err(e) => {
-                        warn!(error = %e, "BFD socket unusable; sessions with BFD stay down");
-                        return;
-                    }
-                };
-                let rx6 = rx6.and_then(|s| tokio::net::UdpSocket::from_std(s).ok());
-                rt.run(rx, rx4, rx6).await
-            })
-        })?;
+        .spawn(move || rt.run(rx, rx4, rx6))?;
     Ok(BfdHandle {
         commands: tx,
         next_client: Arc::new(AtomicU64::new(1)),
     })
 }
 
-async fn readable(sock: &Option<tokio::net::UdpSocket>) -> io::Result<()> {
-    match sock {
-        Some(s) => s.readable().await,
-        None => std::future::pending().await,
-    }
-}
-
 impl Runtime {
-    async fn run(
-        mut self,
-        mut commands: mpsc::UnboundedReceiver<Command>,
-        rx4: tokio::net::UdpSocket,
-        rx6: Option<tokio::net::UdpSocket>,
-    ) {
-        let rx4 = Some(rx4);
+    fn run(mut self, commands: QueueReceiver<Command>, rx4: UdpSocket, rx6: Option<UdpSocket>) {
         let mut buf = [0u8; 512];
         loop {
+            let now = Instant::now();
             let deadline = self
                 .sessions
                 .values()
                 .filter_map(|e| e.session.next_deadline())
                 .min();
-            tokio::select! {
-                _ = sleep_until_opt(deadline) => {}
-                r = readable(&rx4) => if r.is_ok() { self.drain(rx4.as_ref(), &mut buf) },
-                r = readable(&rx6) => if r.is_ok() { self.drain(rx6.as_ref(), &mut buf) },
-                c = commands.recv() => match c {
-                    Some(c) => self.command(c),
-                    None => break,
-                },
+            let mut fds = vec![commands.fd()];
+            if deadline.is_none_or(|d| d > now + RECEIVE_HOLD) {
+                fds.push(rx4.as_fd());
+                fds.extend(rx6.as_ref().map(|s| s.as_fd()));
+            }
+            let timeout = deadline.map(|d| d.saturating_duration_since(now));
+            if let Err(e) = socket::wait(&fds, timeout) {
+                warn!(error = %e, "BFD wait failed");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if !commands.drain(|c| self.command(c)) {
+                break;
+            }
+            // Packets before timers: one that came in time must not be
+            // taken for a missed one.
+            self.drain(&rx4, &mut buf);
+            if let Some(s) = &rx6 {
+                self.drain(s, &mut buf);
             }
             self.tick(Instant::now());
         }
@@ -149,10 +148,9 @@ impl Runtime {
         }
     }
 
-    fn drain(&mut self, sock: Option<&tokio::net::UdpSocket>, buf: &mut [u8]) {
-        let Some(sock) = sock else { return };
-        loop {
-            match sock.try_io(Interest::READABLE, || socket::recv(sock, buf)) {
+    fn drain(&mut self, sock: &UdpSocket, buf: &mut [u8]) {
+        for _ in 0..RECEIVE_BATCH {
+            match socket::recv(sock, buf) {
                 Ok(r) => {
                     if r.ttl != Some(GTSM_TTL) {
                         debug!(from = %r.from, ttl = ?r.ttl, "BFD packet dropped: TTL is not 255 (RFC 5881 5)");
@@ -346,12 +344,5 @@ fn state_code(s: State) -> i64 {
         State::Down => 1,
         State::Init => 2,
         State::Up => 3,
-    }
-}
-
-async fn sleep_until_opt(t: Option<Instant>) {
-    match t {
-        Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
-        None => std::future::pending().await,
     }
 }

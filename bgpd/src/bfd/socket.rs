@@ -1,12 +1,14 @@
 //! The UDP sockets of single-hop BFD (RFC 5881): one receiving socket per
 //! address family on port 3784 that reports each packet's TTL (hop limit),
 //! and one sending socket per session from a source port in 49152–65535 with
-//! TTL 255.
+//! TTL 255; and the runtime's wait for any of its descriptors.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::time::Duration;
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::socket::{self, ControlMessageOwned, MsgFlags, SockaddrStorage, sockopt};
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -50,7 +52,7 @@ pub struct Received {
 }
 
 /// Receive one datagram without blocking (`WouldBlock` when there is none).
-pub fn recv(sock: &tokio::net::UdpSocket, buf: &mut [u8]) -> io::Result<Received> {
+pub fn recv(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received> {
     let mut iov = [io::IoSliceMut::new(buf)];
     let mut cmsg = nix::cmsg_space!(libc::c_int, libc::c_int);
     let msg = socket::recvmsg::<SockaddrStorage>(
@@ -122,4 +124,25 @@ pub fn bind_sender(
         }
     }
     Err(last)
+}
+
+/// Sleep until one of `fds` is readable (or hung up) or `timeout` passes
+/// (rounded up to the millisecond, so the wakeup is never early; None:
+/// no timeout). An interrupted wait returns as a wakeup.
+pub fn wait(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> io::Result<()> {
+    let mut polled: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|fd| PollFd::new(*fd, PollFlags::POLLIN))
+        .collect();
+    let timeout = match timeout {
+        None => PollTimeout::NONE,
+        Some(t) => {
+            let ms = t.as_micros().div_ceil(1000);
+            PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
+        }
+    };
+    match poll(&mut polled, timeout) {
+        Ok(_) | Err(nix::errno::Errno::EINTR) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
