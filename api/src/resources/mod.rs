@@ -15,6 +15,7 @@ pub mod crd;
 pub mod ipam;
 pub mod ippool;
 pub mod ipreservation;
+pub mod lbpool;
 pub mod limits;
 pub mod node;
 pub mod nodestatus;
@@ -36,6 +37,7 @@ pub use ipam::{
 };
 pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};
+pub use lbpool::{LoadBalancerIpPool, LoadBalancerIpPoolSpec};
 pub use node::NodeBgp;
 pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
@@ -65,4 +67,5 @@ tartan_resource!(
     BlockAffinity => BlockAffinity,
     WorkloadEndpoint => WorkloadEndpoint,
     BgpNodeStatus => BgpNodeStatus,
+    LoadBalancerIpPool => LoadBalancerIpPool,
 );
