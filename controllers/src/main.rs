@@ -115,11 +115,22 @@ fn main() -> Result<()> {
             name: cli.lease_name.clone(),
             candidate: Candidate::new(&id, timing),
         };
-        tokio::spawn(lease::run(elector, tx));
+        let election = tokio::spawn(lease::run(elector, tx));
         let gc = Collector::new(cli.ipam_gc_grace.min(i64::MAX as u64) as i64);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            _ = daemon::run(store, rx, metrics, intervals, gc) => {}
+            _ = daemon::run(store.clone(), rx, metrics, intervals, gc) => {}
             r = tokio::signal::ctrl_c() => { r?; info!("interrupted; stopping"); }
+            _ = term.recv() => info!("terminated; stopping"),
+        }
+        // The controllers stopped with the select; the election stops
+        // before the Lease is given up, so nothing renews it after.
+        election.abort();
+        let _ = election.await;
+        match lease::release(&*store, &cli.lease_namespace, &cli.lease_name, &id).await {
+            Ok(true) => info!("gave up the Lease"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "could not give up the Lease; another replica takes it when it expires"),
         }
         Ok(())
     })

@@ -133,3 +133,24 @@ pub async fn run(mut e: Elector, leading: watch::Sender<bool>) {
         }
     }
 }
+
+/// Give the Lease up on purpose (a replica shutting down): when `id`
+/// holds it, write it with no holder, so that another takes it at its
+/// next round instead of after the lease duration. Whether it was held.
+/// The caller stops acting first.
+pub async fn release(
+    store: &dyn Datastore,
+    namespace: &str,
+    name: &str,
+    id: &str,
+) -> Result<bool, StoreError> {
+    let mut lease: Lease = store.get_typed(Some(namespace), name).await?;
+    let spec = lease.spec.get_or_insert_with(Default::default);
+    if spec.holder_identity.as_deref() != Some(id) {
+        return Ok(false);
+    }
+    spec.holder_identity = None;
+    spec.lease_duration_seconds = Some(1);
+    store.update_typed(&lease).await?;
+    Ok(true)
+}

@@ -14,6 +14,8 @@
 //!   duration) after its last successful renewal began; a renewal that
 //!   fails (refused, lost to another writer, or not done in time) ends its
 //!   leadership at once.
+//! - A replica that shuts down stops acting, then [`release`]s the Lease
+//!   (no holder), and another takes it at its next round.
 //!
 //! [`Candidate`] is the pure part: the Lease as read and the time in, what
 //! to write out; [`elect`] runs it against a store.
@@ -24,4 +26,4 @@ pub mod elect;
 mod tests;
 
 pub use candidate::{Candidate, Plan, Timing};
-pub use elect::{Elector, run};
+pub use elect::{Elector, release, run};

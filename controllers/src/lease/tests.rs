@@ -204,3 +204,34 @@ fn two_candidates_never_both_lead() {
         assert!(handovers > 0, "seed {seed}: pauses hand the lease over");
     }
 }
+
+#[tokio::test]
+async fn a_released_lease_is_taken_at_the_next_round() {
+    use std::sync::Arc;
+
+    use super::elect::{Elector, Round, release};
+
+    let store: Arc<dyn tartan_api::store::Datastore> =
+        tartan_api::store::connect("memory", None).await.unwrap();
+    let elector = |id: &str| Elector {
+        store: store.clone(),
+        namespace: "tartan-system".into(),
+        name: "tartan-controllers".into(),
+        candidate: Candidate::new(id, Timing::DEFAULT),
+    };
+    let (mut a, mut b) = (elector("a"), elector("b"));
+    assert_eq!(a.round(|| at(0)).await, Round::Holds);
+    assert_eq!(b.round(|| at(100)).await, Round::Follows("a".into()));
+    assert!(
+        !release(&*store, "tartan-system", "tartan-controllers", "b")
+            .await
+            .unwrap()
+    );
+    assert!(
+        release(&*store, "tartan-system", "tartan-controllers", "a")
+            .await
+            .unwrap()
+    );
+    assert_eq!(b.round(|| at(200)).await, Round::Holds);
+    assert!(b.candidate.leading(at(201)));
+}
