@@ -69,6 +69,13 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
             "ports": [{"port": 8080, "protocol": "TCP"}]
         }),
         Kind::KubeNetworkPolicy => json!({"spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}),
+        Kind::LoadBalancerIpPool => {
+            json!({"spec": {"cidrs": ["198.51.100.0/28"], "serviceSelector": "all()"}})
+        }
+        Kind::Lease => json!({"spec": {
+            "holderIdentity": "tartan-controllers-0", "leaseDurationSeconds": 15,
+            "renewTime": "2026-01-01T00:00:00.000000Z", "leaseTransitions": 0
+        }}),
     };
     let info = kind.info();
     let mut v = json!({

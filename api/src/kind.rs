@@ -25,6 +25,8 @@ pub enum Kind {
     WorkloadEndpoint,
     /// One node's BGP sessions as its bgpd reports them.
     BgpNodeStatus,
+    /// Addresses for LoadBalancer Services (tartan-controllers).
+    LoadBalancerIpPool,
     Node,
     Namespace,
     Pod,
@@ -34,6 +36,8 @@ pub enum Kind {
     Secret,
     /// Kubernetes' own `networking.k8s.io/v1` NetworkPolicy.
     KubeNetworkPolicy,
+    /// `coordination.k8s.io/v1` Lease: tartan-controllers' leader election.
+    Lease,
 }
 
 /// The fixed facts about one kind.
@@ -72,7 +76,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 19] = [
+static KINDS: [KindInfo; 21] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -162,6 +166,14 @@ static KINDS: [KindInfo; 19] = [
         "bgpnodestatuses",
         ["nodestatus"]
     ),
+    tartan_kind!(
+        LoadBalancerIpPool,
+        "LoadBalancerIPPool",
+        "loadbalancerippools",
+        false,
+        "loadbalancerippools",
+        ["lbpool", "lbpools"]
+    ),
     KindInfo {
         kind: Kind::Node,
         name: "Node",
@@ -231,6 +243,16 @@ static KINDS: [KindInfo; 19] = [
         namespaced: true,
         key_segment: "k8s/networkpolicies",
         short_names: &["netpol"],
+    },
+    KindInfo {
+        kind: Kind::Lease,
+        name: "Lease",
+        group: "coordination.k8s.io",
+        version: "v1",
+        plural: "leases",
+        namespaced: true,
+        key_segment: "k8s/leases",
+        short_names: &[],
     },
 ];
 

@@ -52,7 +52,11 @@ fn documents(text: &str) -> Vec<Value> {
 }
 
 /// The workload manifests of deploy/ (the CRDs have their own test).
-const MANIFESTS: [&str; 2] = ["tartan-node.yaml", "tartan-dns.yaml"];
+const MANIFESTS: [&str; 3] = [
+    "tartan-node.yaml",
+    "tartan-dns.yaml",
+    "tartan-controllers.yaml",
+];
 
 fn deploy_dir() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
@@ -76,15 +80,22 @@ fn deploy_manifests_parse_strictly() {
         [
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
             "DaemonSet",
             "Deployment",
+            "Deployment",
             "Namespace",
             "NetworkPolicy",
+            "NetworkPolicy",
+            "Role",
             "Role",
             "RoleBinding",
+            "RoleBinding",
             "Service",
+            "ServiceAccount",
             "ServiceAccount",
             "ServiceAccount"
         ]
@@ -109,8 +120,8 @@ fn images_are_pinned_to_the_workspace_version() {
         }
     }
     assert!(
-        seen >= 4,
-        "bgpd, felix, install-cni and tartan-dns name an image"
+        seen >= 5,
+        "bgpd, felix, install-cni, tartan-dns and tartan-controllers name an image"
     );
     let kustomization = std::fs::read_to_string(deploy_dir().join("kustomization.yaml")).unwrap();
     let doc: Value = serde_saphyr::from_str(&kustomization).unwrap();

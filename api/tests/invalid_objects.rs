@@ -124,6 +124,15 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "{apiVersion: tartan.dev/v1, kind: IPPools, metadata: {name: p}, spec: {}}".into(),
             "kind: \"IPPools\" in apiVersion \"tartan.dev/v1\" is not a kind Tartan knows",
         ),
+        // LoadBalancerIPPool
+        (
+            cluster("LoadBalancerIPPool", "p", "{cidrs: []}"),
+            "spec.cidrs: is empty; list at least one CIDR or address",
+        ),
+        (
+            cluster("LoadBalancerIPPool", "p", "{cidrs: [10.0.0.0/8], nodeSelector: all()}"),
+            "spec.nodeSelector: unknown field",
+        ),
         // IPReservation
         (
             cluster("IPReservation", "r", "{reservedCIDRs: []}"),
@@ -564,6 +573,11 @@ fn good_objects() -> Vec<String> {
             "routers",
             "{reservedCIDRs: [10.244.0.1, 10.244.1.0/28, 'fd00::1']}",
         ),
+        cluster(
+            "LoadBalancerIPPool",
+            "public",
+            "{cidrs: [198.51.100.0/28, 203.0.113.7, 'fd00:1b::/120'], autoAssign: false, serviceSelector: \"expose == 'internet'\"}",
+        ),
         bgpconfig("{}"),
         bgpconfig(
             "{asNumber: 4200000000, nodeToNodeMeshEnabled: false, listenPort: 1179, serviceClusterIPs: [{cidr: 10.96.0.0/12}], serviceExternalIPs: [{cidr: 203.0.113.0/24}], serviceLoadBalancerIPs: [{cidr: 'fd00:1b::/112'}], communities: [{name: gold, value: '64512:100'}, {name: big, value: '4200000000:1:2'}], prefixAdvertisements: [{cidr: 10.244.0.0/16, communities: [gold, no-export, '65000:7']}], nodeMeshPassword: {secretKeyRef: {name: bgp-secrets, key: mesh.password}}, gracefulRestartTime: 2m}",
@@ -687,6 +701,7 @@ fn good_objects_pass_and_round_trip() {
             Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),
             Kind::WorkloadEndpoint => round_trip::<WorkloadEndpoint>(&obj),
             Kind::BgpNodeStatus => round_trip::<BgpNodeStatus>(&obj),
+            Kind::LoadBalancerIpPool => round_trip::<LoadBalancerIpPool>(&obj),
             Kind::Node => {
                 let n: Node = from_dynamic(obj.clone()).unwrap();
                 let b = NodeBgp::from_node(&n).unwrap();

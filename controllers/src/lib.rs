@@ -1,5 +1,12 @@
 //! Tartan's cluster controllers: what a control plane does for Tartan's
-//! resources beside the agents. Today [`services`] (ClusterIP, NodePort
-//! and LoadBalancer address allocation, EndpointSlice upkeep), which the
-//! lab calls; the controllers for a real cluster come here too.
+//! resources beside the agents. [`services`] (ClusterIP, NodePort and
+//! LoadBalancer address allocation, EndpointSlice upkeep), which the lab
+//! calls; and the `tartan-controllers` daemon's parts: [`lease`] (leader
+//! election), [`ipamgc`] (the IPAM records of deleted Nodes) and
+//! [`lbpool`] (LoadBalancer addresses from LoadBalancerIPPools).
+pub mod daemon;
+pub mod ipamgc;
+pub mod lbpool;
+pub mod lease;
+pub mod metrics;
 pub mod services;

@@ -16,6 +16,7 @@ pub mod crd;
 pub mod ipam;
 pub mod ippool;
 pub mod ipreservation;
+pub mod lbpool;
 pub mod limits;
 pub mod node;
 pub mod nodestatus;
@@ -37,6 +38,7 @@ pub use ipam::{
 };
 pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};
+pub use lbpool::{LoadBalancerIpPool, LoadBalancerIpPoolSpec};
 pub use node::NodeBgp;
 pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
@@ -66,4 +68,5 @@ tartan_resource!(
     BlockAffinity => BlockAffinity,
     WorkloadEndpoint => WorkloadEndpoint,
     BgpNodeStatus => BgpNodeStatus,
+    LoadBalancerIpPool => LoadBalancerIpPool,
 );

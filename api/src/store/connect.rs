@@ -137,6 +137,11 @@ impl Datastore for Checked {
         self.0.update(obj).await
     }
 
+    async fn update_status(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        check(&obj)?;
+        self.0.update_status(obj).await
+    }
+
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
         self.0.delete(key, resource_version).await
     }

@@ -226,6 +226,19 @@ impl Datastore for KubeStore {
         Ok(o)
     }
 
+    async fn update_status(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        let key = ObjectKey::of(&obj)?;
+        let expected = key.expected_version(&obj)?;
+        obj.metadata.namespace = key.namespace.clone();
+        let mut o = self
+            .api_for(&key)
+            .replace_status(&key.name, &PostParams::default(), &obj)
+            .await
+            .map_err(|e| map_err(e, Some(&key), Some(&expected)))?;
+        fill_types(key.kind, &mut o);
+        Ok(o)
+    }
+
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
         let dp = DeleteParams {
             preconditions: resource_version.map(|rv| Preconditions {

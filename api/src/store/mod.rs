@@ -225,6 +225,14 @@ pub trait Datastore: Send + Sync + 'static {
     }
     async fn create(&self, obj: DynamicObject) -> Result<DynamicObject>;
     async fn update(&self, obj: DynamicObject) -> Result<DynamicObject>;
+    /// Write `obj`'s `status` (a compare-and-swap like [`update`]): on
+    /// Kubernetes the `status` subresource, which a plain update of a
+    /// kind with one (a Service) leaves as it was; elsewhere an update.
+    ///
+    /// [`update`]: Datastore::update
+    async fn update_status(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.update(obj).await
+    }
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()>;
     /// Changes after `revision` (exclusive), in order.
     async fn watch_raw(

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
@@ -18,7 +19,8 @@ use super::typed::{self, Resource};
 use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
-    IpPool, IpReservation, IpamBlock, IpamHandle, NetworkPolicy, WorkloadEndpoint,
+    IpPool, IpReservation, IpamBlock, IpamHandle, LoadBalancerIpPool, NetworkPolicy,
+    WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -45,6 +47,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::BlockAffinity => decodes::<BlockAffinity>(o),
         Kind::WorkloadEndpoint => decodes::<WorkloadEndpoint>(o),
         Kind::BgpNodeStatus => decodes::<BgpNodeStatus>(o),
+        Kind::LoadBalancerIpPool => decodes::<LoadBalancerIpPool>(o),
         Kind::Node => decodes::<Node>(o),
         Kind::Namespace => decodes::<Namespace>(o),
         Kind::Pod => decodes::<Pod>(o),
@@ -52,6 +55,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::EndpointSlice => decodes::<EndpointSlice>(o),
         Kind::Secret => decodes::<Secret>(o),
         Kind::KubeNetworkPolicy => decodes::<KubeNetworkPolicy>(o),
+        Kind::Lease => decodes::<Lease>(o),
     }
 }
 

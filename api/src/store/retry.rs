@@ -147,6 +147,19 @@ impl<S: Datastore> Datastore for Retrying<S> {
         }
     }
 
+    async fn update_status(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        match self
+            .run("update_status", || self.inner.update_status(obj.clone()))
+            .await
+        {
+            (Err(StoreError::Conflict { key, expected }), true) => self
+                .ours(&key, &obj)
+                .await
+                .ok_or(StoreError::Conflict { key, expected }),
+            (r, _) => r,
+        }
+    }
+
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
         match self
             .run("delete", || self.inner.delete(key, resource_version))

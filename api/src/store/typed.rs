@@ -64,6 +64,7 @@ fn read_checked(kind: Kind) -> bool {
         kind,
         Kind::IpPool
             | Kind::IpReservation
+            | Kind::LoadBalancerIpPool
             | Kind::BgpConfiguration
             | Kind::BgpPeer
             | Kind::BgpFilter
@@ -150,6 +151,7 @@ kube_kind!(k8s_openapi::api::core::v1::Namespace, Namespace);
 kube_kind!(k8s_openapi::api::core::v1::Pod, Pod);
 kube_kind!(k8s_openapi::api::core::v1::Service, Service);
 kube_kind!(k8s_openapi::api::core::v1::Secret, Secret);
+kube_kind!(k8s_openapi::api::coordination::v1::Lease, Lease);
 kube_kind!(
     k8s_openapi::api::discovery::v1::EndpointSlice,
     EndpointSlice

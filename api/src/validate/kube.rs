@@ -12,6 +12,7 @@ mod pod;
 mod secret;
 mod service;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
@@ -62,6 +63,9 @@ pub fn problems(kind: Kind, v: &Value) -> Vec<(String, String)> {
             if let Some(np) = typed::<NetworkPolicy>(v, &mut p) {
                 network_policy::check(&np, &mut p);
             }
+        }
+        Kind::Lease => {
+            typed::<Lease>(v, &mut p);
         }
         _ => {}
     }

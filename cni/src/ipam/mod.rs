@@ -33,6 +33,7 @@ use tartan_api::resources::block_name;
 use tartan_api::store::Datastore;
 
 pub use error::IpamError;
+pub use local::{NODE_LABEL, node_label_value};
 pub use pools::{Family, Pool};
 
 /// How many compare-and-swap rounds one call makes before giving up.

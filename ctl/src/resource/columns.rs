@@ -117,6 +117,15 @@ fn columns(kind: Kind) -> Vec<Column> {
             wide("NODESELECTOR", |o| cell(spec(o, "nodeSelector"))),
         ],
         Kind::IpReservation => vec![col("CIDRS", |o| cell(spec(o, "reservedCIDRs")))],
+        Kind::LoadBalancerIpPool => vec![
+            col("CIDRS", |o| cell(spec(o, "cidrs"))),
+            col("AUTOASSIGN", |o| cell(spec(o, "autoAssign"))),
+            wide("SERVICESELECTOR", |o| cell(spec(o, "serviceSelector"))),
+        ],
+        Kind::Lease => vec![
+            col("HOLDER", |o| cell(spec(o, "holderIdentity"))),
+            wide("RENEWED", |o| cell(spec(o, "renewTime"))),
+        ],
         Kind::BgpConfiguration => vec![
             col("ASN", |o| cell(spec(o, "asNumber"))),
             col("MESH", |o| cell(spec(o, "nodeToNodeMeshEnabled"))),

@@ -64,6 +64,7 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
         }
         procs.extend(st.tor.clone());
         procs.extend(st.dns.clone());
+        procs.extend(st.controllers.iter().cloned());
     }
     procs.extend(stray_processes(name));
     let mut seen = std::collections::HashSet::new();

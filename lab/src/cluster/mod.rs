@@ -8,6 +8,7 @@
 //! runs the cluster DNS and gives pods its resolver.
 
 pub mod client;
+pub mod controllers;
 pub mod daemons;
 pub mod detached;
 pub mod dns;

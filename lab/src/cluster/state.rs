@@ -80,6 +80,9 @@ pub struct LabState {
     /// tartan-dns, in node-1's namespace ([`super::dns`]).
     #[serde(default)]
     pub dns: Option<Proc>,
+    /// tartan-controllers' replicas ([`super::controllers`]).
+    #[serde(default)]
+    pub controllers: Vec<Proc>,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it

@@ -106,6 +106,7 @@ fn build(
         subnet2: subnet2.map(|n| n.to_string()),
         tor: None,
         dns: None,
+        controllers: vec![],
         service_cidr,
         lb_cidr,
     };
@@ -430,6 +431,15 @@ fn build(
         "cluster DNS: tartan-dns on node-1 behind kube-system/kube-dns {} (domain {})",
         super::dns::service_ip(&st.service_cidr)?,
         super::dns::DOMAIN
+    ));
+    for r in 0..super::controllers::REPLICAS {
+        let p = super::controllers::start(&st, r)?;
+        st.controllers.push(p);
+        st.save()?;
+    }
+    say(&format!(
+        "tartan-controllers: {} replicas, one acting (Lease tartan-system/tartan-controllers)",
+        st.controllers.len()
     ));
     say(&format!(
         "datastore for tartanctl: --datastore {}",
