@@ -25,6 +25,8 @@ pub enum Kind {
     WorkloadEndpoint,
     /// One node's BGP sessions as its bgpd reports them.
     BgpNodeStatus,
+    /// Which members of a Service range are handed out (a bitmap).
+    RangeAllocation,
     Node,
     Namespace,
     Pod,
@@ -72,7 +74,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 19] = [
+static KINDS: [KindInfo; 20] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -161,6 +163,14 @@ static KINDS: [KindInfo; 19] = [
         false,
         "bgpnodestatuses",
         ["nodestatus"]
+    ),
+    tartan_kind!(
+        RangeAllocation,
+        "RangeAllocation",
+        "rangeallocations",
+        false,
+        "rangeallocations",
+        []
     ),
     KindInfo {
         kind: Kind::Node,

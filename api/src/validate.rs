@@ -24,7 +24,7 @@ use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpNodeStatusSpec, BgpPeerSpec, BlockAffinitySpec,
     GlobalNetworkPolicySpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec,
-    NetworkPolicySpec, NodeBgp, WorkloadEndpointSpec,
+    NetworkPolicySpec, NodeBgp, RangeAllocationSpec, WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -242,6 +242,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::BlockAffinity => spec_problems(spec, BlockAffinitySpec::check),
         Kind::WorkloadEndpoint => spec_problems(spec, WorkloadEndpointSpec::check),
         Kind::BgpNodeStatus => spec_problems(spec, BgpNodeStatusSpec::check),
+        Kind::RangeAllocation => spec_problems(spec, RangeAllocationSpec::check),
         // Kubernetes kinds are not checked here.
         _ => vec![],
     });

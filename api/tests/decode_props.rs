@@ -273,6 +273,7 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::BlockAffinity => round_trip::<BlockAffinity>(obj, written),
         Kind::WorkloadEndpoint => round_trip::<WorkloadEndpoint>(obj, written),
         Kind::BgpNodeStatus => round_trip::<BgpNodeStatus>(obj, written),
+        Kind::RangeAllocation => round_trip::<RangeAllocation>(obj, written),
         Kind::Node => round_trip::<core::Node>(obj, written),
         Kind::Namespace => round_trip::<core::Namespace>(obj, written),
         Kind::Pod => round_trip::<core::Pod>(obj, written),

@@ -21,6 +21,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         BlockAffinity::crd(),
         WorkloadEndpoint::crd(),
         BgpNodeStatus::crd(),
+        RangeAllocation::crd(),
     ]
     .into_iter()
     .map(tidy)

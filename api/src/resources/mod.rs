@@ -20,6 +20,7 @@ pub mod node;
 pub mod nodestatus;
 pub mod policy;
 mod policy_values;
+pub mod rangealloc;
 pub mod schema_rules;
 pub mod schema_rules_policy;
 pub mod workload;
@@ -39,6 +40,7 @@ pub use ipreservation::{IpReservation, IpReservationSpec};
 pub use node::NodeBgp;
 pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
+pub use rangealloc::{RangeAllocation, RangeAllocationSpec};
 pub use workload::{EndpointPort, WorkloadEndpoint, WorkloadEndpointSpec, workload_name};
 
 use crate::kind::Kind;
@@ -65,4 +67,5 @@ tartan_resource!(
     BlockAffinity => BlockAffinity,
     WorkloadEndpoint => WorkloadEndpoint,
     BgpNodeStatus => BgpNodeStatus,
+    RangeAllocation => RangeAllocation,
 );

@@ -18,7 +18,7 @@ use super::typed::{self, Resource};
 use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
-    IpPool, IpReservation, IpamBlock, IpamHandle, NetworkPolicy, WorkloadEndpoint,
+    IpPool, IpReservation, IpamBlock, IpamHandle, NetworkPolicy, RangeAllocation, WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -45,6 +45,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::BlockAffinity => decodes::<BlockAffinity>(o),
         Kind::WorkloadEndpoint => decodes::<WorkloadEndpoint>(o),
         Kind::BgpNodeStatus => decodes::<BgpNodeStatus>(o),
+        Kind::RangeAllocation => decodes::<RangeAllocation>(o),
         Kind::Node => decodes::<Node>(o),
         Kind::Namespace => decodes::<Namespace>(o),
         Kind::Pod => decodes::<Pod>(o),

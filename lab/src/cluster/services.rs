@@ -4,11 +4,17 @@
 //! - `tartan-lab ctl apply|create|replace -f …` reads and checks the
 //!   files as tartanctl does, has each Service completed (ClusterIP from
 //!   the lab's service range, NodePorts, LoadBalancer ingress IPs from
-//!   its LB range), and hands tartanctl the completed objects; a refused
-//!   allocation writes nothing.
+//!   its LB range, claimed in the ranges' allocation records), and hands
+//!   tartanctl the completed objects; a refused allocation writes
+//!   nothing. Once tartanctl has written them, what the Services no
+//!   longer hold (a NodePort Service turned ClusterIP) is freed.
+//! - `ctl delete` of Services frees what they held once they are gone
+//!   (deletes it cannot name beforehand: a repair from the Services).
 //! - After every command that may change Services or Pods (`ctl` apply,
 //!   create, replace, delete, label; `pod add`, `del`, `ready`,
-//!   `terminate`) the EndpointSlices are brought in line with the Pods.
+//!   `terminate`) the EndpointSlices are brought in line with the Pods:
+//!   after an apply of files without Pods, those of the files' Services
+//!   only (so that its cost does not grow with the store), else all.
 //!
 //! One lock file per lab keeps two such commands from interleaving.
 
@@ -20,10 +26,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
+use k8s_openapi::api::core::v1::Service;
 use serde_json::json;
 use tartan_api::Kind;
-use tartan_api::store::{Datastore, DynamicObject, connect};
-use tartan_controllers::services::{Ranges, complete, sync_slices};
+use tartan_api::store::typed::TypedStore;
+use tartan_api::store::{Datastore, DynamicObject, ObjectKey, StoreError, connect};
+use tartan_controllers::services::{
+    Ranges, Release, complete, release, repair, sync_slices, sync_slices_of,
+};
 
 use super::runtime::runtime;
 use super::state::{self, LabState};
@@ -98,6 +108,19 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
     };
     let mut args = args.to_vec();
     let mut tmp: Option<TempFile> = None;
+    // What to free once tartanctl is done, and which Services' slices to
+    // keep (`None`: every Service's).
+    let mut freed = Release::default();
+    let mut scope: Option<Vec<(String, String)>> = None;
+    let deleting = match parsed.as_ref() {
+        Some(
+            cli @ tartanctl::Cli {
+                command: Ctl::Delete(d),
+                ..
+            },
+        ) => Some(services_deleted(st, cli, d)?),
+        _ => None,
+    };
     if let (Some(cli), Some(fa)) = (&parsed, files) {
         use tartanctl::resource::objects::Check;
         let items = match tartanctl::resource::load(
@@ -113,6 +136,18 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         };
         let services = items.iter().any(|p| p.key.kind == Kind::Service);
         let stdin = fa.files.iter().any(|f| f.as_os_str() == "-");
+        if !items.iter().any(|p| p.key.kind == Kind::Pod) {
+            scope = Some(
+                items
+                    .iter()
+                    .filter(|p| p.key.kind == Kind::Service)
+                    .map(|p| {
+                        let ns = p.key.namespace.clone().unwrap_or_else(|| "default".into());
+                        (ns, p.key.name.clone())
+                    })
+                    .collect(),
+            );
+        }
         if services || stdin {
             let ranges = ranges(st)?;
             let objects: Vec<DynamicObject> = items.into_iter().map(|p| p.obj).collect();
@@ -121,7 +156,10 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
                 Ok::<_, anyhow::Error>(complete(&*store, &ranges, objects).await?)
             })?;
             let objects = match completed {
-                Ok(o) => o,
+                Ok(c) => {
+                    freed = c.release;
+                    c.objects
+                }
                 Err(problems) => {
                     for p in &problems {
                         eprintln!("error: {p}");
@@ -148,7 +186,22 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         .status()
         .with_context(|| format!("run {}", tartanctl.display()))?;
     drop(tmp);
-    if writes && let Err(e) = sync_unlocked(st) {
+    // Freed only when every write is done: after a failure the old
+    // holdings stay claimed until a repair.
+    if status.success() && !freed.is_empty() {
+        free(st, &freed)?;
+    }
+    if let Some(deleting) = deleting {
+        free_deleted(st, deleting)?;
+    }
+    let synced = match scope {
+        _ if !writes => Ok(0),
+        Some(keys) => runtime()?.block_on(async {
+            Ok::<_, anyhow::Error>(sync_slices_of(&*open(st).await?, &keys).await?)
+        }),
+        None => sync_unlocked(st),
+    };
+    if let Err(e) = synced {
         eprintln!("tartan-lab: {e:#}");
         return Ok(1);
     }
@@ -156,6 +209,96 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         .code()
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1))
+}
+
+/// What a `ctl delete` is about to delete of Services: those it names
+/// (their stored versions, read now), or `None` when it names them in a
+/// way not read here (then a repair follows).
+type Deleting = Option<Vec<Service>>;
+
+fn services_deleted(
+    st: &LabState,
+    cli: &tartanctl::Cli,
+    d: &tartanctl::cli::DeleteArgs,
+) -> Result<Deleting> {
+    use tartanctl::resource::objects::Check;
+    let ns = cli.global.namespace.as_deref();
+    if d.files.iter().any(|f| f.as_os_str() == "-") {
+        // Standard input is tartanctl's to read.
+        return Ok(None);
+    }
+    let keys: Vec<ObjectKey> = if !d.files.is_empty() {
+        match tartanctl::resource::load(&d.files, ns, Check::KeyOnly) {
+            Ok(items) => items.into_iter().map(|p| p.key).collect(),
+            // tartanctl says what is wrong with them.
+            Err(_) => return Ok(Some(vec![])),
+        }
+    } else {
+        match d.words.split_first() {
+            Some((kind, names)) if Kind::from_cli(kind) == Some(Kind::Service) => names
+                .iter()
+                .map(|n| ObjectKey::new(Kind::Service, Some(ns.unwrap_or("default")), n))
+                .collect(),
+            Some((kind, _)) if Kind::from_cli(kind).is_some() => vec![],
+            _ => return Ok(Some(vec![])),
+        }
+    };
+    let keys: Vec<ObjectKey> = keys
+        .into_iter()
+        .filter(|k| k.kind == Kind::Service)
+        .collect();
+    if keys.is_empty() {
+        return Ok(Some(vec![]));
+    }
+    runtime()?.block_on(async {
+        let store = open(st).await?;
+        let mut out = vec![];
+        for k in &keys {
+            match store
+                .get_typed::<Service>(k.namespace.as_deref(), &k.name)
+                .await
+            {
+                Ok(s) => out.push(s),
+                Err(StoreError::NotFound(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(Some(out))
+    })
+}
+
+/// Frees `r` in the lab's allocation records.
+fn free(st: &LabState, r: &Release) -> Result<()> {
+    let ranges = ranges(st)?;
+    runtime()?
+        .block_on(async { Ok::<_, anyhow::Error>(release(&*open(st).await?, &ranges, r).await?) })
+        .context("freeing Service allocations")
+}
+
+/// Frees what the deleted Services held (those still there keep it).
+fn free_deleted(st: &LabState, deleting: Deleting) -> Result<()> {
+    let ranges = ranges(st)?;
+    runtime()?
+        .block_on(async {
+            let store = open(st).await?;
+            let Some(services) = deleting else {
+                repair(&*store, &ranges).await?;
+                return Ok(());
+            };
+            let mut gone = vec![];
+            for s in services {
+                let ns = s.metadata.namespace.as_deref().unwrap_or("default");
+                let name = s.metadata.name.as_deref().unwrap_or("");
+                match store.get_typed::<Service>(Some(ns), name).await {
+                    Err(StoreError::NotFound(_)) => gone.push(s),
+                    Ok(_) => {}
+                    Err(e) => return Err(anyhow::Error::from(e)),
+                }
+            }
+            release(&*store, &ranges, &Release::of(&ranges, &gone)).await?;
+            Ok(())
+        })
+        .context("freeing the deleted Services' allocations")
 }
 
 /// The command line again, its files replaced by `path`.
