@@ -27,7 +27,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
-use serde_json::json;
 use tartan_api::Kind;
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey, StoreError, connect};
@@ -107,7 +106,7 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         _ => (false, None),
     };
     let mut args = args.to_vec();
-    let mut tmp: Option<TempFile> = None;
+    let mut tmp: Option<TempFiles> = None;
     // What to free once tartanctl is done, and which Services' slices to
     // keep (`None`: every Service's).
     let mut freed = Release::default();
@@ -168,15 +167,9 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
                     return Ok(1);
                 }
             };
-            let path = state::dir(&st.name).join(format!("ctl-{}.json", std::process::id()));
-            std::fs::write(
-                &path,
-                serde_json::to_string_pretty(&json!({
-                    "apiVersion": "v1", "kind": "List", "items": objects
-                }))?,
-            )?;
-            tmp = Some(TempFile(path.clone()));
-            args = rebuilt_args(cli, &path);
+            let paths = write_lists(&state::dir(&st.name), &objects)?;
+            args = rebuilt_args(cli, &paths);
+            tmp = Some(TempFiles(paths));
         }
     }
     let status = Command::new(tartanctl)
@@ -191,7 +184,9 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
     if status.success() && !freed.is_empty() {
         free(st, &freed)?;
     }
-    if let Some(deleting) = deleting {
+    if let Some(deleting) = deleting
+        && deleting.as_ref().is_none_or(|d| !d.is_empty())
+    {
         free_deleted(st, deleting)?;
     }
     let synced = match scope {
@@ -301,8 +296,42 @@ fn free_deleted(st: &LabState, deleting: Deleting) -> Result<()> {
         .context("freeing the deleted Services' allocations")
 }
 
-/// The command line again, its files replaced by `path`.
-fn rebuilt_args(cli: &tartanctl::Cli, path: &Path) -> Vec<String> {
+/// The largest file written for tartanctl (which takes at most 3 MiB of
+/// JSON a file).
+const LIST_BYTES: usize = 2 << 20;
+
+/// `objects` written into `dir` as JSON Lists of at most [`LIST_BYTES`]
+/// each (an object larger than that alone in its file); their paths.
+fn write_lists(dir: &Path, objects: &[DynamicObject]) -> Result<Vec<PathBuf>> {
+    let mut chunks: Vec<Vec<String>> = vec![vec![]];
+    let mut size = 0;
+    for o in objects {
+        let text = serde_json::to_string(o)?;
+        let last = chunks.last().map_or(0, Vec::len);
+        if last > 0 && size + text.len() + 64 > LIST_BYTES {
+            chunks.push(vec![]);
+            size = 0;
+        }
+        size += text.len() + 1;
+        if let Some(c) = chunks.last_mut() {
+            c.push(text);
+        }
+    }
+    let mut paths = vec![];
+    for (i, c) in chunks.iter().enumerate() {
+        let path = dir.join(format!("ctl-{}-{i}.json", std::process::id()));
+        let text = format!(
+            "{{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{}]}}",
+            c.join(",")
+        );
+        std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// The command line again, its files replaced by `paths`.
+fn rebuilt_args(cli: &tartanctl::Cli, paths: &[PathBuf]) -> Vec<String> {
     use tartanctl::cli::Command as Ctl;
     let mut a = vec![];
     if let Some(ns) = &cli.global.namespace {
@@ -315,17 +344,58 @@ fn rebuilt_args(cli: &tartanctl::Cli, path: &Path) -> Vec<String> {
         Ctl::Replace(f) => ("replace", f),
         _ => unreachable!("only file commands are rebuilt"),
     };
-    a.extend([verb.to_string(), "-f".into(), path.display().to_string()]);
+    a.push(verb.to_string());
+    for p in paths {
+        a.extend(["-f".to_string(), p.display().to_string()]);
+    }
     if f.continue_on_error {
         a.push("--continue-on-error".into());
     }
     a
 }
 
-struct TempFile(PathBuf);
+struct TempFiles(Vec<PathBuf>);
 
-impl Drop for TempFile {
+impl Drop for TempFiles {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        for p in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_writes_are_split_into_lists_tartanctl_takes() {
+        let dir = std::env::temp_dir().join(format!("tartan-lab-lists-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let big = "x".repeat(100_000);
+        let objects: Vec<DynamicObject> = (0..50)
+            .map(|i| {
+                serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "Service",
+                    "metadata": {"name": format!("s{i}"), "annotations": {"a": big}}}))
+                .unwrap()
+            })
+            .collect();
+        let paths = write_lists(&dir, &objects).unwrap();
+        let guard = TempFiles(paths.clone());
+        assert!(paths.len() >= 3, "{paths:?}");
+        let mut names = vec![];
+        for p in &paths {
+            let text = std::fs::read_to_string(p).unwrap();
+            assert!(text.len() <= LIST_BYTES, "{} bytes", text.len());
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            for o in v["items"].as_array().unwrap() {
+                names.push(o["metadata"]["name"].as_str().unwrap().to_string());
+            }
+        }
+        let want: Vec<String> = (0..50).map(|i| format!("s{i}")).collect();
+        assert_eq!(names, want, "every object once, in order");
+        drop(guard);
+        assert!(paths.iter().all(|p| !p.exists()));
+        let _ = std::fs::remove_dir(&dir);
     }
 }
