@@ -50,6 +50,7 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
             "sessions": [{"peer": "192.0.2.11", "asn": 64512, "state": "Established",
                 "since": 1_699_999_000, "prefixesReceived": 1, "prefixesSent": 1}]
         }}),
+        Kind::RangeAllocation => json!({"spec": {"range": "30000-32767", "data": "0f"}}),
         Kind::Node => json!({
             "metadata": {"annotations": {"tartan.dev/bgp-ipv4-address": "192.0.2.10/24"}},
             "spec": {"podCIDR": "10.244.0.0/24"}

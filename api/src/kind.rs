@@ -27,6 +27,8 @@ pub enum Kind {
     BgpNodeStatus,
     /// Addresses for LoadBalancer Services (tartan-controllers).
     LoadBalancerIpPool,
+    /// Which members of a Service range are handed out (a bitmap).
+    RangeAllocation,
     Node,
     Namespace,
     Pod,
@@ -76,7 +78,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 21] = [
+static KINDS: [KindInfo; 22] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -173,6 +175,14 @@ static KINDS: [KindInfo; 21] = [
         false,
         "loadbalancerippools",
         ["lbpool", "lbpools"]
+    ),
+    tartan_kind!(
+        RangeAllocation,
+        "RangeAllocation",
+        "rangeallocations",
+        false,
+        "rangeallocations",
+        []
     ),
     KindInfo {
         kind: Kind::Node,

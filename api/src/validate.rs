@@ -24,7 +24,7 @@ use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpNodeStatusSpec, BgpPeerSpec, BlockAffinitySpec,
     GlobalNetworkPolicySpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec,
-    LoadBalancerIpPoolSpec, NetworkPolicySpec, NodeBgp, WorkloadEndpointSpec,
+    LoadBalancerIpPoolSpec, NetworkPolicySpec, NodeBgp, RangeAllocationSpec, WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -243,6 +243,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::WorkloadEndpoint => spec_problems(spec, WorkloadEndpointSpec::check),
         Kind::BgpNodeStatus => spec_problems(spec, BgpNodeStatusSpec::check),
         Kind::LoadBalancerIpPool => spec_problems(spec, LoadBalancerIpPoolSpec::check),
+        Kind::RangeAllocation => spec_problems(spec, RangeAllocationSpec::check),
         // Kubernetes kinds are not checked here.
         _ => vec![],
     });

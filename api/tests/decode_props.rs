@@ -275,6 +275,7 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::BgpNodeStatus => round_trip::<BgpNodeStatus>(obj, written),
         Kind::LoadBalancerIpPool => round_trip::<LoadBalancerIpPool>(obj, written),
         Kind::Lease => round_trip::<k8s_openapi::api::coordination::v1::Lease>(obj, written),
+        Kind::RangeAllocation => round_trip::<RangeAllocation>(obj, written),
         Kind::Node => round_trip::<core::Node>(obj, written),
         Kind::Namespace => round_trip::<core::Namespace>(obj, written),
         Kind::Pod => round_trip::<core::Pod>(obj, written),

@@ -465,6 +465,19 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             cluster("BGPNodeStatus", "a", "{node: a, updated: 1, refreshSeconds: 30, routerID: 192.0.2.1, asn: 64512, sessions: [{peer: nowhere, asn: 1, state: Idle}]}"),
             "spec.sessions[0].peer: not an IPv4 or IPv6 address",
         ),
+        // RangeAllocation
+        (
+            cluster("RangeAllocation", "service-node-ports", "{range: 30000-32767, data: xy}"),
+            "spec.data: hexadecimal digits, two a byte",
+        ),
+        (
+            cluster("RangeAllocation", "service-cluster-ips", "{range: 10.0.0.0/8, data: ''}"),
+            "spec.range: \"10.0.0.0/8\": at most 1048576 members",
+        ),
+        (
+            cluster("RangeAllocation", "r", "{range: 10.96.0.0/30, data: ff00}"),
+            "spec.data: longer than the range's 4 members need",
+        ),
         // Node annotations
         (
             node("    tartan.dev/bgp-ipv4-address: 10.0.0.5"),
@@ -641,6 +654,11 @@ fn good_objects() -> Vec<String> {
             "node-a",
             "{node: node-a, updated: 1700000000, refreshSeconds: 30, routerID: 10.0.0.5, asn: 64512, sessions: [{peer: 10.0.0.6, asn: 64512, state: Established, since: 1699999000, prefixesReceived: 1, prefixesSent: 2}, {peer: 'fd00::7', asn: 65001, state: Active, lastError: connection refused}]}",
         ),
+        cluster(
+            "RangeAllocation",
+            "service-node-ports",
+            "{range: 30000-32767, data: ff03}",
+        ),
         node(
             "    tartan.dev/bgp-ipv4-address: 10.0.0.5/24\n    tartan.dev/bgp-ipv6-address: fd00::5/64\n    tartan.dev/bgp-as-number: '65010'\n    tartan.dev/route-reflector-cluster-id: 244.0.0.1",
         ),
@@ -702,6 +720,7 @@ fn good_objects_pass_and_round_trip() {
             Kind::WorkloadEndpoint => round_trip::<WorkloadEndpoint>(&obj),
             Kind::BgpNodeStatus => round_trip::<BgpNodeStatus>(&obj),
             Kind::LoadBalancerIpPool => round_trip::<LoadBalancerIpPool>(&obj),
+            Kind::RangeAllocation => round_trip::<RangeAllocation>(&obj),
             Kind::Node => {
                 let n: Node = from_dynamic(obj.clone()).unwrap();
                 let b = NodeBgp::from_node(&n).unwrap();

@@ -11,3 +11,4 @@ pub mod dnsbench;
 pub mod policybench;
 pub mod servicebench;
 pub mod storebench;
+pub mod svcapply;

@@ -41,6 +41,9 @@ enum Cmd {
     Conntrack(ConntrackArgs),
     /// BFD: cut-to-withdrawal times against FRR and CPU with many sessions.
     Bfd(BfdArgs),
+    /// Service writes: `tartan-lab ctl apply` of Services and
+    /// EndpointSlices into an empty store and into a full one.
+    ServiceApply(ServiceApplyArgs),
     /// Cluster DNS: tartan-dns beside dnsmasq and unbound under dnsperf,
     /// for cluster names and cached external ones; tartan-dns's memory.
     Dns(DnsArgs),
@@ -64,6 +67,21 @@ struct BfdArgs {
     /// CPU windows of --cpu-seconds each (the median is reported).
     #[arg(long, default_value_t = 5)]
     cpu_runs: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    out: Option<std::path::PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct ServiceApplyArgs {
+    /// Services in one file (each with an EndpointSlice).
+    #[arg(long, default_value_t = 1000)]
+    services: usize,
+    /// Objects stored before the measured apply in the full case.
+    #[arg(long, default_value_t = 18_000)]
+    stored: usize,
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
     /// Write the Markdown results here (also printed).
     #[arg(long)]
     out: Option<std::path::PathBuf>,
@@ -266,6 +284,7 @@ fn main() -> Result<()> {
         Cmd::Services(a) => return services(a),
         Cmd::Conntrack(a) => return conntrack(a),
         Cmd::Dns(a) => return dns(a),
+        Cmd::ServiceApply(a) => return service_apply(a),
         Cmd::Bfd(a) => return bfd(a),
     };
     let devices = a
@@ -423,6 +442,20 @@ fn dns(a: DnsArgs) -> Result<()> {
         runs: a.runs.max(1),
         latency_qps: a.latency_qps.max(1),
         ..DnsBenchOptions::default()
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let r = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env.render(), &opts, &r))
+}
+
+fn service_apply(a: ServiceApplyArgs) -> Result<()> {
+    use tartan_bench::svcapply::{ApplyBenchOptions, render_markdown, run};
+    let opts = ApplyBenchOptions {
+        services: a.services.max(1),
+        stored: a.stored,
+        runs: a.runs.max(1),
     };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut env = Environment::detect(command);

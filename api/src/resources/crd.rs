@@ -22,6 +22,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         WorkloadEndpoint::crd(),
         BgpNodeStatus::crd(),
         LoadBalancerIpPool::crd(),
+        RangeAllocation::crd(),
     ]
     .into_iter()
     .map(tidy)

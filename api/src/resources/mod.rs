@@ -22,6 +22,7 @@ pub mod node;
 pub mod nodestatus;
 pub mod policy;
 mod policy_values;
+pub mod rangealloc;
 pub mod schema_rules;
 pub mod schema_rules_policy;
 pub mod workload;
@@ -42,6 +43,7 @@ pub use lbpool::{LoadBalancerIpPool, LoadBalancerIpPoolSpec};
 pub use node::NodeBgp;
 pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
+pub use rangealloc::{RangeAllocation, RangeAllocationSpec};
 pub use workload::{EndpointPort, WorkloadEndpoint, WorkloadEndpointSpec, workload_name};
 
 use crate::kind::Kind;
@@ -69,4 +71,5 @@ tartan_resource!(
     WorkloadEndpoint => WorkloadEndpoint,
     BgpNodeStatus => BgpNodeStatus,
     LoadBalancerIpPool => LoadBalancerIpPool,
+    RangeAllocation => RangeAllocation,
 );

@@ -20,7 +20,7 @@ use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
     IpPool, IpReservation, IpamBlock, IpamHandle, LoadBalancerIpPool, NetworkPolicy,
-    WorkloadEndpoint,
+    RangeAllocation, WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -48,6 +48,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::WorkloadEndpoint => decodes::<WorkloadEndpoint>(o),
         Kind::BgpNodeStatus => decodes::<BgpNodeStatus>(o),
         Kind::LoadBalancerIpPool => decodes::<LoadBalancerIpPool>(o),
+        Kind::RangeAllocation => decodes::<RangeAllocation>(o),
         Kind::Node => decodes::<Node>(o),
         Kind::Namespace => decodes::<Namespace>(o),
         Kind::Pod => decodes::<Pod>(o),

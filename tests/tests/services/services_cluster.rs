@@ -4,6 +4,8 @@
 //!
 //! - allocation: a ClusterIP from the lab's range; a NodePort already taken
 //!   is refused with the holder named, and nothing of that file is written;
+//!   a deleted Service's NodePort, or one given up by a change of type, is
+//!   free again;
 //! - ClusterIP from a pod on every node reaches the endpoints on every
 //!   node, TCP and UDP, spread across them;
 //! - sessionAffinity ClientIP: one client, one endpoint; the affinity
@@ -104,6 +106,26 @@ fn allocation(lab: &LabCli) {
     assert_ne!(code, 0, "np-b was written although its file was refused");
     assert!(err.contains("not found"), "{err}");
     lab.ok(&["ctl", "delete", "service", "np-a"]);
+    // Deleted, np-a's port is free again; turned ClusterIP, np-d's too.
+    apply_ok(
+        lab,
+        &service_yaml(
+            "np-d",
+            "{type: NodePort, ports: [{port: 80, nodePort: 30080}]}",
+        ),
+    );
+    apply_ok(
+        lab,
+        &service_yaml("np-d", "{type: ClusterIP, ports: [{port: 80}]}"),
+    );
+    apply_ok(
+        lab,
+        &service_yaml(
+            "np-e",
+            "{type: NodePort, ports: [{port: 80, nodePort: 30080}]}",
+        ),
+    );
+    lab.ok(&["ctl", "delete", "service", "np-d", "np-e"]);
 }
 
 fn spread(lab: &LabCli, clients: &[String], web: Ipv4Addr) {

@@ -1,60 +1,122 @@
-//! What the Services already hold (ClusterIPs, NodePorts, LoadBalancer
-//! IPs, each with its holder), and the lowest free address or port.
+//! What the Services hold of the three ranges (ClusterIPs, NodePorts,
+//! LoadBalancer IPs): read from the stored bitmaps, or gathered from a
+//! listing of Services with each holder named.
 
-use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
-use std::ops::RangeInclusive;
+use std::ops::Range;
 
 use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::Service;
 
+use super::Ranges;
+use super::bitmap::Bitmap;
+use super::claims::Claims;
 use super::fields::{given_cluster_ip, health_port, ingress_ips, key, type_of};
 
-/// What other Services hold, with who holds it.
-#[derive(Default)]
-pub(super) struct Held {
-    pub(super) cluster_ips: BTreeMap<Ipv4Addr, String>,
-    pub(super) node_ports: BTreeMap<u16, String>,
-    pub(super) lb_ips: BTreeMap<Ipv4Addr, String>,
+/// What Services hold, per range.
+#[derive(Clone, Debug)]
+pub struct Held {
+    pub cluster_ips: Claims<Ipv4Addr>,
+    pub node_ports: Claims<u16>,
+    pub lb_ips: Claims<Ipv4Addr>,
+}
+
+/// The number of addresses of `net`, and the offsets of its hosts (the
+/// first skipped when `skip_first`, as the API server keeps the service
+/// range's first host for the `kubernetes` Service).
+fn host_offsets(net: &Ipv4Net, skip_first: bool) -> (u64, Range<u64>) {
+    let len = 1u64 << (32 - u32::from(net.prefix_len()));
+    let hosts = if len <= 2 { 0..len } else { 1..len - 1 };
+    let start = (hosts.start + u64::from(skip_first)).min(hosts.end);
+    (len, start..hosts.end)
 }
 
 impl Held {
-    pub(super) fn add(&mut self, s: &Service) {
-        let k = key(s);
-        if let Some(ip) = given_cluster_ip(s).and_then(|ip| ip.parse().ok()) {
-            self.cluster_ips.insert(ip, k.clone());
-        }
-        for p in s.spec.iter().flat_map(|sp| sp.ports.iter().flatten()) {
-            if let Some(np) = p.node_port.and_then(|n| u16::try_from(n).ok()) {
-                self.node_ports.insert(np, k.clone());
-            }
-        }
-        if let Some(np) = health_port(s).and_then(|n| u16::try_from(n).ok()) {
-            self.node_ports.insert(np, k.clone());
-        }
-        if type_of(s) == "LoadBalancer" {
-            for ip in ingress_ips(s).iter().filter_map(|ip| ip.parse().ok()) {
-                self.lb_ips.insert(ip, k.clone());
-            }
+    /// Nothing held.
+    pub fn empty(r: &Ranges) -> Held {
+        let [a, b, c] = Held::lengths(r);
+        Held::from_bits(r, [Bitmap::new(a), Bitmap::new(b), Bitmap::new(c)])
+    }
+
+    /// The number of members of each range: service, NodePorts, LB.
+    pub fn lengths(r: &Ranges) -> [u64; 3] {
+        [
+            host_offsets(&r.service, true).0,
+            u64::from(r.node_ports.end().saturating_sub(*r.node_ports.start())) + 1,
+            host_offsets(&r.lb, false).0,
+        ]
+    }
+
+    /// As stored (bitmaps of [`Held::lengths`]).
+    pub fn from_bits(r: &Ranges, [ips, ports, lb]: [Bitmap; 3]) -> Held {
+        let ports_len = ports.len();
+        Held {
+            cluster_ips: Claims::with_bits(
+                r.service.network(),
+                ips,
+                host_offsets(&r.service, true).1,
+            ),
+            node_ports: Claims::with_bits(*r.node_ports.start(), ports, 0..ports_len),
+            lb_ips: Claims::with_bits(r.lb.network(), lb, host_offsets(&r.lb, false).1),
         }
     }
 
-    /// The lowest NodePort of `range` nobody holds, now held by `k`.
-    pub(super) fn take_node_port(&mut self, range: &RangeInclusive<u16>, k: &str) -> Option<u16> {
-        let n = range.clone().find(|n| !self.node_ports.contains_key(n))?;
-        self.node_ports.insert(n, k.to_string());
-        Some(n)
+    /// The bitmaps: service, NodePorts, LB.
+    pub fn bits(&self) -> [&Bitmap; 3] {
+        [
+            self.cluster_ips.bits(),
+            self.node_ports.bits(),
+            self.lb_ips.bits(),
+        ]
+    }
+
+    /// What `s` holds, held by it.
+    pub fn add(&mut self, s: &Service) {
+        let k = key(s);
+        if let Some(ip) = cluster_ips(s) {
+            self.cluster_ips.insert(ip, &k);
+        }
+        for np in node_ports(s) {
+            self.node_ports.insert(np, &k);
+        }
+        for ip in lb_ips(s) {
+            self.lb_ips.insert(ip, &k);
+        }
+    }
+
+    /// What `s` holds, free again.
+    pub fn remove(&mut self, s: &Service) {
+        if let Some(ip) = cluster_ips(s) {
+            self.cluster_ips.remove(ip);
+        }
+        for np in node_ports(s) {
+            self.node_ports.remove(np);
+        }
+        for ip in lb_ips(s) {
+            self.lb_ips.remove(ip);
+        }
     }
 }
 
-/// The first host of `net` not in `taken` (skipping the first when
-/// `skip_first`).
-pub(super) fn lowest_free(
-    net: &Ipv4Net,
-    skip_first: bool,
-    taken: &BTreeMap<Ipv4Addr, String>,
-) -> Option<Ipv4Addr> {
-    net.hosts()
-        .skip(usize::from(skip_first))
-        .find(|a| !taken.contains_key(a))
+fn cluster_ips(s: &Service) -> Option<Ipv4Addr> {
+    given_cluster_ip(s).and_then(|ip| ip.parse().ok())
+}
+
+fn node_ports(s: &Service) -> Vec<u16> {
+    let ports = s.spec.iter().flat_map(|sp| sp.ports.iter().flatten());
+    ports
+        .filter_map(|p| p.node_port)
+        .chain(health_port(s))
+        .filter_map(|n| u16::try_from(n).ok())
+        .collect()
+}
+
+fn lb_ips(s: &Service) -> Vec<Ipv4Addr> {
+    if type_of(s) != "LoadBalancer" {
+        return vec![];
+    }
+    ingress_ips(s)
+        .iter()
+        .filter_map(|ip| ip.parse().ok())
+        .collect()
 }

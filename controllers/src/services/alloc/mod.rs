@@ -15,9 +15,11 @@
 //! - Lowest free first: the service range's first address is left for the
 //!   `kubernetes` Service, as the API server does.
 
+pub mod bitmap;
 mod checks;
+pub mod claims;
 mod fields;
-mod held;
+pub mod held;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -32,7 +34,7 @@ use fields::{
     given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, type_of, wants_health_port,
     wants_node_ports,
 };
-use held::{Held, lowest_free};
+pub use held::Held;
 
 /// The NodePort range of a default API server.
 pub const NODE_PORTS: RangeInclusive<u16> = 30000..=32767;
@@ -60,32 +62,61 @@ impl Ranges {
     }
 }
 
+/// Why Services were refused: every problem, and whether any is a value
+/// already taken or a range run out (which a stored bitmap may say
+/// wrongly, when a claim leaked).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub problems: Vec<String>,
+    pub taken: bool,
+}
+
 /// `incoming` with ClusterIPs, NodePorts and LoadBalancer ingress IPs
-/// filled in, given the Services `stored`; or every problem.
+/// filled in, given the Services `stored` (every Service, or at least
+/// every one holding something); or every problem.
 pub fn allocate(
     ranges: &Ranges,
     stored: &[Service],
     incoming: &[Service],
 ) -> Result<Vec<Service>, Vec<String>> {
+    let incoming_keys: BTreeSet<String> = incoming.iter().map(key).collect();
+    let mut held = Held::empty(ranges);
+    for s in stored.iter().filter(|s| !incoming_keys.contains(&key(s))) {
+        held.add(s);
+    }
+    let selves: BTreeMap<String, &Service> = stored
+        .iter()
+        .filter(|s| incoming_keys.contains(&key(s)))
+        .map(|s| (key(s), s))
+        .collect();
+    allocate_in(ranges, &mut held, &selves, incoming).map_err(|r| r.problems)
+}
+
+/// [`allocate`] against `held`, what the other Services hold (the
+/// incoming ones' stored versions `selves`, by key, not included); what
+/// the completed Services hold is added to `held`.
+pub fn allocate_in(
+    ranges: &Ranges,
+    held: &mut Held,
+    selves: &BTreeMap<String, &Service>,
+    incoming: &[Service],
+) -> Result<Vec<Service>, Refusal> {
     let mut problems = Vec::new();
+    let mut taken = false;
     let incoming_keys: BTreeSet<String> = incoming.iter().map(key).collect();
     if incoming_keys.len() != incoming.len() {
         problems.push("the same Service is given twice".to_string());
     }
-    let stored_by_key: BTreeMap<String, &Service> = stored.iter().map(|s| (key(s), s)).collect();
-    let mut held = Held::default();
-    for s in stored.iter().filter(|s| !incoming_keys.contains(&key(s))) {
-        held.add(s);
-    }
+    let refuse = |problems, taken| Err(Refusal { problems, taken });
     let mut out: Vec<Service> = incoming.to_vec();
     for s in &mut out {
         own_problems(s, &mut problems);
-        if let Some(old) = stored_by_key.get(&key(s)) {
+        if let Some(old) = selves.get(&key(s)) {
             carry_over(s, old, &mut problems);
         }
     }
     if !problems.is_empty() {
-        return Err(problems);
+        return refuse(problems, taken);
     }
     // What the incoming Services give themselves, checked against the
     // others and each other.
@@ -99,9 +130,10 @@ pub fn allocate(
                     "Service {k}: spec.clusterIP: {ip} is the service range's network or broadcast address"
                 ));
             }
-            if let Some(other) = held.cluster_ips.insert(ip, k.clone()) {
+            if let Some(other) = held.cluster_ips.insert(ip, &k) {
+                taken = true;
                 problems.push(format!(
-                    "Service {k}: spec.clusterIP: {ip} is already allocated to Service {other}"
+                    "Service {k}: spec.clusterIP: {ip} is already allocated{other}"
                 ));
             }
         }
@@ -129,9 +161,10 @@ pub fn allocate(
             if !own_ports.insert(np) {
                 continue;
             }
-            if let Some(other) = held.node_ports.insert(np, k.clone()) {
+            if let Some(other) = held.node_ports.insert(np, &k) {
+                taken = true;
                 problems.push(format!(
-                    "Service {k}: spec.ports[{i}].nodePort: {np} is already allocated to Service {other}"
+                    "Service {k}: spec.ports[{i}].nodePort: {np} is already allocated{other}"
                 ));
             }
         }
@@ -145,13 +178,14 @@ pub fn allocate(
                     ranges.node_port_text()
                 )),
                 Some(n) => {
-                    if let Some(other) = held.node_ports.insert(n, k.clone()) {
+                    if let Some(other) = held.node_ports.insert(n, &k) {
+                        taken = true;
                         problems.push(format!(
-                            "Service {k}: spec.healthCheckNodePort: {np} is already allocated to {}",
-                            if other == k {
-                                "one of its ports".to_string()
+                            "Service {k}: spec.healthCheckNodePort: {np} is already allocated{}",
+                            if other.is(&k) {
+                                " to one of its ports".to_string()
                             } else {
-                                format!("Service {other}")
+                                other.to_string()
                             }
                         ));
                     }
@@ -173,18 +207,19 @@ pub fn allocate(
                 }
             }
             for ip in mine.iter().filter_map(|ip| ip.parse::<Ipv4Addr>().ok()) {
-                if let Some(other) = held.lb_ips.insert(ip, k.clone())
-                    && other != k
+                if let Some(other) = held.lb_ips.insert(ip, &k)
+                    && !other.is(&k)
                 {
+                    taken = true;
                     problems.push(format!(
-                        "Service {k}: LoadBalancer IP {ip} is already given to Service {other}"
+                        "Service {k}: LoadBalancer IP {ip} is already given{other}"
                     ));
                 }
             }
         }
     }
     if !problems.is_empty() {
-        return Err(problems);
+        return refuse(problems, taken);
     }
     // Fill in what is missing, lowest free first.
     for s in &mut out {
@@ -195,16 +230,18 @@ pub fn allocate(
         let health = wants_health_port(s) && health_port(s).is_none();
         let Some(sp) = s.spec.as_mut() else { continue };
         if t != "ExternalName" && given_cluster_ip_spec(sp).is_none() {
-            match lowest_free(&ranges.service, true, &held.cluster_ips) {
+            match held.cluster_ips.take(&k) {
                 Some(ip) => {
-                    held.cluster_ips.insert(ip, k.clone());
                     sp.cluster_ip = Some(ip.to_string());
                     sp.cluster_ips = Some(vec![ip.to_string()]);
                 }
-                None => problems.push(format!(
-                    "Service {k}: no free ClusterIP left in the service range {}",
-                    ranges.service
-                )),
+                None => {
+                    taken = true;
+                    problems.push(format!(
+                        "Service {k}: no free ClusterIP left in the service range {}",
+                        ranges.service
+                    ));
+                }
             }
         } else if let Some(ip) = given_cluster_ip_spec(sp)
             && sp.cluster_ips.as_ref().is_none_or(Vec::is_empty)
@@ -217,22 +254,28 @@ pub fn allocate(
                 if p.node_port.unwrap_or(0) != 0 {
                     continue;
                 }
-                match held.take_node_port(&ranges.node_ports, &k) {
+                match held.node_ports.take(&k) {
                     Some(n) => p.node_port = Some(i32::from(n)),
-                    None => problems.push(format!(
-                        "Service {k}: no free NodePort left in {}",
-                        ranges.node_port_text()
-                    )),
+                    None => {
+                        taken = true;
+                        problems.push(format!(
+                            "Service {k}: no free NodePort left in {}",
+                            ranges.node_port_text()
+                        ));
+                    }
                 }
             }
         }
         if health {
-            match held.take_node_port(&ranges.node_ports, &k) {
+            match held.node_ports.take(&k) {
                 Some(n) => sp.health_check_node_port = Some(i32::from(n)),
-                None => problems.push(format!(
-                    "Service {k}: no free NodePort left in {} for the healthCheckNodePort",
-                    ranges.node_port_text()
-                )),
+                None => {
+                    taken = true;
+                    problems.push(format!(
+                        "Service {k}: no free NodePort left in {} for the healthCheckNodePort",
+                        ranges.node_port_text()
+                    ));
+                }
             }
         }
         if t == "LoadBalancer" && !lb_given {
@@ -240,10 +283,13 @@ pub fn allocate(
                 .load_balancer_ip
                 .as_deref()
                 .and_then(|w| w.parse::<Ipv4Addr>().ok());
-            let ip = wanted.or_else(|| lowest_free(&ranges.lb, false, &held.lb_ips));
+            let ip = match wanted {
+                // Checked and held above.
+                Some(w) => Some(w),
+                None => held.lb_ips.take(&k),
+            };
             match ip {
                 Some(ip) => {
-                    held.lb_ips.insert(ip, k.clone());
                     s.status = Some(ServiceStatus {
                         load_balancer: Some(LoadBalancerStatus {
                             ingress: Some(vec![LoadBalancerIngress {
@@ -254,17 +300,20 @@ pub fn allocate(
                         ..s.status.clone().unwrap_or_default()
                     });
                 }
-                None => problems.push(format!(
-                    "Service {k}: no free address left in the LoadBalancer range {}",
-                    ranges.lb
-                )),
+                None => {
+                    taken = true;
+                    problems.push(format!(
+                        "Service {k}: no free address left in the LoadBalancer range {}",
+                        ranges.lb
+                    ));
+                }
             }
         }
     }
     if problems.is_empty() {
         Ok(out)
     } else {
-        Err(problems)
+        refuse(problems, taken)
     }
 }
 
