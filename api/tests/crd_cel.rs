@@ -54,6 +54,14 @@ const NOT_EXPRESSIBLE: &[(&str, &str)] = &[
         "selector grammar: an unclosed set that ends with a quoted value passes the approximation",
     ),
     (
+        "at most 1048576 members",
+        "RangeAllocation size: the member count of a CIDR or port range is arithmetic on a parsed range, which CEL cannot do for both forms",
+    ),
+    (
+        "members need",
+        "RangeAllocation bitmap length against its range's size: the same arithmetic",
+    ),
+    (
         "is not a regular expression",
         "regular expressions: CEL cannot check that a string compiles as one",
     ),

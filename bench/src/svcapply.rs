@@ -147,6 +147,7 @@ fn case(
         service_cidr: "10.96.0.0/16".into(),
         lb_cidr: state::DEFAULT_LB_CIDR.into(),
         dns: None,
+        controllers: vec![],
     }
     .save()?;
     let mut filled = vec![];

@@ -35,7 +35,7 @@ pub struct RangeAllocationSpec {
     /// when bit `i % 8` (least significant first) of byte `i / 8` is set.
     /// Shorter than the range: the rest is free.
     #[serde(default)]
-    #[schemars(length(max = 262144))]
+    #[schemars(length(max = 262144), regex(pattern = r"^([0-9a-fA-F][0-9a-fA-F])*$"))]
     pub data: String,
 }
 
