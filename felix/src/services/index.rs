@@ -3,7 +3,7 @@
 //! table and yields the nft commands for that part alone, so the work per
 //! change does not grow with the number of Services. Pure.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::Ipv4Addr;
 
 use tartan_nft::Transaction;
@@ -204,6 +204,60 @@ impl ServiceIndex {
         self.hairpin_before = self.table.hairpin.clone();
         self.pickers_before = self.table.pickers.clone();
         self.affinity_before = self.table.affinity_slots;
+    }
+
+    /// Whether the kept table equals one computed afresh from every
+    /// Service ([`ServiceIndex::recomputed`]), found without a second
+    /// copy of the table: each Service's part is recomputed alone and
+    /// must equal the kept part and be in the table; when no two parts
+    /// claim one frontend or node port, the table must hold exactly as
+    /// many entries as the parts together (so nothing else). Where two
+    /// Services do claim one (the same external IP and port, say), the
+    /// whole table is recomputed and compared, since which of them wins
+    /// is decided there.
+    pub fn consistent(&self) -> bool {
+        let empty = SvcNft::default();
+        if self.parts.keys().any(|k| !self.services.contains_key(k)) {
+            return false;
+        }
+        let mut sum = [0usize; 12];
+        let mut pickers: BTreeMap<Picker, usize> = BTreeMap::new();
+        let mut frontends = HashSet::new();
+        let mut node_ports = HashSet::new();
+        let mut shared = false;
+        for key in self.services.keys() {
+            let part = self.part_of(key);
+            if self.parts.get(key).unwrap_or(&empty) != &part {
+                return false;
+            }
+            let (fe, np) = part.claims();
+            for f in fe {
+                shared |= !frontends.insert(f);
+            }
+            for p in np {
+                shared |= !node_ports.insert(p);
+            }
+            shared |= !self.table.holds(&part);
+            for (s, n) in sum.iter_mut().zip(part.entries()) {
+                *s += n;
+            }
+            for p in &part.pickers {
+                *pickers.entry(*p).or_default() += 1;
+            }
+        }
+        if shared {
+            return self.recomputed() == self.table;
+        }
+        pickers == self.picker_uses
+            && self.table.pickers == pickers.keys().copied().collect::<BTreeSet<_>>()
+            && sum == self.table.entries()
+            && self.table.affinity_slots
+                == pickers
+                    .keys()
+                    .filter(|p| p.affinity.is_some())
+                    .map(|p| p.count)
+                    .max()
+                    .unwrap_or(0)
     }
 
     /// The whole table computed afresh from every Service: what the kept
