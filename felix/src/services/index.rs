@@ -29,6 +29,10 @@ pub struct ServiceIndex {
     dirty: BTreeSet<String>,
     /// Changes not yet taken: (old part, new part) per Service.
     pending: Vec<(SvcNft, SvcNft)>,
+    /// Whether the table has been written whole once: before that no
+    /// patch is wanted, so changes are not kept as (old, new) pairs (at
+    /// a start against a full store, a second copy of every part).
+    patching: bool,
     hairpin_before: BTreeSet<Ipv4Addr>,
     /// Conntrack flows left stale by changes, not yet taken
     /// ([`super::stale`]).
@@ -49,6 +53,7 @@ impl ServiceIndex {
             table: SvcNft::default(),
             dirty: BTreeSet::new(),
             pending: Vec::new(),
+            patching: false,
             hairpin_before: BTreeSet::new(),
             stale: Vec::new(),
             pickers_before: BTreeSet::new(),
@@ -146,7 +151,9 @@ impl ServiceIndex {
                 self.parts.insert(key, new.clone());
             }
             self.stale.extend(stale::stale(&old, &new));
-            self.pending.push((old, new));
+            if self.patching {
+                self.pending.push((old, new));
+            }
         }
         self.table.pickers = self.picker_uses.keys().copied().collect();
         self.table.affinity_slots = self
@@ -201,6 +208,7 @@ impl ServiceIndex {
     /// Forget what was pending: the next write is the whole table.
     pub fn written_whole(&mut self) {
         self.pending.clear();
+        self.patching = true;
         self.hairpin_before = self.table.hairpin.clone();
         self.pickers_before = self.table.pickers.clone();
         self.affinity_before = self.table.affinity_slots;
