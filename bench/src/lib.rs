@@ -8,6 +8,7 @@ pub mod clusterbench;
 pub mod cnibench;
 pub mod conntrackbench;
 pub mod dnsbench;
+pub mod heapcount;
 pub mod policybench;
 pub mod servicebench;
 pub mod storebench;

@@ -17,6 +17,7 @@
 
 mod felix;
 mod figures;
+pub mod heap;
 mod latency;
 mod objects;
 mod options;

@@ -52,7 +52,7 @@ pub(super) fn change(proxy: &mut ServiceProxy, slice_key: &str, slice: SliceInfo
 
 /// The first whole-table write of a new proxy. `fresh`: the kernel has
 /// no table, so the pure part is the skeleton JSON and the encoded
-/// elements; otherwise it is the whole table's JSON.
+/// elements; otherwise the in-place JSON and the same elements.
 pub(super) fn full_sync(proxy: &mut ServiceProxy, items: Vec<Item>, fresh: bool) -> Result<Step> {
     let t = Instant::now();
     feed(proxy, items);
@@ -65,12 +65,15 @@ pub(super) fn full_sync(proxy: &mut ServiceProxy, items: Vec<Item>, fresh: bool)
     // What the write rendered, timed apart (pure).
     let t = Instant::now();
     let table = proxy.index.table();
-    let bytes = if fresh {
-        std::hint::black_box(tartan_felix::services::elements::all(table));
-        render::skeleton(table).to_string().len()
+    let first = if fresh {
+        render::skeleton(table)
     } else {
-        render::full(table).to_string().len()
+        render::in_place(table, &|_| true)
     };
+    let bytes = first.to_string().len();
+    let mut s = tartan_nft::backend::netlink::stream::Stream::new(1);
+    tartan_felix::services::elements::write(table, &mut s);
+    std::hint::black_box(s.finish());
     let render = t.elapsed();
     Ok(Step {
         index,

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod policy;
 pub mod routes;
 pub mod services;
+pub mod svc_whole;
 pub mod tunnels;
 
 #[derive(Debug, thiserror::Error)]

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tartan_nft::Transaction;
 use tartan_nft::backend::netlink as nftnl;
-use tartan_nft::backend::netlink::commit::Netlink;
+use tartan_nft::backend::netlink::commit::{Netlink, seq};
 use tartan_nft::backend::netlink::message::{ElementOp, Op};
+use tartan_nft::backend::netlink::stream::Stream;
 use tartan_nft::backend::program;
 use tartan_nft::model::schema::{NfListObject, Table as NftTable};
 use tracing::warn;
@@ -156,26 +157,78 @@ impl NftWriter {
         self.write_fresh(skeleton, ops, family, name)
     }
 
-    /// [`Self::write_new`] with the table given twice: as `parts` (what
-    /// `nft` writes of a new table, and its elements for netlink), and as
-    /// `whole` (one batch, for a table that exists). Only one is made.
-    pub fn write_new_parts(
+    /// Whether batches that can be encoded go over netlink.
+    pub fn netlink_enabled(&self) -> bool {
+        self.netlink
+    }
+
+    /// Write a whole table in two transactions: `first` through `nft`
+    /// (everything but the large sets' elements), then the elements
+    /// `fill` encodes straight into one netlink batch. With `fresh` (the
+    /// kernel had no such table), a table left without its elements is
+    /// removed; otherwise `first` must leave the kernel's table serving
+    /// as it did (see `render::in_place` of the service table).
+    pub fn write_streamed(
         &mut self,
-        parts: impl FnOnce() -> (Transaction, Vec<ElementOp>),
-        whole: impl FnOnce() -> Transaction,
+        first: &Transaction,
+        fill: impl FnOnce(&mut Stream),
         family: &str,
         name: &str,
-    ) -> Result<Via, DataplaneError> {
-        if !self.table_absent(family, name) {
-            return self.write(&whole(), family, name);
+        fresh: bool,
+    ) -> Result<(), DataplaneError> {
+        run(first, family, name)?;
+        self.nl.observe(first);
+        let mut s = Stream::new(seq());
+        fill(&mut s);
+        let (bytes, acked) = s.finish();
+        let why = match self.nl.send_bytes(&bytes, acked) {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(why)) => why,
+            Err(e) => e.to_string(),
+        };
+        if fresh {
+            self.remove_table(family, name);
         }
-        let (skeleton, ops) = parts();
-        self.write_fresh(skeleton, ops, family, name)
+        Err(DataplaneError::Refused {
+            what: format!("nftables table {family} {name}"),
+            detail: format!("the kernel refused the table's elements: {why}"),
+        })
+    }
+
+    /// Send `ops` (chain and set removals, say) as one netlink
+    /// transaction.
+    pub fn send_ops(&mut self, ops: &[Op], family: &str, name: &str) -> Result<(), DataplaneError> {
+        let why = match self.nl.send(ops) {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(why)) => why,
+            Err(e) => e.to_string(),
+        };
+        Err(DataplaneError::Refused {
+            what: format!("nftables table {family} {name}"),
+            detail: why,
+        })
+    }
+
+    /// Remove table `family name` (logged when it cannot be), and forget
+    /// its sets.
+    fn remove_table(&mut self, family: &str, name: &str) {
+        let mut gone = Transaction::new();
+        if let Some(f) = tartan_nft::model::family_of(family) {
+            gone.delete(NfListObject::Table(NftTable {
+                family: f,
+                name: name.to_string().into(),
+                handle: None,
+            }));
+        }
+        if let Err(e) = run(&gone, family, name) {
+            warn!(error = %e, "could not remove the table left without elements");
+        }
+        self.nl.declarations_mut().forget(family, name);
     }
 
     /// Whether the kernel surely has no table `family name` (and the
     /// netlink path is on): any doubt counts as present.
-    fn table_absent(&mut self, family: &str, name: &str) -> bool {
+    pub fn table_absent(&mut self, family: &str, name: &str) -> bool {
         let Some(fam) = nftnl::family_number(family) else {
             return false;
         };
@@ -203,18 +256,7 @@ impl NftWriter {
             Err(e) => e.to_string(),
         };
         // Leave no table without its elements behind.
-        let mut gone = Transaction::new();
-        if let Some(f) = tartan_nft::model::family_of(family) {
-            gone.delete(NfListObject::Table(NftTable {
-                family: f,
-                name: name.to_string().into(),
-                handle: None,
-            }));
-        }
-        if let Err(e) = run(&gone, family, name) {
-            warn!(error = %e, "could not remove the table left without elements");
-        }
-        self.nl.declarations_mut().forget(family, name);
+        self.remove_table(family, name);
         Err(DataplaneError::Refused {
             what: format!("nftables table {family} {name}"),
             detail: format!("the kernel refused the elements of a new table: {why}"),

@@ -12,7 +12,6 @@ use tracing::{debug, warn};
 use super::DataplaneError;
 use super::conntrack::Conntrack;
 use super::nft::{NftWriter, Table, Written, kernel_summary};
-use crate::services::elements;
 use crate::services::index::ServiceIndex;
 use crate::services::render::{self, SvcNft, TABLE, is_dynamic};
 
@@ -42,6 +41,8 @@ pub struct ServiceProxy {
     /// The kernel holds the index's table as of the last write.
     written: bool,
     pub writer: NftWriter,
+    /// How the latest whole-table write went (for tests and logs).
+    pub last_whole: Option<super::svc_whole::Whole>,
 }
 
 impl ServiceProxy {
@@ -52,6 +53,7 @@ impl ServiceProxy {
             conntrack_deleted: Counter::default(),
             written: false,
             writer: NftWriter::default(),
+            last_whole: None,
         }
     }
 
@@ -109,7 +111,7 @@ impl ServiceProxy {
         let started = Instant::now();
         self.index.update();
         if check {
-            if self.index.recomputed() != *self.index.table() {
+            if !self.index.consistent() {
                 warn!("the kept service table differs from one computed afresh; rebuilding it");
                 self.index.rebuild();
                 self.written = false;
@@ -139,13 +141,10 @@ impl ServiceProxy {
                 }
             }
         }
-        let t = self.index.table();
-        self.writer.write_new_parts(
-            || (render::skeleton(t), elements::all(t)),
-            || render::full(t),
-            "ip",
-            TABLE,
-        )?;
+        self.last_whole = Some(super::svc_whole::write(
+            &mut self.writer,
+            self.index.table(),
+        )?);
         self.index.written_whole();
         self.written = true;
         Ok(Written::Full(started.elapsed()))

@@ -1,9 +1,11 @@
 //! Every element of the service table as netlink element operations,
-//! encoded straight from the table: the path for a table the kernel does
-//! not have yet (see [`crate::dataplane::nft::NftWriter::write_new_parts`]).
-//! Rendering 200,000 elements as JSON only to parse them back would cost
-//! more than the kernel takes to store them. The interval set
-//! `lb_allowed` is not here: it stays in the JSON `nft` writes.
+//! encoded straight from the table into the batch's bytes
+//! ([`tartan_nft::backend::netlink::stream::Stream`]): the path of a
+//! whole-table write. Rendering 200,000 elements as JSON only for `nft`
+//! to parse them back would cost seconds and hundreds of MiB in felix
+//! and in `nft`; the kernel stores them in a fraction of that. The sets
+//! `lb_limited` and `lb_allowed` are not here: `nft` writes them with
+//! the chains ([`super::render::skeleton`], [`super::render::in_place`]).
 //!
 //! Keys follow the declarations in [`super::render`]; each part of a
 //! concatenation takes a multiple of four bytes.
@@ -12,11 +14,31 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use super::Backend;
-use super::render::{Picker, SvcNft, TABLE};
-use tartan_nft::backend::netlink::message::{Data, Elem, ElementOp};
-use tartan_nft::backend::netlink::types::concat;
+use super::render::{Picker, SvcNft, TABLE, written_pickers};
+use tartan_nft::backend::netlink::message::{Data, Elem};
+use tartan_nft::backend::netlink::stream::Stream;
+use tartan_nft::backend::netlink::types::{Verdict, concat};
 
 const NFPROTO_IPV4: u8 = 2;
+
+/// The sets and maps [`write`] empties and fills, in its order.
+pub const WRITTEN: &[&str] = &[
+    "fe_pickers",
+    "np_pickers",
+    "fe_addr",
+    "fe_port",
+    "np_addr",
+    "np_port",
+    "frontends",
+    "node_ports",
+    "frontends_in",
+    "node_ports_in",
+    "reject_fe",
+    "drop_fe",
+    "reject_np",
+    "drop_np",
+    "hairpin",
+];
 
 fn frontend(fe: &(Ipv4Addr, u8, u16)) -> Vec<u8> {
     concat(&[&fe.0.octets(), &[fe.1], &fe.2.to_be_bytes()])
@@ -33,87 +55,72 @@ fn slotted(key: Vec<u8>, slot: u32) -> Vec<u8> {
     k
 }
 
-fn op(set: &str, elems: Vec<Elem>) -> Option<ElementOp> {
-    (!elems.is_empty()).then(|| ElementOp {
-        add: true,
-        family: NFPROTO_IPV4,
-        table: TABLE.to_string(),
-        set: set.to_string(),
-        elems,
-    })
+fn add(s: &mut Stream, set: &str, key: Vec<u8>, data: Option<Data>) {
+    s.add(NFPROTO_IPV4, TABLE, set, Elem { key, data });
 }
 
-fn set<K>(set: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) -> Option<ElementOp> {
-    op(
-        set,
-        keys.iter()
-            .map(|k| Elem {
-                key: key(k),
-                data: None,
-            })
-            .collect(),
-    )
+fn set<K>(s: &mut Stream, name: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) {
+    for k in keys {
+        add(s, name, key(k), None);
+    }
 }
 
 /// A frontend's picker id: a mark, host byte order.
-fn pickers<K>(
-    set: &str,
-    m: &BTreeMap<K, Picker>,
-    key: impl Fn(&K) -> Vec<u8>,
-) -> Option<ElementOp> {
-    op(
-        set,
-        m.iter()
-            .map(|(k, p)| Elem {
-                key: key(k),
-                data: Some(Data::Bytes(p.id().to_ne_bytes().to_vec())),
-            })
-            .collect(),
-    )
+fn pickers<K>(s: &mut Stream, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(&K) -> Vec<u8>) {
+    for (k, p) in m {
+        add(
+            s,
+            name,
+            key(k),
+            Some(Data::Bytes(p.id().to_ne_bytes().to_vec())),
+        );
+    }
 }
 
 fn slots<K>(
-    set: &str,
+    s: &mut Stream,
+    name: &str,
     m: &BTreeMap<(K, u32), Backend>,
     key: impl Fn(&K) -> Vec<u8>,
     value: impl Fn(&Backend) -> Vec<u8>,
-) -> Option<ElementOp> {
-    op(
-        set,
-        m.iter()
-            .map(|((k, slot), b)| Elem {
-                key: slotted(key(k), *slot),
-                data: Some(Data::Bytes(value(b))),
-            })
-            .collect(),
-    )
+) {
+    for ((k, slot), b) in m {
+        add(s, name, slotted(key(k), *slot), Some(Data::Bytes(value(b))));
+    }
 }
 
-/// Every element of `t` but those of `lb_allowed` and the picking chains'
-/// verdict maps (which [`super::render::skeleton`] holds). The slot maps
-/// come before the frontends that lead to them, all in one transaction.
-pub fn all(t: &SvcNft) -> Vec<ElementOp> {
+/// Append to `s`: each set and map of [`WRITTEN`] emptied, then filled
+/// with `t`'s elements: the picking chains' entries first, then the
+/// slot maps, then the frontends that lead to them. In one batch, so the
+/// kernel switches from the old elements to the new at once. The chains
+/// the picker entries name must exist.
+pub fn write(t: &SvcNft, s: &mut Stream) {
+    for name in WRITTEN {
+        s.flush_set(NFPROTO_IPV4, TABLE, name);
+    }
+    for p in written_pickers(&t.pickers) {
+        let map = match p.kind {
+            super::render::Kind::Frontend => "fe_pickers",
+            super::render::Kind::NodePort => "np_pickers",
+        };
+        let goto = Data::Verdict(Verdict::Goto(p.chain()));
+        add(s, map, p.id().to_ne_bytes().to_vec(), Some(goto));
+    }
     let addr = |b: &Backend| b.addr.octets().to_vec();
     let port = |b: &Backend| b.port.to_be_bytes().to_vec();
-    [
-        slots("fe_addr", &t.fe_slots, frontend, addr),
-        slots("fe_port", &t.fe_slots, frontend, port),
-        slots("np_addr", &t.np_slots, node_port, addr),
-        slots("np_port", &t.np_slots, node_port, port),
-        pickers("frontends", &t.frontends, frontend),
-        pickers("node_ports", &t.node_ports, node_port),
-        pickers("frontends_in", &t.frontends_in, frontend),
-        pickers("node_ports_in", &t.node_ports_in, node_port),
-        set("reject_fe", &t.reject_fe, frontend),
-        set("drop_fe", &t.drop_fe, frontend),
-        set("reject_np", &t.reject_np, node_port),
-        set("drop_np", &t.drop_np, node_port),
-        set("hairpin", &t.hairpin, |a| {
-            concat(&[&a.octets(), &a.octets()])
-        }),
-        set("lb_limited", &t.lb_limited, frontend),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    slots(s, "fe_addr", &t.fe_slots, frontend, addr);
+    slots(s, "fe_port", &t.fe_slots, frontend, port);
+    slots(s, "np_addr", &t.np_slots, node_port, addr);
+    slots(s, "np_port", &t.np_slots, node_port, port);
+    pickers(s, "frontends", &t.frontends, frontend);
+    pickers(s, "node_ports", &t.node_ports, node_port);
+    pickers(s, "frontends_in", &t.frontends_in, frontend);
+    pickers(s, "node_ports_in", &t.node_ports_in, node_port);
+    set(s, "reject_fe", &t.reject_fe, frontend);
+    set(s, "drop_fe", &t.drop_fe, frontend);
+    set(s, "reject_np", &t.reject_np, node_port);
+    set(s, "drop_np", &t.drop_np, node_port);
+    set(s, "hairpin", &t.hairpin, |a| {
+        concat(&[&a.octets(), &a.octets()])
+    });
 }

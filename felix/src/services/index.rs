@@ -3,7 +3,7 @@
 //! table and yields the nft commands for that part alone, so the work per
 //! change does not grow with the number of Services. Pure.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::net::Ipv4Addr;
 
 use tartan_nft::Transaction;
@@ -29,6 +29,10 @@ pub struct ServiceIndex {
     dirty: BTreeSet<String>,
     /// Changes not yet taken: (old part, new part) per Service.
     pending: Vec<(SvcNft, SvcNft)>,
+    /// Whether the table has been written whole once: before that no
+    /// patch is wanted, so changes are not kept as (old, new) pairs (at
+    /// a start against a full store, a second copy of every part).
+    patching: bool,
     hairpin_before: BTreeSet<Ipv4Addr>,
     /// Conntrack flows left stale by changes, not yet taken
     /// ([`super::stale`]).
@@ -49,6 +53,7 @@ impl ServiceIndex {
             table: SvcNft::default(),
             dirty: BTreeSet::new(),
             pending: Vec::new(),
+            patching: false,
             hairpin_before: BTreeSet::new(),
             stale: Vec::new(),
             pickers_before: BTreeSet::new(),
@@ -146,7 +151,9 @@ impl ServiceIndex {
                 self.parts.insert(key, new.clone());
             }
             self.stale.extend(stale::stale(&old, &new));
-            self.pending.push((old, new));
+            if self.patching {
+                self.pending.push((old, new));
+            }
         }
         self.table.pickers = self.picker_uses.keys().copied().collect();
         self.table.affinity_slots = self
@@ -201,9 +208,64 @@ impl ServiceIndex {
     /// Forget what was pending: the next write is the whole table.
     pub fn written_whole(&mut self) {
         self.pending.clear();
+        self.patching = true;
         self.hairpin_before = self.table.hairpin.clone();
         self.pickers_before = self.table.pickers.clone();
         self.affinity_before = self.table.affinity_slots;
+    }
+
+    /// Whether the kept table equals one computed afresh from every
+    /// Service ([`ServiceIndex::recomputed`]), found without a second
+    /// copy of the table: each Service's part is recomputed alone and
+    /// must equal the kept part and be in the table; when no two parts
+    /// claim one frontend or node port, the table must hold exactly as
+    /// many entries as the parts together (so nothing else). Where two
+    /// Services do claim one (the same external IP and port, say), the
+    /// whole table is recomputed and compared, since which of them wins
+    /// is decided there.
+    pub fn consistent(&self) -> bool {
+        let empty = SvcNft::default();
+        if self.parts.keys().any(|k| !self.services.contains_key(k)) {
+            return false;
+        }
+        let mut sum = [0usize; 12];
+        let mut pickers: BTreeMap<Picker, usize> = BTreeMap::new();
+        let mut frontends = HashSet::new();
+        let mut node_ports = HashSet::new();
+        let mut shared = false;
+        for key in self.services.keys() {
+            let part = self.part_of(key);
+            if self.parts.get(key).unwrap_or(&empty) != &part {
+                return false;
+            }
+            let (fe, np) = part.claims();
+            for f in fe {
+                shared |= !frontends.insert(f);
+            }
+            for p in np {
+                shared |= !node_ports.insert(p);
+            }
+            shared |= !self.table.holds(&part);
+            for (s, n) in sum.iter_mut().zip(part.entries()) {
+                *s += n;
+            }
+            for p in &part.pickers {
+                *pickers.entry(*p).or_default() += 1;
+            }
+        }
+        if shared {
+            return self.recomputed() == self.table;
+        }
+        pickers == self.picker_uses
+            && self.table.pickers == pickers.keys().copied().collect::<BTreeSet<_>>()
+            && sum == self.table.entries()
+            && self.table.affinity_slots
+                == pickers
+                    .keys()
+                    .filter(|p| p.affinity.is_some())
+                    .map(|p| p.count)
+                    .max()
+                    .unwrap_or(0)
     }
 
     /// The whole table computed afresh from every Service: what the kept

@@ -33,6 +33,7 @@
 /// The longest session affinity the Kubernetes API allows.
 pub const MAX_AFFINITY_SECONDS: u32 = 86_400;
 
+pub mod decode;
 pub mod elements;
 pub mod healthcheck;
 pub mod index;

@@ -57,7 +57,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
-use nftables::schema::{FlushObject, NfCmd, NfListObject, Set, SetFlag};
+use nftables::schema::{Chain, FlushObject, NfCmd, NfListObject, Set, SetFlag};
 use nftables::types::NfFamily;
 use tartan_nft::{Command, Transaction};
 // The expression helpers the policy compiler already has.
@@ -74,26 +74,55 @@ pub use table::SvcNft;
 
 /// The whole table, replaced in one transaction.
 pub fn full(t: &SvcNft) -> Transaction {
-    whole(t, t)
+    whole(t, t, None)
 }
 
-/// [`full`] without the elements [`super::elements::all`] encodes: what
-/// `nft` writes of a table the kernel does not have yet.
+/// What `nft` writes of a table the kernel does not have yet: [`full`]
+/// without the elements [`super::elements::write`] sends over netlink
+/// (it keeps the small sets of LoadBalancer source ranges).
 pub fn skeleton(t: &SvcNft) -> Transaction {
-    let only = SvcNft {
+    whole(t, &limits(t), None)
+}
+
+/// What `nft` writes over the table the kernel has, in one transaction
+/// that leaves the large maps' elements as they are: every set and map
+/// declared (a no-op where it is), every chain made where missing and
+/// its rules replaced, and the sets of LoadBalancer source ranges
+/// replaced. [`super::elements::write`] then replaces the elements in one
+/// netlink transaction, so Services are served throughout, by the old
+/// elements and then by the new. The picking chains' verdict-map entries
+/// are left to it too; chains and sets the new table lacks are removed
+/// after it. `has(name)`: whether the kernel's table has set `name`
+/// (an affinity set there is not declared again: the kernel keeps it
+/// with the `dynamic` flag its rules gave it, which nft's JSON cannot
+/// say, and refuses a declaration without it).
+pub fn in_place(t: &SvcNft, has: &dyn Fn(&str) -> bool) -> Transaction {
+    whole(t, &limits(t), Some(has))
+}
+
+fn limits(t: &SvcNft) -> SvcNft {
+    SvcNft {
+        lb_limited: t.lb_limited.clone(),
         lb_allowed: t.lb_allowed.clone(),
         ..SvcNft::default()
-    };
-    whole(t, &only)
+    }
 }
 
-/// The whole table `t`, with the elements of `elements`.
-fn whole(t: &SvcNft, elements: &SvcNft) -> Transaction {
-    let mut out = tx(vec![
-        add(NfListObject::Table(table())),
-        del(NfListObject::Table(table())),
-        add(NfListObject::Table(table())),
-    ]);
+/// The whole table `t`, with the elements of `elements`; with
+/// `in_place`, over the kernel's table (see [`in_place`]), else
+/// replacing it.
+fn whole(t: &SvcNft, elements: &SvcNft, in_place: Option<&dyn Fn(&str) -> bool>) -> Transaction {
+    let has = in_place.unwrap_or(&|_| false);
+    let in_place = in_place.is_some();
+    let mut out = if in_place {
+        tx(vec![add(NfListObject::Table(table()))])
+    } else {
+        tx(vec![
+            add(NfListObject::Table(table())),
+            del(NfListObject::Table(table())),
+            add(NfListObject::Table(table())),
+        ])
+    };
     for (name, key, value) in declarations() {
         out.push(declare(name, key, value));
     }
@@ -105,16 +134,32 @@ fn whole(t: &SvcNft, elements: &SvcNft) -> Transaction {
         flags: Some([SetFlag::Interval].into()),
         ..Set::default()
     })))];
-    for i in 0..t.affinity_slots {
+    for i in (0..t.affinity_slots).filter(|i| !has(&format!("aff_{i}"))) {
         objs.push(add(affinity_set(i)));
     }
     let fixed = fixed();
     let pickers = written_pickers(&t.pickers);
-    for (c, _) in &fixed {
+    let mut chains: Vec<Chain<'static>> = fixed.iter().map(|(c, _)| c.clone()).collect();
+    chains.extend(pickers.iter().map(|p| chain(&p.chain())));
+    for c in &chains {
         objs.push(add(NfListObject::Chain(c.clone())));
     }
-    for p in &pickers {
-        objs.push(add(NfListObject::Chain(chain(&p.chain()))));
+    if in_place {
+        for c in &chains {
+            objs.push(Command::Nft(NfCmd::Flush(FlushObject::Chain(chain(
+                &c.name,
+            )))));
+        }
+        for set in ["lb_limited", "lb_allowed"] {
+            objs.push(Command::Nft(NfCmd::Flush(FlushObject::Set(Box::new(
+                Set {
+                    family: NfFamily::IP,
+                    table: Cow::Borrowed(TABLE),
+                    name: Cow::Borrowed(set),
+                    ..Set::default()
+                },
+            )))));
+        }
     }
     for (c, rules) in fixed {
         objs.extend(rules.into_iter().map(|r| rule(&c.name, r)));
@@ -122,8 +167,10 @@ fn whole(t: &SvcNft, elements: &SvcNft) -> Transaction {
     for p in &pickers {
         objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
     }
-    for p in &pickers {
-        objs.push(add(picker_entry(p)));
+    if !in_place {
+        for p in &pickers {
+            objs.push(add(picker_entry(p)));
+        }
     }
     for (name, _, elems) in element_changes(&SvcNft::default(), elements) {
         if !elems.is_empty() {

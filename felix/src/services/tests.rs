@@ -390,9 +390,11 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
         ix.set_slice(k, Some(v.clone()));
     }
     ix.update();
-    ix.take_patch();
+    // The first write is the whole table.
+    ix.written_whole();
     let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
+    assert!(ix.consistent());
     // One endpoint more for one Service: the patch names its frontend only.
     let s = slices.get_mut("ns/s10-1").unwrap();
     let mut e = s.endpoints[0].clone();
@@ -425,6 +427,13 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.take_patch().is_none());
+    assert!(ix.consistent());
+    // Two Services claiming one frontend: decided by the whole table.
+    let mut twin = services["ns/s11"].clone();
+    twin.cluster_ips = services["ns/s12"].cluster_ips.clone();
+    ix.set_service("ns/s11", Some(twin));
+    ix.update();
+    assert_eq!(ix.consistent(), ix.recomputed() == *ix.table());
 }
 
 #[test]

@@ -148,6 +148,66 @@ impl SvcNft {
         self.lb_allowed.retain(|k| !part.lb_allowed.contains(k));
     }
 
+    /// How many entries each element map and set holds (not the hairpin
+    /// set, the pickers or the affinity count, which are the whole
+    /// table's).
+    pub fn entries(&self) -> [usize; 12] {
+        [
+            self.frontends.len(),
+            self.node_ports.len(),
+            self.frontends_in.len(),
+            self.node_ports_in.len(),
+            self.fe_slots.len(),
+            self.np_slots.len(),
+            self.reject_fe.len(),
+            self.drop_fe.len(),
+            self.reject_np.len(),
+            self.drop_np.len(),
+            self.lb_limited.len(),
+            self.lb_allowed.len(),
+        ]
+    }
+
+    /// The frontends and node ports any entry of this part is keyed by:
+    /// two parts with none in common cannot hold the same entry.
+    pub fn claims(&self) -> (BTreeSet<Frontend>, BTreeSet<NodePort>) {
+        let mut fe: BTreeSet<Frontend> = self.frontends.keys().copied().collect();
+        fe.extend(self.frontends_in.keys());
+        fe.extend(self.fe_slots.keys().map(|(f, _)| *f));
+        fe.extend(&self.reject_fe);
+        fe.extend(&self.drop_fe);
+        fe.extend(&self.lb_limited);
+        fe.extend(self.lb_allowed.iter().map(|(f, _)| *f));
+        let mut np: BTreeSet<NodePort> = self.node_ports.keys().copied().collect();
+        np.extend(self.node_ports_in.keys());
+        np.extend(self.np_slots.keys().map(|(p, _)| *p));
+        np.extend(&self.reject_np);
+        np.extend(&self.drop_np);
+        (fe, np)
+    }
+
+    /// Whether every entry of `part` is here with the same value.
+    pub fn holds(&self, part: &SvcNft) -> bool {
+        fn map<K: Ord, V: PartialEq>(m: &BTreeMap<K, V>, p: &BTreeMap<K, V>) -> bool {
+            p.iter().all(|(k, v)| m.get(k) == Some(v))
+        }
+        fn set<K: Ord>(m: &BTreeSet<K>, p: &BTreeSet<K>) -> bool {
+            p.iter().all(|k| m.contains(k))
+        }
+        map(&self.frontends, &part.frontends)
+            && map(&self.node_ports, &part.node_ports)
+            && map(&self.frontends_in, &part.frontends_in)
+            && map(&self.node_ports_in, &part.node_ports_in)
+            && map(&self.fe_slots, &part.fe_slots)
+            && map(&self.np_slots, &part.np_slots)
+            && set(&self.reject_fe, &part.reject_fe)
+            && set(&self.drop_fe, &part.drop_fe)
+            && set(&self.reject_np, &part.reject_np)
+            && set(&self.drop_np, &part.drop_np)
+            && set(&self.lb_limited, &part.lb_limited)
+            && set(&self.lb_allowed, &part.lb_allowed)
+    }
+
     /// Put `part`'s entries in (its pickers are counted by the caller).
     pub fn add(&mut self, part: &SvcNft) {
         self.frontends.extend(part.frontends.clone());

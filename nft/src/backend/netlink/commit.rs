@@ -52,7 +52,17 @@ impl Netlink {
     /// nothing was applied.
     pub fn send(&mut self, ops: &[Op]) -> std::io::Result<Result<(), String>> {
         let (bytes, acked) = batch(ops, seq());
-        let r = self.conn().and_then(|c| c.send(&bytes, acked));
+        self.send_bytes(&bytes, acked)
+    }
+
+    /// Send a batch already encoded (by [`super::stream::Stream`], with
+    /// sequence numbers from [`seq`]), as [`Netlink::send`] does.
+    pub fn send_bytes(
+        &mut self,
+        bytes: &[u8],
+        acked: usize,
+    ) -> std::io::Result<Result<(), String>> {
+        let r = self.conn().and_then(|c| c.send(bytes, acked));
         if r.is_err() {
             self.conn = None;
         }

@@ -8,14 +8,14 @@ pub use super::ops::{
     ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef,
 };
 
-const NLM_F_REQUEST: u16 = 0x1;
-const NLM_F_ACK: u16 = 0x4;
-const NLM_F_CREATE: u16 = 0x400;
-const NFNL_SUBSYS_NFTABLES: u16 = 10;
-const NFNL_MSG_BATCH_BEGIN: u16 = 16;
-const NFNL_MSG_BATCH_END: u16 = 17;
-const NFT_MSG_NEWSETELEM: u16 = 12;
-const NFT_MSG_DELSETELEM: u16 = 14;
+pub(super) const NLM_F_REQUEST: u16 = 0x1;
+pub(super) const NLM_F_ACK: u16 = 0x4;
+pub(super) const NLM_F_CREATE: u16 = 0x400;
+pub(super) const NFNL_SUBSYS_NFTABLES: u16 = 10;
+pub(super) const NFNL_MSG_BATCH_BEGIN: u16 = 16;
+pub(super) const NFNL_MSG_BATCH_END: u16 = 17;
+pub(super) const NFT_MSG_NEWSETELEM: u16 = 12;
+pub(super) const NFT_MSG_DELSETELEM: u16 = 14;
 const NFT_MSG_NEWCHAIN: u16 = 3;
 const NFT_MSG_DELCHAIN: u16 = 5;
 const NFT_MSG_NEWRULE: u16 = 6;
@@ -40,16 +40,16 @@ const NFTA_SET_DESC_CONCAT: u16 = 2;
 const NFTA_SET_FIELD_LEN: u16 = 1;
 const NFT_SET_INTERVAL: u32 = 0x4;
 const NFT_SET_CONCAT: u32 = 0x80;
-const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
-const NFTA_SET_ELEM_LIST_SET: u16 = 2;
-const NFTA_SET_ELEM_LIST_ELEMENTS: u16 = 3;
-const NFTA_LIST_ELEM: u16 = 1;
+pub(super) const NFTA_SET_ELEM_LIST_TABLE: u16 = 1;
+pub(super) const NFTA_SET_ELEM_LIST_SET: u16 = 2;
+pub(super) const NFTA_SET_ELEM_LIST_ELEMENTS: u16 = 3;
+pub(super) const NFTA_LIST_ELEM: u16 = 1;
 const NFTA_SET_ELEM_KEY: u16 = 1;
 const NFTA_SET_ELEM_DATA: u16 = 2;
 const NFTA_SET_ELEM_KEY_END: u16 = 10;
-const PER_MESSAGE: usize = 256;
+pub(super) const PER_MESSAGE: usize = 256;
 
-fn elem_attrs(e: &Elem) -> Attrs {
+pub(super) fn elem_attrs(e: &Elem) -> Attrs {
     let mut a = Attrs::new();
     let mut key = Attrs::new();
     key.bytes(NFTA_DATA_VALUE, &e.key);
@@ -92,7 +92,15 @@ fn set_body(d: &SetDecl) -> Vec<u8> {
 }
 
 /// One netlink message: header, nfgenmsg, attributes.
-fn message(out: &mut Vec<u8>, kind: u16, flags: u16, seq: u32, family: u8, res: u16, body: &[u8]) {
+pub(super) fn message(
+    out: &mut Vec<u8>,
+    kind: u16,
+    flags: u16,
+    seq: u32,
+    family: u8,
+    res: u16,
+    body: &[u8],
+) {
     let len = 16 + 4 + body.len();
     out.extend((len as u32).to_ne_bytes());
     out.extend(kind.to_ne_bytes());

@@ -25,6 +25,7 @@ pub mod message;
 pub mod ops;
 pub mod rules;
 pub mod socket;
+pub mod stream;
 pub mod types;
 
 use std::collections::HashMap;

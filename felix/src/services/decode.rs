@@ -1,0 +1,33 @@
+//! Watched Services and EndpointSlices decoded into the proxy's records
+//! ([`ServiceInfo`], [`SliceInfo`]): the object is read and dropped at
+//! once, so the index keeps only what the dataplane uses.
+
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use tartan_api::store::DynamicObject;
+use tartan_api::store::typed::from_dynamic;
+
+use super::{ServiceInfo, SliceInfo};
+
+/// A Service as the proxy keeps it: `Err` when it does not read,
+/// `Ok(None)` for one the proxy leaves alone.
+pub fn read_service(o: DynamicObject) -> Result<Option<ServiceInfo>, String> {
+    let s: Service = from_dynamic(o).map_err(|e| e.to_string())?;
+    Ok(ServiceInfo::from_service(&s))
+}
+
+/// An EndpointSlice as the proxy keeps it (see [`read_service`]).
+pub fn read_slice(o: DynamicObject) -> Result<Option<SliceInfo>, String> {
+    let s: EndpointSlice = from_dynamic(o).map_err(|e| e.to_string())?;
+    Ok(SliceInfo::from_slice(&s))
+}
+
+/// [`read_service`], unreadable as absent.
+pub fn service(o: DynamicObject) -> Option<ServiceInfo> {
+    read_service(o).ok().flatten()
+}
+
+/// [`read_slice`], unreadable as absent.
+pub fn slice(o: DynamicObject) -> Option<SliceInfo> {
+    read_slice(o).ok().flatten()
+}
