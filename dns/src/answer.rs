@@ -22,7 +22,8 @@ use hickory_proto::op::{Query, ResponseCode};
 use hickory_proto::rr::rdata::{A, AAAA, CNAME, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
-use crate::model::{Records, ServiceKind, endpoint_label, undashed};
+use crate::model::{ServiceKind, endpoint_label, undashed};
+use crate::records::Records;
 
 /// The version of the specification served at `dns-version.<zone>`.
 pub const SPEC_VERSION: &str = "1.1.0";
@@ -114,7 +115,7 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
         let names = records.ptr(addr)?;
         let rdata = names
             .iter()
-            .filter_map(|n| zone.abs(n))
+            .filter_map(|n| zone.abs(&n.relative(addr)))
             .map(|n| RData::PTR(PTR(n)))
             .collect();
         (Some(rdata), false)
@@ -226,7 +227,7 @@ fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
             let proto = &proto[1..];
             s.ports
                 .iter()
-                .any(|p| !p.name.is_empty() && p.protocol == proto)
+                .any(|p| !p.name.is_empty() && p.protocol.as_str() == proto)
                 .then(Vec::new)
         }
         [host, svc, ns, "svc"] => endpoint_name(records, ns, svc, host),
@@ -250,7 +251,7 @@ fn service_name(records: &Records, ns: &str, svc: &str) -> AtName {
             let mut addrs: Vec<IpAddr> = records
                 .endpoints(ns, svc)
                 .iter()
-                .flat_map(|e| e.endpoint.addresses.iter().copied())
+                .flat_map(|e| e.addresses())
                 .collect();
             addrs.sort();
             addrs.dedup();
@@ -268,11 +269,8 @@ fn endpoint_name(records: &Records, ns: &str, svc: &str, host: &str) -> AtName {
         .endpoints(ns, svc)
         .iter()
         .flat_map(|e| {
-            e.endpoint
-                .addresses
-                .iter()
-                .filter(|a| endpoint_label(e.endpoint.hostname.as_deref(), **a) == host)
-                .copied()
+            e.addresses()
+                .filter(move |a| endpoint_label(e.hostname().map(|h| &**h), *a) == host)
         })
         .collect();
     if addrs.is_empty() {
@@ -290,31 +288,19 @@ fn srv(records: &Records, zone: &Zone, ns: &str, svc: &str, port: &str, proto: &
     match &s.kind {
         ServiceKind::ClusterIp(_) => {
             let target = zone.abs(&base)?;
-            for p in s
-                .ports
-                .iter()
-                .filter(|p| p.name == port && p.protocol == proto)
-            {
+            for p in s.ports.iter().filter(|p| p.is(port, proto)) {
                 out.push(RData::SRV(SRV::new(0, 100, p.port, target.clone())));
             }
         }
         ServiceKind::Headless => {
-            if !s
-                .ports
-                .iter()
-                .any(|p| p.name == port && p.protocol == proto)
-            {
+            if !s.ports.iter().any(|p| p.is(port, proto)) {
                 return None;
             }
             let mut seen = std::collections::BTreeSet::new();
             for e in records.endpoints(ns, svc) {
-                for p in e
-                    .ports
-                    .iter()
-                    .filter(|p| p.name == port && p.protocol == proto)
-                {
-                    for a in &e.endpoint.addresses {
-                        let label = endpoint_label(e.endpoint.hostname.as_deref(), *a);
+                for p in e.ports().iter().filter(|p| p.is(port, proto)) {
+                    for a in e.addresses() {
+                        let label = endpoint_label(e.hostname().map(|h| &**h), a);
                         if seen.insert((label.clone(), p.port)) {
                             let target = zone.abs(&format!("{label}.{base}"))?;
                             out.push(RData::SRV(SRV::new(0, 100, p.port, target)));

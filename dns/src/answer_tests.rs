@@ -12,7 +12,8 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 
 use super::*;
-use crate::model::{Records, ServiceRec, SliceRec};
+use crate::model::{ServiceRec, SliceRec};
+use crate::records::Records;
 
 pub(crate) const NS: &str = "dns-8123";
 

@@ -1,8 +1,9 @@
-//! The whole server assembled: the datastore watch, the DNS sockets and the
-//! HTTP endpoint, sharing one [`Records`].
+//! The whole server assembled: the datastore watch, the DNS sockets (UDP
+//! on threads of their own, TCP on the runtime) and the HTTP endpoint,
+//! sharing one [`Records`].
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use anyhow::{Context, Result};
@@ -17,7 +18,7 @@ use crate::handler::Handler;
 use crate::health::Health;
 use crate::limit::{LimitConfig, Limiter};
 use crate::metrics::Metrics;
-use crate::model::Records;
+use crate::records::Records;
 use crate::server::Server;
 
 #[derive(Clone, Debug)]
@@ -31,9 +32,11 @@ pub struct Config {
     pub limit: LimitConfig,
     pub max_inflight: usize,
     pub max_tcp: usize,
+    /// UDP sockets, each read by a thread of its own (at least one).
+    pub udp_threads: usize,
 }
 
-/// A running server; its tasks stop when it is dropped.
+/// A running server; its tasks and threads stop when it is dropped.
 pub struct Running {
     pub dns: SocketAddr,
     pub health: Option<SocketAddr>,
@@ -41,10 +44,13 @@ pub struct Running {
     pub metrics: Arc<Metrics>,
     pub records: Arc<RwLock<Records>>,
     tasks: Vec<JoinHandle<()>>,
+    /// Tells the UDP threads to end.
+    stop: Arc<AtomicBool>,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
         for t in &self.tasks {
             t.abort();
         }
@@ -60,15 +66,21 @@ impl Running {
     }
 }
 
-/// The runtime's worker threads, and the UDP sockets read in parallel.
+/// The runtime's worker threads (the datastore watch, TCP, upstream
+/// queries and HTTP; the UDP threads are apart).
 pub const WORKERS: usize = 2;
+
+/// UDP threads by default: one per core the process may use, at most 4.
+pub fn default_udp_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(4))
+}
 
 /// Bind the sockets and start serving.
 pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
     let metrics = Arc::new(Metrics::new());
     let records = Arc::new(RwLock::new(Records::new()));
     let ready = Arc::new(AtomicBool::new(false));
-    let udp = crate::sockets::bind_udp(cfg.listen, WORKERS)
+    let udp = crate::sockets::bind_udp(cfg.listen, cfg.udp_threads)
         .with_context(|| format!("bind UDP {}", cfg.listen))?;
     let dns = udp[0].local_addr()?;
     // TCP on the same port as UDP (which may have been chosen by the kernel).
@@ -90,8 +102,12 @@ pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
         max_inflight: cfg.max_inflight,
         max_tcp: cfg.max_tcp,
     });
+    let stop = Arc::new(AtomicBool::new(false));
+    server
+        .start_udp(udp, tokio::runtime::Handle::current(), stop.clone())
+        .context("start the UDP threads")?;
     let mut tasks = vec![
-        tokio::spawn(server.run(udp, tcp)),
+        tokio::spawn(server.serve_tcp(tcp)),
         tokio::spawn(crate::watch::follow(
             store,
             records.clone(),
@@ -123,5 +139,6 @@ pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
         metrics,
         records,
         tasks,
+        stop,
     })
 }

@@ -22,7 +22,7 @@ use prometheus_client::metrics::counter::Counter;
 use crate::answer::{Zone, answer};
 use crate::forward::{Forwarder, forwardable};
 use crate::metrics::{Metrics, QueryLabels};
-use crate::model::Records;
+use crate::records::Records;
 use crate::replies::{Reply, ReplyCache};
 
 /// The payload size we advertise and the most we send over UDP.

@@ -1,12 +1,14 @@
 //! Tartan's cluster DNS (kube-dns's job).
 //!
-//! - [`model`]: Services, EndpointSlices and Namespaces as DNS sees them.
+//! - [`model`]: a Service or EndpointSlice as DNS sees it (compact);
+//!   [`records`]: all of them, indexed (names and PTR).
 //! - [`answer`]: the cluster domain's answers (pure).
 //! - [`forward`] and [`cache`]: other names, from the upstreams, cached.
 //! - [`handler`]: one request's bytes to one response's bytes; [`replies`]:
 //!   encoded replies for the cluster domain, reused until the records change.
 //! - [`limit`]: the per-client rate limit.
-//! - [`server`]: UDP and TCP serving; [`sockets`]: the UDP sockets, one per core.
+//! - [`server`]: UDP (a thread per socket) and TCP serving; [`sockets`]:
+//!   the UDP sockets, one per core.
 //! - [`watch`]: the datastore followed into the records.
 //! - [`health`] and [`metrics`]: `/livez`, `/readyz`, `/metrics`.
 //! - [`daemon`]: all of it assembled.
@@ -19,6 +21,7 @@ pub mod health;
 pub mod limit;
 pub mod metrics;
 pub mod model;
+pub mod records;
 pub mod replies;
 pub mod server;
 pub mod sockets;

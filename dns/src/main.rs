@@ -66,6 +66,10 @@ struct Cli {
     /// Most TCP connections at once.
     #[arg(long, default_value_t = 256)]
     max_tcp: usize,
+    /// UDP sockets on the listen address, each read by a thread of its own
+    /// (0: one per core, at most 4).
+    #[arg(long, default_value_t = 0)]
+    udp_threads: usize,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
@@ -128,6 +132,10 @@ fn main() -> Result<()> {
         },
         max_inflight: cli.max_inflight.max(1),
         max_tcp: cli.max_tcp.max(1),
+        udp_threads: match cli.udp_threads {
+            0 => tartan_dns::daemon::default_udp_threads(),
+            n => n,
+        },
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(tartan_dns::daemon::WORKERS)

@@ -1,12 +1,17 @@
-//! The cluster's names as the DNS serves them: Services, their EndpointSlices
-//! and the Namespaces, read from the datastore's objects and changed one
-//! object at a time. Pure: no I/O.
+//! The cluster's names as the DNS serves them: a Service or an
+//! EndpointSlice read from the datastore into a compact record, holding
+//! only what answers need. Pure: no I/O.
 //!
-//! Besides the objects, [`Records`] keeps a reverse index (address → names,
-//! for PTR) that is recomputed only for the Service an object change touches.
+//! Compact because a cluster has many of them (100,000 endpoints are
+//! common): addresses are fixed-size values in one slice per
+//! EndpointSlice (four bytes each for IPv4), an endpoint is an index into
+//! it (eight bytes), hostnames are kept only for the endpoints that have
+//! one, and names repeated across records (namespaces, Service names, port
+//! names) are shared ([`Arc<str>`]) by the [`Records`](crate::records::Records)
+//! that hold them.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -21,31 +26,77 @@ pub type Key = (String, String);
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ServiceKind {
     /// A/AAAA records for its cluster IPs (both families when dual-stack).
-    ClusterIp(Vec<IpAddr>),
+    ClusterIp(Box<[IpAddr]>),
     /// `clusterIP: None`: the ready endpoints' addresses.
     Headless,
     /// A CNAME to this name.
-    ExternalName(String),
+    ExternalName(Box<str>),
+}
+
+/// A port's protocol (the three the Kubernetes API allows).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    /// Case-insensitive; `None` for any other name.
+    pub fn parse(s: &str) -> Option<Protocol> {
+        match s.to_ascii_lowercase().as_str() {
+            "tcp" => Some(Protocol::Tcp),
+            "udp" => Some(Protocol::Udp),
+            "sctp" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+
+    /// As an SRV name has it (`tcp` in `_http._tcp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
+        }
+    }
 }
 
 /// A port of a Service or an EndpointSlice.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Port {
     /// Lower case; empty for an unnamed port (which has no SRV record).
-    pub name: String,
-    /// Lower case: `tcp`, `udp`, `sctp`.
-    pub protocol: String,
+    pub name: Arc<str>,
+    pub protocol: Protocol,
     pub port: u16,
+}
+
+impl Port {
+    /// `None` for a port number out of range (or 0) or a protocol the API
+    /// does not have; a missing protocol is TCP, as in the API.
+    pub fn new(name: Option<&str>, protocol: Option<&str>, number: Option<i32>) -> Option<Port> {
+        Some(Port {
+            name: lower(name.unwrap_or_default()).into(),
+            protocol: Protocol::parse(protocol.unwrap_or("TCP"))?,
+            port: u16::try_from(number?).ok().filter(|p| *p != 0)?,
+        })
+    }
+
+    /// Whether this is the port `_name._proto` names.
+    pub fn is(&self, name: &str, proto: &str) -> bool {
+        !self.name.is_empty() && &*self.name == name && self.protocol.as_str() == proto
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServiceRec {
     pub kind: ServiceKind,
-    pub ports: Vec<Port>,
+    pub ports: Box<[Port]>,
     /// Not-ready endpoints are published too.
     pub publish_not_ready: bool,
 }
 
+/// An endpoint as given (to build a [`SliceRec`] with [`SliceRec::new`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Endpoint {
     pub addresses: Vec<IpAddr>,
@@ -55,24 +106,70 @@ pub struct Endpoint {
     pub ready: bool,
 }
 
+/// The addresses of a slice's endpoints, end to end, one family each when
+/// they all are (as the API's `addressType` makes them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addrs {
+    V4(Box<[Ipv4Addr]>),
+    V6(Box<[Ipv6Addr]>),
+    Mixed(Box<[IpAddr]>),
+}
+
+impl Addrs {
+    fn from_vec(all: Vec<IpAddr>) -> Addrs {
+        if all.iter().all(IpAddr::is_ipv4) {
+            Addrs::V4(all.iter().filter_map(v4).collect())
+        } else if all.iter().all(IpAddr::is_ipv6) {
+            Addrs::V6(all.iter().filter_map(v6).collect())
+        } else {
+            Addrs::Mixed(all.into_boxed_slice())
+        }
+    }
+
+    fn get(&self, i: usize) -> Option<IpAddr> {
+        match self {
+            Addrs::V4(a) => a.get(i).map(|a| IpAddr::V4(*a)),
+            Addrs::V6(a) => a.get(i).map(|a| IpAddr::V6(*a)),
+            Addrs::Mixed(a) => a.get(i).copied(),
+        }
+    }
+}
+
+fn v4(a: &IpAddr) -> Option<Ipv4Addr> {
+    match a {
+        IpAddr::V4(a) => Some(*a),
+        IpAddr::V6(_) => None,
+    }
+}
+
+fn v6(a: &IpAddr) -> Option<Ipv6Addr> {
+    match a {
+        IpAddr::V6(a) => Some(*a),
+        IpAddr::V4(_) => None,
+    }
+}
+
+/// One endpoint: its addresses are `addrs[first..first + count]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct EndpointRec {
+    first: u32,
+    count: u16,
+    ready: bool,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SliceRec {
     /// The Service's name (from the `kubernetes.io/service-name` label).
-    pub service: String,
-    pub endpoints: Vec<Endpoint>,
-    pub ports: Vec<Port>,
+    pub service: Arc<str>,
+    pub ports: Box<[Port]>,
+    addrs: Addrs,
+    endpoints: Box<[EndpointRec]>,
+    /// (endpoint index, hostname), by index: only endpoints with one.
+    hostnames: Box<[(u32, Arc<str>)]>,
 }
 
 fn lower(s: &str) -> String {
     s.to_ascii_lowercase()
-}
-
-fn port(name: Option<&str>, protocol: Option<&str>, number: Option<i32>) -> Option<Port> {
-    Some(Port {
-        name: lower(name.unwrap_or_default()),
-        protocol: lower(protocol.unwrap_or("TCP")),
-        port: u16::try_from(number?).ok().filter(|p| *p != 0)?,
-    })
 }
 
 impl ServiceRec {
@@ -84,14 +181,14 @@ impl ServiceRec {
             .ports
             .iter()
             .flatten()
-            .filter_map(|p| port(p.name.as_deref(), p.protocol.as_deref(), Some(p.port)))
+            .filter_map(|p| Port::new(p.name.as_deref(), p.protocol.as_deref(), Some(p.port)))
             .collect();
         let kind = if spec.type_.as_deref() == Some("ExternalName") {
             let target = spec.external_name.as_deref()?.trim_end_matches('.');
             if target.is_empty() {
                 return None;
             }
-            ServiceKind::ExternalName(lower(target))
+            ServiceKind::ExternalName(lower(target).into())
         } else if spec.cluster_ip.as_deref() == Some("None") {
             ServiceKind::Headless
         } else {
@@ -107,7 +204,7 @@ impl ServiceRec {
             if ips.is_empty() {
                 return None;
             }
-            ServiceKind::ClusterIp(ips)
+            ServiceKind::ClusterIp(ips.into_boxed_slice())
         };
         Some(ServiceRec {
             kind,
@@ -118,6 +215,45 @@ impl ServiceRec {
 }
 
 impl SliceRec {
+    /// A slice of `service`'s endpoints. Endpoints without an address are
+    /// left out (they have no name); an endpoint keeps at most 65,535
+    /// addresses (the API allows 100).
+    pub fn new(
+        service: &str,
+        ports: Vec<Port>,
+        endpoints: impl IntoIterator<Item = Endpoint>,
+    ) -> SliceRec {
+        let mut addrs = Vec::new();
+        let mut recs = Vec::new();
+        let mut hostnames = Vec::new();
+        for e in endpoints {
+            let (Ok(first), Ok(index)) = (u32::try_from(addrs.len()), u32::try_from(recs.len()))
+            else {
+                break;
+            };
+            let count = e.addresses.len().min(usize::from(u16::MAX));
+            if count == 0 {
+                continue;
+            }
+            addrs.extend(e.addresses.into_iter().take(count));
+            recs.push(EndpointRec {
+                first,
+                count: u16::try_from(count).unwrap_or(u16::MAX),
+                ready: e.ready,
+            });
+            if let Some(h) = e.hostname.filter(|h| !h.is_empty()) {
+                hostnames.push((index, Arc::from(lower(&h))));
+            }
+        }
+        SliceRec {
+            service: lower(service).into(),
+            ports: ports.into_boxed_slice(),
+            addrs: Addrs::from_vec(addrs),
+            endpoints: recs.into_boxed_slice(),
+            hostnames: hostnames.into_boxed_slice(),
+        }
+    }
+
     /// `None` for a slice of no Service (no `kubernetes.io/service-name`)
     /// or of an address type DNS does not serve (FQDN).
     pub fn from_slice(slice: &EndpointSlice) -> Option<SliceRec> {
@@ -125,27 +261,77 @@ impl SliceRec {
         if slice.address_type != "IPv4" && slice.address_type != "IPv6" {
             return None;
         }
-        let endpoints = slice
-            .endpoints
-            .iter()
-            .map(|e| Endpoint {
-                addresses: e.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
-                hostname: e.hostname.as_deref().filter(|h| !h.is_empty()).map(lower),
-                ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
-            })
-            .filter(|e| !e.addresses.is_empty())
-            .collect();
+        let endpoints = slice.endpoints.iter().map(|e| Endpoint {
+            addresses: e.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
+            hostname: e.hostname.clone(),
+            ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
+        });
         let ports = slice
             .ports
             .iter()
             .flatten()
-            .filter_map(|p| port(p.name.as_deref(), p.protocol.as_deref(), p.port))
+            .filter_map(|p| Port::new(p.name.as_deref(), p.protocol.as_deref(), p.port))
             .collect();
-        Some(SliceRec {
-            service: lower(service),
-            endpoints,
-            ports,
+        Some(SliceRec::new(service, ports, endpoints))
+    }
+
+    /// How many endpoints (with an address) the slice has.
+    pub fn len(&self) -> usize {
+        self.endpoints.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.endpoints.is_empty()
+    }
+
+    /// The `i`th endpoint.
+    pub fn endpoint(&self, i: usize) -> Option<EndpointView<'_>> {
+        (i < self.endpoints.len()).then_some(EndpointView {
+            slice: self,
+            index: i,
         })
+    }
+
+    /// The endpoints in order.
+    pub fn endpoints(&self) -> impl Iterator<Item = EndpointView<'_>> {
+        (0..self.endpoints.len()).map(move |index| EndpointView { slice: self, index })
+    }
+}
+
+/// An endpoint of a slice, as DNS publishes it, with its slice's ports.
+#[derive(Clone, Copy, Debug)]
+pub struct EndpointView<'a> {
+    slice: &'a SliceRec,
+    index: usize,
+}
+
+impl<'a> EndpointView<'a> {
+    fn rec(&self) -> EndpointRec {
+        self.slice.endpoints[self.index]
+    }
+
+    pub fn addresses(&self) -> impl Iterator<Item = IpAddr> + use<'a> {
+        let r = self.rec();
+        let first = r.first as usize;
+        let slice = self.slice;
+        (first..first + usize::from(r.count)).filter_map(move |i| slice.addrs.get(i))
+    }
+
+    /// Lower case, when set.
+    pub fn hostname(&self) -> Option<&'a Arc<str>> {
+        let hs = &self.slice.hostnames;
+        let i = u32::try_from(self.index).ok()?;
+        hs.binary_search_by_key(&i, |(n, _)| *n)
+            .ok()
+            .map(|k| &hs[k].1)
+    }
+
+    pub fn ready(&self) -> bool {
+        self.rec().ready
+    }
+
+    pub fn ports(&self) -> &'a [Port] {
+        &self.slice.ports
     }
 }
 
@@ -181,247 +367,102 @@ pub fn undashed(label: &str) -> Option<IpAddr> {
     }
 }
 
-/// All the names of the cluster, indexed for answering.
-#[derive(Debug, Default)]
-pub struct Records {
-    namespaces: HashSet<String>,
-    services: HashMap<Key, ServiceRec>,
-    /// By (namespace, slice name).
-    slices: HashMap<Key, SliceRec>,
-    /// Service key → the names of its slices.
-    slices_of: HashMap<Key, BTreeSet<String>>,
-    /// Address → names relative to the zone (`web.default.svc`).
-    ptr: HashMap<IpAddr, BTreeSet<String>>,
-    /// What each Service put into `ptr`.
-    ptr_of: HashMap<Key, Vec<(IpAddr, String)>>,
-    /// Services per namespace (a namespace with Services exists in DNS
-    /// even before its Namespace object is seen).
-    services_in: HashMap<String, usize>,
-    /// Bumped by every change (for caches of answers).
-    generation: u64,
-}
-
-/// An endpoint as DNS publishes it, with its slice's ports.
-#[derive(Clone, Copy, Debug)]
-pub struct EndpointView<'a> {
-    pub endpoint: &'a Endpoint,
-    pub ports: &'a [Port],
-}
-
-impl Records {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn set_namespace(&mut self, name: &str, present: bool) {
-        self.generation += 1;
-        if present {
-            self.namespaces.insert(lower(name));
-        } else {
-            self.namespaces.remove(&lower(name));
-        }
-    }
-
-    pub fn namespace_exists(&self, ns: &str) -> bool {
-        self.namespaces.contains(ns) || self.services_in.get(ns).is_some_and(|n| *n > 0)
-    }
-
-    /// Set (or with `None` remove) the Service `key`.
-    pub fn set_service(&mut self, key: &Key, rec: Option<ServiceRec>) {
-        self.generation += 1;
-        let key = (lower(&key.0), lower(&key.1));
-        let existed = self.services.contains_key(&key);
-        match rec {
-            Some(r) => {
-                self.services.insert(key.clone(), r);
-                if !existed {
-                    *self.services_in.entry(key.0.clone()).or_default() += 1;
-                }
-            }
-            None if existed => {
-                self.services.remove(&key);
-                if let Some(n) = self.services_in.get_mut(&key.0) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.services_in.remove(&key.0);
-                    }
-                }
-            }
-            None => {}
-        }
-        self.reindex(&key);
-    }
-
-    /// Set (or with `None` remove) the EndpointSlice `key` (namespace,
-    /// slice name).
-    pub fn set_slice(&mut self, key: &Key, rec: Option<SliceRec>) {
-        self.generation += 1;
-        let key = (lower(&key.0), lower(&key.1));
-        let old = self.slices.remove(&key);
-        if let Some(old) = &old {
-            let svc = (key.0.clone(), old.service.clone());
-            if let Some(set) = self.slices_of.get_mut(&svc) {
-                set.remove(&key.1);
-                if set.is_empty() {
-                    self.slices_of.remove(&svc);
-                }
-            }
-        }
-        let new_service = rec.as_ref().map(|r| r.service.clone());
-        if let Some(rec) = rec {
-            self.slices_of
-                .entry((key.0.clone(), rec.service.clone()))
-                .or_default()
-                .insert(key.1.clone());
-            self.slices.insert(key.clone(), rec);
-        }
-        let old_service = old.map(|o| o.service);
-        if let Some(s) = &old_service {
-            self.reindex(&(key.0.clone(), s.clone()));
-        }
-        if let Some(s) = new_service.filter(|s| Some(s) != old_service.as_ref()) {
-            self.reindex(&(key.0.clone(), s));
-        }
-    }
-
-    pub fn service(&self, ns: &str, name: &str) -> Option<&ServiceRec> {
-        self.services.get(&(ns.to_string(), name.to_string()))
-    }
-
-    /// The endpoints of a Service that DNS publishes: ready ones, or all
-    /// when the Service publishes not-ready addresses. Slices in name
-    /// order, so answers do not depend on hashing.
-    pub fn endpoints(&self, ns: &str, name: &str) -> Vec<EndpointView<'_>> {
-        let key = (ns.to_string(), name.to_string());
-        let publish_all = self.services.get(&key).is_some_and(|s| s.publish_not_ready);
-        let Some(names) = self.slices_of.get(&key) else {
-            return Vec::new();
-        };
-        names
-            .iter()
-            .filter_map(|n| self.slices.get(&(ns.to_string(), n.clone())))
-            .flat_map(|s| {
-                s.endpoints
-                    .iter()
-                    .filter(move |e| publish_all || e.ready)
-                    .map(move |e| EndpointView {
-                        endpoint: e,
-                        ports: &s.ports,
-                    })
-            })
-            .collect()
-    }
-
-    /// The names (relative to the zone) an address has.
-    pub fn ptr(&self, addr: IpAddr) -> Option<&BTreeSet<String>> {
-        self.ptr.get(&addr)
-    }
-
-    /// A number that changes with every change of the records.
-    pub fn generation(&self) -> u64 {
-        self.generation
-    }
-
-    /// How many Services and slices are held (for metrics and logs).
-    pub fn counts(&self) -> (usize, usize) {
-        (self.services.len(), self.slices.len())
-    }
-
-    /// Recompute the reverse records of one Service.
-    fn reindex(&mut self, key: &Key) {
-        for (addr, name) in self.ptr_of.remove(key).unwrap_or_default() {
-            if let Some(set) = self.ptr.get_mut(&addr) {
-                set.remove(&name);
-                if set.is_empty() {
-                    self.ptr.remove(&addr);
-                }
-            }
-        }
-        let Some(svc) = self.services.get(key) else {
-            return;
-        };
-        let base = format!("{}.{}.svc", key.1, key.0);
-        let mut mine = Vec::new();
-        match &svc.kind {
-            ServiceKind::ClusterIp(ips) => mine.extend(ips.iter().map(|ip| (*ip, base.clone()))),
-            ServiceKind::Headless => {
-                for e in self.endpoints(&key.0, &key.1) {
-                    for a in &e.endpoint.addresses {
-                        let label = endpoint_label(e.endpoint.hostname.as_deref(), *a);
-                        mine.push((*a, format!("{label}.{base}")));
-                    }
-                }
-            }
-            ServiceKind::ExternalName(_) => {}
-        }
-        for (addr, name) in &mine {
-            self.ptr.entry(*addr).or_default().insert(name.clone());
-        }
-        if !mine.is_empty() {
-            self.ptr_of.insert(key.clone(), mine);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
     #[test]
     fn dashed_addresses_round_trip() {
         for a in ["10.0.0.1", "fd00::1", "2001:db8::a:b"] {
-            let ip: IpAddr = a.parse().unwrap();
-            assert_eq!(undashed(&dashed(ip)), Some(ip), "{a}");
+            assert_eq!(undashed(&dashed(ip(a))), Some(ip(a)), "{a}");
         }
         assert_eq!(undashed("web"), None);
         assert_eq!(undashed("1-2-3"), None);
     }
 
     #[test]
-    fn slice_moves_between_services_and_ptr_follows() {
-        let mut r = Records::new();
-        let headless = ServiceRec {
-            kind: ServiceKind::Headless,
-            ports: vec![],
-            publish_not_ready: false,
-        };
-        r.set_service(&("ns".into(), "a".into()), Some(headless.clone()));
-        r.set_service(&("ns".into(), "b".into()), Some(headless));
-        let ip: IpAddr = "10.1.0.5".parse().unwrap();
-        let slice = |svc: &str| SliceRec {
-            service: svc.into(),
-            endpoints: vec![Endpoint {
-                addresses: vec![ip],
-                hostname: None,
+    fn a_slice_keeps_each_endpoints_addresses_hostname_and_readiness() {
+        let eps = vec![
+            Endpoint {
+                addresses: vec![ip("10.0.0.1"), ip("10.0.0.2")],
+                hostname: Some("DB-0".into()),
                 ready: true,
-            }],
-            ports: vec![],
-        };
-        r.set_slice(&("ns".into(), "s1".into()), Some(slice("a")));
-        assert!(r.ptr(ip).unwrap().contains("10-1-0-5.a.ns.svc"));
-        r.set_slice(&("ns".into(), "s1".into()), Some(slice("b")));
-        let names: Vec<_> = r.ptr(ip).unwrap().iter().cloned().collect();
-        assert_eq!(names, vec!["10-1-0-5.b.ns.svc".to_string()]);
-        r.set_slice(&("ns".into(), "s1".into()), None);
-        assert!(r.ptr(ip).is_none());
-        assert!(r.endpoints("ns", "a").is_empty());
+            },
+            Endpoint {
+                addresses: vec![],
+                hostname: Some("gone".into()),
+                ready: true,
+            },
+            Endpoint {
+                addresses: vec![ip("10.0.0.3")],
+                hostname: None,
+                ready: false,
+            },
+            Endpoint {
+                addresses: vec![ip("fd00::4")],
+                hostname: Some("db-3".into()),
+                ready: true,
+            },
+        ];
+        let s = SliceRec::new("DB", vec![], eps);
+        assert_eq!(&*s.service, "db");
+        assert_eq!(s.len(), 3, "the endpoint without an address has no name");
+        assert!(matches!(s.addrs, Addrs::Mixed(_)));
+        let got: Vec<(Vec<IpAddr>, Option<String>, bool)> = s
+            .endpoints()
+            .map(|e| {
+                (
+                    e.addresses().collect(),
+                    e.hostname().map(|h| h.to_string()),
+                    e.ready(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    vec![ip("10.0.0.1"), ip("10.0.0.2")],
+                    Some("db-0".into()),
+                    true
+                ),
+                (vec![ip("10.0.0.3")], None, false),
+                (vec![ip("fd00::4")], Some("db-3".into()), true),
+            ]
+        );
     }
 
     #[test]
-    fn namespace_exists_through_services_until_they_go() {
-        let mut r = Records::new();
-        let k: Key = ("team".into(), "web".into());
-        let rec = ServiceRec {
-            kind: ServiceKind::ClusterIp(vec!["10.96.0.5".parse().unwrap()]),
-            ports: vec![],
-            publish_not_ready: false,
+    fn one_family_is_kept_in_fixed_size_addresses() {
+        let one = |a: &str| Endpoint {
+            addresses: vec![ip(a)],
+            hostname: None,
+            ready: true,
         };
-        r.set_service(&k, Some(rec.clone()));
-        r.set_service(&k, Some(rec));
-        assert!(r.namespace_exists("team"));
-        r.set_service(&k, None);
-        assert!(!r.namespace_exists("team"));
-        r.set_namespace("team", true);
-        assert!(r.namespace_exists("team"));
+        let s4 = SliceRec::new("a", vec![], [one("10.0.0.1"), one("10.0.0.2")]);
+        assert!(matches!(&s4.addrs, Addrs::V4(a) if a.len() == 2));
+        let s6 = SliceRec::new("a", vec![], [one("fd00::1")]);
+        assert!(matches!(&s6.addrs, Addrs::V6(a) if a.len() == 1));
+        assert_eq!(
+            s6.endpoint(0).unwrap().addresses().collect::<Vec<_>>(),
+            vec![ip("fd00::1")]
+        );
+        assert!(s6.endpoint(1).is_none());
+    }
+
+    #[test]
+    fn ports_of_other_protocols_or_numbers_are_not_names() {
+        assert!(Port::new(Some("x"), Some("TCP"), Some(0)).is_none());
+        assert!(Port::new(Some("x"), Some("TCP"), Some(70_000)).is_none());
+        assert!(Port::new(Some("x"), Some("QUIC"), Some(80)).is_none());
+        let p = Port::new(Some("HTTP"), None, Some(80)).unwrap();
+        assert!(p.is("http", "tcp"));
+        assert!(!p.is("http", "udp"));
+        let unnamed = Port::new(None, Some("udp"), Some(53)).unwrap();
+        assert!(!unnamed.is("", "udp"), "an unnamed port has no SRV name");
     }
 }

@@ -1,22 +1,32 @@
-//! Serving: UDP (several sockets on one address, see
-//! [`crate::sockets`]) and TCP, each query checked against its client's
-//! rate ([`Limiter`]) before it is parsed, then handed to the [`Handler`].
-//! Answers that need no upstream are sent from the receive loop itself;
-//! queries waiting for an upstream are bounded: past `max_inflight` of
-//! them (UDP) and `max_tcp` connections, new ones are dropped or closed.
+//! Serving: UDP (several sockets on one address, see [`crate::sockets`],
+//! each read by a thread of its own) and TCP (on the Tokio runtime), each
+//! query checked against its client's rate ([`Limiter`]) before it is
+//! parsed, then handed to the [`Handler`].
+//!
+//! A UDP query that needs no upstream (the cluster domain, a cached name,
+//! an error) is answered by the receiving thread itself, which then sleeps
+//! in the kernel until the next datagram: no task, no wake-up of another
+//! thread, no scheduler between the datagram and its answer (this is what
+//! keeps the slowest answers close to the typical ones on a busy machine).
+//! A query that must wait for an upstream goes on as a task on the
+//! runtime, within `max_inflight` of them (shared by all sockets); past
+//! that, new ones are dropped. TCP connections past `max_tcp` are closed.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::runtime::Handle;
 use tokio::sync::Semaphore;
 use tracing::{debug, warn};
 
 use crate::handler::{Handler, Transport};
 use crate::limit::Limiter;
+use crate::sockets::send_now;
 
 /// How long an idle TCP connection is kept.
 pub const TCP_IDLE: Duration = Duration::from_secs(10);
@@ -29,29 +39,45 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serve UDP on the `udp` sockets (one task each) and TCP on `tcp`
-    /// until dropped.
-    pub async fn run(self: Arc<Self>, udp: Vec<UdpSocket>, tcp: TcpListener) {
+    /// Serve UDP on the `udp` sockets, a thread each, until `stop` is set
+    /// (each thread looks at least every [`crate::sockets::STOP_POLL`]).
+    /// Queries waiting for an upstream run on `rt`.
+    pub fn start_udp(
+        self: &Arc<Self>,
+        udp: Vec<UdpSocket>,
+        rt: Handle,
+        stop: Arc<AtomicBool>,
+    ) -> std::io::Result<Vec<std::thread::JoinHandle<()>>> {
         let slots = Arc::new(Semaphore::new(self.max_inflight));
-        let mut tasks: Vec<_> = udp
-            .into_iter()
-            .map(|s| tokio::spawn(self.clone().serve_udp(Arc::new(s), slots.clone())))
-            .collect();
-        tasks.push(tokio::spawn(self.serve_tcp(tcp)));
-        futures::future::join_all(tasks).await;
+        udp.into_iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let (me, rt, stop, slots) = (self.clone(), rt.clone(), stop.clone(), slots.clone());
+                std::thread::Builder::new()
+                    .name(format!("dns-udp-{i}"))
+                    .spawn(move || me.serve_udp(Arc::new(s), rt, slots, &stop))
+            })
+            .collect()
     }
 
-    /// Receive in a loop. A query answered without waiting (the cluster
-    /// domain, a cached name, an error) is answered right here, without a
-    /// task; one that must wait for an upstream goes on in a task of its
-    /// own, within the `max_inflight` bound shared by all sockets.
-    async fn serve_udp(self: Arc<Self>, sock: Arc<UdpSocket>, slots: Arc<Semaphore>) {
+    /// Receive in a loop until `stop`; see the module's comment.
+    fn serve_udp(
+        self: Arc<Self>,
+        sock: Arc<UdpSocket>,
+        rt: Handle,
+        slots: Arc<Semaphore>,
+        stop: &AtomicBool,
+    ) {
+        // Upstream queries register their sockets and timers with `rt`
+        // when first polled, here.
+        let _rt = rt.enter();
         let mut buf = vec![0u8; 65535];
-        loop {
-            let (n, from) = match sock.recv_from(&mut buf).await {
+        while !stop.load(Ordering::Relaxed) {
+            let (n, from) = match sock.recv_from(&mut buf) {
                 Ok(x) => x,
                 Err(e) => {
-                    // ICMP errors of earlier sends surface here; go on.
+                    // The receive timeout (to look at `stop`), or ICMP
+                    // errors of earlier sends; go on.
                     debug!(error = %e, "udp receive");
                     continue;
                 }
@@ -64,7 +90,11 @@ impl Server {
             let req = buf[..n].to_vec();
             let mut reply = Box::pin(async move { me.handler.handle(&req, Transport::Udp).await });
             match (&mut reply).now_or_never() {
-                Some(Some(out)) => send(&sock, &out, from).await,
+                Some(Some(out)) => {
+                    if let Err(e) = sock.send_to(&out, from) {
+                        debug!(client = %from, error = %e, "udp send");
+                    }
+                }
                 Some(None) => {}
                 None => {
                     let Ok(permit) = slots.clone().try_acquire_owned() else {
@@ -72,9 +102,11 @@ impl Server {
                         continue;
                     };
                     let sock = sock.clone();
-                    tokio::spawn(async move {
-                        if let Some(out) = reply.await {
-                            send(&sock, &out, from).await;
+                    rt.spawn(async move {
+                        if let Some(out) = reply.await
+                            && let Err(e) = send_now(&sock, &out, from)
+                        {
+                            debug!(client = %from, error = %e, "udp send");
                         }
                         drop(permit);
                     });
@@ -83,7 +115,8 @@ impl Server {
         }
     }
 
-    async fn serve_tcp(self: Arc<Self>, listener: TcpListener) {
+    /// Serve TCP on `listener` until dropped.
+    pub async fn serve_tcp(self: Arc<Self>, listener: TcpListener) {
         let slots = Arc::new(Semaphore::new(self.max_tcp));
         loop {
             let (stream, from) = match listener.accept().await {
@@ -136,16 +169,5 @@ impl Server {
                 return;
             }
         }
-    }
-}
-
-/// Send a datagram: at once if the socket has room, else when it has.
-async fn send(sock: &UdpSocket, out: &[u8], to: SocketAddr) {
-    let r = match sock.try_send_to(out, to) {
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => sock.send_to(out, to).await,
-        r => r,
-    };
-    if let Err(e) = r {
-        debug!(client = %to, error = %e, "udp send");
     }
 }

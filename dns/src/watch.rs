@@ -16,7 +16,8 @@ use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tracing::{error, info};
 
 use crate::metrics::Metrics;
-use crate::model::{Key, Records, ServiceRec, SliceRec};
+use crate::model::{Key, ServiceRec, SliceRec};
+use crate::records::Records;
 
 fn key(o: &DynamicObject) -> Key {
     (

@@ -44,6 +44,7 @@ fn config(upstreams: Vec<SocketAddr>, rate: f64) -> Config {
         },
         max_inflight: 1024,
         max_tcp: 16,
+        udp_threads: 2,
     }
 }
 

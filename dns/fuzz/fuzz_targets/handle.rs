@@ -8,44 +8,43 @@ use libfuzzer_sys::fuzz_target;
 use tartan_dns::answer::Zone;
 use tartan_dns::handler::{Handler, Transport};
 use tartan_dns::metrics::Metrics;
-use tartan_dns::model::{Endpoint, Port, Records, ServiceKind, ServiceRec, SliceRec};
+use tartan_dns::model::{Endpoint, Port, ServiceKind, ServiceRec, SliceRec};
+use tartan_dns::records::Records;
 
 fn handler() -> &'static (Handler, tokio::runtime::Runtime) {
     static H: OnceLock<(Handler, tokio::runtime::Runtime)> = OnceLock::new();
     H.get_or_init(|| {
         let mut r = Records::new();
         r.set_namespace("default", true);
-        let http = vec![Port { name: "http".into(), protocol: "tcp".into(), port: 80 }];
+        let http = vec![Port::new(Some("http"), Some("TCP"), Some(80)).unwrap()];
         r.set_service(
             &("default".into(), "web".into()),
             Some(ServiceRec {
-                kind: ServiceKind::ClusterIp(vec!["10.96.0.80".parse().unwrap(), "fd00::80".parse().unwrap()]),
-                ports: http.clone(),
+                kind: ServiceKind::ClusterIp(Box::new(["10.96.0.80".parse().unwrap(), "fd00::80".parse().unwrap()])),
+                ports: http.clone().into(),
                 publish_not_ready: false,
             }),
         );
         r.set_service(
             &("default".into(), "db".into()),
-            Some(ServiceRec { kind: ServiceKind::Headless, ports: http.clone(), publish_not_ready: false }),
+            Some(ServiceRec { kind: ServiceKind::Headless, ports: http.clone().into(), publish_not_ready: false }),
         );
         r.set_service(
             &("default".into(), "ext".into()),
             Some(ServiceRec {
                 kind: ServiceKind::ExternalName("example.com".into()),
-                ports: vec![],
+                ports: Box::new([]),
                 publish_not_ready: false,
             }),
         );
-        let endpoints = (0..60)
-            .map(|i| Endpoint {
+        let endpoints = (0..60).map(|i| Endpoint {
                 addresses: vec![format!("10.244.0.{}", i + 1).parse().unwrap()],
                 hostname: (i % 2 == 0).then(|| format!("db-{i}")),
                 ready: i % 7 != 0,
-            })
-            .collect();
+            });
         r.set_slice(
             &("default".into(), "db-1".into()),
-            Some(SliceRec { service: "db".into(), endpoints, ports: http }),
+            Some(SliceRec::new("db", http, endpoints)),
         );
         let h = Handler {
             records: Arc::new(RwLock::new(r)),
