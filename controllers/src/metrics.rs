@@ -23,11 +23,6 @@ pub struct Name {
     pub name: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct Version {
-    version: &'static str,
-}
-
 pub struct Metrics {
     registry: Registry,
     pub leader: Gauge,
@@ -54,16 +49,7 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Metrics {
         let mut root = Registry::default();
-        let info: Family<Version, Gauge> = Family::default();
-        info.get_or_create(&Version {
-            version: env!("CARGO_PKG_VERSION"),
-        })
-        .set(1);
-        root.register(
-            "tartan_build_info",
-            "The running build: 1, labelled with its version",
-            info,
-        );
+        tartan_api::build_info::register(&mut root, "tartan-controllers");
         let m = Metrics {
             registry: Registry::default(),
             leader: Gauge::default(),

@@ -1,6 +1,6 @@
 //! Every daemon's metrics follow Prometheus's naming conventions and every
-//! line of its JSON log parses (issue 21, acceptance 7): bgpd, felix and
-//! tartan-dns run in a two-node lab with `--log-format json`; each
+//! line of its JSON log parses (issue 21, acceptance 7): bgpd, felix,
+//! tartan-dns and tartan-controllers run in a two-node lab with `--log-format json`; each
 //! `/metrics` is scraped once their work has begun (a BGP session
 //! Established, a DNS query answered) and checked by
 //! `tartan_tests::metric_names`.
@@ -101,6 +101,17 @@ fn every_daemon_names_its_metrics_by_the_conventions_and_logs_json() {
         ],
     );
 
+    let controllers = start(
+        &lab,
+        0,
+        "tartan-controllers",
+        &[
+            "--id",
+            "metricnames-0",
+            "--health-address",
+            "127.0.0.1:9095",
+        ],
+    );
     wait_for(
         "bgpd's session Established",
         Duration::from_secs(40),
@@ -140,13 +151,14 @@ fn every_daemon_names_its_metrics_by_the_conventions_and_logs_json() {
         ("127.0.0.1:9179", "tartan_bgp_"),
         ("127.0.0.1:9099", "tartan_felix_"),
         ("127.0.0.1:9153", "tartan_dns_"),
+        ("127.0.0.1:9095", "tartan_controllers_"),
     ] {
         let text = scrape(&lab, addr);
         assert!(text.contains(prefix), "{addr}: nothing scraped:\n{text}");
         let p = problems(&text, prefix);
         assert!(p.is_empty(), "{addr}: {p:#?}\n{text}");
     }
-    for d in bgpd.iter().chain([&felix, &dns]) {
+    for d in bgpd.iter().chain([&felix, &dns, &controllers]) {
         json_lines(d);
     }
 }
