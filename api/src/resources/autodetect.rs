@@ -201,13 +201,13 @@ impl AddressAutodetection {
                 .map(|l| l.address)
                 .ok_or_else(|| format!("{what} {a} is on none of this node's interfaces"))
         };
-        let first = |skip: Option<&Regex>, only: Option<&Regex>, what: &str| {
+        let first = |skip: &[Regex], only: Option<&Regex>, what: &str| {
             local
                 .iter()
                 .filter(usable)
                 .find(|l| {
                     only.is_none_or(|r| r.is_match(&l.interface))
-                        && skip.is_none_or(|r| !r.is_match(&l.interface))
+                        && !skip.iter().any(|r| r.is_match(&l.interface))
                 })
                 .map(|l| l.address)
                 .ok_or_else(|| format!("no {} address on {what}", family.name()))
@@ -220,11 +220,10 @@ impl AddressAutodetection {
             return on_interface(*a, "the Node's InternalIP");
         }
         if let Some(re) = &self.interface {
-            let re = whole(re)?;
             return first(
-                None,
-                Some(&re),
-                &format!("an interface matching {:?}", re_text(&re)),
+                &[],
+                Some(&whole(re)?),
+                &format!("an interface matching {re:?}"),
             );
         }
         if let Some(target) = &self.can_reach {
@@ -242,22 +241,12 @@ impl AddressAutodetection {
                     format!("no {} address inside {}", family.name(), cidrs.join(", "))
                 });
         }
-        let default_skip = whole(SKIPPED_BY_DEFAULT)?;
-        let extra = self.skip_interface.as_deref().map(whole).transpose()?;
-        let combined = match &extra {
-            Some(r) => whole(&format!("{SKIPPED_BY_DEFAULT}|{}", re_text(r)))?,
-            None => default_skip,
-        };
-        first(Some(&combined), None, "any interface that is not skipped")
+        let mut skip = vec![whole(SKIPPED_BY_DEFAULT)?];
+        if let Some(re) = &self.skip_interface {
+            skip.push(whole(re)?);
+        }
+        first(&skip, None, "any interface that is not skipped")
     }
-}
-
-/// The pattern a [`whole`] regex was made from.
-fn re_text(r: &Regex) -> &str {
-    r.as_str()
-        .strip_prefix("^(?:")
-        .and_then(|s| s.strip_suffix(")$"))
-        .unwrap_or(r.as_str())
 }
 
 fn is_link_local(a: &IpAddr) -> bool {

@@ -22,6 +22,7 @@ pub mod memory;
 pub mod narrow;
 pub mod placeholder;
 pub mod readable;
+pub mod recording;
 pub mod resource;
 pub mod retry;
 pub mod typed;

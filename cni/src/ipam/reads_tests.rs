@@ -2,103 +2,20 @@
 //! with room in the node's own block, neither lists IPAM blocks nor reads
 //! another node's.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use futures::stream::BoxStream;
 use tartan_api::Kind;
 use tartan_api::resources::IpPool;
 use tartan_api::resources::IpPoolSpec;
-use tartan_api::store::connect::Checked;
-use tartan_api::store::memory::MemoryStore;
+use tartan_api::store::Datastore;
+use tartan_api::store::recording::{Call, Recording};
 use tartan_api::store::typed::TypedStore;
-use tartan_api::store::{
-    Datastore, DynamicObject, Listing, Narrow, ObjectKey, RawEvent, Result, WatchScope,
-};
 
 use super::{Ipam, IpamConfig};
 
-/// One read: what was asked, of which kind, and the names it returned.
-#[derive(Debug, Clone)]
-struct Read {
-    call: &'static str,
-    kind: Kind,
-    names: Vec<String>,
-}
-
-/// A store that records every read.
-struct Recording {
-    inner: Checked,
-    reads: Mutex<Vec<Read>>,
-}
-
-impl Recording {
-    fn note(&self, call: &'static str, kind: Kind, objects: &[DynamicObject]) {
-        let names = objects
-            .iter()
-            .map(|o| o.metadata.name.clone().unwrap_or_default())
-            .collect();
-        self.reads.lock().unwrap().push(Read { call, kind, names });
-    }
-
-    fn take(&self) -> Vec<Read> {
-        std::mem::take(&mut *self.reads.lock().unwrap())
-    }
-}
-
-#[async_trait]
-impl Datastore for Recording {
-    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
-        let r = self.inner.get(key).await;
-        self.reads.lock().unwrap().push(Read {
-            call: "get",
-            kind: key.kind,
-            names: vec![key.name.clone()],
-        });
-        r
-    }
-    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<Listing> {
-        let l = self.inner.list(kind, namespace).await?;
-        self.note("list", kind, &l.items);
-        Ok(l)
-    }
-    async fn list_narrow(
-        &self,
-        kind: Kind,
-        namespace: Option<&str>,
-        narrow: Narrow<'_>,
-    ) -> Result<Listing> {
-        let l = self.inner.list_narrow(kind, namespace, narrow).await?;
-        self.note("list_narrow", kind, &l.items);
-        Ok(l)
-    }
-    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
-        self.inner.create(obj).await
-    }
-    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
-        self.inner.update(obj).await
-    }
-    async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
-        self.inner.delete(key, resource_version).await
-    }
-    async fn watch_raw(
-        &self,
-        scope: &WatchScope,
-        revision: &str,
-    ) -> Result<BoxStream<'static, Result<RawEvent>>> {
-        self.inner.watch_raw(scope, revision).await
-    }
-    fn describe(&self) -> String {
-        "recording".into()
-    }
-}
-
 /// Three nodes with a block each (n2 with two), the store recording.
 async fn cluster() -> Arc<Recording> {
-    let rec = Arc::new(Recording {
-        inner: Checked(Box::new(MemoryStore::new())),
-        reads: Mutex::new(vec![]),
-    });
+    let rec = Arc::new(Recording::new(false));
     let mut spec = IpPoolSpec::new("10.10.0.0/16");
     spec.block_size = Some(30);
     rec.create_typed(&IpPool::new("p", spec)).await.unwrap();
@@ -111,13 +28,13 @@ async fn cluster() -> Arc<Recording> {
                 .unwrap();
         }
     }
-    rec.take();
+    rec.take_reads();
     rec
 }
 
 /// The IPAM block reads among `reads`: none may be a listing of them all,
 /// and every block read must be one of `allowed`.
-fn assert_block_reads(reads: &[Read], allowed: &[&str]) {
+fn assert_block_reads(reads: &[Call], allowed: &[&str]) {
     for r in reads {
         assert!(
             !(r.call == "list" && matches!(r.kind, Kind::IpamBlock | Kind::BlockAffinity)),
@@ -146,7 +63,7 @@ async fn an_add_with_room_reads_only_its_nodes_blocks_and_a_del_only_the_handles
     // given): .2 is free.
     let got = i.assign("net.new", &Default::default()).await.unwrap();
     assert_eq!(got[0].to_string(), "10.10.0.2/32");
-    let reads = rec.take();
+    let reads = rec.take_reads();
     assert_block_reads(&reads, &["10-10-0-0-30"]);
     assert!(
         reads.iter().any(|r| r.call == "list_narrow"),
@@ -154,11 +71,11 @@ async fn an_add_with_room_reads_only_its_nodes_blocks_and_a_del_only_the_handles
     );
     // A retried ADD gets the same address, reading no more.
     assert_eq!(i.assign("net.new", &Default::default()).await.unwrap(), got);
-    assert_block_reads(&rec.take(), &["10-10-0-0-30"]);
+    assert_block_reads(&rec.take_reads(), &["10-10-0-0-30"]);
     // DEL: the handle, then its one block.
     let released = i.release("net.new").await.unwrap();
     assert_eq!(released, vec![got[0].addr()]);
-    let reads = rec.take();
+    let reads = rec.take_reads();
     assert_block_reads(&reads, &["10-10-0-0-30"]);
     assert!(
         reads
@@ -192,9 +109,9 @@ async fn a_full_block_still_leads_to_a_new_one() {
             .any(|c| c.parse::<ipnet::IpNet>().unwrap().contains(&got[0].addr()))
     );
     // And the ADD after that reads only n1's two blocks.
-    rec.take();
+    rec.take_reads();
     i.release("net.a").await.unwrap();
-    rec.take();
+    rec.take_reads();
     let mut cfg = IpamConfig::new("n1");
     cfg.cooldown = std::time::Duration::ZERO;
     let i = Ipam::new(s.clone(), cfg);
@@ -204,7 +121,7 @@ async fn a_full_block_still_leads_to_a_new_one() {
         .map(|c| tartan_api::resources::block_name(&c.parse().unwrap()))
         .collect();
     let allowed: Vec<&str> = names.iter().map(String::as_str).collect();
-    assert_block_reads(&rec.take(), &allowed);
+    assert_block_reads(&rec.take_reads(), &allowed);
 }
 
 #[tokio::test]
@@ -227,7 +144,7 @@ async fn an_affinity_written_before_the_label_is_labelled_by_gc() {
             .map(String::as_str),
         Some("n1")
     );
-    rec.take();
+    rec.take_reads();
     i.assign("net.new", &Default::default()).await.unwrap();
-    assert_block_reads(&rec.take(), &["10-10-0-0-30"]);
+    assert_block_reads(&rec.take_reads(), &["10-10-0-0-30"]);
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
 
 use super::*;
-use crate::services::reads_tests::Recording;
+use tartan_api::store::recording::Recording;
 
 pub(super) fn ranges() -> Ranges {
     Ranges::new(

@@ -218,21 +218,19 @@ fn messages(op: &Op) -> Vec<(u16, u16, u8, Vec<u8>)> {
     }
 }
 
+/// The message that opens (`NFNL_MSG_BATCH_BEGIN`) or closes
+/// (`NFNL_MSG_BATCH_END`) a batch.
+pub(super) fn batch_mark(out: &mut Vec<u8>, mark: u16, seq: u32) {
+    message(out, mark, NLM_F_REQUEST, seq, 0, NFNL_SUBSYS_NFTABLES, &[]);
+}
+
 /// A whole batch for `ops`, sequence numbers from `seq`. Returns the
 /// bytes and how many messages ask for an acknowledgement.
 pub fn batch(ops: &[Op], seq: u32) -> (Vec<u8>, usize) {
     let msgs: Vec<_> = ops.iter().flat_map(messages).collect();
     let mut out = Vec::new();
     let mut seq = seq;
-    message(
-        &mut out,
-        NFNL_MSG_BATCH_BEGIN,
-        NLM_F_REQUEST,
-        seq,
-        0,
-        NFNL_SUBSYS_NFTABLES,
-        &[],
-    );
+    batch_mark(&mut out, NFNL_MSG_BATCH_BEGIN, seq);
     // Errors come back whatever the flags; an ack is asked for on the last
     // message only, so that a batch of thousands of messages does not
     // flood the socket with acks. The kernel answers only after running
@@ -252,14 +250,6 @@ pub fn batch(ops: &[Op], seq: u32) -> (Vec<u8>, usize) {
         );
     }
     seq = seq.wrapping_add(1);
-    message(
-        &mut out,
-        NFNL_MSG_BATCH_END,
-        NLM_F_REQUEST,
-        seq,
-        0,
-        NFNL_SUBSYS_NFTABLES,
-        &[],
-    );
+    batch_mark(&mut out, NFNL_MSG_BATCH_END, seq);
     (out, usize::from(last > 0))
 }

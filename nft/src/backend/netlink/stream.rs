@@ -26,15 +26,7 @@ impl Stream {
     /// A batch with sequence numbers from `seq`.
     pub fn new(seq: u32) -> Stream {
         let mut out = Vec::new();
-        message(
-            &mut out,
-            NFNL_MSG_BATCH_BEGIN,
-            NLM_F_REQUEST,
-            seq,
-            0,
-            NFNL_SUBSYS_NFTABLES,
-            &[],
-        );
+        batch_mark(&mut out, NFNL_MSG_BATCH_BEGIN, seq);
         Stream {
             out,
             seq,
@@ -129,15 +121,7 @@ impl Stream {
             None => 0,
         };
         self.seq = self.seq.wrapping_add(1);
-        message(
-            &mut self.out,
-            NFNL_MSG_BATCH_END,
-            NLM_F_REQUEST,
-            self.seq,
-            0,
-            NFNL_SUBSYS_NFTABLES,
-            &[],
-        );
+        batch_mark(&mut self.out, NFNL_MSG_BATCH_END, self.seq);
         (self.out, acked)
     }
 }
