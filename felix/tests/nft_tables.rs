@@ -279,41 +279,9 @@ fn an_endpoint_added_or_removed_is_an_element_change_over_netlink() {
     });
 }
 
-/// The whole service table as the kernel lists it, each set's elements
-/// sorted (the kernel's listing order depends on how they went in).
+/// The whole service table as the kernel lists it, normalized.
 fn normalized_service_table() -> Vec<serde_json::Value> {
-    let v: serde_json::Value =
-        serde_json::from_str(&nft(&["-j", "list", "table", "ip", "tartan-svc"])).unwrap();
-    v["nftables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o.get("metainfo").is_none())
-        .map(|o| {
-            let mut o = o.clone();
-            for k in ["set", "map"] {
-                if let Some(elems) = o.get_mut(k).and_then(|s| s.get_mut("elem")) {
-                    let mut list: Vec<String> = elems
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|e| e.to_string())
-                        .collect();
-                    list.sort();
-                    *elems = json!(list);
-                }
-            }
-            // Handles count up in the order things were made.
-            if let Some(m) = o
-                .as_object_mut()
-                .and_then(|m| m.values_mut().next())
-                .and_then(|m| m.as_object_mut())
-            {
-                m.remove("handle");
-            }
-            o
-        })
-        .collect()
+    common::normalized_table("ip", "tartan-svc")
 }
 
 /// A new table written as nft's skeleton plus elements encoded straight

@@ -15,7 +15,7 @@ use tartan_felix::dataplane::svc_whole::Whole;
 use tartan_felix::services::{self, ServiceInfo, SliceInfo};
 
 mod common;
-use common::{in_new_netns, nft_list};
+use common::in_new_netns;
 
 fn nft(args: &[&str]) {
     let out = Command::new("nft").args(args).output().unwrap();
@@ -101,35 +101,9 @@ fn feed(p: &mut ServiceProxy, g: usize) {
 /// The service table as the kernel lists it: elements sorted, handles
 /// and chain order left out.
 fn listing() -> Vec<String> {
-    let v = nft_list("ip", "tartan-svc");
-    let mut out: Vec<String> = v["nftables"]
-        .as_array()
-        .unwrap()
+    let mut out: Vec<String> = common::normalized_table("ip", "tartan-svc")
         .iter()
-        .filter(|o| o.get("metainfo").is_none())
-        .map(|o| {
-            let mut o = o.clone();
-            for k in ["set", "map"] {
-                if let Some(elems) = o.get_mut(k).and_then(|s| s.get_mut("elem")) {
-                    let mut list: Vec<String> = elems
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|e| e.to_string())
-                        .collect();
-                    list.sort();
-                    *elems = json!(list);
-                }
-            }
-            if let Some(m) = o
-                .as_object_mut()
-                .and_then(|m| m.values_mut().next())
-                .and_then(|m| m.as_object_mut())
-            {
-                m.remove("handle");
-            }
-            o.to_string()
-        })
+        .map(|o| o.to_string())
         .collect();
     // Rules keep their order within a chain: sort stably by chain only.
     out.sort_by_key(|o| {

@@ -28,6 +28,44 @@ pub fn nft_list(family: &str, table: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The objects of `nft -j list table FAMILY TABLE` (metainfo left out),
+/// each set's and map's elements sorted (the kernel lists them in the
+/// order they went in) and without handles (which count up in the order
+/// things were made): equal for equal tables however they were written.
+#[allow(dead_code)]
+pub fn normalized_table(family: &str, table: &str) -> Vec<serde_json::Value> {
+    let v = nft_list(family, table);
+    v["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o.get("metainfo").is_none())
+        .map(|o| {
+            let mut o = o.clone();
+            for k in ["set", "map"] {
+                if let Some(elems) = o.get_mut(k).and_then(|s| s.get_mut("elem")) {
+                    let mut list: Vec<String> = elems
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|e| e.to_string())
+                        .collect();
+                    list.sort();
+                    *elems = serde_json::json!(list);
+                }
+            }
+            if let Some(m) = o
+                .as_object_mut()
+                .and_then(|m| m.values_mut().next())
+                .and_then(|m| m.as_object_mut())
+            {
+                m.remove("handle");
+            }
+            o
+        })
+        .collect()
+}
+
 /// Commands written by hand in nft's JSON, as a transaction of the model.
 #[allow(dead_code)]
 pub fn tx(v: &serde_json::Value) -> tartan_nft::Transaction {
