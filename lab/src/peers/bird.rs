@@ -1,6 +1,7 @@
 //! BIRD 2: `bird -f -c CONF -s SOCK -P PIDFILE`, queried with `birdc -s SOCK`.
 use super::bird_config::{protocol_name, render};
 use super::bird_routes::{BirdRoute, parse_routes};
+use super::bird_since::StateSince;
 use super::client;
 use super::config::BgpConfig;
 use crate::netns::{Netns, wait_for};
@@ -99,6 +100,13 @@ impl Bird {
     /// State of the session with `addr`.
     pub fn neighbor_state(&self, addr: IpAddr) -> Result<String> {
         self.protocol_state(&Bird::protocol_name(addr))
+    }
+
+    /// When the session with `addr` last changed state; see
+    /// [`StateSince::same_as`] for comparing two readings.
+    pub fn state_since(&self, addr: IpAddr) -> Result<StateSince> {
+        let name = Bird::protocol_name(addr);
+        StateSince::from_listing(&self.birdc(&["show", "protocols", &name])?, &name)
     }
 
     /// Waits until every configured session is Established.

@@ -6,6 +6,7 @@
 mod bird;
 mod bird_config;
 mod bird_routes;
+mod bird_since;
 mod config;
 mod exabgp;
 mod frr;
@@ -15,6 +16,7 @@ mod tartan;
 pub use bird::Bird;
 pub use bird_config::render as render_bird;
 pub use bird_routes::{BirdRoute, parse_routes as parse_bird_routes};
+pub use bird_since::StateSince;
 pub use config::{Bfd, BgpConfig, Neighbor, Route};
 pub use exabgp::ExaBgp;
 pub use frr::{Frr, FrrRoute};
