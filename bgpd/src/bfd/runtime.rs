@@ -2,10 +2,14 @@
 //! and a deadline per session, and sleeps in poll(2) until the earliest
 //! deadline, a packet or a command. Each wakeup serves everything at once:
 //! every queued command, every datagram waiting (read until none is left),
-//! every session whose deadline has come. While some deadline is at most
-//! [`RECEIVE_HOLD`] away the sockets are not polled: a packet arriving then
-//! waits for that wakeup, so that many fast sessions cost one wakeup per
-//! millisecond with something due rather than one per packet. Packets are
+//! every session whose deadline has come, and every periodic packet whose
+//! early window has opened (a tenth of its interval before its deadline,
+//! `timers::early_window`), so that the packets of many sessions leave in
+//! one wakeup. While some deadline is closer than the receive hold (the
+//! shortest early window, within [`RECEIVE_HOLD_MIN`] and
+//! [`RECEIVE_HOLD_MAX`]) the sockets are not polled: a packet arriving
+//! then waits for that wakeup. Many fast sessions thus cost a wakeup every
+//! few milliseconds rather than one per packet. Packets are
 //! matched to sessions by Your Discriminator, or by the source address while
 //! the peer does not know ours yet (RFC 5880 section 6.8.6, RFC 5881
 //! section 3).
@@ -28,10 +32,15 @@ use super::session::{Session, Transition};
 use super::socket::{self, GTSM_TTL};
 use crate::control::BfdMetrics;
 
-/// The longest a received packet waits for the next deadline's wakeup
-/// instead of waking the thread itself. A few milliseconds against
-/// detection times of tens of milliseconds and more.
-pub const RECEIVE_HOLD: Duration = Duration::from_millis(2);
+/// Bounds of the receive hold, the longest a received packet waits for
+/// the next deadline's wakeup instead of waking the thread itself: the
+/// shortest early window of the sessions (5 ms at 50 ms intervals), at
+/// least 2 ms, at most 10 ms. Packets are read before any timer is looked
+/// at, so a held packet is never taken for a missing one; only a state
+/// change or a Final it brings waits, against detection times of tens of
+/// milliseconds and more.
+pub const RECEIVE_HOLD_MIN: Duration = Duration::from_millis(2);
+pub const RECEIVE_HOLD_MAX: Duration = Duration::from_millis(10);
 /// The most datagrams read from one socket in one wakeup, so that a flood
 /// cannot hold the timers back.
 const RECEIVE_BATCH: usize = 256;
@@ -120,8 +129,17 @@ impl Runtime {
                 .values()
                 .filter_map(|e| e.session.next_deadline())
                 .min();
+            let hold = self
+                .sessions
+                .values()
+                .map(|e| e.session.early_window())
+                .filter(|w| !w.is_zero())
+                .min()
+                .map_or(RECEIVE_HOLD_MIN, |w| {
+                    w.clamp(RECEIVE_HOLD_MIN, RECEIVE_HOLD_MAX)
+                });
             let mut fds = vec![commands.fd()];
-            if deadline.is_none_or(|d| d > now + RECEIVE_HOLD) {
+            if deadline.is_none_or(|d| d > now + hold) {
                 fds.push(rx4.as_fd());
                 fds.extend(rx6.as_ref().map(|s| s.as_fd()));
             }
@@ -202,7 +220,7 @@ impl Runtime {
 
     fn tick(&mut self, now: Instant) {
         for entry in self.sessions.values_mut() {
-            if entry.session.next_deadline().is_none_or(|d| d > now) {
+            if !entry.session.due(now) {
                 continue;
             }
             let t = entry.session.expire(now);

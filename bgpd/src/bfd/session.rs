@@ -158,6 +158,32 @@ impl Session {
         self.remote_min_rx_us != 0
     }
 
+    /// How long before its deadline the next periodic packet may go
+    /// ([`timers::early_window`]); zero when none is sent.
+    pub fn early_window(&self) -> Duration {
+        match self.transmit_interval() {
+            Some(i) if self.sends_periodically() => timers::early_window(to_us(i)),
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// The first moment the next periodic packet may go.
+    fn send_opens(&self) -> Option<Instant> {
+        if !self.sends_periodically() {
+            return None;
+        }
+        let early = self.early_window();
+        Some(self.next_tx.checked_sub(early).unwrap_or(self.next_tx))
+    }
+
+    /// Whether the clock has work for this session at `now`: a packet
+    /// whose window has opened, or the detection time passed.
+    pub fn due(&self, now: Instant) -> bool {
+        self.final_pending
+            || self.send_opens().is_some_and(|o| o <= now)
+            || self.detect_deadline.is_some_and(|d| d <= now)
+    }
+
     /// A valid packet for this session (RFC 5880 section 6.8.6, from "set
     /// bfd.RemoteDiscr" onwards; the packet-level checks are in `decode` and
     /// the discriminator demultiplexing in the runtime).
@@ -225,14 +251,15 @@ impl Session {
     }
 
     /// The packet to send at `now`, if one is due: a Final answering a Poll
-    /// at once, or the next periodic packet.
+    /// at once, or the next periodic packet once its early window has
+    /// opened.
     pub fn transmit(&mut self, now: Instant) -> Option<ControlPacket> {
         if self.final_pending {
             self.final_pending = false;
             // Section 6.8.7: never both P and F in one packet.
             return Some(self.packet(false, true));
         }
-        if !self.sends_periodically() || now < self.next_tx {
+        if self.send_opens().is_none_or(|o| now < o) {
             return None;
         }
         let interval = self.transmit_interval()?;

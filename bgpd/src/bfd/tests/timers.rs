@@ -60,11 +60,44 @@ fn periodic_packets_follow_the_jittered_interval() {
             gap >= Duration::from_millis(75) && gap <= Duration::from_millis(100),
             "gap {gap:?}"
         );
-        assert!(s.transmit(next - Duration::from_micros(1)).is_none());
+        // Not before its early window (a tenth of the interval) opens.
+        let opens = next - Duration::from_millis(10);
+        assert!(s.transmit(opens - Duration::from_micros(1)).is_none());
+        assert!(!s.due(opens - Duration::from_micros(1)));
         s.receive(&from_remote(State::Up, 100), next);
         s.transmit(next).expect("due at its deadline");
         at = next;
     }
+}
+
+#[test]
+fn packets_sent_at_the_start_of_their_window_keep_three_quarters_of_the_interval() {
+    let t0 = Instant::now();
+    let mut s = Session::new(1, config(100, 3), t0, 7);
+    s.receive(&from_remote(State::Init, 100), t0);
+    let mut at = t0;
+    s.transmit(at).expect("due");
+    let mut shortest = Duration::MAX;
+    for _ in 0..500 {
+        // The first moment anything is due: the window's opening.
+        let mut t = at;
+        while !s.due(t) {
+            t += Duration::from_micros(100);
+        }
+        s.receive(&from_remote(State::Up, 100), t);
+        s.transmit(t).expect("due when its window opens");
+        shortest = shortest.min(t - at);
+        assert!(t - at <= Duration::from_millis(90), "gap {:?}", t - at);
+        at = t;
+    }
+    assert!(
+        shortest >= Duration::from_millis(75),
+        "shortest gap {shortest:?}"
+    );
+    assert!(
+        shortest < Duration::from_millis(77),
+        "the early window is used"
+    );
 }
 
 #[test]
@@ -78,9 +111,10 @@ fn jitter_stays_within_the_rfc_bounds() {
         lo3 = lo3.min(three);
         hi3 = hi3.max(three);
         hi1 = hi1.max(one);
-        assert!(one >= 75_000);
+        assert!(one >= 85_000);
     }
-    assert_eq!((lo3, hi3), (75_000, 100_000), "75–100 % with mult > 1");
+    // The deadline; the early window (10 %) brings the lower end to 75 %.
+    assert_eq!((lo3, hi3), (85_000, 100_000), "85–100 % with mult > 1");
     assert_eq!(hi1, 90_000, "at most 90 % with mult 1");
 }
 
