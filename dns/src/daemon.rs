@@ -95,6 +95,7 @@ pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
         forwarder,
         metrics: metrics.clone(),
         replies: crate::replies::ReplyCache::new(crate::handler::REPLY_CACHE),
+        forwarded: crate::replies::ReplyCache::new(crate::handler::REPLY_CACHE),
     });
     let server = Arc::new(Server {
         handler,

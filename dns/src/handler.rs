@@ -11,9 +11,15 @@
 //!   the client asks again over TCP.
 //! - A UDP reply from the records is kept ([`ReplyCache`]) and sent again,
 //!   with the new ID, for the same request bytes until the records change.
+//! - A UDP reply from the forwarder's cache is kept likewise, for the rest
+//!   of the current second of the handler's clock: its TTLs read at most a
+//!   second high, as with any cache counting in whole seconds, and it is
+//!   kept only while its answer has at least a second left, so it is never
+//!   served expired.
 
 use std::borrow::Cow;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Instant;
 
 use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
 use hickory_proto::rr::RecordType;
@@ -53,6 +59,17 @@ pub struct Handler {
     pub metrics: Arc<Metrics>,
     /// Replies to UDP questions answered from the records.
     pub replies: ReplyCache,
+    /// Replies to UDP questions answered from the forwarder's cache, by
+    /// the second of [`clock_second`] they were made in.
+    pub forwarded: ReplyCache,
+}
+
+/// Whole seconds since the first call: the generation of the forwarded
+/// replies, which are kept for the second they were made in.
+pub fn clock_second(now: Instant) -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    now.saturating_duration_since(*EPOCH.get_or_init(|| now))
+        .as_secs()
 }
 
 impl Handler {
@@ -69,6 +86,9 @@ impl Handler {
         if transport == Transport::Udp {
             let generation = self.read_records().generation();
             if let Some(out) = self.replies.get(generation, req) {
+                return Some(out);
+            }
+            if let Some(out) = self.forwarded.get(clock_second(Instant::now()), req) {
                 return Some(out);
             }
         }
@@ -121,13 +141,7 @@ impl Handler {
             if transport == Transport::Udp
                 && let Some(bytes) = &out
             {
-                let cut = bytes.get(2).is_some_and(|b| b & 0x02 != 0);
-                let reply = Reply {
-                    bytes: bytes.clone(),
-                    counter,
-                    truncated: cut.then(|| self.metrics.truncated.clone()),
-                };
-                self.replies.insert(generation, req, reply);
+                self.keep(&self.replies, generation, req, bytes, counter, None);
             }
             return out;
         } else if !forwardable(q) || matches!(q.query_type(), RecordType::AXFR | RecordType::IXFR) {
@@ -135,11 +149,21 @@ impl Handler {
         } else if let Some(f) = &self.forwarder {
             match f.resolve(q).await {
                 Ok(e) => {
-                    let (an, ns, ad) = e.aged(std::time::Instant::now());
+                    let now = Instant::now();
+                    let (an, ns, ad) = e.aged(now);
                     resp.metadata.response_code = e.rcode;
                     resp.add_answers(an);
                     resp.add_authorities(ns);
                     resp.add_additionals(ad);
+                    let (out, counter) = self.encode(resp, Some(&request), transport);
+                    if transport == Transport::Udp
+                        && e.remaining(now) >= 1
+                        && let Some(bytes) = &out
+                    {
+                        let hit = Some(self.metrics.cache_hits.clone());
+                        self.keep(&self.forwarded, clock_second(now), req, bytes, counter, hit);
+                    }
+                    return out;
                 }
                 Err(_) => resp.metadata.response_code = ResponseCode::ServFail,
             }
@@ -147,6 +171,27 @@ impl Handler {
             resp.metadata.response_code = ResponseCode::ServFail;
         }
         self.finish(resp, Some(&request), transport)
+    }
+
+    /// Keep the encoded UDP reply to `req` in `cache` at `generation`.
+    /// `hit`: counted at each reuse besides the query counter.
+    fn keep(
+        &self,
+        cache: &ReplyCache,
+        generation: u64,
+        req: &[u8],
+        bytes: &[u8],
+        counter: Counter,
+        hit: Option<Counter>,
+    ) {
+        let cut = bytes.get(2).is_some_and(|b| b & 0x02 != 0);
+        let reply = Reply {
+            bytes: bytes.to_vec(),
+            counter,
+            truncated: cut.then(|| self.metrics.truncated.clone()),
+            hit,
+        };
+        cache.insert(generation, req, reply);
     }
 
     fn read_records(&self) -> std::sync::RwLockReadGuard<'_, Records> {

@@ -16,6 +16,7 @@ fn handler(records: Records) -> Handler {
         forwarder: None,
         metrics: Arc::new(Metrics::new()),
         replies: crate::replies::ReplyCache::new(100),
+        forwarded: crate::replies::ReplyCache::new(100),
     }
 }
 

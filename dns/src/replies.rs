@@ -6,8 +6,8 @@
 //!
 //! Every change of the records bumps their generation, and a cache of an
 //! older generation is emptied before use, so a reply is never staler than
-//! the records. Forwarded answers (whose TTLs age) are not kept here. The
-//! cache is bounded: at `capacity` entries it is emptied and starts over.
+//! the records. The handler keeps forwarded answers (whose TTLs age) in a
+//! second cache whose generation is the current second. A cache is bounded: at `capacity` entries it is emptied and starts over.
 //! Pure: no I/O.
 
 use std::collections::HashMap;
@@ -23,6 +23,8 @@ pub struct Reply {
     pub counter: Counter,
     /// Counted too, when the reply was cut to fit (TC).
     pub truncated: Option<Counter>,
+    /// Counted too at each reuse (a forwarded reply is a cache hit).
+    pub hit: Option<Counter>,
 }
 
 #[derive(Default)]
@@ -62,8 +64,8 @@ impl ReplyCache {
         let mut out = hit.bytes.clone();
         out[..2].copy_from_slice(&req[..2]);
         hit.counter.inc();
-        if let Some(t) = &hit.truncated {
-            t.inc();
+        for c in hit.truncated.iter().chain(&hit.hit) {
+            c.inc();
         }
         Some(out)
     }
@@ -117,6 +119,7 @@ mod tests {
             bytes: vec![0, 0, 0x85, 0, 0, 1, 0, 1, 0, 0, 0, 0, tag],
             counter: Counter::default(),
             truncated: None,
+            hit: None,
         }
     }
 

@@ -52,6 +52,7 @@ fn handler() -> &'static (Handler, tokio::runtime::Runtime) {
             forwarder: None,
             metrics: Arc::new(Metrics::new()),
             replies: tartan_dns::replies::ReplyCache::new(1024),
+            forwarded: tartan_dns::replies::ReplyCache::new(1024),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         (h, rt)
