@@ -59,6 +59,16 @@ pub struct FelixFigures {
     pub restart_hwm_kib: u64,
     /// Why the restart could not be measured.
     pub restart_error: Option<String>,
+    /// Restarted over the table left in the kernel: until the whole
+    /// table was rewritten in place.
+    pub in_place_start: Duration,
+    pub in_place_rss_kib: u64,
+    pub in_place_hwm_kib: u64,
+    pub in_place_error: Option<String>,
+    /// felix's `nft` children over the whole measurement.
+    pub nft_calls: usize,
+    pub nft_peak_kib: u64,
+    pub nft_peak_args: String,
 }
 
 #[derive(Debug, Default)]

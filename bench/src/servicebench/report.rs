@@ -186,9 +186,27 @@ pub fn render_markdown(env: &Environment, o: &ServiceBenchOptions, f: &Figures) 
                 e.lines().take(3).collect::<Vec<_>>().join(" / ")
             ),
         };
+        let in_place = match &x.in_place_error {
+            None => format!(
+                "Restarted again over the table it left in the kernel (the usual restart: the old elements serve until one netlink transaction replaces them): the whole table rewritten in place {:.2} s after the start (felix's log), then **{}** resident (peak {}).",
+                x.in_place_start.as_secs_f64(),
+                mib(x.in_place_rss_kib),
+                mib(x.in_place_hwm_kib)
+            ),
+            Some(e) => format!(
+                "The restart over the kernel's table was not measured: {}",
+                e.lines().take(3).collect::<Vec<_>>().join(" / ")
+            ),
+        };
+        let nft = format!(
+            "`nft` runs as felix's child (not counted above); through a wrapper that reports each call's peak (`getrusage` of the real `nft`; the wrapper, a Python script, adds about 20 ms to each call), felix's {} calls over the whole measurement peaked at **{}** at most (`nft {}`).",
+            x.nft_calls,
+            mib(x.nft_peak_kib),
+            x.nft_peak_args
+        );
         let _ = writeln!(
             md,
-            "## tartan-felix's memory\n\nThe real `tartan-felix` (release build, `--node {NODE}`, periodic check every 5 s) in a fresh network namespace, against a single-member etcd started in the same namespace. Resident memory (`VmRSS` of the felix process) with an empty store: **{}**. Then {} Services and {} EndpointSlices ({per} endpoints each, the objects above as Kubernetes JSON) written into etcd while felix runs (8 writers, {:.1} s); once its table holds every frontend and {:.0} s more have passed (its periodic check runs every 5 s): **{}** resident (peak `VmHWM` {}). {restart} `nft` runs as felix's child and is not counted. For scale, this benchmark process peaked at {} (it held a {}-Service proxy at a time).\n",
+            "## tartan-felix's memory\n\nThe real `tartan-felix` (release build, `--node {NODE}`, periodic check every 5 s) in a fresh network namespace, against a single-member etcd started in the same namespace. Resident memory (`VmRSS` of the felix process) with an empty store: **{}**. Then {} Services and {} EndpointSlices ({per} endpoints each, the objects above as Kubernetes JSON) written into etcd while felix runs (8 writers, {:.1} s); once its table holds every frontend and {:.0} s more have passed (its periodic check runs every 5 s): **{}** resident (peak `VmHWM` {}). {restart} {in_place} {nft} For scale, this benchmark process peaked at {} (it held a {}-Service proxy at a time).\n",
             mib(x.baseline_rss_kib),
             x.services,
             x.services,
