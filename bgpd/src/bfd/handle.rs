@@ -55,6 +55,12 @@ pub(super) enum Command {
     Remove {
         client: u64,
     },
+    /// New timers for the client's session, applied with a Poll sequence
+    /// (RFC 5880 section 6.8.3) without taking the session down.
+    SetConfig {
+        client: u64,
+        config: SessionConfig,
+    },
 }
 
 /// The runtime's handle; cheap to clone.
@@ -129,6 +135,15 @@ impl BfdClient {
 
     pub fn state(&self) -> State {
         self.status.borrow().state
+    }
+
+    /// Change the session's timers in place (a Poll sequence; the session
+    /// stays Up, so the BGP session it guards is not touched).
+    pub fn set_config(&self, config: SessionConfig) {
+        self.commands.send(Command::SetConfig {
+            client: self.client,
+            config,
+        });
     }
 
     /// A receiver of the session's status for another task.

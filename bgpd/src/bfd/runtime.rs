@@ -279,6 +279,20 @@ impl Runtime {
                     self.retire(discr);
                 }
             }
+            Command::SetConfig { client, config } => {
+                let now = Instant::now();
+                let entry = self
+                    .sessions
+                    .values_mut()
+                    .find(|e| e.clients.iter().any(|(c, _)| *c == client));
+                if let Some(e) = entry
+                    && e.session.config() != config
+                {
+                    info!(peer = %e.peer, ?config, "BFD timers changed");
+                    e.session.set_config(config, now);
+                    e.after(None, now);
+                }
+            }
         }
     }
 

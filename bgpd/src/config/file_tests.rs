@@ -379,3 +379,16 @@ fn bad_bfd_settings_are_errors_with_their_line() {
     let e = error_of(&format!("{base}bfd = {{ interval = \"1s\" }}\n"));
     assert!(e.message.contains("interval"), "{e}");
 }
+
+#[test]
+fn new_bfd_timers_keep_the_session_turning_bfd_on_or_off_does_not() {
+    let text = "router_id = \"1.2.3.4\"\nasn = 1\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 2\n";
+    let off = parse("t", text).unwrap();
+    let on = parse("t", &format!("{text}bfd = {{}}\n")).unwrap();
+    let faster = parse("t", &format!("{text}bfd = {{ min_rx = \"50ms\" }}\n")).unwrap();
+    let (off, on, faster) = (&off.neighbors[0], &on.neighbors[0], &faster.neighbors[0]);
+    assert_ne!(on, faster);
+    assert!(on.session_settings_equal(faster), "timers: a Poll sequence");
+    assert!(!off.session_settings_equal(on), "BFD turned on");
+    assert!(!on.session_settings_equal(off), "BFD turned off");
+}

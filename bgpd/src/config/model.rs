@@ -76,6 +76,11 @@ impl Neighbor {
         let mut a = self.clone();
         a.description = other.description.clone();
         a.filters = other.filters.clone();
+        // New BFD timers go to the running BFD session (a Poll sequence);
+        // only turning BFD on or off restarts the BGP session.
+        if a.bfd.is_some() && other.bfd.is_some() {
+            a.bfd = other.bfd;
+        }
         a == *other
     }
 }

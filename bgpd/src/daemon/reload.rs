@@ -157,6 +157,11 @@ impl Daemon {
                 Some(new_n) => {
                     let refilter = n.filters != new_n.filters;
                     if let Some(p) = self.peers.get_mut(&id) {
+                        if let (Some(client), Some(timers)) = (&p.bfd, new_n.bfd)
+                            && n.bfd != new_n.bfd
+                        {
+                            client.set_config(timers);
+                        }
                         p.neighbor = Arc::new(new_n.clone());
                     }
                     if refilter {

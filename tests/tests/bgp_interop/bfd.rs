@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::time::{Duration, Instant};
 use tartan_lab::netns::{Netns, run, wait_for};
 use tartan_lab::peers::{
-    BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary,
+    BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions, bgpd_binary, render_tartan,
 };
 use tartan_lab::{Family, Pair, kernel_routes, wait_kernel_route};
 
@@ -307,4 +307,83 @@ fn frr_bfd_over_ipv6_comes_up_and_a_cut_withdraws() -> Result<()> {
     })?;
     wait_kernel_route(&p.a, V6, None, T)?;
     cut_and_restore_prefix(&p, &tartan, b, V6)
+}
+
+/// New BFD timers in tartan's file (SIGHUP) go to the running BFD session
+/// as a Poll sequence (RFC 5880 section 6.8.3): FRR sees them, and neither
+/// the BFD session nor the BGP session it guards goes down.
+#[test]
+fn new_bfd_timers_apply_without_a_reset() -> Result<()> {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    if no_bfdd() {
+        return Ok(());
+    }
+    let p = Pair::with_subnet("bft", 47)?;
+    let (a, b): (IpAddr, IpAddr) = (p.a_v4().into(), p.b_v4().into());
+    let timers = ((100, 100, 3), (100, 100, 3));
+    let (frr, tartan) = start_both(&p, (a, b), timers, PREFIX, false, Frr::start)?;
+    wait_for("FRR BFD peer up", T, || {
+        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+    })?;
+    let before = tartan.peer(b)?;
+    let bfd_before = before.bfd.clone().expect("BFD status");
+    assert_eq!(bfd_before.state, "up");
+    let frr_up = |v: &Value| num(v, "uptime");
+    let frr_before = frr_bfd_peer(&frr, a).and_then(|v| frr_up(&v));
+    // Uptimes count whole seconds: let some pass, so a reset shows.
+    std::thread::sleep(Duration::from_millis(2100));
+
+    let changed = BgpConfig::new(p.a_v4(), 65001)
+        .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(300, 250, 5));
+    tartan.reload(&render_tartan(&changed, &TartanOptions::default()))?;
+    let theirs = wait_for("FRR to see the new timers", T, || {
+        frr_bfd_peer(&frr, a).filter(|v| {
+            num(v, "remote-receive-interval") == Some(300)
+                && num(v, "remote-transmit-interval") == Some(250)
+                && num(v, "remote-detect-multiplier") == Some(5)
+        })
+    })
+    .map_err(|e| e.context(tartan.log()))?;
+    assert_eq!(
+        theirs.get("status").and_then(Value::as_str),
+        Some("up"),
+        "{theirs}"
+    );
+    // Our side: the new timers in force, the session never left Up.
+    let after = wait_for("tartan's detection time from the new timers", T, || {
+        tartan
+            .peer(b)
+            .ok()
+            .filter(|s| s.bfd.as_ref().and_then(|x| x.tx_interval_ms) == Some(250))
+    })?;
+    let bfd_after = after.bfd.clone().expect("BFD status");
+    assert_eq!(bfd_after.state, "up");
+    assert_eq!(
+        bfd_after.transitions, bfd_before.transitions,
+        "the BFD session changed state: {bfd_before:?} -> {bfd_after:?}"
+    );
+    assert_eq!(
+        (
+            after.messages.received.open,
+            after.messages.sent.open,
+            &after.state
+        ),
+        (
+            before.messages.received.open,
+            before.messages.sent.open,
+            &before.state
+        ),
+        "the BGP session was reset"
+    );
+    let (up0, up1) = (
+        before.uptime_seconds.unwrap_or(0),
+        after.uptime_seconds.unwrap_or(0),
+    );
+    assert!(up1 >= up0 + 2, "BGP uptime {up0} s -> {up1} s: reset");
+    let frr_after = frr_up(&theirs);
+    assert!(
+        frr_before.is_some() && frr_after >= frr_before.map(|t| t + 2),
+        "FRR's BFD uptime {frr_before:?} -> {frr_after:?}: reset\n{theirs}"
+    );
+    Ok(())
 }
