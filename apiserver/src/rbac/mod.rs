@@ -183,7 +183,7 @@ impl Policy {
         for b in self
             .bindings
             .iter()
-            .filter(|b| b.subjects.iter().any(|s| names_user(s)))
+            .filter(|b| b.subjects.iter().any(&names_user))
         {
             let Some(role) = self.role(b.role_kind, b.namespace.as_deref(), &b.role) else {
                 continue;

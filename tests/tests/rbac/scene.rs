@@ -29,12 +29,11 @@ pub fn seed(api: &StandIn) -> anyhow::Result<()> {
         }))?;
     }
     let objects = [
-        // One block each: node-1 claims pool-a's, node-3 pool-b's (of one
-        // address) and then borrows from node-1's.
+        // node-1 claims a block of pool-a, node-3 one of pool-b.
         json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": "pool-a"},
                "spec": {"cidr": "10.244.0.0/26", "blockSize": 26}}),
         json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": "pool-b"},
-               "spec": {"cidr": "10.245.0.0/32", "blockSize": 32}}),
+               "spec": {"cidr": "10.245.0.0/26", "blockSize": 26}}),
         json!({"apiVersion": "tartan.dev/v1", "kind": "BGPConfiguration", "metadata": {"name": "default"},
                "spec": {"asNumber": 64512, "nodeToNodeMeshEnabled": true,
                         "serviceLoadBalancerIPs": [{"cidr": "192.0.2.0/28"}]}}),
