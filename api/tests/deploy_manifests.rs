@@ -181,15 +181,15 @@ fn the_role_grants_writes_only_to_ipam_endpoints_node_updates_and_status_reports
             // bgpd's status reports, and the sweep of those of nodes gone.
             assert_eq!(writes, ["create", "update", "delete"], "bgpnodestatuses");
         } else {
-            assert_eq!(
-                res,
-                [
-                    "blockaffinities",
-                    "ipamblocks",
-                    "ipamhandles",
-                    "workloadendpoints"
-                ]
-            );
+            // The CNI plugin's IPAM records and endpoints (which verbs on
+            // which of them: tests/tests/rbac/ checks against use).
+            let ipam = [
+                "blockaffinities",
+                "ipamblocks",
+                "ipamhandles",
+                "workloadendpoints",
+            ];
+            assert!(res.iter().all(|r| ipam.contains(&r.as_str())), "{res:?}");
         }
         written.extend(res);
     }
@@ -228,5 +228,7 @@ fn secrets_are_readable_only_in_tartans_namespace() {
         rules[0].resources.as_deref(),
         Some(&["secrets".to_string()][..])
     );
-    assert_eq!(rules[0].verbs, ["get", "list", "watch"]);
+    // bgpd lists and watches them (tests/tests/rbac/ checks no get is
+    // made).
+    assert_eq!(rules[0].verbs, ["list", "watch"]);
 }

@@ -1,15 +1,12 @@
-//! The Kubernetes backend against a stand-in API server (see
-//! `apiserver/mod.rs`): every kind round-trips with compare-and-swap, lists
+//! The Kubernetes backend against the API server stand-in
+//! (`tartan-apiserver`): every kind round-trips with compare-and-swap, lists
 //! page, watches follow bookmarks and recover from 410 Gone, and the
 //! requests it sends are the ones the API server expects.
-
-mod apiserver;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use apiserver::{FakeApiServer, Replay};
 use axum::http::Method;
 use futures::StreamExt;
 use tartan_api::examples::{example, modified};
@@ -20,10 +17,11 @@ use tartan_api::store::conformance::{
 use tartan_api::store::kube::KubeStore;
 use tartan_api::store::watch::watch;
 use tartan_api::store::{Datastore, ObjectKey, RawEvent, StoreError, WatchScope};
+use tartan_apiserver::{ApiServer, Replay};
 
 #[tokio::test]
 async fn every_kind_round_trips_with_compare_and_swap() {
-    let api = FakeApiServer::new().start().await;
+    let api = ApiServer::new().start().await.unwrap();
     let store = KubeStore::from_client(api.client());
     round_trip_every_kind(&store).await;
 
@@ -54,7 +52,7 @@ async fn every_kind_round_trips_with_compare_and_swap() {
 
 #[tokio::test]
 async fn a_narrowed_listing_is_selected_by_label_on_the_server() {
-    let api = FakeApiServer::new().start().await;
+    let api = ApiServer::new().start().await.unwrap();
     let store = KubeStore::from_client(api.client());
     narrow_listing(&store).await;
     let reqs = api.requests();
@@ -70,7 +68,7 @@ async fn a_narrowed_listing_is_selected_by_label_on_the_server() {
 
 #[tokio::test]
 async fn lists_follow_continue_tokens_at_one_revision() {
-    let api = FakeApiServer::new().start().await;
+    let api = ApiServer::new().start().await.unwrap();
     let store = KubeStore::from_client(api.client());
     for i in 0..1_234 {
         api.server
@@ -102,9 +100,9 @@ async fn lists_follow_continue_tokens_at_one_revision() {
 /// gets 410 in-band, relists, and its consumer's view equals the store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_recovers_from_410_and_stays_exact() {
-    let mut server = FakeApiServer::new();
+    let mut server = ApiServer::new();
     server.watch_cap = Duration::from_millis(300);
-    let api = server.start().await;
+    let api = server.start().await.unwrap();
     let mem = api.server.store.clone();
     let store: Arc<dyn Datastore> = Arc::new(KubeStore::from_client(api.client()));
     let mut w = watch(
@@ -208,7 +206,8 @@ async fn recorded_watch_stream_maps_to_raw_events() {
     let (url, requests, task) = Replay::default()
         .on(Method::GET, "/apis/tartan.dev/v1/ippools?", 200, &chunks)
         .start()
-        .await;
+        .await
+        .unwrap();
     let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
     let store = KubeStore::from_client(client);
     let mut raw = store
@@ -282,7 +281,8 @@ async fn recorded_errors_map_to_store_errors() {
         )
         .on(Method::GET, "/apis/tartan.dev/v1/ippools?", 410, &[gone])
         .start()
-        .await;
+        .await
+        .unwrap();
     let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
     let store = KubeStore::from_client(client);
     let mut a = example(Kind::IpPool, "pool-a");

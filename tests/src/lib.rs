@@ -1,8 +1,9 @@
 //! The end-to-end tests' fixtures: where the workspace's binaries are,
 //! one test file at a time within a test binary, and the openings the
 //! tests share (a lab through `tartan-lab`, peer pairs, CNI labs, fault
-//! traffic, policy grids, Services), one module each. The tests
-//! themselves are under `tests/`, one binary per group (see README.md).
+//! traffic, policy grids, Services, the API server stand-in), one module
+//! each. The tests themselves are under `tests/`, one binary per group
+//! (see README.md).
 
 pub mod bins;
 pub mod cnilab;
@@ -14,6 +15,7 @@ pub mod metric_names;
 pub mod netpol;
 pub mod peering;
 pub mod services;
+pub mod standin;
 
 pub use bins::{lab_bin, target_bin};
 pub use cnilab::{cni_lab, cni_lab_with_pool, daemons_and_a_pod_each, runtime_with};

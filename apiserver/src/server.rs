@@ -1,0 +1,370 @@
+//! The stand-in server: plain HTTP, the objects in a [`MemoryStore`]
+//! (whose revisions and compaction behave like the etcd behind a real API
+//! server), lists with `resourceVersion` and `continue`, the `status`
+//! subresource, `Status` bodies for 404, 409 AlreadyExists, 409 Conflict,
+//! failed delete preconditions and 422 (messages as the API server words
+//! them). Bearer tokens name the user when any were issued (401 without
+//! one); every request is recorded with its RBAC attributes and, given a
+//! policy, its verdict (refused 403 when enforcing).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use serde_json::{Value, json};
+use tartan_api::store::memory::MemoryStore;
+use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
+
+use crate::identity::{Tokens, bearer, kubeconfig};
+use crate::rbac::Policy;
+use crate::request::{Attributes, attributes, parse_query};
+use crate::route::{Route, forbidden, no_such_resource};
+use crate::watch::{Pace, watch};
+use crate::wire::{item_wire, json_response, status, to_wire};
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: Method,
+    /// The path (for [`crate::Replay`], with the query).
+    pub path: String,
+    pub query: HashMap<String, String>,
+    pub body: Value,
+    /// The user its token named; `None` when no token was needed or the
+    /// token was not valid (answered 401).
+    pub user: Option<String>,
+    /// The client the token was issued to.
+    pub client: Option<String>,
+    pub attributes: Attributes,
+    /// The policy's verdict, when the server has one.
+    pub allowed: Option<bool>,
+}
+
+#[derive(Clone)]
+pub struct ApiServer {
+    pub store: MemoryStore,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Bookmark interval for watches that ask for bookmarks.
+    pub bookmark_every: Duration,
+    /// Watches end after this long (the API server's timeoutSeconds cap).
+    pub watch_cap: Duration,
+    pub tokens: Tokens,
+    /// RBAC that judges each request.
+    pub policy: Option<Arc<Policy>>,
+    /// Refuse (403) what the policy does not allow.
+    pub enforce: bool,
+}
+
+pub struct Running {
+    pub url: String,
+    pub server: ApiServer,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Running {
+    /// A client without a token.
+    pub fn client(&self) -> kube::Client {
+        let config = kube::Config::new(self.url.parse().expect("server url"));
+        kube::Client::try_from(config).expect("kube client")
+    }
+
+    /// A kubeconfig for `user` with a token issued now to `client`.
+    pub fn kubeconfig_for(&self, user: &str, client: &str) -> String {
+        let token = self.server.tokens.issue(user, client);
+        kubeconfig(&self.url, user, &token)
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.server
+            .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Default for ApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ApiServer {
+    pub fn new() -> Self {
+        ApiServer {
+            store: MemoryStore::new(),
+            requests: Default::default(),
+            bookmark_every: Duration::from_millis(200),
+            watch_cap: Duration::from_secs(300),
+            tokens: Tokens::default(),
+            policy: None,
+            enforce: false,
+        }
+    }
+
+    /// Judge every request by `policy`; with `enforce`, refuse what it
+    /// does not allow.
+    pub fn with_policy(mut self, policy: Policy, enforce: bool) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self.enforce = enforce;
+        self
+    }
+
+    /// Serve on a new port of 127.0.0.1.
+    pub async fn start(self) -> std::io::Result<Running> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        self.start_on(listener).await
+    }
+
+    /// Serve on `listener` (bound by the caller, for example inside a
+    /// network namespace).
+    pub async fn start_on(self, listener: std::net::TcpListener) -> std::io::Result<Running> {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let url = format!("http://{}", listener.local_addr()?);
+        let server = self.clone();
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let server = server.clone();
+                async move { server.handle(method, uri, headers, body).await }
+            },
+        );
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "the API server stand-in stopped");
+            }
+        });
+        Ok(Running {
+            url,
+            server: self,
+            task,
+        })
+    }
+
+    fn record(&self, r: Recorded) {
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r);
+    }
+
+    async fn handle(&self, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+        let query = parse_query(uri.query());
+        let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        let attrs = attributes(method.as_str(), uri.path(), &query);
+        let token = bearer(
+            headers
+                .get(axum::http::header::AUTHORIZATION)
+                .and_then(|h| h.to_str().ok()),
+        );
+        let holder = token.and_then(|t| self.tokens.holder(t));
+        let user = holder.as_ref().map(|h| h.user.clone());
+        let allowed = self
+            .policy
+            .as_ref()
+            .map(|p| user.as_deref().is_some_and(|u| p.allows(u, &attrs)));
+        self.record(Recorded {
+            method: method.clone(),
+            path: uri.path().to_string(),
+            query: query.clone(),
+            body: body_json.clone(),
+            user: user.clone(),
+            client: holder.map(|h| h.client),
+            attributes: attrs.clone(),
+            allowed,
+        });
+        if self.tokens.required() && user.is_none() {
+            return status(401, "Unauthorized", "Unauthorized", None);
+        }
+        if self.enforce && allowed == Some(false) {
+            let who = user.as_deref().unwrap_or("system:anonymous");
+            return forbidden(who, &attrs.verb, attrs.resource.as_ref(), &attrs.path);
+        }
+        let Some(route) = attrs.resource.as_ref().and_then(Route::of) else {
+            return no_such_resource();
+        };
+        match (attrs.verb.as_str(), route.subresource.as_deref()) {
+            (_, Some(s)) if s != "status" => no_such_resource(),
+            ("get", _) if route.name.is_some() => self.get(&route).await,
+            ("list", None) => self.list(&route, &query).await,
+            ("watch", None) => {
+                let pace = Pace {
+                    bookmark_every: self.bookmark_every,
+                    cap: self.watch_cap,
+                };
+                watch(&self.store, pace, &route, &query).await
+            }
+            ("create", None) => self.create(&route, body_json).await,
+            ("update", sub) if route.name.is_some() => {
+                self.replace(&route, body_json, sub.is_some()).await
+            }
+            ("delete", None) => self.delete(&route, body_json).await,
+            _ => status(
+                405,
+                "MethodNotAllowed",
+                "the server does not allow this method on the requested resource",
+                None,
+            ),
+        }
+    }
+
+    async fn get(&self, route: &Route) -> Response {
+        let name = route.name.as_deref().unwrap_or_default();
+        match self.store.get(&route.key(name)).await {
+            Ok(o) => json_response(200, &to_wire(&o)),
+            Err(e) => route.error(name, e),
+        }
+    }
+
+    async fn list(&self, route: &Route, query: &HashMap<String, String>) -> Response {
+        let listing = match self
+            .store
+            .list(route.kind, route.namespace.as_deref())
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => return route.error("", e),
+        };
+        // A continue token is "<offset>/<revision>"; pages after the first
+        // are served from the first page's revision, as the API server does.
+        let (offset, revision) = match query.get("continue") {
+            Some(t) => {
+                let (o, r) = t.split_once('/').unwrap_or(("0", "0"));
+                (o.parse::<usize>().unwrap_or(0), r.to_string())
+            }
+            None => (0, listing.revision.clone()),
+        };
+        let limit = query
+            .get("limit")
+            .and_then(|l| l.parse::<usize>().ok())
+            .filter(|l| *l > 0)
+            .unwrap_or(usize::MAX);
+        let mut items = listing.items;
+        // Equality label selectors (`k=v,k2=v2`), as the API server reads
+        // them.
+        if let Some(sel) = query.get("labelSelector").filter(|s| !s.is_empty()) {
+            let wanted: Vec<(&str, &str)> = sel
+                .split(',')
+                .map(|p| p.split_once('=').unwrap_or((p, "")))
+                .collect();
+            items.retain(|o| {
+                wanted.iter().all(|(k, v)| {
+                    o.metadata
+                        .labels
+                        .as_ref()
+                        .and_then(|l| l.get(*k))
+                        .is_some_and(|have| have == v)
+                })
+            });
+        }
+        items.sort_by_cached_key(|o| ObjectKey::of(o).ok());
+        let page: Vec<Value> = items
+            .iter()
+            .skip(offset)
+            .take(limit)
+            .map(|o| item_wire(route.kind, o))
+            .collect();
+        let mut metadata = json!({"resourceVersion": revision});
+        if offset.saturating_add(page.len()) < items.len() {
+            metadata["continue"] = format!("{}/{}", offset + page.len(), revision).into();
+            metadata["remainingItemCount"] = (items.len() - offset - page.len()).into();
+        }
+        let info = route.kind.info();
+        json_response(
+            200,
+            &json!({
+                "kind": format!("{}List", info.name),
+                "apiVersion": route.kind.api_version(),
+                "metadata": metadata,
+                "items": page,
+            }),
+        )
+    }
+
+    async fn create(&self, route: &Route, body: Value) -> Response {
+        let obj: DynamicObject = match serde_json::from_value(body) {
+            Ok(o) => o,
+            Err(e) => return status(400, "BadRequest", &e.to_string(), None),
+        };
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        match self.store.create(obj).await {
+            Ok(o) => json_response(201, &to_wire(&o)),
+            Err(e) => route.error(&name, e),
+        }
+    }
+
+    /// PUT of an object, or of its `status` subresource.
+    async fn replace(&self, route: &Route, body: Value, status_only: bool) -> Response {
+        let name = route.name.as_deref().unwrap_or_default();
+        let obj: DynamicObject = match serde_json::from_value(body) {
+            Ok(o) => o,
+            Err(e) => return status(400, "BadRequest", &e.to_string(), None),
+        };
+        if obj
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default()
+            .is_empty()
+        {
+            return status(
+                422,
+                "Invalid",
+                &format!(
+                    "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                    route.resource()
+                ),
+                Some(route.details(name)),
+            );
+        }
+        let written = if status_only {
+            self.store.update_status(obj).await
+        } else {
+            self.store.update(obj).await
+        };
+        match written {
+            Ok(o) => json_response(200, &to_wire(&o)),
+            Err(e) => route.error(name, e),
+        }
+    }
+
+    async fn delete(&self, route: &Route, body: Value) -> Response {
+        let name = route.name.as_deref().unwrap_or_default();
+        let key = route.key(name);
+        let precondition = body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(|v| v.as_str())
+            .map(str::to_string);
+        let current = match self.store.get(&key).await {
+            Ok(o) => o,
+            Err(e) => return route.error(name, e),
+        };
+        if let Some(rv) = &precondition
+            && current.metadata.resource_version.as_deref() != Some(rv)
+        {
+            return status(
+                409,
+                "Conflict",
+                &format!(
+                    "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    route.resource(),
+                    current.metadata.resource_version.unwrap_or_default()
+                ),
+                Some(route.details(name)),
+            );
+        }
+        match self.store.delete(&key, precondition.as_deref()).await {
+            Ok(()) => json_response(200, &to_wire(&current)),
+            Err(e) => route.error(name, e),
+        }
+    }
+}
