@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs Tartan's CNI plugins and configuration on the host (run by the
-# DaemonSet's init container). The plugin reaches the API server with this
+# DaemonSet's init container, on the host network so that the pods' MTU is
+# measured on the node's own interfaces). The plugin reaches the API server with this
 # pod's service account token, written into a kubeconfig beside the
 # configuration.
 set -eu
@@ -27,21 +28,10 @@ contexts:
 current-context: tartan
 KUBECONFIG
 umask 022
-cat > "$NET/10-tartan.conflist.tmp" <<CONFLIST
-{
-  "cniVersion": "1.0.0",
-  "name": "k8s-pod-network",
-  "plugins": [
-    {
-      "type": "tartan",
-      "datastore": "kubernetes",
-      "kubeconfig": "/etc/cni/net.d/tartan-kubeconfig",
-      "nodename": "${NODENAME}",
-      "ipam": {"type": "tartan-ipam"}
-    },
-    {"type": "portmap", "capabilities": {"portMappings": true}, "snat": true}
-  ]
-}
-CONFLIST
-mv "$NET/10-tartan.conflist.tmp" "$NET/10-tartan.conflist"
+# The conflist, rendered from the ConfigMap tartan-config (mounted at
+# /etc/tartan/config) with the pods' MTU (docs/install.md), written
+# atomically.
+/usr/local/bin/tartan-install-cni --config-dir /etc/tartan/config \
+  --out "$NET/10-tartan.conflist" --nodename "${NODENAME}" \
+  --datastore kubernetes --kubeconfig /etc/cni/net.d/tartan-kubeconfig
 echo "tartan CNI installed for node ${NODENAME}"

@@ -64,6 +64,7 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
         }
         // "tartan" in base64.
         Kind::Secret => json!({"type": "Opaque", "data": {"password": "dGFydGFu"}}),
+        Kind::ConfigMap => json!({"data": {"ipv4-pool-cidr": "10.244.0.0/16", "mtu": "auto"}}),
         Kind::EndpointSlice => json!({
             "addressType": "IPv4",
             "endpoints": [{"addresses": ["10.244.0.5"]}],

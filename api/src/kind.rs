@@ -40,6 +40,8 @@ pub enum Kind {
     KubeNetworkPolicy,
     /// `coordination.k8s.io/v1` Lease: tartan-controllers' leader election.
     Lease,
+    /// Kubernetes ConfigMaps: the install's settings (`tartan-system/tartan-config`).
+    ConfigMap,
 }
 
 /// The fixed facts about one kind.
@@ -78,7 +80,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 22] = [
+static KINDS: [KindInfo; 23] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -263,6 +265,16 @@ static KINDS: [KindInfo; 22] = [
         namespaced: true,
         key_segment: "k8s/leases",
         short_names: &[],
+    },
+    KindInfo {
+        kind: Kind::ConfigMap,
+        name: "ConfigMap",
+        group: "",
+        version: "v1",
+        plural: "configmaps",
+        namespaced: true,
+        key_segment: "k8s/configmaps",
+        short_names: &["cm"],
     },
 ];
 

@@ -9,14 +9,18 @@
 //!   in-memory backends; watch with resume.
 //! - [`examples`]: a valid object of every kind.
 //! - [`bgp`]: wire types of bgpd's control API.
+//! - [`tartan_config`]: the install's ConfigMap (default pools, pod MTU);
+//!   [`mtu`]: the MTU under encapsulation.
 pub mod bgp;
 pub mod build_info;
 pub mod examples;
 pub mod kind;
 pub mod logging;
+pub mod mtu;
 pub mod resources;
 pub mod selector;
 pub mod store;
+pub mod tartan_config;
 pub mod validate;
 
 pub use kind::Kind;

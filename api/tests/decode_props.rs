@@ -281,6 +281,7 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::Pod => round_trip::<core::Pod>(obj, written),
         Kind::Service => round_trip::<core::Service>(obj, written),
         Kind::Secret => round_trip::<core::Secret>(obj, written),
+        Kind::ConfigMap => round_trip::<core::ConfigMap>(obj, written),
         Kind::EndpointSlice => {
             round_trip::<k8s_openapi::api::discovery::v1::EndpointSlice>(obj, written)
         }

@@ -4,7 +4,7 @@
 //! dropped on the way and show as a difference).
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment};
-use k8s_openapi::api::core::v1::{Namespace, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Serialize;
@@ -27,6 +27,7 @@ fn check(doc: &Value) -> Result<&str, String> {
     let kind = doc["kind"].as_str().ok_or("no kind")?;
     match kind {
         "Namespace" => same::<Namespace>(doc),
+        "ConfigMap" => same::<ConfigMap>(doc),
         "ServiceAccount" => same::<ServiceAccount>(doc),
         "ClusterRole" => same::<ClusterRole>(doc),
         "ClusterRoleBinding" => same::<ClusterRoleBinding>(doc),
@@ -84,6 +85,7 @@ fn deploy_manifests_parse_strictly() {
             "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
+            "ConfigMap",
             "DaemonSet",
             "Deployment",
             "Deployment",
@@ -92,6 +94,8 @@ fn deploy_manifests_parse_strictly() {
             "NetworkPolicy",
             "Role",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "RoleBinding",
             "Service",
@@ -231,4 +235,51 @@ fn secrets_are_readable_only_in_tartans_namespace() {
     // bgpd lists and watches them (tests/tests/rbac/ checks no get is
     // made).
     assert_eq!(rules[0].verbs, ["list", "watch"]);
+}
+
+/// The shipped ConfigMap checks out, says what docs/install.md says its
+/// defaults are, and only tartan-controllers may read it (that one
+/// object, `get` only).
+#[test]
+fn the_shipped_config_map_is_valid_and_read_narrowly() {
+    use tartan_api::tartan_config::{CONFIG_MAP, KEYS, TartanConfig};
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
+    let doc = documents(&text)
+        .into_iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .unwrap();
+    let cm: ConfigMap = serde_json::from_value(doc).unwrap();
+    assert_eq!(cm.metadata.name.as_deref(), Some(CONFIG_MAP));
+    assert_eq!(
+        cm.metadata.namespace.as_deref(),
+        Some(tartan_api::resources::TARTAN_NAMESPACE)
+    );
+    let data = cm.data.unwrap();
+    let mut keys: Vec<&str> = data.keys().map(String::as_str).collect();
+    let mut all = KEYS.to_vec();
+    keys.sort();
+    all.sort();
+    assert_eq!(keys, all, "every key is shipped, with its default");
+    assert_eq!(
+        TartanConfig::parse(&data).unwrap(),
+        TartanConfig::default(),
+        "the shipped values are the defaults"
+    );
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-controllers.yaml")).unwrap();
+    let rules: Vec<k8s_openapi::api::rbac::v1::PolicyRule> = documents(&text)
+        .into_iter()
+        .filter_map(|d| match d["kind"].as_str() {
+            Some("Role") => serde_json::from_value::<Role>(d).unwrap().rules,
+            Some("ClusterRole") => serde_json::from_value::<ClusterRole>(d).unwrap().rules,
+            _ => None,
+        })
+        .flatten()
+        .filter(|r| r.resources.iter().flatten().any(|x| x == "configmaps"))
+        .collect();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules[0].verbs, ["get"]);
+    assert_eq!(
+        rules[0].resource_names.as_deref(),
+        Some(&[CONFIG_MAP.to_string()][..])
+    );
 }

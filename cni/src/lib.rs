@@ -6,7 +6,10 @@
 //!   compare-and-swap in the datastore.
 //! - [`wire`]: the veth pair, addresses and routes of one pod interface.
 //! - [`plugin`]: ADD, DEL, CHECK, STATUS, GC and VERSION over the above.
+//! - [`install`]: the node's conflist rendered from the ConfigMap
+//!   `tartan-config`, with the pods' MTU from the underlay.
 
+pub mod install;
 pub mod ipam;
 pub mod logging;
 pub mod plugin;

@@ -1,6 +1,8 @@
 //! The `tartan-controllers` daemon's loop: while this replica leads
-//! (its [`lease`](crate::lease) election says so), a pass of each
-//! controller every interval; a standby only takes part in the election.
+//! (its [`lease`](crate::lease) election says so), the
+//! [`firststart`](crate::firststart) pass until it settles, then a pass of
+//! each controller every interval; a standby only takes part in the
+//! election.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -9,6 +11,7 @@ use tartan_api::store::Datastore;
 use tokio::sync::watch;
 use tracing::warn;
 
+use crate::firststart::{FirstStart, FirstStartError, Outcome};
 use crate::ipamgc::Collector;
 use crate::lbpool;
 use crate::metrics::{Metrics, Name};
@@ -39,6 +42,7 @@ pub async fn run(
     metrics: Arc<Metrics>,
     intervals: Intervals,
     mut gc: Collector,
+    mut first: FirstStart,
 ) {
     let tick = intervals.loadbalancer.min(intervals.ipam_gc);
     let mut last_gc: Option<tokio::time::Instant> = None;
@@ -52,6 +56,9 @@ pub async fn run(
             last_gc = None;
             gc = Collector::new(gc.grace);
             continue;
+        }
+        if !first.settled() {
+            first_start(&mut first, &*store, &metrics).await;
         }
         match lbpool::pass(&*store).await {
             Ok(r) => {
@@ -104,6 +111,32 @@ pub async fn run(
             Err(e) => {
                 metrics.pass_errors.get_or_create(&name("ipam-gc")).inc();
                 warn!(error = %e, "IPAM garbage collection pass failed; retrying");
+            }
+        }
+    }
+}
+
+async fn first_start(first: &mut FirstStart, store: &dyn Datastore, metrics: &Metrics) {
+    match first.pass(store).await {
+        Ok(o) => {
+            metrics.config_problems.set(0);
+            if let Outcome::Created(names) = o {
+                metrics.default_pools_created.inc_by(names.len() as u64);
+            }
+        }
+        Err(e) => {
+            metrics
+                .pass_errors
+                .get_or_create(&name("first-start"))
+                .inc();
+            match e {
+                // Logged by the pass, once per change.
+                FirstStartError::Config(c) => {
+                    metrics.config_problems.set(c.problems.len() as i64);
+                }
+                FirstStartError::Store(e) => {
+                    warn!(error = %e, "first start (default IPPools) failed; retrying")
+                }
             }
         }
     }

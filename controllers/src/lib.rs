@@ -2,9 +2,11 @@
 //! resources beside the agents. [`services`] (ClusterIP, NodePort and
 //! LoadBalancer address allocation, EndpointSlice upkeep), which the lab
 //! calls; and the `tartan-controllers` daemon's parts: [`lease`] (leader
-//! election), [`ipamgc`] (the IPAM records of deleted Nodes) and
+//! election), [`firststart`] (the default IPPools from the ConfigMap
+//! `tartan-config`), [`ipamgc`] (the IPAM records of deleted Nodes) and
 //! [`lbpool`] (LoadBalancer addresses from LoadBalancerIPPools).
 pub mod daemon;
+pub mod firststart;
 pub mod ipamgc;
 pub mod lbpool;
 pub mod lease;

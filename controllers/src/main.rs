@@ -9,6 +9,7 @@ use clap::Parser;
 use tartan_api::logging::LogFormat;
 use tartan_api::resources::TARTAN_NAMESPACE;
 use tartan_controllers::daemon::{self, Intervals};
+use tartan_controllers::firststart::FirstStart;
 use tartan_controllers::ipamgc::Collector;
 use tartan_controllers::lease::{self, Candidate, Elector, Timing};
 use tartan_controllers::metrics::{Health, Metrics};
@@ -19,7 +20,7 @@ use tracing::info;
 #[command(
     name = "tartan-controllers",
     version,
-    about = "Tartan's cluster controllers: IPAM garbage collection for deleted nodes, LoadBalancer addresses from LoadBalancerIPPools"
+    about = "Tartan's cluster controllers: the default IPPools at first start, IPAM garbage collection for deleted nodes, LoadBalancer addresses from LoadBalancerIPPools"
 )]
 struct Cli {
     /// The datastore: etcd://HOST:PORT[,…], kubernetes or memory.
@@ -28,7 +29,7 @@ struct Cli {
     /// This replica's name in the Lease (default: the host name and pid).
     #[arg(long, env = "POD_NAME")]
     id: Option<String>,
-    /// Namespace of the Lease.
+    /// Namespace of the Lease and of the ConfigMap tartan-config.
     #[arg(long, env = "POD_NAMESPACE", default_value = TARTAN_NAMESPACE)]
     lease_namespace: String,
     #[arg(long, default_value = "tartan-controllers")]
@@ -117,9 +118,10 @@ fn main() -> Result<()> {
         };
         let election = tokio::spawn(lease::run(elector, tx));
         let gc = Collector::new(cli.ipam_gc_grace.min(i64::MAX as u64) as i64);
+        let first = FirstStart::new(&cli.lease_namespace);
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            _ = daemon::run(store.clone(), rx, metrics, intervals, gc) => {}
+            _ = daemon::run(store.clone(), rx, metrics, intervals, gc, first) => {}
             r = tokio::signal::ctrl_c() => { r?; info!("interrupted; stopping"); }
             _ = term.recv() => info!("terminated; stopping"),
         }

@@ -36,8 +36,12 @@ pub struct Metrics {
     /// Per pool.
     pub lb_pool_addresses: Family<Name, Gauge>,
     pub lb_pool_in_use: Family<Name, Gauge>,
-    /// Failed passes, per controller (`ipam-gc`, `loadbalancer`).
+    /// Failed passes, per controller (`ipam-gc`, `loadbalancer`,
+    /// `first-start`).
     pub pass_errors: Family<Name, Counter>,
+    /// Problems in the ConfigMap that keep the default pools back.
+    pub config_problems: Gauge,
+    pub default_pools_created: Counter,
 }
 
 impl Default for Metrics {
@@ -62,6 +66,8 @@ impl Metrics {
             lb_pool_addresses: Family::default(),
             lb_pool_in_use: Family::default(),
             pass_errors: Family::default(),
+            config_problems: Gauge::default(),
+            default_pools_created: Counter::default(),
         };
         let r = root.sub_registry_with_prefix("tartan_controllers");
         r.register(
@@ -113,6 +119,16 @@ impl Metrics {
             "pass_errors",
             "Controller passes that failed (the store refused or was unreachable)",
             m.pass_errors.clone(),
+        );
+        r.register(
+            "config_problems",
+            "Problems in the ConfigMap tartan-config that keep the default IPPools from being created (no pool exists yet)",
+            m.config_problems.clone(),
+        );
+        r.register(
+            "default_pools_created",
+            "Default IPPools created from the ConfigMap tartan-config at first start",
+            m.default_pools_created.clone(),
         );
         Metrics {
             registry: root,

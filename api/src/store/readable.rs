@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tracing::{error, info};
@@ -57,6 +57,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::Secret => decodes::<Secret>(o),
         Kind::KubeNetworkPolicy => decodes::<KubeNetworkPolicy>(o),
         Kind::Lease => decodes::<Lease>(o),
+        Kind::ConfigMap => decodes::<ConfigMap>(o),
     }
 }
 

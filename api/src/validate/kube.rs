@@ -4,6 +4,7 @@
 //! The checks of each kind are in a file of their own; [`fields`] holds
 //! the checks several kinds share.
 
+mod config_map;
 mod endpoint_slice;
 mod fields;
 mod network_policy;
@@ -13,7 +14,7 @@ mod secret;
 mod service;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
@@ -66,6 +67,11 @@ pub fn problems(kind: Kind, v: &Value) -> Vec<(String, String)> {
         }
         Kind::Lease => {
             typed::<Lease>(v, &mut p);
+        }
+        Kind::ConfigMap => {
+            if let Some(c) = typed::<ConfigMap>(v, &mut p) {
+                config_map::check(&c, &mut p);
+            }
         }
         _ => {}
     }

@@ -24,9 +24,6 @@ pub const VXLAN_DEVICE: &str = "tartan.vxlan";
 pub const IPIP_DEVICE: &str = "tartan.ipip";
 pub const VXLAN_VNI: u32 = 4096;
 pub const VXLAN_PORT: u16 = 4789;
-/// Bytes VXLAN over IPv4 adds to a packet (outer IP, UDP, VXLAN, Ethernet).
-pub const VXLAN_OVERHEAD: u32 = 50;
-pub const IPIP_OVERHEAD: u32 = 20;
 
 /// The VXLAN device this node wants, and the other nodes it reaches
 /// through it (address → VTEP MAC).

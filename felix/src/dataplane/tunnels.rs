@@ -16,12 +16,11 @@ use rtnetlink::packet_route::neighbour::{
     NeighbourAddress, NeighbourAttribute, NeighbourFlags, NeighbourMessage,
 };
 use rtnetlink::{LinkIpIp, LinkUnspec, LinkVxlan};
+use tartan_api::mtu::{Encapsulation, Family, encapsulated_mtu};
 use tracing::{error, info, warn};
 
 use super::DataplaneError;
-use crate::calc::encap::{
-    IPIP_DEVICE, IPIP_OVERHEAD, Tunnels, VXLAN_DEVICE, VXLAN_OVERHEAD, VXLAN_PORT, VXLAN_VNI, Vxlan,
-};
+use crate::calc::encap::{IPIP_DEVICE, Tunnels, VXLAN_DEVICE, VXLAN_PORT, VXLAN_VNI, Vxlan};
 
 /// Whether this kernel can make IPIP devices, once felix has tried.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +151,12 @@ impl TunnelDriver {
                 detail: format!("no interface holds this node's address {}", v.local),
             });
         };
-        let mtu = under_mtu.saturating_sub(VXLAN_OVERHEAD);
+        let mtu = encapsulated_mtu(under_mtu, Encapsulation::Vxlan, Family::Ipv4).map_err(|e| {
+            DataplaneError::Refused {
+                what: format!("make {VXLAN_DEVICE}"),
+                detail: e.to_string(),
+            }
+        })?;
         let mut existing = self.link(VXLAN_DEVICE).await?;
         if let Some(m) = &existing
             && !vxlan_matches(m, v.local, under)
@@ -339,10 +343,15 @@ impl TunnelDriver {
             self.ipip = IpipSupport::Yes;
             return Ok(());
         }
-        let mtu = match self.underlay(local).await? {
-            Some((_, m)) => m.saturating_sub(IPIP_OVERHEAD),
-            None => 1480,
-        };
+        // Without an interface holding the address the kernel's default
+        // underlay, 1500, is assumed.
+        let under_mtu = self.underlay(local).await?.map_or(1500, |(_, m)| m);
+        let mtu = encapsulated_mtu(under_mtu, Encapsulation::Ipip, Family::Ipv4).map_err(|e| {
+            DataplaneError::Refused {
+                what: format!("make {IPIP_DEVICE}"),
+                detail: e.to_string(),
+            }
+        })?;
         let r = self
             .handle
             .link()

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+use tartan_api::mtu::{Encapsulation, Family, encapsulated_mtu};
 use tartan_api::resources::ippool::EncapMode;
 use tartan_api::resources::{BgpPeer, BgpPeerSpec, IpPool, IpPoolSpec};
 use tartan_api::store::typed::TypedStore;
@@ -317,11 +318,17 @@ fn build(
             "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
             "ipam": {"type": "tartan-ipam"}
         });
-        // Room for the tunnel's header inside the underlay's 1500.
-        if o.vxlan_mode != EncapMode::Never {
-            plugin["mtu"] = json!(1500 - 50);
+        // Room for the tunnel's header inside the underlay (the lab's
+        // links keep the kernel's 1500), as tartan-install-cni computes it.
+        let tunnel = if o.vxlan_mode != EncapMode::Never {
+            Encapsulation::Vxlan
         } else if o.ipip_mode != EncapMode::Never {
-            plugin["mtu"] = json!(1500 - 20);
+            Encapsulation::Ipip
+        } else {
+            Encapsulation::None
+        };
+        if tunnel != Encapsulation::None {
+            plugin["mtu"] = json!(encapsulated_mtu(1500, tunnel, Family::Ipv4)?);
         }
         let conflist = json!({
             "cniVersion": "1.0.0",

@@ -4,16 +4,19 @@ use k8s_openapi::api::core::v1::Secret;
 
 use crate::resources::common::Problems;
 
+/// A Secret or ConfigMap data key: letters, digits, '-', '_' and '.', at
+/// most 253, not `.` or `..`.
+pub(super) fn key_ok(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 253
+        && k != "."
+        && k != ".."
+        && k.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
 /// Secret data keys: letters, digits, '-', '_' and '.', at most 253.
 pub(super) fn check(s: &Secret, p: &mut Problems) {
-    let key_ok = |k: &str| {
-        !k.is_empty()
-            && k.len() <= 253
-            && k != "."
-            && k != ".."
-            && k.bytes()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-    };
     let mut size = 0;
     for (k, v) in s.data.iter().flatten() {
         size += v.0.len();
