@@ -42,7 +42,7 @@ use tartan_lab::cni::Runtime;
 use tartan_tests::standin::{StandIn, wait_until};
 use tartan_tests::target_bin;
 
-use crate::scene::{annotation, key, node_3_blocks, of_node, pod, seed};
+use crate::scene::{annotation, key, node_3_blocks, of_node, pod, seed, seed_pools};
 use crate::verdict::{Unused, judge};
 
 const NODE: &str = "tartan-system/tartan-node";
@@ -83,6 +83,33 @@ const KEPT_UNUSED: &[Unused] = &[
         resource: "blockaffinities",
         why: "labels a live node's BlockAffinity written before the tartan.dev/node label existed (controllers/src/ipamgc/plan.rs)",
     },
+];
+
+/// tartan-controllers' arguments: short intervals, so that the scene's
+/// changes are seen at once.
+const CONTROLLERS_ARGS: &[&str] = &[
+    "--datastore",
+    "kubernetes",
+    "--id",
+    "c1",
+    "--lease-namespace",
+    "tartan-system",
+    "--lease-name",
+    "tartan-controllers",
+    "--lease-duration",
+    "3",
+    "--renew-deadline-ms",
+    "2000",
+    "--retry-period-ms",
+    "200",
+    "--loadbalancer-interval-ms",
+    "200",
+    "--ipam-gc-interval-ms",
+    "200",
+    "--ipam-gc-grace",
+    "1",
+    "--health-address",
+    "none",
 ];
 
 fn user(account: &str) -> String {
@@ -132,6 +159,26 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
         api.netns.ip(args).unwrap();
     }
     seed(&api).unwrap();
+    // First start: with no IPPool, the leader makes the default pool from
+    // the ConfigMap; the scene then swaps it for its own two (as the
+    // store's administrator, outside any daemon's account).
+    {
+        let first = api
+            .daemon(
+                &target_bin("tartan-controllers"),
+                CONTROLLERS_ARGS,
+                &user(CONTROLLERS),
+                "controllers-first-start",
+            )
+            .unwrap();
+        let pool = key(Kind::IpPool, None, "default-ipv4");
+        wait("the default pool from tartan-config", &[&first], || {
+            api.get(&pool).is_some()
+        });
+        first.stop();
+        api.delete(&pool).unwrap();
+    }
+    seed_pools(&api).unwrap();
 
     let node = user(NODE);
     let sock = api.dir.join("bgpd.sock").display().to_string();
@@ -174,30 +221,7 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     let controllers = api
         .daemon(
             &target_bin("tartan-controllers"),
-            &[
-                "--datastore",
-                "kubernetes",
-                "--id",
-                "c1",
-                "--lease-namespace",
-                "tartan-system",
-                "--lease-name",
-                "tartan-controllers",
-                "--lease-duration",
-                "3",
-                "--renew-deadline-ms",
-                "2000",
-                "--retry-period-ms",
-                "200",
-                "--loadbalancer-interval-ms",
-                "200",
-                "--ipam-gc-interval-ms",
-                "200",
-                "--ipam-gc-grace",
-                "1",
-                "--health-address",
-                "none",
-            ],
+            CONTROLLERS_ARGS,
             &user(CONTROLLERS),
             "controllers",
         )
@@ -235,6 +259,15 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     });
     wait("bgpd reports node-1's status", &daemons, || {
         api.get(&key(Kind::BgpNodeStatus, None, "node-1")).is_some()
+    });
+    // And refreshes it (every second here): an update, not only a create.
+    let version = |api: &StandIn| {
+        api.get(&key(Kind::BgpNodeStatus, None, "node-1"))
+            .and_then(|o| o.metadata.resource_version)
+    };
+    let first = version(&api);
+    wait("bgpd refreshes node-1's status", &daemons, || {
+        version(&api) != first
     });
     wait("felix programs inet tartan", &daemons, || {
         api.netns

@@ -29,11 +29,10 @@ pub fn seed(api: &StandIn) -> anyhow::Result<()> {
         }))?;
     }
     let objects = [
-        // node-1 claims a block of pool-a, node-3 one of pool-b.
-        json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": "pool-a"},
-               "spec": {"cidr": "10.244.0.0/26", "blockSize": 26}}),
-        json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": "pool-b"},
-               "spec": {"cidr": "10.245.0.0/26", "blockSize": 26}}),
+        // The install's settings: the controllers' first start reads them.
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "tartan-config", "namespace": "tartan-system"},
+               "data": {"ipv4-pool-cidr": "10.246.0.0/26", "encapsulation": "None"}}),
         json!({"apiVersion": "tartan.dev/v1", "kind": "BGPConfiguration", "metadata": {"name": "default"},
                "spec": {"asNumber": 64512, "nodeToNodeMeshEnabled": true,
                         "serviceLoadBalancerIPs": [{"cidr": "192.0.2.0/28"}]}}),
@@ -70,6 +69,19 @@ pub fn seed(api: &StandIn) -> anyhow::Result<()> {
         api.create(json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": pod, "namespace": "default", "labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "example"}]}}))?;
+    }
+    Ok(())
+}
+
+/// The scene's two pools, written once the controllers' first start made
+/// (and the test removed) the default one: node-1 claims a block of
+/// pool-a, node-3 one of pool-b.
+pub fn seed_pools(api: &StandIn) -> anyhow::Result<()> {
+    for (name, cidr) in [("pool-a", "10.244.0.0/26"), ("pool-b", "10.245.0.0/26")] {
+        api.create(
+            json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": name},
+               "spec": {"cidr": cidr, "blockSize": 26}}),
+        )?;
     }
     Ok(())
 }
