@@ -184,7 +184,12 @@ impl Dataplane {
         }
         health.applies.inc();
         health.routes_desired.set(want.len() as i64);
-        match self.routes.apply(&want).await {
+        let started = std::time::Instant::now();
+        let applied = self.routes.apply(&want).await;
+        health
+            .route_apply_seconds
+            .observe(started.elapsed().as_secs_f64());
+        match applied {
             Ok(a) => {
                 health.routes_installed.inc_by(a.installed as u64);
                 health.routes_removed.inc_by(a.removed as u64);
@@ -222,6 +227,7 @@ fn apply_policy(
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.policy_writes.inc();
+            health.policy_write_seconds.observe(t.as_secs_f64());
             info!(
                 chains = want.chains.len(),
                 sets = want.sets.len(),
@@ -231,6 +237,7 @@ fn apply_policy(
         }
         Ok(Written::Full(t)) => {
             health.policy_writes.inc();
+            health.policy_write_seconds.observe(t.as_secs_f64());
             info!(
                 chains = want.chains.len(),
                 sets = want.sets.len(),
@@ -256,6 +263,7 @@ fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.service_writes.inc();
+            health.service_write_seconds.observe(t.as_secs_f64());
             let table = proxy.index.table();
             info!(
                 frontends = table.frontends.len(),
@@ -266,6 +274,7 @@ fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
         }
         Ok(Written::Full(t)) => {
             health.service_writes.inc();
+            health.service_write_seconds.observe(t.as_secs_f64());
             let table = proxy.index.table();
             info!(
                 frontends = table.frontends.len(),
