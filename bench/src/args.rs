@@ -219,3 +219,38 @@ pub(crate) struct BgpArgs {
     #[arg(long)]
     pub(crate) out: Option<std::path::PathBuf>,
 }
+
+#[derive(clap::Args)]
+pub(crate) struct ScaleArgs {
+    /// Cluster sizes in Nodes, the real node included.
+    #[arg(long, default_value = "3,100,1000,5000")]
+    pub(crate) nodes: String,
+    #[arg(long, default_value_t = 30)]
+    pub(crate) pods_per_node: usize,
+    /// Seconds between one Node's status posts.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) heartbeat_seconds: u64,
+    /// Seconds of each CPU window.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) window_seconds: u64,
+    /// CNI ADDs timed per size.
+    #[arg(long, default_value_t = 40)]
+    pub(crate) adds: usize,
+    /// New blocks timed to the kernel per size.
+    #[arg(long, default_value_t = 30)]
+    pub(crate) new_blocks: usize,
+    /// Services in the store (each with an EndpointSlice).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) services: usize,
+    #[arg(long, default_value_t = 10)]
+    pub(crate) endpoints: usize,
+    /// NetworkPolicies over the real node's pods.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) policies: usize,
+    /// Pods wired on the real node for the whole run.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) local_pods: usize,
+    /// Write the Markdown results here (also printed).
+    #[arg(long)]
+    pub(crate) out: Option<std::path::PathBuf>,
+}

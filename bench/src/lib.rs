@@ -10,6 +10,7 @@ pub mod conntrackbench;
 pub mod dnsbench;
 pub mod heapcount;
 pub mod policybench;
+pub mod scalebench;
 pub mod servicebench;
 pub mod storebench;
 pub mod svcapply;

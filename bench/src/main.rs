@@ -50,6 +50,10 @@ enum Cmd {
     /// Cluster DNS: tartan-dns beside dnsmasq and unbound under dnsperf,
     /// for cluster names and cached external ones; tartan-dns's memory.
     Dns(DnsArgs),
+    /// Scale: one real node in a datastore of 100 to 5,000 simulated
+    /// nodes with kubelet heartbeats, peering with two simulated route
+    /// reflectors: the agents' CPU and memory, convergence, CNI ADD.
+    Scale(ScaleArgs),
 }
 
 fn main() -> Result<()> {
@@ -69,6 +73,7 @@ fn main() -> Result<()> {
         Cmd::Dns(a) => return dns(a),
         Cmd::ServiceApply(a) => return service_apply(a),
         Cmd::Bfd(a) => return bfd(a),
+        Cmd::Scale(a) => return scale(a),
     };
     let devices = a
         .devices
@@ -279,6 +284,27 @@ fn services(a: ServicesArgs) -> Result<()> {
         latency_sizes: [small.max(1), large.max(1)],
         felix_services: a.felix_services,
         felix_settle: Duration::from_secs(6),
+    };
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let mut env = Environment::detect(command);
+    let figs = run(&opts, |line| eprintln!("{line}"))?;
+    env.load_after = load_average();
+    write_out(a.out.as_deref(), &render_markdown(&env, &opts, &figs))
+}
+
+fn scale(a: ScaleArgs) -> Result<()> {
+    use tartan_bench::scalebench::{ScaleBenchOptions, render_markdown, run};
+    let opts = ScaleBenchOptions {
+        sizes: numbers(&a.nodes, "--nodes")?,
+        pods_per_node: a.pods_per_node,
+        heartbeat: Duration::from_secs(a.heartbeat_seconds.max(1)),
+        window: Duration::from_secs(a.window_seconds.max(1)),
+        adds: a.adds,
+        new_blocks: a.new_blocks,
+        services: a.services,
+        endpoints: a.endpoints.max(1),
+        policies: a.policies,
+        local_pods: a.local_pods,
     };
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut env = Environment::detect(command);

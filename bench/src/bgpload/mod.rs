@@ -29,5 +29,5 @@ pub use peer::{Peer, PeerReport};
 pub use prefixes::{PrefixPlan, encode_updates};
 pub use report::{Environment, load_average, render_markdown};
 pub use sink::{PassThrough, Sink};
-pub use speaker::{Established, SpeakerId, handshake};
+pub use speaker::{Established, SpeakerId, establish, handshake, keepalive};
 pub use topology::Topology;

@@ -30,7 +30,7 @@ use crate::benchkit::status_kib;
 use felix::*;
 pub use figures::{FelixFigures, Figures, SizeFigures, Step};
 use latency::*;
-pub use objects::{Item, NODE, service_key, synthetic};
+pub use objects::{Item, NODE, k8s_service, k8s_slice, service_key, synthetic};
 pub use options::ServiceBenchOptions;
 pub use report::render_markdown;
 use sync::*;

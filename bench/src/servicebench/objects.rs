@@ -147,7 +147,7 @@ pub(super) fn feed(proxy: &mut ServiceProxy, items: Vec<Item>) {
     }
 }
 
-pub(super) fn k8s_service(i: usize) -> Result<k8s_openapi::api::core::v1::Service> {
+pub fn k8s_service(i: usize) -> Result<k8s_openapi::api::core::v1::Service> {
     let ip = cluster_ip(i).to_string();
     Ok(serde_json::from_value(json!({
         "metadata": {"namespace": namespace(i), "name": service_name(i)},
@@ -158,10 +158,7 @@ pub(super) fn k8s_service(i: usize) -> Result<k8s_openapi::api::core::v1::Servic
     }))?)
 }
 
-pub(super) fn k8s_slice(
-    i: usize,
-    per: usize,
-) -> Result<k8s_openapi::api::discovery::v1::EndpointSlice> {
+pub fn k8s_slice(i: usize, per: usize) -> Result<k8s_openapi::api::discovery::v1::EndpointSlice> {
     let eps: Vec<_> = (0..per)
         .map(|j| {
             let (a, n) = endpoint(i, j, per);

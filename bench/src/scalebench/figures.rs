@@ -1,0 +1,39 @@
+//! What one cluster size measured.
+
+use std::time::Duration;
+
+#[derive(Debug, Default)]
+pub struct SizeFigures {
+    pub nodes: usize,
+    /// WorkloadEndpoints of the simulated nodes.
+    pub workloads: usize,
+    /// Objects written before the daemons started.
+    pub objects: usize,
+    pub populate: Duration,
+    /// Daemons started until the kernel held every block's route.
+    pub routes_in: Duration,
+    /// Daemons started until both used < 2 % of a core.
+    pub settled: Duration,
+    /// CPU share of one core over the window, without heartbeats and
+    /// with them: [bgpd, felix].
+    pub cpu_idle: [f64; 2],
+    pub cpu_beats: [f64; 2],
+    /// Node updates written per second during the heartbeat window.
+    pub beat_rate: f64,
+    pub beat_failures: u64,
+    /// A reflector's UPDATE written until the route was in the kernel.
+    pub convergence: Vec<Duration>,
+    /// CNI ADD (and its DEL) on the real node, heartbeats running.
+    pub adds: Vec<Duration>,
+    pub dels: Vec<Duration>,
+    /// VmRSS and VmHWM at the end, KiB: [bgpd, felix].
+    pub rss_kib: [u64; 2],
+    pub hwm_kib: [u64; 2],
+    /// Why this size stopped early, if it did.
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct Figures {
+    pub sizes: Vec<SizeFigures>,
+}

@@ -1,0 +1,143 @@
+//! The scale benchmark's Markdown: one row per cluster size, and the
+//! ratios the goals are stated in.
+
+use std::fmt::Write as _;
+
+use super::figures::{Figures, SizeFigures};
+use super::options::ScaleBenchOptions;
+use crate::bgpload::Environment;
+use crate::storebench::quantile;
+
+fn ms(d: std::time::Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2} %", x * 100.0)
+}
+
+pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# Scale: one node's cost as the cluster grows\n\n{}",
+        env.render()
+    );
+    let _ = writeln!(
+        md,
+        "One real node ({} `tartan-bgpd` and `tartan-felix` with their default settings, in a network namespace) in an etcd datastore populated as an N-node cluster: N Nodes, each but the real one with a /26 block and its BlockAffinity and {} pods as WorkloadEndpoints; every Node's status posted again every {} s as kubelets do (spread evenly over the interval, {} writers). The route-reflector topology: no node mesh, and the real node peering over iBGP with two simulated reflectors (the project's BGP generator), each carrying every other node's block (ORIGINATOR_ID the node, NEXT_HOP the reflector so that the kernel can install it). {}{}{}\n",
+        if cfg!(debug_assertions) {
+            "debug-build"
+        } else {
+            "release"
+        },
+        o.pods_per_node,
+        o.heartbeat.as_secs_f64(),
+        4,
+        if o.services > 0 {
+            format!(
+                "{} Services with {} endpoints each. ",
+                o.services, o.endpoints
+            )
+        } else {
+            String::new()
+        },
+        if o.policies > 0 {
+            format!("{} NetworkPolicies over the real node's pods. ", o.policies)
+        } else {
+            String::new()
+        },
+        if o.local_pods > 1 {
+            format!(
+                "{} pods wired on the real node by the CNI plugin. ",
+                o.local_pods
+            )
+        } else {
+            String::new()
+        },
+    );
+    let _ = writeln!(
+        md,
+        "CPU is the agents' CPU time (their own and their waited-for children's, `nft` for felix) from /proc over {:.0} s windows, as a share of one core: first with nothing changing, then with the heartbeats. Convergence: a reflector's UPDATE for a new block handed to TCP until `ip monitor route` in the node shows the route ({} blocks, one at a time, heartbeats running). CNI ADD: the `tartan` plugin on the real node, {} ADDs one at a time (each followed by its DEL), heartbeats running. Memory: `VmRSS` (and `VmHWM`, the peak) at the end.\n",
+        o.window.as_secs_f64(),
+        o.new_blocks,
+        o.adds
+    );
+    let _ = writeln!(
+        md,
+        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s | new block p50 / p99 | CNI ADD p50 / p99 | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for s in &f.sizes {
+        if let Some(e) = &s.error {
+            let _ = writeln!(
+                md,
+                "| {} | {} | not measured: {} |||||||||",
+                s.nodes,
+                s.workloads,
+                e.lines().next().unwrap_or_default()
+            );
+            continue;
+        }
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} | {} / {} | {} / {} | {} ({}) | {} ({}) |",
+            s.nodes,
+            s.workloads,
+            s.populate.as_secs_f64(),
+            s.routes_in.as_secs_f64(),
+            pct(s.cpu_idle[0]),
+            pct(s.cpu_beats[0]),
+            pct(s.cpu_idle[1]),
+            pct(s.cpu_beats[1]),
+            s.beat_rate,
+            ms(quantile(&s.convergence, 0.5)),
+            ms(quantile(&s.convergence, 0.99)),
+            ms(quantile(&s.adds, 0.5)),
+            ms(quantile(&s.adds, 0.99)),
+            mib(s.rss_kib[0]),
+            mib(s.hwm_kib[0]),
+            mib(s.rss_kib[1]),
+            mib(s.hwm_kib[1]),
+        );
+    }
+    let ok: Vec<&SizeFigures> = f.sizes.iter().filter(|s| s.error.is_none()).collect();
+    if let (Some(first), Some(last)) = (ok.first(), ok.last())
+        && ok.len() > 1
+    {
+        let ratio = |a: u64, b: u64| {
+            if b == 0 {
+                f64::NAN
+            } else {
+                a as f64 / b as f64
+            }
+        };
+        let q = |v: &[std::time::Duration], p| quantile(v, p).as_secs_f64();
+        let _ = writeln!(
+            md,
+            "\n{} nodes against {}: resident memory bgpd ×{:.2}, felix ×{:.2} (goal < 2); CNI ADD p50 ×{:.2}, p99 ×{:.2} (goal ≤ 1.5 against the smallest cluster); heartbeat CPU (with heartbeats minus without) bgpd {} and felix {} at {} nodes.",
+            last.nodes,
+            first.nodes,
+            ratio(last.rss_kib[0], first.rss_kib[0]),
+            ratio(last.rss_kib[1], first.rss_kib[1]),
+            q(&last.adds, 0.5) / q(&first.adds, 0.5),
+            q(&last.adds, 0.99) / q(&first.adds, 0.99),
+            pct(last.cpu_beats[0] - last.cpu_idle[0]),
+            pct(last.cpu_beats[1] - last.cpu_idle[1]),
+            last.nodes,
+        );
+    }
+    for s in &f.sizes {
+        if s.beat_failures > 0 {
+            let _ = writeln!(
+                md,
+                "\nAt {} nodes {} heartbeat writes failed (conflicts with the agents' own writes are read again and retried on the next beat).",
+                s.nodes, s.beat_failures
+            );
+        }
+    }
+    md
+}
