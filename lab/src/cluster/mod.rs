@@ -7,6 +7,7 @@
 //! `tartan-controllers`), [`kubelet`] writes the Pods' status, and [`dns`]
 //! runs the cluster DNS and gives pods its resolver.
 
+pub mod apiserver;
 pub mod client;
 pub mod controllers;
 pub mod daemons;
@@ -16,10 +17,12 @@ pub mod down;
 pub mod hostnets;
 pub mod kubelet;
 pub mod pod;
+pub mod pools;
 pub mod runtime;
 pub mod services;
 pub mod state;
 pub mod status;
+pub mod store;
 pub mod svcprobe;
 pub mod topology;
 pub mod up;

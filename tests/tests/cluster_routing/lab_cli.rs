@@ -1,13 +1,32 @@
 //! `tartan-lab` as a user runs it: up, pods on different nodes, exec,
-//! status, ctl, pod del, down; and nothing left afterwards.
+//! status, ctl, pod del, down; and nothing left afterwards. On etcd and
+//! on the Kubernetes datastore (the API server stand-in enforcing
+//! deploy/'s RBAC), where the default pool comes from the ConfigMap
+//! `tartan-config` and a request a service account is not granted is
+//! refused.
 
 use std::process::Command;
+
+use tartan_tests::Datastore;
 
 #[test]
 fn up_pods_exec_status_down() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, out) = tartan_tests::lab_up("tl", &["--nodes", "3"]);
+    up_pods_exec_status_down_on(Datastore::Etcd, "tl");
+}
+
+#[test]
+fn up_pods_exec_status_down_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    up_pods_exec_status_down_on(Datastore::Kubernetes, "tk");
+}
+
+fn up_pods_exec_status_down_on(datastore: Datastore, prefix: &str) {
+    let (lab, out) = tartan_tests::lab_up_on(prefix, datastore, &["--nodes", "3"]);
     assert!(out.contains("3 nodes, 3 BGP sessions"), "{out}");
+    if datastore == Datastore::Kubernetes {
+        kubernetes_only(&lab, &out);
+    }
     let (code, _, err) = lab.run(&["up", "--nodes", "2"]);
     assert_ne!(code, 0);
     assert!(err.contains("exists"), "{err}");
@@ -102,4 +121,51 @@ fn up_pods_exec_status_down() {
     let (code, _, err) = lab.run(&["status"]);
     assert_ne!(code, 0);
     assert!(err.contains("no lab named"), "{err}");
+}
+
+/// What the Kubernetes datastore adds: the pool made by tartan-controllers
+/// from `tartan-config` (the lab wrote none), and deploy/'s RBAC enforced
+/// on a daemon's identity while the admin may do anything.
+fn kubernetes_only(lab: &tartan_lab::cluster::client::LabCli, out: &str) {
+    assert!(out.contains("(from tartan-config)"), "{out}");
+    let pool: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["ctl", "get", "ippool", "default-ipv4", "-o", "json"]))
+            .unwrap();
+    assert_eq!(pool["spec"]["cidr"], "10.244.0.0/16", "{pool}");
+    let cm = lab.ok(&[
+        "ctl",
+        "get",
+        "configmap",
+        "tartan-config",
+        "-n",
+        "tartan-system",
+        "-o",
+        "json",
+    ]);
+    assert!(cm.contains("ipv4-pool-cidr"), "{cm}");
+    // The node agent's service account may read pools, not delete them:
+    // the stand-in refuses, and the pool stays.
+    let st = tartan_tests::state_json(lab);
+    let dir = st["apiserver"]["dir"].as_str().unwrap().to_string();
+    let node_kubeconfig = format!("{dir}/kubeconfig-tartan-system.tartan-node");
+    let ctl = tartan_tests::target_bin("tartanctl");
+    let run = |args: &[&str]| {
+        Command::new(&ctl)
+            .env("KUBECONFIG", &node_kubeconfig)
+            .args(["--datastore", "kubernetes"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let read = run(&["get", "ippools"]);
+    assert!(
+        read.status.success(),
+        "the node agent reads pools: {}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let delete = run(&["delete", "ippool", "default-ipv4"]);
+    let err = String::from_utf8_lossy(&delete.stderr).to_lowercase();
+    assert!(!delete.status.success(), "the node agent deleted a pool");
+    assert!(err.contains("forbidden"), "not refused by RBAC: {err}");
+    lab.ok(&["ctl", "get", "ippool", "default-ipv4"]);
 }

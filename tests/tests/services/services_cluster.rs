@@ -32,13 +32,7 @@ fn services_in_the_cluster() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let t0 = Instant::now();
     let lab = up("sc", 3);
-    let mut servers = vec![];
-    let mut clients = vec![];
-    for i in 1..=3 {
-        let node = format!("node-{i}");
-        servers.push(server_pod(&lab, &format!("web-{i}"), &node, "app=web"));
-        clients.push(client_pod(&lab, &format!("default/cl-{i}"), &node));
-    }
+    let (clients, mut servers) = pods(&lab);
     eprintln!("lab and pods up in {:?}", t0.elapsed());
 
     allocation(&lab);
@@ -53,6 +47,38 @@ fn services_in_the_cluster() {
     eprintln!("no endpoints done at {:?}", t0.elapsed());
     servers.extend(draining(&lab, &clients[0]));
     eprintln!("all done in {:?}", t0.elapsed());
+}
+
+/// The Kubernetes datastore: the lab allocates ClusterIPs and NodePorts
+/// and keeps EndpointSlices through the API server stand-in as the
+/// cluster admin, felix and tartan-dns read them as their service
+/// accounts; Services are reached by ClusterIP from every node, and one
+/// without endpoints refuses.
+#[test]
+fn services_in_the_cluster_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let t0 = Instant::now();
+    let lab = up_on("sk", 3, tartan_tests::Datastore::Kubernetes);
+    let (clients, _servers) = pods(&lab);
+    eprintln!("lab and pods up in {:?}", t0.elapsed());
+    allocation(&lab);
+    let web = cluster_ip(&lab, "web");
+    spread(&lab, &clients, web);
+    no_endpoints(&lab, &clients);
+    eprintln!("all done in {:?}", t0.elapsed());
+}
+
+/// A server `web-N` (app=web) and a client `default/cl-N` on each node;
+/// the clients' network namespaces and the servers.
+fn pods(lab: &LabCli) -> (Vec<String>, Vec<tartan_lab::cluster::svcprobe::NameServers>) {
+    let mut servers = vec![];
+    let mut clients = vec![];
+    for i in 1..=3 {
+        let node = format!("node-{i}");
+        servers.push(server_pod(lab, &format!("web-{i}"), &node, "app=web"));
+        clients.push(client_pod(lab, &format!("default/cl-{i}"), &node));
+    }
+    (clients, servers)
 }
 
 fn allocation(lab: &LabCli) {
