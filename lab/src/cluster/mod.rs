@@ -1,6 +1,7 @@
 //! A lab cluster that outlives the command that made it: `tartan-lab up`
-//! starts etcd on an underlay bridge, makes node namespaces, applies a
-//! default IPPool and starts tartan-bgpd and tartan-felix in each node;
+//! starts etcd (or the API server stand-in, [`apiserver`]) on an underlay
+//! bridge, makes node namespaces, has a default IPPool made ([`pools`])
+//! and starts tartan-bgpd and tartan-felix in each node;
 //! `pod add/del`, `exec`, `status` and `down` work on it later, from the
 //! state kept in `/run/tartan-lab/<name>/`. [`services`] runs the
 //! control plane's Service parts (addresses, ports, EndpointSlices; from

@@ -128,6 +128,10 @@ fn up_pods_exec_status_down_on(datastore: Datastore, prefix: &str) {
 /// on a daemon's identity while the admin may do anything.
 fn kubernetes_only(lab: &tartan_lab::cluster::client::LabCli, out: &str) {
     assert!(out.contains("(from tartan-config)"), "{out}");
+    let status: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["status", "-o", "json"])).unwrap();
+    assert_eq!(status["datastore"], "kubernetes", "{status}");
+    assert_eq!(status["apiServer"]["up"], true, "{status}");
     let pool: serde_json::Value =
         serde_json::from_str(&lab.ok(&["ctl", "get", "ippool", "default-ipv4", "-o", "json"]))
             .unwrap();
