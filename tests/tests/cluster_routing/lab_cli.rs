@@ -106,6 +106,9 @@ fn up_pods_exec_status_down_on(datastore: Datastore, prefix: &str) {
     assert_ne!(code, 0);
     assert!(err.contains("no node node-9"), "{err}");
 
+    if datastore == Datastore::Kubernetes {
+        only_the_provoked_request_was_refused(&lab);
+    }
     lab.ok(&["down"]);
     let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let netns = String::from_utf8_lossy(&netns.stdout);
@@ -172,4 +175,48 @@ fn kubernetes_only(lab: &tartan_lab::cluster::client::LabCli, out: &str) {
     assert!(!delete.status.success(), "the node agent deleted a pool");
     assert!(err.contains("forbidden"), "not refused by RBAC: {err}");
     lab.ok(&["ctl", "get", "ippool", "default-ipv4"]);
+}
+
+/// Stops the lab's API server, which then writes every request it saw
+/// (`requests.jsonl`): under deploy/'s enforced RBAC nothing the lab and
+/// its programs did was refused, but the node agent's delete of a pool
+/// in [`kubernetes_only`].
+fn only_the_provoked_request_was_refused(lab: &tartan_lab::cluster::client::LabCli) {
+    let st = tartan_lab::cluster::LabState::load(&lab.name).unwrap();
+    let api = st
+        .apiserver
+        .clone()
+        .expect("a Kubernetes lab has an API server");
+    tartan_lab::cluster::detached::stop(&api.proc, std::time::Duration::from_secs(10));
+    let path = api.dir.join("requests.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !path.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut users = std::collections::BTreeSet::new();
+    let refused: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .inspect(|r| {
+            users.insert(r["user"].as_str().unwrap_or("").to_string());
+        })
+        .filter(|r| r["allowed"] == false)
+        .collect();
+    // Every program spoke as its own identity.
+    for user in [
+        "kubernetes-admin",
+        "system:serviceaccount:tartan-system:tartan-node",
+        "system:serviceaccount:tartan-system:tartan-controllers",
+        "system:serviceaccount:kube-system:tartan-dns",
+    ] {
+        assert!(users.contains(user), "no request of {user}: {users:?}");
+    }
+    assert!(
+        !refused.is_empty()
+            && refused.iter().all(|r| r["verb"] == "delete"
+                && r["user"] == "system:serviceaccount:tartan-system:tartan-node"
+                && r["request"].as_str().unwrap_or("").contains("ippools")),
+        "refused: {refused:#?}"
+    );
 }
