@@ -135,6 +135,7 @@ fn convergence(
             dual_stack: false,
             service_cidr: None,
             lb_cidr: None,
+            datastore: Default::default(),
         },
         &mut |l| log(l),
     )?;
@@ -234,6 +235,7 @@ fn throughput(
             dual_stack: false,
             service_cidr: None,
             lb_cidr: None,
+            datastore: Default::default(),
         },
         &mut |l| log(l),
     )?;

@@ -148,6 +148,7 @@ fn case(
         lb_cidr: state::DEFAULT_LB_CIDR.into(),
         dns: None,
         controllers: vec![],
+        apiserver: None,
     }
     .save()?;
     let mut filled = vec![];

@@ -21,4 +21,4 @@ pub use bins::{lab_bin, target_bin};
 pub use cnilab::{cni_lab, cni_lab_with_pool, daemons_and_a_pod_each, runtime_with};
 pub use felix::felix_http_get;
 pub use gate::{FileGuard, one_file_at_a_time};
-pub use lab::{lab, lab_up, lab_up_with_sessions, state_json};
+pub use lab::{Datastore, lab, lab_up, lab_up_on, lab_up_with_sessions, state_json};

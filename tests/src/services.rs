@@ -20,7 +20,13 @@ pub const ASK_WAIT: Duration = Duration::from_secs(2);
 
 #[track_caller]
 pub fn up(prefix: &str, nodes: usize) -> LabCli {
-    crate::lab::lab_up(prefix, &["--nodes", &nodes.to_string()]).0
+    up_on(prefix, nodes, crate::lab::Datastore::Etcd)
+}
+
+/// [`up`] on `datastore`.
+#[track_caller]
+pub fn up_on(prefix: &str, nodes: usize, datastore: crate::lab::Datastore) -> LabCli {
+    crate::lab::lab_up_on(prefix, datastore, &["--nodes", &nodes.to_string()]).0
 }
 
 pub fn lab_state(lab: &LabCli) -> LabState {

@@ -67,6 +67,7 @@ pub fn start(st: &LabState, r: usize) -> Result<state::Proc> {
             "--health-address",
         ])
         .arg(addr.to_string());
+    super::apiserver::datastore_env(&mut cmd, st, super::apiserver::Identity::Controllers);
     let log = state::dir(&st.name).join(format!("controllers-{r}.log"));
     let p = detached::spawn_appending(cmd, &log)?;
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -85,6 +86,20 @@ pub fn start(st: &LabState, r: usize) -> Result<state::Proc> {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Starts every replica, saving each in the state.
+pub fn start_all(st: &mut LabState, say: &mut dyn FnMut(&str)) -> Result<()> {
+    for r in 0..super::controllers::REPLICAS {
+        let p = start(st, r)?;
+        st.controllers.push(p);
+        st.save()?;
+    }
+    say(&format!(
+        "tartan-controllers: {} replicas, one acting (Lease tartan-system/tartan-controllers)",
+        st.controllers.len()
+    ));
+    Ok(())
 }
 
 /// `GET path` on `addr`: the status code and body.

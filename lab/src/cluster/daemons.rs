@@ -51,6 +51,7 @@ pub fn start_daemon(st: &LabState, i: usize, which: Daemon) -> Result<state::Pro
             dir.join(format!("felix-{}.log", n.name))
         }
     };
+    super::apiserver::datastore_env(&mut cmd, st, super::apiserver::Identity::Node);
     // Append: a restarted daemon's log follows its predecessor's.
     detached::spawn_appending(cmd, &log)
 }

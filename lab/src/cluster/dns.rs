@@ -16,8 +16,8 @@ use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
+use tartan_api::store::StoreError;
 use tartan_api::store::typed::TypedStore;
-use tartan_api::store::{StoreError, connect};
 
 use super::detached;
 use super::runtime::runtime;
@@ -106,7 +106,7 @@ fn objects(st: &LabState, node1: Ipv4Addr) -> Result<(Namespace, Service, Endpoi
 fn write_objects(st: &LabState, node1: Ipv4Addr) -> Result<()> {
     let (ns, svc, slice) = objects(st, node1)?;
     runtime()?.block_on(async {
-        let store = connect(&st.datastore, Some(Duration::from_secs(10))).await?;
+        let store = super::store::open(st, Duration::from_secs(10)).await?;
         for r in [
             store.create_typed(&ns).await.map(|_| ()),
             store.create_typed(&svc).await.map(|_| ()),
@@ -144,6 +144,7 @@ pub fn start(st: &LabState) -> Result<state::Proc> {
         "--domain",
         DOMAIN,
     ]);
+    super::apiserver::datastore_env(&mut cmd, st, super::apiserver::Identity::Dns);
     let log = state::dir(&st.name).join("dns.log");
     let p = detached::spawn(cmd, &log)?;
     let addr = std::net::SocketAddr::from((node.address, HEALTH_PORT));

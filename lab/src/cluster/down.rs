@@ -69,7 +69,12 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
     procs.extend(stray_processes(name));
     let mut seen = std::collections::HashSet::new();
     procs.retain(|p| seen.insert(p.pid));
-    let etcd = st.as_ref().and_then(|s| s.etcd.clone());
+    // The datastore last: etcd, or the API server stand-in.
+    let etcd = st.as_ref().and_then(|s| {
+        s.etcd
+            .clone()
+            .or_else(|| s.apiserver.as_ref().map(|a| a.proc.clone()))
+    });
     if let Some(e) = &etcd {
         procs.retain(|p| p.pid != e.pid);
     }

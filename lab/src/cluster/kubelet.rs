@@ -6,15 +6,17 @@
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
-use tartan_api::store::typed::TypedStore;
+use tartan_api::store::typed::{TypedStore, to_dynamic};
 use tartan_api::store::{Datastore, StoreError};
 
-/// Reads pod `ns/name`, changes it with `f` (as JSON) and writes it back,
-/// retrying when it changed meanwhile.
+/// Reads pod `ns/name`, changes it with `f` (as JSON) and writes it back
+/// (through the `status` subresource when `status`, as a kubelet writes
+/// a Pod's status), retrying when it changed meanwhile.
 pub async fn edit_pod(
     store: &dyn Datastore,
     ns: &str,
     name: &str,
+    status: bool,
     f: impl Fn(&mut Value),
 ) -> Result<()> {
     for _ in 0..10 {
@@ -25,7 +27,12 @@ pub async fn edit_pod(
         let mut v = serde_json::to_value(&pod)?;
         f(&mut v);
         let new: Pod = serde_json::from_value(v)?;
-        match store.update_typed(&new).await {
+        let written = if status {
+            store.update_status(to_dynamic(&new)?).await.map(|_| ())
+        } else {
+            store.update_typed(&new).await.map(|_| ())
+        };
+        match written {
             Ok(_) => return Ok(()),
             Err(StoreError::Conflict { .. }) => continue,
             Err(e) => return Err(e).with_context(|| format!("write Pod {ns}/{name}")),

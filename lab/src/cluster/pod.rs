@@ -9,7 +9,6 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use serde_json::{Value, json};
 use tartan_api::store::StoreError;
-use tartan_api::store::connect;
 use tartan_api::store::typed::TypedStore;
 
 use super::runtime::runtime;
@@ -210,7 +209,7 @@ pub fn add_named(
     }
     let rt = runtime()?;
     rt.block_on(async {
-        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
+        let store = super::store::open(&st, std::time::Duration::from_secs(10)).await?;
         let namespace: Namespace = serde_json::from_value(json!({
             "metadata": {"name": ns, "labels": {"kubernetes.io/metadata.name": ns}}
         }))?;
@@ -258,7 +257,7 @@ pub fn add_named(
     std::fs::write(&p, serde_json::to_string_pretty(&rec)?)?;
     let pod_ip = rec.address().unwrap_or_default();
     let host_ip = st.node(node)?.address.to_string();
-    edit_then_sync(&st, &ns, &name, |v| {
+    edit_then_sync(&st, &ns, &name, true, |v| {
         kubelet::running_status(v, &pod_ip, &host_ip)
     })
     .with_context(|| format!("pod {ns}/{name} is wired, but its status was not written"))?;
@@ -266,11 +265,17 @@ pub fn add_named(
 }
 
 /// Changes the Pod object, then brings the EndpointSlices in line.
-fn edit_then_sync(st: &LabState, ns: &str, name: &str, f: impl Fn(&mut Value)) -> Result<()> {
+fn edit_then_sync(
+    st: &LabState,
+    ns: &str,
+    name: &str,
+    status: bool,
+    f: impl Fn(&mut Value),
+) -> Result<()> {
     let _l = services::lock(&st.name)?;
     runtime()?.block_on(async {
-        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
-        kubelet::edit_pod(&*store, ns, name, f).await?;
+        let store = super::store::open(st, std::time::Duration::from_secs(10)).await?;
+        kubelet::edit_pod(&*store, ns, name, status, f).await?;
         Ok::<_, anyhow::Error>(tartan_controllers::services::sync_slices(&*store).await?)
     })?;
     Ok(())
@@ -282,7 +287,7 @@ pub fn set_ready(lab: &str, pod_ref: &str, ready: bool) -> Result<()> {
     let st = LabState::load(lab)?;
     let (ns, name) = parse_ref(pod_ref)?;
     load(lab, &ns, &name)?;
-    edit_then_sync(&st, &ns, &name, |v| kubelet::set_ready(v, ready))
+    edit_then_sync(&st, &ns, &name, true, |v| kubelet::set_ready(v, ready))
 }
 
 /// Begins the pod's graceful deletion: it keeps running and serving the
@@ -293,12 +298,12 @@ pub fn terminate(lab: &str, pod_ref: &str) -> Result<()> {
     let (ns, name) = parse_ref(pod_ref)?;
     load(lab, &ns, &name)?;
     let now = std::time::SystemTime::now();
-    edit_then_sync(&st, &ns, &name, |v| kubelet::set_terminating(v, now))
+    edit_then_sync(&st, &ns, &name, false, |v| kubelet::set_terminating(v, now))
 }
 
 fn delete_pod_object(st: &LabState, ns: &str, name: &str) -> Result<()> {
     runtime()?.block_on(async {
-        let store = connect(&st.datastore, Some(std::time::Duration::from_secs(10))).await?;
+        let store = super::store::open(st, std::time::Duration::from_secs(10)).await?;
         match store.delete_typed::<Pod>(Some(ns), name, None).await {
             Ok(()) | Err(StoreError::NotFound(_)) => Ok(()),
             Err(e) => Err(anyhow::Error::from(e)),

@@ -29,7 +29,7 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
 use tartan_api::Kind;
 use tartan_api::store::typed::TypedStore;
-use tartan_api::store::{Datastore, DynamicObject, ObjectKey, StoreError, connect};
+use tartan_api::store::{Datastore, DynamicObject, ObjectKey, StoreError};
 use tartan_controllers::services::{
     Ranges, Release, complete, release, repair, sync_slices, sync_slices_of,
 };
@@ -70,9 +70,7 @@ pub fn lock(lab: &str) -> Result<Lock> {
 }
 
 async fn open(st: &LabState) -> Result<std::sync::Arc<dyn Datastore>> {
-    connect(&st.datastore, Some(Duration::from_secs(10)))
-        .await
-        .with_context(|| format!("open the lab's datastore {}", st.datastore))
+    super::store::open(st, Duration::from_secs(10)).await
 }
 
 /// [`sync_slices`] for a lab, under its lock.
@@ -172,7 +170,9 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
             tmp = Some(TempFiles(paths));
         }
     }
-    let status = Command::new(tartanctl)
+    let mut cmd = Command::new(tartanctl);
+    super::apiserver::datastore_env(&mut cmd, st, super::apiserver::Identity::Admin);
+    let status = cmd
         .arg("--datastore")
         .arg(&st.datastore)
         .args(&args)

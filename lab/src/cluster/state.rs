@@ -83,6 +83,20 @@ pub struct LabState {
     /// tartan-controllers' replicas ([`super::controllers`]).
     #[serde(default)]
     pub controllers: Vec<Proc>,
+    /// On the Kubernetes datastore: the API server stand-in
+    /// ([`super::apiserver`]), in place of etcd.
+    #[serde(default)]
+    pub apiserver: Option<ApiServerState>,
+}
+
+/// The API server stand-in of a lab on the Kubernetes datastore.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ApiServerState {
+    pub proc: Proc,
+    /// Its URL, as the kubeconfigs name it.
+    pub url: String,
+    /// Where its kubeconfigs (`kubeconfig-<identity>`) are.
+    pub dir: PathBuf,
 }
 
 /// A lab name: lower-case letters, digits and '-', 1 to 10 characters (it

@@ -33,28 +33,21 @@ pub fn status(st: &LabState) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "name": st.name,
         "datastore": st.datastore,
         "underlay": st.subnet,
         "etcd": st.etcd.as_ref().is_some_and(detached::alive),
         "nodes": nodes,
         "pods": pods,
-    })
+    });
+    if let Some(a) = &st.apiserver {
+        v["apiServer"] = json!({"url": a.url, "up": detached::alive(&a.proc)});
+    }
+    v
 }
 
 pub fn render(v: &Value) -> String {
-    let mut out = format!(
-        "lab {}  datastore {}  underlay {}  etcd {}\n",
-        v["name"].as_str().unwrap_or(""),
-        v["datastore"].as_str().unwrap_or(""),
-        v["underlay"].as_str().unwrap_or(""),
-        if v["etcd"].as_bool() == Some(true) {
-            "up"
-        } else {
-            "DOWN"
-        }
-    );
     let up = |b: &Value| {
         if b.as_bool() == Some(true) {
             "up"
@@ -62,6 +55,20 @@ pub fn render(v: &Value) -> String {
             "DOWN"
         }
     };
+    let store = match v.get("apiServer") {
+        Some(a) => format!(
+            "api server {} {}",
+            a["url"].as_str().unwrap_or(""),
+            up(&a["up"])
+        ),
+        None => format!("etcd {}", up(&v["etcd"])),
+    };
+    let mut out = format!(
+        "lab {}  datastore {}  underlay {}  {store}\n",
+        v["name"].as_str().unwrap_or(""),
+        v["datastore"].as_str().unwrap_or(""),
+        v["underlay"].as_str().unwrap_or(""),
+    );
     out.push_str("NODE       ADDRESS          BGPD   FELIX  SESSIONS\n");
     for n in v["nodes"].as_array().into_iter().flatten() {
         out.push_str(&format!(

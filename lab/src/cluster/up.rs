@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use tartan_api::mtu::{Encapsulation, Family, encapsulated_mtu};
 use tartan_api::resources::ippool::EncapMode;
-use tartan_api::resources::{BgpPeer, BgpPeerSpec, IpPool, IpPoolSpec};
+use tartan_api::resources::{BgpPeer, BgpPeerSpec, IpPool};
 use tartan_api::store::typed::TypedStore;
-use tartan_api::store::{StoreError, connect};
 
 use super::detached;
 use super::hostnets;
@@ -108,6 +106,7 @@ fn build(
         tor: None,
         dns: None,
         controllers: vec![],
+        apiserver: None,
         service_cidr,
         lb_cidr,
     };
@@ -160,29 +159,24 @@ fn build(
         ip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
     }
 
-    let client = free_port(gateway)?;
-    let peer = free_port(Ipv4Addr::LOCALHOST)?;
-    st.datastore = format!("etcd://{gateway}:{client}");
-    say(&format!("etcd at {gateway}:{client}"));
-    let mut etcd = Command::new(etcd_binary());
-    etcd.args(["--name", "lab", "--data-dir"])
-        .arg(dir.join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &format!("http://{gateway}:{client}"),
-        ])
-        .args([
-            "--advertise-client-urls",
-            &format!("http://{gateway}:{client}"),
-        ])
-        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .args([
-            "--initial-advertise-peer-urls",
-            &format!("http://127.0.0.1:{peer}"),
-        ])
-        .args(["--initial-cluster", &format!("lab=http://127.0.0.1:{peer}")])
-        .args(["--log-level", "warn"]);
-    st.etcd = Some(detached::spawn(etcd, &dir.join("etcd.log"))?);
+    let kube = o.datastore == LabDatastore::Kubernetes;
+    if kube {
+        say(&format!(
+            "API server stand-in at {gateway}, enforcing the RBAC of {}",
+            super::apiserver::deploy_dir().display()
+        ));
+        st.datastore = "kubernetes".into();
+        let a =
+            super::apiserver::start(gateway, &dir.join("apiserver"), &dir.join("apiserver.log"))?;
+        say(&format!("API server at {}", a.url));
+        st.apiserver = Some(a);
+    } else {
+        let client = free_port(gateway)?;
+        let peer = free_port(Ipv4Addr::LOCALHOST)?;
+        st.datastore = format!("etcd://{gateway}:{client}");
+        say(&format!("etcd at {gateway}:{client}"));
+        st.etcd = Some(start_etcd(&dir, gateway, client, peer)?);
+    }
     st.save()?;
 
     let rt = runtime()?;
@@ -190,14 +184,14 @@ fn build(
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let attempt = async {
-                let s = connect(&st.datastore, Some(Duration::from_secs(2))).await?;
+                let s = super::store::open(&st, Duration::from_secs(2)).await?;
                 s.list_typed::<IpPool>(None).await?;
-                Ok::<_, StoreError>(s)
+                Ok::<_, anyhow::Error>(s)
             };
             match attempt.await {
                 Ok(s) => return Ok(s),
                 Err(e) if Instant::now() > deadline => {
-                    return Err(anyhow::anyhow!("etcd did not come up: {e}"));
+                    return Err(anyhow::anyhow!("the datastore did not come up: {e:#}"));
                 }
                 Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
             }
@@ -318,17 +312,11 @@ fn build(
             "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
             "ipam": {"type": "tartan-ipam"}
         });
-        // Room for the tunnel's header inside the underlay (the lab's
-        // links keep the kernel's 1500), as tartan-install-cni computes it.
-        let tunnel = if o.vxlan_mode != EncapMode::Never {
-            Encapsulation::Vxlan
-        } else if o.ipip_mode != EncapMode::Never {
-            Encapsulation::Ipip
-        } else {
-            Encapsulation::None
-        };
-        if tunnel != Encapsulation::None {
-            plugin["mtu"] = json!(encapsulated_mtu(1500, tunnel, Family::Ipv4)?);
+        if let Some(k) = super::apiserver::cni_kubeconfig(&st, &node) {
+            plugin["kubeconfig"] = json!(k.display().to_string());
+        }
+        if let Some(mtu) = super::pools::pod_mtu(o)? {
+            plugin["mtu"] = json!(mtu);
         }
         let conflist = json!({
             "cniVersion": "1.0.0",
@@ -357,26 +345,35 @@ fn build(
         say("node-to-node mesh off; node-1 and node-2 are route reflectors");
         rt.block_on(store.create_typed(&mesh_off()))?;
     }
-    let mut pool = IpPoolSpec::new(DEFAULT_POOL);
-    pool.vxlan_mode = o.vxlan_mode;
-    pool.ipip_mode = o.ipip_mode;
     let mut encap = encap_text(o);
+    let origin = if kube {
+        say(
+            "ConfigMap tartan-system/tartan-config; the default pools come from tartan-controllers' first start",
+        );
+        rt.block_on(super::pools::write_config(
+            &*store,
+            o,
+            super::pools::pod_mtu(o)?,
+        ))?;
+        super::controllers::start_all(&mut st, say)?;
+        rt.block_on(super::pools::wait_pools(
+            &*store,
+            o,
+            Duration::from_secs(60),
+        ))?;
+        " (from tartan-config)"
+    } else {
+        rt.block_on(super::pools::write_pools(&*store, o))?;
+        ""
+    };
     if o.dual_stack {
-        say(&format!("IPPool default-ipv6 {DEFAULT_POOL6}"));
-        match rt.block_on(
-            store.create_typed(&IpPool::new("default-ipv6", IpPoolSpec::new(DEFAULT_POOL6))),
-        ) {
-            Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
-            Err(e) => return Err(e.into()),
-        }
+        say(&format!("IPPool default-ipv6 {DEFAULT_POOL6}{origin}"));
     }
-    say(&format!("IPPool default-ipv4 {DEFAULT_POOL}{encap}"));
+    say(&format!(
+        "IPPool default-ipv4 {DEFAULT_POOL}{encap}{origin}"
+    ));
     if o.dual_stack {
         encap.push_str(&format!(" and {DEFAULT_POOL6}"));
-    }
-    match rt.block_on(store.create_typed(&IpPool::new("default-ipv4", pool))) {
-        Ok(_) | Err(StoreError::AlreadyExists(_)) => {}
-        Err(e) => return Err(e.into()),
     }
 
     for i in 0..st.nodes.len() {
@@ -439,22 +436,49 @@ fn build(
         super::dns::service_ip(&st.service_cidr)?,
         super::dns::DOMAIN
     ));
-    for r in 0..super::controllers::REPLICAS {
-        let p = super::controllers::start(&st, r)?;
-        st.controllers.push(p);
-        st.save()?;
+    if !kube {
+        super::controllers::start_all(&mut st, say)?;
     }
-    say(&format!(
-        "tartan-controllers: {} replicas, one acting (Lease tartan-system/tartan-controllers)",
-        st.controllers.len()
-    ));
-    say(&format!(
-        "datastore for tartanctl: --datastore {}",
-        st.datastore
-    ));
+    match super::apiserver::kubeconfig(&st, super::apiserver::Identity::Admin) {
+        Some(k) => say(&format!(
+            "datastore for tartanctl: --datastore kubernetes with KUBECONFIG={}",
+            k.display()
+        )),
+        None => say(&format!(
+            "datastore for tartanctl: --datastore {}",
+            st.datastore
+        )),
+    }
     say(&format!(
         "Services: ClusterIPs from {}, NodePorts from 30000-32767, LoadBalancer IPs from {}",
         st.service_cidr, st.lb_cidr
     ));
     Ok(st)
+}
+
+fn start_etcd(
+    dir: &std::path::Path,
+    gateway: Ipv4Addr,
+    client: u16,
+    peer: u16,
+) -> Result<state::Proc> {
+    let mut etcd = Command::new(etcd_binary());
+    etcd.args(["--name", "lab", "--data-dir"])
+        .arg(dir.join("etcd"))
+        .args([
+            "--listen-client-urls",
+            &format!("http://{gateway}:{client}"),
+        ])
+        .args([
+            "--advertise-client-urls",
+            &format!("http://{gateway}:{client}"),
+        ])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args([
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+        ])
+        .args(["--initial-cluster", &format!("lab=http://127.0.0.1:{peer}")])
+        .args(["--log-level", "warn"]);
+    detached::spawn(etcd, &dir.join("etcd.log"))
 }

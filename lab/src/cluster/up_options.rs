@@ -24,6 +24,31 @@ pub struct UpOptions {
     /// Where LoadBalancer ingress IPs come from; None: the first of
     /// [`hostnets::LB_CANDIDATES`] the host does not use.
     pub lb_cidr: Option<String>,
+    /// etcd, or the Kubernetes API (the API server stand-in).
+    pub datastore: LabDatastore,
+}
+
+/// What the lab's cluster keeps its objects in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LabDatastore {
+    /// etcd; the lab writes the default pools itself.
+    #[default]
+    Etcd,
+    /// The API server stand-in with deploy/'s RBAC enforced; every
+    /// program uses the `kubernetes` backend with its own kubeconfig, and
+    /// the default pools come from the ConfigMap `tartan-config`.
+    Kubernetes,
+}
+
+impl std::str::FromStr for LabDatastore {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "etcd" => Ok(LabDatastore::Etcd),
+            "kubernetes" => Ok(LabDatastore::Kubernetes),
+            other => bail!("--datastore {other:?}: use etcd or kubernetes"),
+        }
+    }
 }
 
 /// The ranges a lab uses: the explicit ones, refused when they overlap an

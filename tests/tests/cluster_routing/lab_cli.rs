@@ -1,13 +1,32 @@
 //! `tartan-lab` as a user runs it: up, pods on different nodes, exec,
-//! status, ctl, pod del, down; and nothing left afterwards.
+//! status, ctl, pod del, down; and nothing left afterwards. On etcd and
+//! on the Kubernetes datastore (the API server stand-in enforcing
+//! deploy/'s RBAC), where the default pool comes from the ConfigMap
+//! `tartan-config` and a request a service account is not granted is
+//! refused.
 
 use std::process::Command;
+
+use tartan_tests::Datastore;
 
 #[test]
 fn up_pods_exec_status_down() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, out) = tartan_tests::lab_up("tl", &["--nodes", "3"]);
+    up_pods_exec_status_down_on(Datastore::Etcd, "tl");
+}
+
+#[test]
+fn up_pods_exec_status_down_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    up_pods_exec_status_down_on(Datastore::Kubernetes, "tk");
+}
+
+fn up_pods_exec_status_down_on(datastore: Datastore, prefix: &str) {
+    let (lab, out) = tartan_tests::lab_up_on(prefix, datastore, &["--nodes", "3"]);
     assert!(out.contains("3 nodes, 3 BGP sessions"), "{out}");
+    if datastore == Datastore::Kubernetes {
+        kubernetes_only(&lab, &out);
+    }
     let (code, _, err) = lab.run(&["up", "--nodes", "2"]);
     assert_ne!(code, 0);
     assert!(err.contains("exists"), "{err}");
@@ -87,6 +106,9 @@ fn up_pods_exec_status_down() {
     assert_ne!(code, 0);
     assert!(err.contains("no node node-9"), "{err}");
 
+    if datastore == Datastore::Kubernetes {
+        only_the_provoked_request_was_refused(&lab);
+    }
     lab.ok(&["down"]);
     let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let netns = String::from_utf8_lossy(&netns.stdout);
@@ -102,4 +124,99 @@ fn up_pods_exec_status_down() {
     let (code, _, err) = lab.run(&["status"]);
     assert_ne!(code, 0);
     assert!(err.contains("no lab named"), "{err}");
+}
+
+/// What the Kubernetes datastore adds: the pool made by tartan-controllers
+/// from `tartan-config` (the lab wrote none), and deploy/'s RBAC enforced
+/// on a daemon's identity while the admin may do anything.
+fn kubernetes_only(lab: &tartan_lab::cluster::client::LabCli, out: &str) {
+    assert!(out.contains("(from tartan-config)"), "{out}");
+    let status: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["status", "-o", "json"])).unwrap();
+    assert_eq!(status["datastore"], "kubernetes", "{status}");
+    assert_eq!(status["apiServer"]["up"], true, "{status}");
+    let pool: serde_json::Value =
+        serde_json::from_str(&lab.ok(&["ctl", "get", "ippool", "default-ipv4", "-o", "json"]))
+            .unwrap();
+    assert_eq!(pool["spec"]["cidr"], "10.244.0.0/16", "{pool}");
+    let cm = lab.ok(&[
+        "ctl",
+        "get",
+        "configmap",
+        "tartan-config",
+        "-n",
+        "tartan-system",
+        "-o",
+        "json",
+    ]);
+    assert!(cm.contains("ipv4-pool-cidr"), "{cm}");
+    // The node agent's service account may read pools, not delete them:
+    // the stand-in refuses, and the pool stays.
+    let st = tartan_tests::state_json(lab);
+    let dir = st["apiserver"]["dir"].as_str().unwrap().to_string();
+    let node_kubeconfig = format!("{dir}/kubeconfig-tartan-system.tartan-node");
+    let ctl = tartan_tests::target_bin("tartanctl");
+    let run = |args: &[&str]| {
+        Command::new(&ctl)
+            .env("KUBECONFIG", &node_kubeconfig)
+            .args(["--datastore", "kubernetes"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let read = run(&["get", "ippools"]);
+    assert!(
+        read.status.success(),
+        "the node agent reads pools: {}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let delete = run(&["delete", "ippool", "default-ipv4"]);
+    let err = String::from_utf8_lossy(&delete.stderr).to_lowercase();
+    assert!(!delete.status.success(), "the node agent deleted a pool");
+    assert!(err.contains("forbidden"), "not refused by RBAC: {err}");
+    lab.ok(&["ctl", "get", "ippool", "default-ipv4"]);
+}
+
+/// Stops the lab's API server, which then writes every request it saw
+/// (`requests.jsonl`): under deploy/'s enforced RBAC nothing the lab and
+/// its programs did was refused, but the node agent's delete of a pool
+/// in [`kubernetes_only`].
+fn only_the_provoked_request_was_refused(lab: &tartan_lab::cluster::client::LabCli) {
+    let st = tartan_lab::cluster::LabState::load(&lab.name).unwrap();
+    let api = st
+        .apiserver
+        .clone()
+        .expect("a Kubernetes lab has an API server");
+    tartan_lab::cluster::detached::stop(&api.proc, std::time::Duration::from_secs(10));
+    let path = api.dir.join("requests.jsonl");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !path.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut users = std::collections::BTreeSet::new();
+    let refused: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .inspect(|r| {
+            users.insert(r["user"].as_str().unwrap_or("").to_string());
+        })
+        .filter(|r| r["allowed"] == false)
+        .collect();
+    // Every program spoke as its own identity.
+    for user in [
+        "kubernetes-admin",
+        "system:serviceaccount:tartan-system:tartan-node",
+        "system:serviceaccount:tartan-system:tartan-controllers",
+        "system:serviceaccount:kube-system:tartan-dns",
+    ] {
+        assert!(users.contains(user), "no request of {user}: {users:?}");
+    }
+    assert!(
+        !refused.is_empty()
+            && refused.iter().all(|r| r["verb"] == "delete"
+                && r["user"] == "system:serviceaccount:tartan-system:tartan-node"
+                && r["request"].as_str().unwrap_or("").contains("ippools")),
+        "refused: {refused:#?}"
+    );
 }

@@ -3,9 +3,11 @@
 //! connection: no denied probe gets through, and the allowed connection
 //! is not cut. felix leaves its table in place when it stops and replaces
 //! it in one transaction when it starts, so there is never a moment
-//! without policy.
+//! without policy. On etcd and on the Kubernetes datastore.
 
 use std::time::Duration;
+
+use tartan_tests::Datastore;
 
 use tartan_tests::faults::{
     assert_running_then_stop, pings, restart_in_turn, spawn_in, stdout_of, stop_all, tcp_sink,
@@ -26,7 +28,20 @@ spec:
 #[test]
 fn felix_restarts_keep_denied_denied_and_allowed_flowing() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let (lab, _) = tartan_tests::lab_up("npr", &["--nodes", "2"]);
+    policy_through_felix_restarts(Datastore::Etcd, "npr");
+}
+
+/// The same on the Kubernetes datastore: felix reads the policy, the
+/// pods and the namespaces through the API server stand-in as the node
+/// agent's service account, and lists them anew at each restart.
+#[test]
+fn felix_restarts_keep_denied_denied_and_allowed_flowing_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    policy_through_felix_restarts(Datastore::Kubernetes, "npk");
+}
+
+fn policy_through_felix_restarts(datastore: Datastore, prefix: &str) {
+    let (lab, _) = tartan_tests::lab_up_on(prefix, datastore, &["--nodes", "2"]);
     lab.ok(&[
         "pod",
         "add",

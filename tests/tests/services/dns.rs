@@ -12,11 +12,14 @@
 //! - SRV for a named port, PTR for a ClusterIP, an ExternalName as CNAME,
 //!   NXDOMAIN for a missing name and NODATA for a missing type (`dig`);
 //! - a Service created, then deleted, in the answers (times printed).
+//!
+//! On etcd and on the Kubernetes datastore.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use tartan_lab::cluster::client::LabCli;
+use tartan_tests::Datastore;
 use tartan_tests::services::*;
 
 const DNS: &str = "@10.96.0.10";
@@ -62,7 +65,19 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 #[test]
 fn pods_resolve_services_through_the_cluster_dns() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let lab = up("dn", 2);
+    pods_resolve_services_on(Datastore::Etcd, "dn");
+}
+
+/// The same on the Kubernetes datastore, tartan-dns reading as its own
+/// service account (`kube-system/tartan-dns`).
+#[test]
+fn pods_resolve_services_through_the_cluster_dns_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    pods_resolve_services_on(Datastore::Kubernetes, "dk");
+}
+
+fn pods_resolve_services_on(datastore: Datastore, prefix: &str) {
+    let lab = up_on(prefix, 2, datastore);
     for (p, node) in [("default/w-1", "node-1"), ("default/w-2", "node-2")] {
         pod_with_ports(&lab, p, node, "app=web", "http=8080/TCP");
     }

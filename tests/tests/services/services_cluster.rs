@@ -18,6 +18,8 @@
 //!   one to it keeps working; with only terminating endpoints left they
 //!   still serve; with none the Service refuses; a pod relabelled into
 //!   the selector (`ctl label pod`) becomes its endpoint.
+//!
+//! All of it on etcd and on the Kubernetes datastore.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -25,20 +27,29 @@ use std::time::{Duration, Instant};
 
 use tartan_lab::cluster::client::LabCli;
 use tartan_lab::cluster::svcprobe::{Outcome, Proto, Stream, ask, ask_many, poll, svc_table};
+use tartan_tests::Datastore;
 use tartan_tests::services::*;
 
 #[test]
 fn services_in_the_cluster() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
+    services_in_the_cluster_on(Datastore::Etcd, "sc");
+}
+
+/// The same on the Kubernetes datastore: the lab allocates ClusterIPs
+/// and NodePorts and keeps EndpointSlices through the API server
+/// stand-in as the cluster admin (as the API server's own controllers
+/// would), felix reads them as the node agent's service account.
+#[test]
+fn services_in_the_cluster_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    services_in_the_cluster_on(Datastore::Kubernetes, "sk");
+}
+
+fn services_in_the_cluster_on(datastore: Datastore, prefix: &str) {
     let t0 = Instant::now();
-    let lab = up("sc", 3);
-    let mut servers = vec![];
-    let mut clients = vec![];
-    for i in 1..=3 {
-        let node = format!("node-{i}");
-        servers.push(server_pod(&lab, &format!("web-{i}"), &node, "app=web"));
-        clients.push(client_pod(&lab, &format!("default/cl-{i}"), &node));
-    }
+    let lab = up_on(prefix, 3, datastore);
+    let (clients, mut servers) = pods(&lab);
     eprintln!("lab and pods up in {:?}", t0.elapsed());
 
     allocation(&lab);
@@ -53,6 +64,19 @@ fn services_in_the_cluster() {
     eprintln!("no endpoints done at {:?}", t0.elapsed());
     servers.extend(draining(&lab, &clients[0]));
     eprintln!("all done in {:?}", t0.elapsed());
+}
+
+/// A server `web-N` (app=web) and a client `default/cl-N` on each node;
+/// the clients' network namespaces and the servers.
+fn pods(lab: &LabCli) -> (Vec<String>, Vec<tartan_lab::cluster::svcprobe::NameServers>) {
+    let mut servers = vec![];
+    let mut clients = vec![];
+    for i in 1..=3 {
+        let node = format!("node-{i}");
+        servers.push(server_pod(lab, &format!("web-{i}"), &node, "app=web"));
+        clients.push(client_pod(lab, &format!("default/cl-{i}"), &node));
+    }
+    (clients, servers)
 }
 
 fn allocation(lab: &LabCli) {

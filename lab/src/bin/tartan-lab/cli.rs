@@ -20,8 +20,9 @@ pub(super) struct Cli {
 
 #[derive(Subcommand)]
 pub(super) enum Cmd {
-    /// Start a cluster: etcd, N node namespaces on an underlay, a default
-    /// IPPool, tartan-bgpd and tartan-felix in each node.
+    /// Start a cluster: etcd (or the API server stand-in), N node
+    /// namespaces on an underlay, a default IPPool, tartan-bgpd and
+    /// tartan-felix in each node.
     Up(UpArgs),
     /// Remove the cluster: daemons, namespaces, bridge, state (also after
     /// a crash).
@@ -97,6 +98,13 @@ pub(super) struct UpArgs {
     /// an address or route of the host.
     #[arg(long)]
     pub(super) lb_cidr: Option<String>,
+    /// etcd, or kubernetes: the API server stand-in (tartan-apiserver)
+    /// in place of etcd, enforcing deploy/'s RBAC; every daemon, the CNI
+    /// plugin and `ctl` use the kubernetes backend with the kubeconfig of
+    /// their service account (the admin's for `ctl`), and the default
+    /// pools come from the ConfigMap tartan-system/tartan-config.
+    #[arg(long, default_value = "etcd", value_parser = ["etcd", "kubernetes"])]
+    pub(super) datastore: String,
 }
 
 #[derive(Subcommand)]

@@ -67,6 +67,7 @@ fn run(cli: Cli) -> Result<u8> {
                     dual_stack: a.dual_stack,
                     service_cidr: a.service_cidr,
                     lb_cidr: a.lb_cidr,
+                    datastore: a.datastore.parse()?,
                 },
                 &mut say,
             )?;

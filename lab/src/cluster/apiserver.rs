@@ -1,0 +1,155 @@
+//! The lab on the Kubernetes datastore: the API server stand-in
+//! (`tartan-apiserver`) runs where etcd would, judging every request by
+//! the RBAC of deploy/ and refusing (403) what its roles do not grant.
+//! Each program of the lab gets the kubeconfig of the identity deploy/
+//! gives it: the node's daemons and the CNI plugin the node agent's
+//! service account, tartan-controllers and tartan-dns their own, and the
+//! operator's tools (`tartan-lab ctl`, and the lab itself where it plays
+//! kubelet and the API server's own controllers) the cluster admin.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use super::detached;
+use super::state::{ApiServerState, LabState};
+use crate::cni::tartan_bin_dir;
+
+/// Who a program of the lab is to the API server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// tartan-bgpd and tartan-felix (the DaemonSet's service account).
+    Node,
+    /// tartan-controllers.
+    Controllers,
+    /// tartan-dns.
+    Dns,
+    /// The operator (tartanctl), and the lab where it stands in for the
+    /// kubelet and the control plane.
+    Admin,
+}
+
+impl Identity {
+    /// The kubeconfig's file name in the stand-in's directory.
+    pub fn file(self) -> &'static str {
+        match self {
+            Identity::Node => "kubeconfig-tartan-system.tartan-node",
+            Identity::Controllers => "kubeconfig-tartan-system.tartan-controllers",
+            Identity::Dns => "kubeconfig-kube-system.tartan-dns",
+            Identity::Admin => "kubeconfig-admin",
+        }
+    }
+}
+
+/// The kubeconfig of `who` in lab `st`; None on etcd.
+pub fn kubeconfig(st: &LabState, who: Identity) -> Option<PathBuf> {
+    st.apiserver.as_ref().map(|a| a.dir.join(who.file()))
+}
+
+/// The kubeconfig the CNI plugin of `node` reads; None on etcd. Today the
+/// node agent's, as deploy/'s `install-cni.sh` gives it; this is the one
+/// place to point it elsewhere.
+pub fn cni_kubeconfig(st: &LabState, _node: &str) -> Option<PathBuf> {
+    kubeconfig(st, Identity::Node)
+}
+
+/// Gives `cmd` (a program run with `--datastore <st.datastore>`) the
+/// kubeconfig of `who` on the Kubernetes datastore, and no proxy between
+/// it and the stand-in.
+pub fn datastore_env(cmd: &mut Command, st: &LabState, who: Identity) {
+    if let Some(k) = kubeconfig(st, who) {
+        cmd.env("KUBECONFIG", k);
+        for proxy in [
+            "HTTPS_PROXY",
+            "https_proxy",
+            "HTTP_PROXY",
+            "http_proxy",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env_remove(proxy);
+        }
+    }
+}
+
+/// deploy/, whose RBAC the stand-in enforces: `TARTAN_LAB_DEPLOY`, else
+/// the source tree's.
+pub fn deploy_dir() -> PathBuf {
+    std::env::var_os("TARTAN_LAB_DEPLOY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy"))
+}
+
+/// Starts the stand-in on `host` (a free port), its kubeconfigs in
+/// `dir`; waits until it has written every one the lab hands out.
+pub fn start(host: Ipv4Addr, dir: &Path, log: &Path) -> Result<ApiServerState> {
+    let bin = tartan_bin_dir().join("tartan-apiserver");
+    if !bin.is_file() {
+        bail!(
+            "{} is not built (cargo build --workspace --bins)",
+            bin.display()
+        );
+    }
+    let deploy = deploy_dir();
+    if !deploy.is_dir() {
+        bail!(
+            "{} is missing: the stand-in enforces deploy/'s RBAC; set TARTAN_LAB_DEPLOY to the folder",
+            deploy.display()
+        );
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut cmd = Command::new(&bin);
+    cmd.arg("--listen")
+        .arg(format!("{host}:0"))
+        .arg("--dir")
+        .arg(dir)
+        .arg("--rbac")
+        .arg(&deploy)
+        .arg("--enforce");
+    let proc = detached::spawn(cmd, log)?;
+    // The URL is written after the kubeconfigs: with it, all are there.
+    let url_file = dir.join("url");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let url = loop {
+        if let Ok(url) = std::fs::read_to_string(&url_file)
+            && !url.trim().is_empty()
+        {
+            break url.trim().to_string();
+        }
+        if !detached::alive(&proc) {
+            bail!("tartan-apiserver exited; see {}", log.display());
+        }
+        if Instant::now() > deadline {
+            detached::stop(&proc, Duration::from_secs(3));
+            bail!(
+                "tartan-apiserver wrote no URL in 30 s; see {}",
+                log.display()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for who in [
+        Identity::Node,
+        Identity::Controllers,
+        Identity::Dns,
+        Identity::Admin,
+    ] {
+        let k = dir.join(who.file());
+        if !k.is_file() {
+            detached::stop(&proc, Duration::from_secs(3));
+            bail!(
+                "tartan-apiserver wrote no {}: does {} still have that service account?",
+                k.display(),
+                deploy.display()
+            );
+        }
+    }
+    Ok(ApiServerState {
+        proc,
+        url,
+        dir: dir.to_path_buf(),
+    })
+}
