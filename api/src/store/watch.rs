@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use tracing::{debug, info, warn};
 
@@ -56,6 +57,21 @@ pub struct Watch {
     listing: Option<Listing>,
     backoff: Option<ExponentialBackoff>,
     relists: u64,
+    /// The store call under way, kept here so that [`Watch::next`] is
+    /// cancel-safe: a consumer that drops it (one branch of a `select!`
+    /// over several watches) resumes the same call on the next one
+    /// instead of starting it again. Without this a listing slower than
+    /// the other branches' events never finished, each dropped page
+    /// resetting an HTTP/2 stream until the connection failed.
+    in_flight: Option<InFlight>,
+    /// After a failure: no store call before then.
+    paused_until: Option<tokio::time::Instant>,
+}
+
+/// A store call of the watch's, owned by it.
+enum InFlight {
+    Page(BoxFuture<'static, Result<ListPage>>),
+    Watch(BoxFuture<'static, Result<BoxStream<'static, Result<RawEvent>>>>),
 }
 
 /// Objects per page when listing: the consumer's events are made a page
@@ -85,6 +101,8 @@ pub fn watch(store: Arc<dyn Datastore>, scope: WatchScope) -> Watch {
         listing: None,
         backoff: None,
         relists: 0,
+        in_flight: None,
+        paused_until: None,
     }
 }
 
@@ -106,49 +124,80 @@ fn local_key(o: &DynamicObject) -> (Option<String>, String) {
 
 impl Watch {
     /// The next event. Waits as long as it takes; never fails.
+    /// Cancel-safe: dropped before it returns, nothing is lost and the
+    /// store call under way goes on at the next call.
     pub async fn next(&mut self) -> WatchEvent {
         loop {
             if let Some(e) = self.pending.pop_front() {
                 return e;
             }
+            if let Some(until) = self.paused_until {
+                tokio::time::sleep_until(until).await;
+                self.paused_until = None;
+            }
             if self.must_relist {
-                let from = self.listing.as_ref().and_then(|l| l.next.clone());
-                match self
-                    .store
-                    .list_page(
-                        self.scope.kind,
-                        self.scope.namespace.as_deref(),
-                        from.as_deref(),
-                        LIST_PAGE,
-                    )
-                    .await
-                {
+                let page = match &mut self.in_flight {
+                    Some(InFlight::Page(f)) => f,
+                    _ => {
+                        let store = self.store.clone();
+                        let scope = self.scope.clone();
+                        let from = self.listing.as_ref().and_then(|l| l.next.clone());
+                        self.in_flight = Some(InFlight::Page(Box::pin(async move {
+                            store
+                                .list_page(
+                                    scope.kind,
+                                    scope.namespace.as_deref(),
+                                    from.as_deref(),
+                                    LIST_PAGE,
+                                )
+                                .await
+                        })));
+                        continue;
+                    }
+                };
+                let r = page.await;
+                self.in_flight = None;
+                match r {
                     Ok(page) => {
                         self.backoff = None;
                         self.apply_page(page);
-                        continue;
                     }
                     Err(e) => {
                         // The store may have forgotten the listing's
                         // revision: the next try starts it again.
                         self.listing = None;
-                        self.pause(&e, "list").await;
-                        continue;
+                        self.pause(&e, "list");
                     }
                 }
+                continue;
             }
             let Some(raw) = self.raw.as_mut() else {
-                let rev = self.revision.clone().unwrap_or_default();
-                match self.store.watch_raw(&self.scope, &rev).await {
+                let start = match &mut self.in_flight {
+                    Some(InFlight::Watch(f)) => f,
+                    _ => {
+                        let store = self.store.clone();
+                        let scope = self.scope.clone();
+                        let rev = self.revision.clone().unwrap_or_default();
+                        self.in_flight = Some(InFlight::Watch(Box::pin(async move {
+                            store.watch_raw(&scope, &rev).await
+                        })));
+                        continue;
+                    }
+                };
+                let r = start.await;
+                self.in_flight = None;
+                match r {
                     Ok(s) => self.raw = Some(s),
                     Err(StoreError::Expired(_)) => {
+                        let rev = self.revision.clone().unwrap_or_default();
                         info!(kind = %self.scope.kind, revision = %rev, "watch revision no longer available; relisting");
                         self.must_relist = true;
                     }
-                    Err(e) => self.pause(&e, "watch").await,
+                    Err(e) => self.pause(&e, "watch"),
                 }
                 continue;
             };
+            // A stream's next item is cancel-safe by itself.
             match raw.next().await {
                 Some(Ok(ev)) => {
                     self.backoff = None;
@@ -161,7 +210,7 @@ impl Watch {
                 }
                 Some(Err(e)) => {
                     self.raw = None;
-                    self.pause(&e, "watch").await;
+                    self.pause(&e, "watch");
                 }
                 None => {
                     debug!(kind = %self.scope.kind, "watch stream ended; resuming");
@@ -181,14 +230,15 @@ impl Watch {
         self.relists
     }
 
-    async fn pause(&mut self, e: &StoreError, what: &str) {
+    /// Logs a failure and holds the next store call back by the backoff.
+    fn pause(&mut self, e: &StoreError, what: &str) {
         let delay = self
             .backoff
             .get_or_insert_with(backoff)
             .next()
             .unwrap_or(Duration::from_secs(5));
         warn!(kind = %self.scope.kind, error = %e, retry_in = ?delay, "{what} failed");
-        tokio::time::sleep(delay).await;
+        self.paused_until = Some(tokio::time::Instant::now() + delay);
     }
 
     /// One page of a listing: tell the consumer what it adds or changes;

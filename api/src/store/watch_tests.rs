@@ -346,3 +346,81 @@ async fn a_paged_listing_is_held_a_page_at_a_time_and_restarts_whole() {
     assert_eq!(changes, vec!["+q", "-p5", "~p3"], "{events:?}");
     assert_eq!(c.view, store_view(&mem).await.0);
 }
+
+/// A memory store whose pages take a while, counting the pages asked for.
+struct SlowPages {
+    inner: MemoryStore,
+    pages: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Datastore for SlowPages {
+    async fn get(&self, key: &ObjectKey) -> Result<DynamicObject> {
+        self.inner.get(key).await
+    }
+    async fn list(&self, kind: Kind, namespace: Option<&str>) -> Result<crate::store::Listing> {
+        self.inner.list(kind, namespace).await
+    }
+    async fn list_page(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        from: Option<&str>,
+        limit: usize,
+    ) -> Result<ListPage> {
+        self.pages.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        self.inner.list_page(kind, namespace, from, limit).await
+    }
+    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.inner.create(obj).await
+    }
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+        self.inner.update(obj).await
+    }
+    async fn delete(&self, key: &ObjectKey, rv: Option<&str>) -> Result<()> {
+        self.inner.delete(key, rv).await
+    }
+    async fn watch_raw(
+        &self,
+        scope: &WatchScope,
+        revision: &str,
+    ) -> Result<futures::stream::BoxStream<'static, Result<RawEvent>>> {
+        self.inner.watch_raw(scope, revision).await
+    }
+    fn describe(&self) -> String {
+        "slow pages".into()
+    }
+}
+
+/// A consumer that gives up on `next` more often than a page takes (one
+/// branch of a `select!` whose other branches are busy) still gets the
+/// whole listing, and each page is asked for once.
+#[tokio::test(start_paused = true)]
+async fn next_dropped_mid_listing_resumes_the_same_call() {
+    let mem = MemoryStore::new();
+    for i in 0..3 {
+        mem.create(policy("a", &format!("p{i}"), 1)).await.unwrap();
+    }
+    let store = Arc::new(SlowPages {
+        inner: mem,
+        pages: Default::default(),
+    });
+    let mut w = watch(store.clone(), scope());
+    let mut events = Vec::new();
+    let mut dropped = 0;
+    while !matches!(events.last(), Some(WatchEvent::Synced { .. })) {
+        match tokio::time::timeout(Duration::from_millis(10), w.next()).await {
+            Ok(e) => events.push(e),
+            Err(_) => dropped += 1,
+        }
+        assert!(dropped < 100, "the listing never finished");
+    }
+    assert!(dropped >= 3, "next was never dropped mid-call ({dropped})");
+    let added = events
+        .iter()
+        .filter(|e| matches!(e, WatchEvent::Added(_)))
+        .count();
+    assert_eq!(added, 3);
+    assert_eq!(store.pages.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

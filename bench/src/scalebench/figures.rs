@@ -14,6 +14,8 @@ pub struct SizeFigures {
     pub routes_in: Duration,
     /// Daemons started until both used < 2 % of a core.
     pub settled: Duration,
+    /// They were still above 2 % after 300 s.
+    pub never_quiet: bool,
     /// CPU share of one core over the window, without heartbeats and
     /// with them: [bgpd, felix].
     pub cpu_idle: [f64; 2],

@@ -131,6 +131,13 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         );
     }
     for s in &f.sizes {
+        if s.never_quiet {
+            let _ = writeln!(
+                md,
+                "\nAt {} nodes the agents together never fell below 2 % of a core with nothing changing (300 s after their start): the idle column is their steady cost.",
+                s.nodes
+            );
+        }
         if s.beat_failures > 0 {
             let _ = writeln!(
                 md,

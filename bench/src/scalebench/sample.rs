@@ -31,20 +31,34 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
 }
 
 /// Waits until `pids` together use less than 2 % of a core over 3 s
-/// (done with their start); how long that took.
+/// (done with their start); how long that took. The error names each
+/// one's share over the last 3 s.
 pub fn wait_quiet(pids: &[u32], limit: Duration) -> Result<Duration> {
     let t = Instant::now();
     loop {
-        let before: Option<f64> = pids.iter().map(|p| cpu_seconds(*p)).sum();
+        let before: Vec<Option<f64>> = pids.iter().map(|p| cpu_seconds(*p)).collect();
         std::thread::sleep(Duration::from_secs(3));
-        let after: Option<f64> = pids.iter().map(|p| cpu_seconds(*p)).sum();
-        match (before, after) {
-            (Some(a), Some(b)) if (b - a) / 3.0 < 0.02 => return Ok(t.elapsed()),
-            (Some(_), Some(_)) => {}
-            _ => bail!("a daemon exited"),
+        let after: Vec<Option<f64>> = pids.iter().map(|p| cpu_seconds(*p)).collect();
+        let mut shares = Vec::new();
+        for (a, b) in before.iter().zip(&after) {
+            match (a, b) {
+                (Some(a), Some(b)) => shares.push((b - a) / 3.0),
+                _ => bail!("a daemon exited"),
+            }
+        }
+        if shares.iter().sum::<f64>() < 0.02 {
+            return Ok(t.elapsed());
         }
         if t.elapsed() > limit {
-            bail!("the daemons were still busy after {limit:?}");
+            let each: Vec<String> = pids
+                .iter()
+                .zip(&shares)
+                .map(|(p, s)| format!("pid {p} {:.1} %", s * 100.0))
+                .collect();
+            bail!(
+                "the daemons were still busy after {limit:?} ({})",
+                each.join(", ")
+            );
         }
     }
 }
