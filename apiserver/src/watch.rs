@@ -14,8 +14,34 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, RawEvent, StoreError, WatchScope};
 
+use crate::fieldsel::FieldSelector;
+use crate::resources::Served;
 use crate::route::Route;
+use crate::table::table;
 use crate::wire::{status_body, to_wire};
+
+/// How a watch's objects go out: only those a field selector picks, as
+/// JSON or as one-row Tables (kubectl's `get -w`).
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub fields: FieldSelector,
+    /// The resource, and whether rows carry whole objects.
+    pub table: Option<(Served, bool)>,
+}
+
+impl Shape {
+    fn render(&self, o: &DynamicObject) -> Option<Value> {
+        let v = to_wire(o);
+        if !self.fields.matches(&v) {
+            return None;
+        }
+        let rv = o.metadata.resource_version.clone().unwrap_or_default();
+        Some(match &self.table {
+            Some((served, whole)) => table(served, &[v], &rv, crate::clock::now(), *whole),
+            None => v,
+        })
+    }
+}
 
 // Short-lived, one at a time: its size does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -47,6 +73,7 @@ pub async fn watch(
     pace: Pace,
     route: &Route,
     query: &HashMap<String, String>,
+    shape: Shape,
 ) -> Response {
     let from = query
         .get("resourceVersion")
@@ -90,11 +117,11 @@ pub async fn watch(
                         Ev::Raw(Some(Ok(RawEvent::Put(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
                             let t = if is_first(&o) { "ADDED" } else { "MODIFIED" };
-                            Some(json!({"type": t, "object": to_wire(&o)}))
+                            shape.render(&o).map(|v| json!({"type": t, "object": v}))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Deleted(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
-                            Some(json!({"type": "DELETED", "object": to_wire(&o)}))
+                            shape.render(&o).map(|v| json!({"type": "DELETED", "object": v}))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Progress(rv)))) => {
                             last = rv;

@@ -1,0 +1,418 @@
+//! Writes as the API server makes them, over any [`Objects`]: create,
+//! replace, and PATCH in its four media types (JSON patch, merge patch,
+//! strategic merge patch for built-in kinds, server-side apply), with
+//! what the server adds to each write: `creationTimestamp` and
+//! `generation` (bumped when anything outside metadata and status
+//! changes), `managedFields` for the write's field manager, and field
+//! validation when the request asks for it.
+
+use std::collections::HashMap;
+
+use axum::http::HeaderValue;
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::apply::apply;
+use crate::clock::rfc3339;
+use crate::fields::{Writer, track_update};
+use crate::objects::{Objects, bad_request, not_found};
+use crate::patch::{json_patch, merge_patch, strategic_merge};
+use crate::resources::Served;
+use crate::strict::unknown_fields;
+use crate::wire::{json_response, status};
+
+/// What a write request says besides its body.
+pub struct Ctx<'a> {
+    pub query: &'a HashMap<String, String>,
+    pub user_agent: &'a str,
+    /// Seconds since the epoch.
+    pub now: i64,
+}
+
+impl Ctx<'_> {
+    /// `fieldManager`, or as the API server defaults it, the user agent
+    /// up to its first `/`.
+    fn manager(&self) -> String {
+        match self.query.get("fieldManager").filter(|m| !m.is_empty()) {
+            Some(m) => m.clone(),
+            None => self
+                .user_agent
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+}
+
+fn writer<'a>(manager: &'a str, api_version: &'a str, time: &'a str) -> Writer<'a> {
+    Writer {
+        manager,
+        api_version,
+        subresource: None,
+        time,
+    }
+}
+
+/// Field validation of `obj`: `Ok(warning)` or the 400 of `Strict`.
+fn validate(served: &Served, obj: &Value, ctx: &Ctx<'_>) -> Result<Option<String>, Response> {
+    let mode = ctx.query.get("fieldValidation").map(String::as_str);
+    match mode {
+        None | Some("Ignore") => return Ok(None),
+        Some("Strict") | Some("Warn") => {}
+        Some(other) => {
+            return Err(bad_request(&format!(
+                "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
+            )));
+        }
+    }
+    let unknown = unknown_fields(served, obj);
+    if unknown.is_empty() {
+        return Ok(None);
+    }
+    let list = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if mode == Some("Warn") {
+        return Ok(Some(list));
+    }
+    Err(bad_request(&format!(
+        "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {list}",
+        kind = served.name,
+        v = served.version
+    )))
+}
+
+fn answer(code: u16, obj: &Value, warning: Option<String>) -> Response {
+    let mut r = json_response(code, obj);
+    if let Some(w) = warning
+        && let Ok(h) = HeaderValue::from_str(&format!("299 - {:?}", w.replace('"', "'")))
+    {
+        r.headers_mut().insert("Warning", h);
+    }
+    r
+}
+
+fn meta(obj: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+    obj.get_mut("metadata").and_then(Value::as_object_mut)
+}
+
+/// Whether objects of `served` carry a generation: custom resources and
+/// CRDs do; of the built-in kinds the stand-in holds, none does.
+fn has_generation(served: &Served) -> bool {
+    served
+        .kind
+        .is_none_or(|k| k.info().group == tartan_api::kind::TARTAN_GROUP)
+}
+
+/// What the server sets on a new object.
+fn stamp_create(served: &Served, obj: &mut Value, now: i64) {
+    let generation = has_generation(served);
+    if let Some(m) = meta(obj) {
+        m.insert("creationTimestamp".into(), rfc3339(now).into());
+        if generation {
+            m.insert("generation".into(), 1.into());
+        }
+        m.remove("resourceVersion");
+    }
+}
+
+/// What the server carries over to a new version of `old`: its
+/// creation time, and its generation (one more if the content changed).
+fn stamp_update(old: &Value, new: &mut Value) {
+    let content = |o: &Value| -> Value {
+        let mut o = o.clone();
+        if let Some(m) = o.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        o
+    };
+    let generation = old.pointer("/metadata/generation").and_then(Value::as_i64);
+    let bumped = content(old) != content(new);
+    let created = old.pointer("/metadata/creationTimestamp").cloned();
+    if let Some(m) = meta(new) {
+        if let Some(c) = created {
+            m.insert("creationTimestamp".into(), c);
+        }
+        if let Some(g) = generation {
+            m.insert("generation".into(), (g + i64::from(bumped)).into());
+        }
+    }
+}
+
+/// Make `obj` the object the request addresses: its type, name and
+/// namespace.
+fn address(o: &impl Objects, obj: &mut Value, name: Option<&str>) -> Result<(), Response> {
+    let served = o.served();
+    if !obj.is_object() {
+        return Err(bad_request("the object must be a JSON or YAML map"));
+    }
+    for (k, want) in [
+        ("apiVersion", served.api_version()),
+        ("kind", served.name.clone()),
+    ] {
+        match obj.get(k).and_then(Value::as_str) {
+            None | Some("") => obj[k] = want.into(),
+            Some(have) if have == want => {}
+            Some(have) => {
+                return Err(bad_request(&format!(
+                    "the API version in the data ({have}) does not match the expected API version ({})",
+                    if k == "kind" { &served.name } else { &want }
+                )));
+            }
+        }
+    }
+    if obj.get("metadata").is_none_or(|m| !m.is_object()) {
+        obj["metadata"] = serde_json::json!({});
+    }
+    let ns = o.namespace().map(str::to_string);
+    let Some(m) = meta(obj) else {
+        return Ok(());
+    };
+    if let Some(name) = name {
+        match m.get("name").and_then(Value::as_str) {
+            None | Some("") => {
+                m.insert("name".into(), name.into());
+            }
+            Some(n) if n == name => {}
+            Some(n) => {
+                return Err(bad_request(&format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )));
+            }
+        }
+    }
+    if let Some(ns) = ns {
+        match m.get("namespace").and_then(Value::as_str) {
+            None | Some("") => {
+                m.insert("namespace".into(), ns.into());
+            }
+            Some(n) if n == ns => {}
+            Some(_) => {
+                return Err(bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// POST: create.
+pub async fn create(o: &impl Objects, mut obj: Value, ctx: &Ctx<'_>) -> Response {
+    if let Err(r) = address(o, &mut obj, None) {
+        return r;
+    }
+    let warning = match validate(o.served(), &obj, ctx) {
+        Ok(w) => w,
+        Err(r) => return r,
+    };
+    let (manager, api_version, time) = (ctx.manager(), o.served().api_version(), rfc3339(ctx.now));
+    stamp_create(o.served(), &mut obj, ctx.now);
+    track_update(None, &mut obj, &writer(&manager, &api_version, &time));
+    match o.create(obj).await {
+        Ok(v) => answer(201, &v, warning),
+        Err(r) => r,
+    }
+}
+
+/// PUT: replace `name` (the object must carry the resourceVersion it
+/// replaces).
+pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>) -> Response {
+    if let Err(r) = address(o, &mut obj, Some(name)) {
+        return r;
+    }
+    let rv = obj
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str);
+    if rv.is_none_or(str::is_empty) {
+        return status(
+            422,
+            "Invalid",
+            &format!(
+                "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                o.served().resource()
+            ),
+            Some(crate::objects::details(o.served(), name)),
+        );
+    }
+    let warning = match validate(o.served(), &obj, ctx) {
+        Ok(w) => w,
+        Err(r) => return r,
+    };
+    let live = match o.get(name).await {
+        Ok(Some(l)) => l,
+        Ok(None) => return not_found(o.served(), name),
+        Err(r) => return r,
+    };
+    let (manager, api_version, time) = (ctx.manager(), o.served().api_version(), rfc3339(ctx.now));
+    stamp_update(&live, &mut obj);
+    track_update(
+        Some(&live),
+        &mut obj,
+        &writer(&manager, &api_version, &time),
+    );
+    match o.update(obj).await {
+        Ok(v) => answer(200, &v, warning),
+        Err(r) => r,
+    }
+}
+
+/// A request body in JSON or YAML.
+fn parse_body(body: &[u8]) -> Result<Value, Response> {
+    if let Ok(v) = serde_json::from_slice::<Value>(body) {
+        return Ok(v);
+    }
+    let text = std::str::from_utf8(body).map_err(|e| bad_request(&e.to_string()))?;
+    serde_saphyr::from_str::<Value>(text).map_err(|e| bad_request(&e.to_string()))
+}
+
+/// PATCH of `name` with a body of `content_type`.
+pub async fn patch(
+    o: &impl Objects,
+    name: &str,
+    content_type: &str,
+    body: &[u8],
+    ctx: &Ctx<'_>,
+) -> Response {
+    let served = o.served();
+    let media = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    // Strategic merge patches are for the built-in kinds the kind table
+    // holds; custom resources and the CRDs themselves take the others.
+    let builtin = served
+        .kind
+        .is_some_and(|k| k.info().group != tartan_api::kind::TARTAN_GROUP);
+    let accepted = if builtin {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    };
+    let known = matches!(
+        media.as_str(),
+        "application/json-patch+json"
+            | "application/merge-patch+json"
+            | "application/apply-patch+yaml"
+    ) || (builtin && media == "application/strategic-merge-patch+json");
+    if !known {
+        return status(
+            415,
+            "UnsupportedMediaType",
+            &format!(
+                "the body of the request was in an unknown format - accepted media types include: {accepted}"
+            ),
+            None,
+        );
+    }
+    let body = match parse_body(body) {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let live = match o.get(name).await {
+        Ok(l) => l,
+        Err(r) => return r,
+    };
+    let (manager, api_version, time) = (ctx.manager(), served.api_version(), rfc3339(ctx.now));
+    let w = writer(&manager, &api_version, &time);
+    if media == "application/apply-patch+yaml" {
+        return server_side_apply(o, name, live, body, ctx, &w).await;
+    }
+    let Some(live) = live else {
+        return not_found(served, name);
+    };
+    let patched = match media.as_str() {
+        "application/merge-patch+json" => Ok(merge_patch(&live, &body)),
+        "application/json-patch+json" => json_patch(&live, &body),
+        _ => strategic_merge(&served.name, &live, &body),
+    };
+    let mut new = match patched {
+        Ok(v) => v,
+        Err(e) => return status(422, "Invalid", &e.to_string(), None),
+    };
+    if let Err(r) = address(o, &mut new, Some(name)) {
+        return r;
+    }
+    // A resourceVersion in the patch is a precondition; none: the live one.
+    let live_rv = live.pointer("/metadata/resourceVersion").cloned();
+    if let Some(m) = meta(&mut new)
+        && m.get("resourceVersion").is_none_or(Value::is_null)
+        && let Some(rv) = live_rv
+    {
+        m.insert("resourceVersion".into(), rv);
+    }
+    let warning = match validate(served, &new, ctx) {
+        Ok(w) => w,
+        Err(r) => return r,
+    };
+    stamp_update(&live, &mut new);
+    track_update(Some(&live), &mut new, &w);
+    match o.update(new).await {
+        Ok(v) => answer(200, &v, warning),
+        Err(r) => r,
+    }
+}
+
+async fn server_side_apply(
+    o: &impl Objects,
+    name: &str,
+    live: Option<Value>,
+    mut config: Value,
+    ctx: &Ctx<'_>,
+    w: &Writer<'_>,
+) -> Response {
+    let served = o.served();
+    if ctx.query.get("fieldManager").is_none_or(String::is_empty) {
+        return status(
+            422,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            None,
+        );
+    }
+    if let Err(r) = address(o, &mut config, Some(name)) {
+        return r;
+    }
+    let warning = match validate(served, &config, ctx) {
+        Ok(w) => w,
+        Err(r) => return r,
+    };
+    let force = ctx.query.get("force").is_some_and(|f| f == "true");
+    let mut new = match apply(live.as_ref(), &config, w, force) {
+        Ok(v) => v,
+        Err(c) => {
+            return status(
+                409,
+                "Conflict",
+                &c.message(),
+                Some(serde_json::json!({"causes": c.causes()})),
+            );
+        }
+    };
+    match live {
+        None => {
+            stamp_create(served, &mut new, ctx.now);
+            match o.create(new).await {
+                Ok(v) => answer(201, &v, warning),
+                Err(r) => r,
+            }
+        }
+        Some(live) => {
+            if let (Some(m), Some(rv)) = (meta(&mut new), live.pointer("/metadata/resourceVersion"))
+            {
+                m.insert("resourceVersion".into(), rv.clone());
+            }
+            stamp_update(&live, &mut new);
+            match o.update(new).await {
+                Ok(v) => answer(200, &v, warning),
+                Err(r) => r,
+            }
+        }
+    }
+}
