@@ -19,7 +19,7 @@ use crate::objects::{Objects, bad_request, not_found};
 use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::Served;
 use crate::strict::unknown_fields;
-use crate::wire::{json_response, status};
+use crate::wire::{json_response, status, status_body};
 
 /// What a write request says besides its body.
 pub struct Ctx<'a> {
@@ -255,10 +255,29 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
         &mut obj,
         &writer(&manager, &api_version, &time),
     );
+    if no_op(&live, &obj) {
+        return answer(200, &live, warning);
+    }
     match o.update(obj).await {
         Ok(v) => answer(200, &v, warning),
         Err(r) => r,
     }
+}
+
+/// Whether writing `new` over `live` would change nothing but the times
+/// of managedFields: the API server then writes nothing (the
+/// resourceVersion stays, watchers hear nothing).
+fn no_op(live: &Value, new: &Value) -> bool {
+    let untimed = |o: &Value| {
+        let mut o = o.clone();
+        if let Some(Value::Array(list)) = o.pointer_mut("/metadata/managedFields") {
+            for e in list.iter_mut().filter_map(Value::as_object_mut) {
+                e.remove("time");
+            }
+        }
+        o
+    };
+    untimed(live) == untimed(new)
 }
 
 /// A request body in JSON or YAML.
@@ -353,6 +372,9 @@ pub async fn patch(
     };
     stamp_update(&live, &mut new);
     track_update(Some(&live), &mut new, &w);
+    if no_op(&live, &new) {
+        return answer(200, &live, warning);
+    }
     match o.update(new).await {
         Ok(v) => answer(200, &v, warning),
         Err(r) => r,
@@ -379,10 +401,40 @@ async fn server_side_apply(
     if let Err(r) = address(o, &mut config, Some(name)) {
         return r;
     }
-    let warning = match validate(served, &config, ctx) {
-        Ok(w) => w,
-        Err(r) => return r,
-    };
+    // An applied field the kind does not declare fails the API server's
+    // typed conversion whatever the fieldValidation: it answers 500 with
+    // no reason (kubernetes/kubernetes#139253), in these words.
+    let unknown = unknown_fields(served, &config);
+    if !unknown.is_empty() {
+        let errors: Vec<String> = unknown
+            .iter()
+            .map(|f| format!(".{f}: field not declared in schema"))
+            .collect();
+        let errors = match errors.as_slice() {
+            [one] => one.clone(),
+            many => format!("errors:\n  {}", many.join("\n  ")),
+        };
+        let mut body = status_body(
+            500,
+            "",
+            &format!(
+                "failed to create typed patch object ({}/{name}; {}, Kind={}): {errors}",
+                o.namespace().unwrap_or_default(),
+                if served.group.is_empty() {
+                    format!("/{}", served.version)
+                } else {
+                    served.api_version()
+                },
+                served.name
+            ),
+            None,
+        );
+        if let Some(m) = body.as_object_mut() {
+            m.remove("reason");
+        }
+        return json_response(500, &body);
+    }
+    let warning = None;
     let force = ctx.query.get("force").is_some_and(|f| f == "true");
     let mut new = match apply(live.as_ref(), &config, w, force) {
         Ok(v) => v,
@@ -409,6 +461,9 @@ async fn server_side_apply(
                 m.insert("resourceVersion".into(), rv.clone());
             }
             stamp_update(&live, &mut new);
+            if no_op(&live, &new) {
+                return answer(200, &live, warning);
+            }
             match o.update(new).await {
                 Ok(v) => answer(200, &v, warning),
                 Err(r) => r,

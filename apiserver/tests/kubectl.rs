@@ -361,6 +361,79 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
         bad.stderr
     );
 
+    // Server-side apply of an undeclared field fails the typed conversion,
+    // as the API server words it.
+    let bad = k.run(&["apply", "--server-side", "-f", &typo]).await;
+    assert!(!bad.ok);
+    assert_eq!(
+        bad.stderr.trim(),
+        "Error from server: failed to create typed patch object (/typo-pool; tartan.dev/v1, Kind=IPPool): .spec.cidrr: field not declared in schema"
+    );
+
+    // kubectl patch: JSON patch and merge patch on a custom resource; its
+    // default strategic merge patch is refused for one, as by a real
+    // server, and taken for a built-in kind.
+    let out = k
+        .lines(&[
+            "patch",
+            "ippool",
+            "ssa-pool",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/blockSize","value":27}]"#,
+        ])
+        .await;
+    assert_eq!(out, ["ippool.tartan.dev/ssa-pool patched"]);
+    let out = k
+        .lines(&[
+            "patch",
+            "ippool",
+            "ssa-pool",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"blockSize":27}}"#,
+        ])
+        .await;
+    assert_eq!(out, ["ippool.tartan.dev/ssa-pool patched (no change)"]);
+    let smp = k
+        .run(&[
+            "patch",
+            "ippool",
+            "ssa-pool",
+            "-p",
+            r#"{"spec":{"blockSize":28}}"#,
+        ])
+        .await;
+    assert!(!smp.ok);
+    assert_eq!(
+        smp.stderr.trim(),
+        "error: application/strategic-merge-patch+json is not supported by tartan.dev/v1, Kind=IPPool: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    );
+    let out = k
+        .lines(&[
+            "patch",
+            "cm",
+            "settings",
+            "-n",
+            "web",
+            "-p",
+            r#"{"data":{"extra":"x"}}"#,
+        ])
+        .await;
+    assert_eq!(out, ["configmap/settings patched"]);
+    let data = k
+        .lines(&[
+            "get",
+            "cm",
+            "settings",
+            "-n",
+            "web",
+            "-o",
+            "jsonpath={.data}",
+        ])
+        .await;
+    assert_eq!(data, [r#"{"extra":"x","mode":"two"}"#]);
+
     // Every kubectl request was served as the admin.
     let recorded = running.requests();
     assert!(recorded.iter().all(|r| r.user.as_deref() == Some(ADMIN)));
