@@ -20,6 +20,7 @@ pub mod apply;
 pub mod clock;
 pub mod crd_routes;
 pub mod crds;
+pub mod creations;
 pub mod discovery;
 pub mod fields;
 pub mod fieldsel;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, StoreError};
 
+use crate::creations::Creations;
 use crate::resources::Served;
 use crate::route::Route;
 use crate::wire::{status, to_wire};
@@ -73,6 +74,7 @@ pub struct InStore<'a> {
     pub store: &'a MemoryStore,
     pub route: &'a Route,
     pub served: Served,
+    pub creations: &'a Creations,
 }
 
 impl InStore<'_> {
@@ -101,11 +103,15 @@ impl Objects for InStore<'_> {
     async fn create(&self, obj: Value) -> Result<Value, Response> {
         let obj = self.typed(obj)?;
         let name = obj.metadata.name.clone().unwrap_or_default();
-        self.store
+        let o = self
+            .store
             .create(obj)
             .await
-            .map(|o| to_wire(&o))
-            .map_err(|e| self.route.error(&name, e))
+            .map_err(|e| self.route.error(&name, e))?;
+        if let (Some(uid), Some(rv)) = (&o.metadata.uid, &o.metadata.resource_version) {
+            self.creations.created(uid, rv);
+        }
+        Ok(to_wire(&o))
     }
 
     async fn update(&self, obj: Value) -> Result<Value, Response> {

@@ -19,6 +19,7 @@ use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
 
 use crate::crds::Crds;
+use crate::creations::Creations;
 use crate::fieldsel::FieldSelector;
 use crate::identity::{Tokens, bearer, kubeconfig};
 use crate::objects::{InStore, bad_request};
@@ -68,6 +69,8 @@ pub struct ApiServer {
     pub insecure_user: Option<String>,
     /// CustomResourceDefinitions, kept as objects.
     pub crds: Crds,
+    /// Creation versions of the objects created here.
+    pub creations: Creations,
 }
 
 pub struct Running {
@@ -122,6 +125,7 @@ impl ApiServer {
             enforce: false,
             insecure_user: None,
             crds: Crds::default(),
+            creations: Creations::default(),
         }
     }
 
@@ -256,6 +260,7 @@ impl ApiServer {
             store: &self.store,
             route: &route,
             served: served.clone(),
+            creations: &self.creations,
         };
         match (attrs.verb.as_str(), route.subresource.as_deref()) {
             (_, Some(s)) if s != "status" => no_such_resource(),
@@ -305,6 +310,7 @@ impl ApiServer {
         Ok(Shape {
             fields,
             table: wants_table(accept).then(|| (served.clone(), whole)),
+            creations: self.creations.clone(),
         })
     }
 
@@ -463,7 +469,12 @@ impl ApiServer {
             );
         }
         match self.store.delete(&key, precondition.as_deref()).await {
-            Ok(()) => json_response(200, &to_wire(&current)),
+            Ok(()) => {
+                if let Some(uid) = &current.metadata.uid {
+                    self.creations.deleted(uid);
+                }
+                json_response(200, &to_wire(&current))
+            }
             Err(e) => route.error(name, e),
         }
     }

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, RawEvent, StoreError, WatchScope};
 
+use crate::creations::Creations;
 use crate::fieldsel::FieldSelector;
 use crate::resources::Served;
 use crate::route::Route;
@@ -27,6 +28,8 @@ pub struct Shape {
     pub fields: FieldSelector,
     /// The resource, and whether rows carry whole objects.
     pub table: Option<(Served, bool)>,
+    /// Creation versions, to tell ADDED from MODIFIED.
+    pub creations: Creations,
 }
 
 impl Shape {
@@ -50,8 +53,9 @@ enum Ev {
     Tick,
 }
 
-/// Objects not updated since their creation (no revision label) go out
-/// as ADDED, others as MODIFIED; clients map both alike.
+/// For objects written into the store directly (their creation unknown):
+/// those not updated since (no revision label) go out as ADDED, others as
+/// MODIFIED; clients map both alike.
 fn is_first(o: &DynamicObject) -> bool {
     o.metadata
         .labels
@@ -116,7 +120,12 @@ pub async fn watch(
                     let out = match ev {
                         Ev::Raw(Some(Ok(RawEvent::Put(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
-                            let t = if is_first(&o) { "ADDED" } else { "MODIFIED" };
+                            let uid = o.metadata.uid.as_deref().unwrap_or_default();
+                            let added = shape
+                                .creations
+                                .is_creation(uid, &last)
+                                .unwrap_or_else(|| is_first(&o));
+                            let t = if added { "ADDED" } else { "MODIFIED" };
                             shape.render(&o).map(|v| json!({"type": t, "object": v}))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Deleted(o)))) => {
