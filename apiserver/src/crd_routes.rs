@@ -34,11 +34,7 @@ pub async fn serve(
     let now = crate::clock::now();
     match (attrs.verb.as_str(), name) {
         ("get", Some(n)) => {
-            let found = crds
-                .list()
-                .0
-                .into_iter()
-                .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(n));
+            let found = crds.get(n);
             match (found, &shape.table) {
                 (None, _) => crate::objects::not_found(&objects.served, n),
                 (Some(c), Some((served, whole))) => {
@@ -69,6 +65,10 @@ pub async fn serve(
         ("create", None) => writes::create(&objects, body_json(), ctx).await,
         ("update", Some(n)) => writes::replace(&objects, n, body_json(), ctx).await,
         ("patch", Some(n)) => writes::patch(&objects, n, content_type, body, ctx).await,
+        ("delete", Some(n)) if ctx.dry_run => match crds.get(n) {
+            Some(c) => json_response(200, &c),
+            None => crate::objects::not_found(&objects.served, n),
+        },
         ("delete", Some(n)) => {
             let rv = body_json()
                 .pointer("/preconditions/resourceVersion")

@@ -37,6 +37,11 @@ impl Crds {
         )
     }
 
+    /// The CRD `name`.
+    pub fn get(&self, name: &str) -> Option<Value> {
+        self.lock().objects.get(name).cloned()
+    }
+
     /// Delete `name` (with the resourceVersion a precondition asks for);
     /// the deleted object.
     pub fn delete(&self, served: &Served, name: &str, rv: Option<&str>) -> Result<Value, Response> {

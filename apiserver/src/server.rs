@@ -225,10 +225,20 @@ impl ApiServer {
                 .to_string()
         };
         let accept = header(axum::http::header::ACCEPT);
+        let options = if method == Method::DELETE {
+            &body_json
+        } else {
+            &Value::Null
+        };
+        let dry_run = match writes::dry_run(&query, options) {
+            Ok(d) => d,
+            Err(resp) => return resp,
+        };
         let ctx = Ctx {
             query: &query,
             user_agent: &header(axum::http::header::USER_AGENT),
             now: crate::clock::now(),
+            dry_run,
         };
         let Some(r) = attrs.resource.as_ref() else {
             let host = header(axum::http::header::HOST);
@@ -286,6 +296,8 @@ impl ApiServer {
                 let content_type = header(axum::http::header::CONTENT_TYPE);
                 writes::patch(&objects, name, &content_type, &body, &ctx).await
             }
+            // A dry-run delete answers what it would delete.
+            ("delete", None) if dry_run => self.get(&route, &Shape::default()).await,
             ("delete", None) => self.delete(&route, body_json).await,
             _ => status(
                 405,

@@ -51,7 +51,7 @@ pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<String> {
                         >(v, &mut meta);
                         out.extend(meta.into_iter().map(|p| format!("metadata.{p}")));
                     }
-                    _ => match schema.pointer(&format!("/properties/{k}")) {
+                    _ => match schema.get("properties").and_then(|p| p.get(k)) {
                         Some(s) => walk(v, s, k.clone(), &mut out),
                         None => out.push(k.clone()),
                     },

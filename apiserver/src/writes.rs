@@ -27,6 +27,58 @@ pub struct Ctx<'a> {
     pub user_agent: &'a str,
     /// Seconds since the epoch.
     pub now: i64,
+    /// `dryRun=All`: everything but the write.
+    pub dry_run: bool,
+}
+
+/// The `dryRun` parameter, or a DELETE's `DeleteOptions.dryRun` in
+/// `body`: `Ok(true)` for `All`, refused for anything else.
+pub fn dry_run(query: &HashMap<String, String>, body: &Value) -> Result<bool, Response> {
+    let in_body: Vec<&str> = body
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(|v| v.as_str().unwrap_or("?")).collect())
+        .unwrap_or_default();
+    let asked = query
+        .get("dryRun")
+        .map(String::as_str)
+        .into_iter()
+        .chain(in_body);
+    let mut dry = false;
+    for v in asked {
+        if v != "All" {
+            return Err(bad_request(&format!(
+                "dryRun: Unsupported value: \"{v}\": supported values: \"All\""
+            )));
+        }
+        dry = true;
+    }
+    Ok(dry)
+}
+
+/// Store `obj` (created, or replacing the version it carries) and
+/// answer `code` with what was stored; a dry run stores nothing and
+/// answers with `obj`.
+async fn store(
+    o: &impl Objects,
+    obj: Value,
+    create: bool,
+    code: u16,
+    ctx: &Ctx<'_>,
+    warning: Option<String>,
+) -> Response {
+    if ctx.dry_run {
+        return answer(code, &obj, warning);
+    }
+    let written = if create {
+        o.create(obj).await
+    } else {
+        o.update(obj).await
+    };
+    match written {
+        Ok(v) => answer(code, &v, warning),
+        Err(r) => r,
+    }
 }
 
 impl Ctx<'_> {
@@ -213,10 +265,7 @@ pub async fn create(o: &impl Objects, mut obj: Value, ctx: &Ctx<'_>) -> Response
     let (manager, api_version, time) = (ctx.manager(), o.served().api_version(), rfc3339(ctx.now));
     stamp_create(o.served(), &mut obj, ctx.now);
     track_update(None, &mut obj, &writer(&manager, &api_version, &time));
-    match o.create(obj).await {
-        Ok(v) => answer(201, &v, warning),
-        Err(r) => r,
-    }
+    store(o, obj, true, 201, ctx, warning).await
 }
 
 /// PUT: replace `name` (the object must carry the resourceVersion it
@@ -258,10 +307,7 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
     if no_op(&live, &obj) {
         return answer(200, &live, warning);
     }
-    match o.update(obj).await {
-        Ok(v) => answer(200, &v, warning),
-        Err(r) => r,
-    }
+    store(o, obj, false, 200, ctx, warning).await
 }
 
 /// Whether writing `new` over `live` would change nothing but the times
@@ -375,10 +421,7 @@ pub async fn patch(
     if no_op(&live, &new) {
         return answer(200, &live, warning);
     }
-    match o.update(new).await {
-        Ok(v) => answer(200, &v, warning),
-        Err(r) => r,
-    }
+    store(o, new, false, 200, ctx, warning).await
 }
 
 async fn server_side_apply(
@@ -450,10 +493,7 @@ async fn server_side_apply(
     match live {
         None => {
             stamp_create(served, &mut new, ctx.now);
-            match o.create(new).await {
-                Ok(v) => answer(201, &v, warning),
-                Err(r) => r,
-            }
+            store(o, new, true, 201, ctx, warning).await
         }
         Some(live) => {
             if let (Some(m), Some(rv)) = (meta(&mut new), live.pointer("/metadata/resourceVersion"))
@@ -464,10 +504,7 @@ async fn server_side_apply(
             if no_op(&live, &new) {
                 return answer(200, &live, warning);
             }
-            match o.update(new).await {
-                Ok(v) => answer(200, &v, warning),
-                Err(r) => r,
-            }
+            store(o, new, false, 200, ctx, warning).await
         }
     }
 }

@@ -269,6 +269,39 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     assert_eq!(cols(&next().await)[0], "watched-pool");
     watch.kill().await.ok();
 
+    // Server-side dry runs print what would happen and change nothing.
+    let dry = write(
+        &dir,
+        "dry.yaml",
+        &edited.replace("blockSize: 28", "blockSize: 29"),
+    );
+    let out = k.lines(&["apply", "--dry-run=server", "-f", &dry]).await;
+    assert_eq!(
+        out,
+        [
+            "namespace/web unchanged (server dry run)",
+            "configmap/settings unchanged (server dry run)",
+            "ippool.tartan.dev/test-pool configured (server dry run)"
+        ]
+    );
+    let out = k
+        .lines(&["delete", "--dry-run=server", "ippool", "test-pool"])
+        .await;
+    assert_eq!(
+        out,
+        ["ippool.tartan.dev \"test-pool\" deleted (server dry run)"]
+    );
+    let size = k
+        .lines(&[
+            "get",
+            "ippool",
+            "test-pool",
+            "-o",
+            "jsonpath={.spec.blockSize}",
+        ])
+        .await;
+    assert_eq!(size, ["28"]);
+
     // delete, and the NotFound after it.
     let out = k.lines(&["delete", "ippool", "test-pool"]).await;
     assert_eq!(out, ["ippool.tartan.dev \"test-pool\" deleted"]);
