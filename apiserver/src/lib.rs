@@ -18,6 +18,7 @@
 
 pub mod apply;
 pub mod clock;
+pub mod columns;
 pub mod crd_routes;
 pub mod crds;
 pub mod creations;

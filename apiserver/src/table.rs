@@ -1,14 +1,12 @@
 //! The `Table` form of lists, objects and watch events
 //! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`), which
-//! kubectl asks for to print its default output: the columns the API
-//! server gives each kind here (NAME and AGE; CustomResourceDefinitions
-//! NAME and CREATED AT; ConfigMaps DATA; Namespaces STATUS), and each row
-//! with the object's metadata (or the whole object with
-//! `includeObject=Object`). Pure.
+//! kubectl asks for to print its default output: each kind's columns
+//! ([`crate::columns`]), and each row with the object's metadata (or the
+//! whole object with `includeObject=Object`). Pure.
 
 use serde_json::{Value, json};
 
-use crate::clock::{human_duration, parse_rfc3339};
+use crate::columns::{cells, columns};
 use crate::resources::Served;
 
 /// Whether an Accept header asks for tables first.
@@ -17,81 +15,6 @@ pub fn wants_table(accept: &str) -> bool {
         .split(',')
         .next()
         .is_some_and(|first| first.replace(' ', "").contains("as=Table"))
-}
-
-fn column(name: &str, kind: &str, format: &str, description: &str) -> Value {
-    json!({"name": name, "type": kind, "format": format, "description": description, "priority": 0})
-}
-
-fn columns(served: &Served) -> Vec<Value> {
-    let name = column(
-        "Name",
-        "string",
-        "name",
-        "Name must be unique within a namespace.",
-    );
-    let age = column(
-        "Age",
-        "string",
-        "",
-        "CreationTimestamp is a timestamp representing the server time when this object was created.",
-    );
-    match (served.kind, served.name.as_str()) {
-        (None, _) => vec![
-            name,
-            column(
-                "Created At",
-                "date",
-                "",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-            ),
-        ],
-        (Some(_), "ConfigMap") if served.group.is_empty() => vec![
-            name,
-            column(
-                "Data",
-                "string",
-                "",
-                "Data contains the configuration data.",
-            ),
-            age,
-        ],
-        (Some(_), "Namespace") if served.group.is_empty() => vec![
-            name,
-            column("Status", "string", "", "The status of the namespace"),
-            age,
-        ],
-        _ => vec![name, age],
-    }
-}
-
-fn cells(served: &Served, obj: &Value, now: i64) -> Vec<Value> {
-    let name = obj.pointer("/metadata/name").cloned().unwrap_or_default();
-    let created = obj
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str);
-    let age = created
-        .and_then(parse_rfc3339)
-        .map_or_else(|| "<unknown>".to_string(), |t| human_duration(now - t));
-    match (served.kind, served.name.as_str()) {
-        (None, _) => vec![name, created.unwrap_or_default().into()],
-        (Some(_), "ConfigMap") if served.group.is_empty() => {
-            let count = |k: &str| obj.get(k).and_then(Value::as_object).map_or(0, |m| m.len());
-            vec![
-                name,
-                (count("data") + count("binaryData")).into(),
-                age.into(),
-            ]
-        }
-        (Some(_), "Namespace") if served.group.is_empty() => {
-            let phase = obj
-                .pointer("/status/phase")
-                .and_then(Value::as_str)
-                .unwrap_or("Active");
-            vec![name, phase.into(), age.into()]
-        }
-        _ => vec![name, age.into()],
-    }
 }
 
 fn row(served: &Served, obj: &Value, now: i64, whole: bool) -> Value {

@@ -194,6 +194,9 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     let cm = k.lines(&["get", "cm", "-n", "web"]).await;
     assert_eq!(cols(&cm[0]), ["NAME", "DATA", "AGE"]);
     assert_eq!(cols(&cm[1])[..2], ["settings", "1"]);
+    let ns = k.lines(&["get", "namespaces"]).await;
+    assert_eq!(cols(&ns[0]), ["NAME", "STATUS", "AGE"]);
+    assert_eq!(cols(&ns[1])[..2], ["web", "Active"]);
     let crd_table = k.lines(&["get", "crds"]).await;
     assert_eq!(cols(&crd_table[0]), ["NAME", "CREATED", "AT"]);
     assert_eq!(crd_table.len(), crd_files + 1);
