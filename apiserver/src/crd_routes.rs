@@ -64,7 +64,9 @@ pub async fn serve(
         }
         ("create", None) => writes::create(&objects, body_json(), ctx).await,
         ("update", Some(n)) => writes::replace(&objects, n, body_json(), ctx).await,
-        ("patch", Some(n)) => writes::patch(&objects, n, content_type, body, ctx).await,
+        ("patch", Some(n)) => {
+            crate::patch_request::patch(&objects, n, content_type, body, ctx).await
+        }
         ("delete", Some(n)) if ctx.dry_run => match crds.get(n) {
             Some(c) => json_response(200, &c),
             None => crate::objects::not_found(&objects.served, n),

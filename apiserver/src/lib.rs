@@ -7,7 +7,7 @@
 //! (`request`) and judges it by the roles of install manifests (`rbac`).
 //! For kubectl it serves discovery and enough OpenAPI to validate on the
 //! server (`discovery`, `resources`, `strict`), PATCH in every media type
-//! and server-side apply with managedFields (`writes`, `patch`, `apply`,
+//! and server-side apply with managedFields (`writes`, `patch_request`, `patch`, `apply`,
 //! `fields`), Tables (`table`), field selectors (`fieldsel`) and
 //! CustomResourceDefinitions as objects (`crds`, `crd_routes`).
 //! A second mode, [`Replay`], serves recorded responses verbatim.
@@ -28,6 +28,7 @@ pub mod fieldsel;
 pub mod identity;
 pub mod objects;
 pub mod patch;
+pub mod patch_request;
 pub mod rbac;
 pub mod replay;
 pub mod request;

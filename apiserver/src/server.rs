@@ -294,7 +294,7 @@ impl ApiServer {
             ("patch", None) if route.name.is_some() => {
                 let name = route.name.as_deref().unwrap_or_default();
                 let content_type = header(axum::http::header::CONTENT_TYPE);
-                writes::patch(&objects, name, &content_type, &body, &ctx).await
+                crate::patch_request::patch(&objects, name, &content_type, &body, &ctx).await
             }
             // A dry-run delete answers what it would delete.
             ("delete", None) if dry_run => self.get(&route, &Shape::default()).await,

@@ -1,7 +1,6 @@
-//! Writes as the API server makes them, over any [`Objects`]: create,
-//! replace, and PATCH in its four media types (JSON patch, merge patch,
-//! strategic merge patch for built-in kinds, server-side apply), with
-//! what the server adds to each write: `creationTimestamp` and
+//! Writes as the API server makes them, over any [`Objects`]: create and
+//! replace (PATCH is [`crate::patch_request`]), with what the server adds
+//! to each write: `creationTimestamp` and
 //! `generation` (bumped when anything outside metadata and status
 //! changes), `managedFields` for the write's field manager, and field
 //! validation when the request asks for it.
@@ -12,14 +11,12 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use serde_json::Value;
 
-use crate::apply::apply;
 use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
 use crate::objects::{Objects, bad_request, not_found};
-use crate::patch::{json_patch, merge_patch, strategic_merge};
 use crate::resources::Served;
 use crate::strict::unknown_fields;
-use crate::wire::{json_response, status, status_body};
+use crate::wire::{json_response, status};
 
 /// What a write request says besides its body.
 pub struct Ctx<'a> {
@@ -59,7 +56,7 @@ pub fn dry_run(query: &HashMap<String, String>, body: &Value) -> Result<bool, Re
 /// Store `obj` (created, or replacing the version it carries) and
 /// answer `code` with what was stored; a dry run stores nothing and
 /// answers with `obj`.
-async fn store(
+pub(crate) async fn store(
     o: &impl Objects,
     obj: Value,
     create: bool,
@@ -84,7 +81,7 @@ async fn store(
 impl Ctx<'_> {
     /// `fieldManager`, or as the API server defaults it, the user agent
     /// up to its first `/`.
-    fn manager(&self) -> String {
+    pub(crate) fn manager(&self) -> String {
         match self.query.get("fieldManager").filter(|m| !m.is_empty()) {
             Some(m) => m.clone(),
             None => self
@@ -97,7 +94,7 @@ impl Ctx<'_> {
     }
 }
 
-fn writer<'a>(manager: &'a str, api_version: &'a str, time: &'a str) -> Writer<'a> {
+pub(crate) fn writer<'a>(manager: &'a str, api_version: &'a str, time: &'a str) -> Writer<'a> {
     Writer {
         manager,
         api_version,
@@ -107,7 +104,11 @@ fn writer<'a>(manager: &'a str, api_version: &'a str, time: &'a str) -> Writer<'
 }
 
 /// Field validation of `obj`: `Ok(warning)` or the 400 of `Strict`.
-fn validate(served: &Served, obj: &Value, ctx: &Ctx<'_>) -> Result<Option<String>, Response> {
+pub(crate) fn validate(
+    served: &Served,
+    obj: &Value,
+    ctx: &Ctx<'_>,
+) -> Result<Option<String>, Response> {
     let mode = ctx.query.get("fieldValidation").map(String::as_str);
     match mode {
         None | Some("Ignore") => return Ok(None),
@@ -137,7 +138,7 @@ fn validate(served: &Served, obj: &Value, ctx: &Ctx<'_>) -> Result<Option<String
     )))
 }
 
-fn answer(code: u16, obj: &Value, warning: Option<String>) -> Response {
+pub(crate) fn answer(code: u16, obj: &Value, warning: Option<String>) -> Response {
     let mut r = json_response(code, obj);
     if let Some(w) = warning
         && let Ok(h) = HeaderValue::from_str(&format!("299 - {:?}", w.replace('"', "'")))
@@ -147,7 +148,7 @@ fn answer(code: u16, obj: &Value, warning: Option<String>) -> Response {
     r
 }
 
-fn meta(obj: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
+pub(crate) fn meta(obj: &mut Value) -> Option<&mut serde_json::Map<String, Value>> {
     obj.get_mut("metadata").and_then(Value::as_object_mut)
 }
 
@@ -160,7 +161,7 @@ fn has_generation(served: &Served) -> bool {
 }
 
 /// What the server sets on a new object.
-fn stamp_create(served: &Served, obj: &mut Value, now: i64) {
+pub(crate) fn stamp_create(served: &Served, obj: &mut Value, now: i64) {
     let generation = has_generation(served);
     if let Some(m) = meta(obj) {
         m.insert("creationTimestamp".into(), rfc3339(now).into());
@@ -173,7 +174,7 @@ fn stamp_create(served: &Served, obj: &mut Value, now: i64) {
 
 /// What the server carries over to a new version of `old`: its
 /// creation time, and its generation (one more if the content changed).
-fn stamp_update(old: &Value, new: &mut Value) {
+pub(crate) fn stamp_update(old: &Value, new: &mut Value) {
     let content = |o: &Value| -> Value {
         let mut o = o.clone();
         if let Some(m) = o.as_object_mut() {
@@ -197,7 +198,11 @@ fn stamp_update(old: &Value, new: &mut Value) {
 
 /// Make `obj` the object the request addresses: its type, name and
 /// namespace.
-fn address(o: &impl Objects, obj: &mut Value, name: Option<&str>) -> Result<(), Response> {
+pub(crate) fn address(
+    o: &impl Objects,
+    obj: &mut Value,
+    name: Option<&str>,
+) -> Result<(), Response> {
     let served = o.served();
     if !obj.is_object() {
         return Err(bad_request("the object must be a JSON or YAML map"));
@@ -313,7 +318,7 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
 /// Whether writing `new` over `live` would change nothing but the times
 /// of managedFields: the API server then writes nothing (the
 /// resourceVersion stays, watchers hear nothing).
-fn no_op(live: &Value, new: &Value) -> bool {
+pub(crate) fn no_op(live: &Value, new: &Value) -> bool {
     let untimed = |o: &Value| {
         let mut o = o.clone();
         if let Some(Value::Array(list)) = o.pointer_mut("/metadata/managedFields") {
@@ -327,184 +332,10 @@ fn no_op(live: &Value, new: &Value) -> bool {
 }
 
 /// A request body in JSON or YAML.
-fn parse_body(body: &[u8]) -> Result<Value, Response> {
+pub(crate) fn parse_body(body: &[u8]) -> Result<Value, Response> {
     if let Ok(v) = serde_json::from_slice::<Value>(body) {
         return Ok(v);
     }
     let text = std::str::from_utf8(body).map_err(|e| bad_request(&e.to_string()))?;
     serde_saphyr::from_str::<Value>(text).map_err(|e| bad_request(&e.to_string()))
-}
-
-/// PATCH of `name` with a body of `content_type`.
-pub async fn patch(
-    o: &impl Objects,
-    name: &str,
-    content_type: &str,
-    body: &[u8],
-    ctx: &Ctx<'_>,
-) -> Response {
-    let served = o.served();
-    let media = content_type
-        .split(';')
-        .next()
-        .unwrap_or_default()
-        .trim()
-        .to_ascii_lowercase();
-    // Strategic merge patches are for the built-in kinds the kind table
-    // holds; custom resources and the CRDs themselves take the others.
-    let builtin = served
-        .kind
-        .is_some_and(|k| k.info().group != tartan_api::kind::TARTAN_GROUP);
-    let accepted = if builtin {
-        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
-    } else {
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-    };
-    let known = matches!(
-        media.as_str(),
-        "application/json-patch+json"
-            | "application/merge-patch+json"
-            | "application/apply-patch+yaml"
-    ) || (builtin && media == "application/strategic-merge-patch+json");
-    if !known {
-        return status(
-            415,
-            "UnsupportedMediaType",
-            &format!(
-                "the body of the request was in an unknown format - accepted media types include: {accepted}"
-            ),
-            None,
-        );
-    }
-    let body = match parse_body(body) {
-        Ok(b) => b,
-        Err(r) => return r,
-    };
-    let live = match o.get(name).await {
-        Ok(l) => l,
-        Err(r) => return r,
-    };
-    let (manager, api_version, time) = (ctx.manager(), served.api_version(), rfc3339(ctx.now));
-    let w = writer(&manager, &api_version, &time);
-    if media == "application/apply-patch+yaml" {
-        return server_side_apply(o, name, live, body, ctx, &w).await;
-    }
-    let Some(live) = live else {
-        return not_found(served, name);
-    };
-    let patched = match media.as_str() {
-        "application/merge-patch+json" => Ok(merge_patch(&live, &body)),
-        "application/json-patch+json" => json_patch(&live, &body),
-        _ => strategic_merge(&served.name, &live, &body),
-    };
-    let mut new = match patched {
-        Ok(v) => v,
-        Err(e) => return status(422, "Invalid", &e.to_string(), None),
-    };
-    if let Err(r) = address(o, &mut new, Some(name)) {
-        return r;
-    }
-    // A resourceVersion in the patch is a precondition; none: the live one.
-    let live_rv = live.pointer("/metadata/resourceVersion").cloned();
-    if let Some(m) = meta(&mut new)
-        && m.get("resourceVersion").is_none_or(Value::is_null)
-        && let Some(rv) = live_rv
-    {
-        m.insert("resourceVersion".into(), rv);
-    }
-    let warning = match validate(served, &new, ctx) {
-        Ok(w) => w,
-        Err(r) => return r,
-    };
-    stamp_update(&live, &mut new);
-    track_update(Some(&live), &mut new, &w);
-    if no_op(&live, &new) {
-        return answer(200, &live, warning);
-    }
-    store(o, new, false, 200, ctx, warning).await
-}
-
-async fn server_side_apply(
-    o: &impl Objects,
-    name: &str,
-    live: Option<Value>,
-    mut config: Value,
-    ctx: &Ctx<'_>,
-    w: &Writer<'_>,
-) -> Response {
-    let served = o.served();
-    if ctx.query.get("fieldManager").is_none_or(String::is_empty) {
-        return status(
-            422,
-            "Invalid",
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-            None,
-        );
-    }
-    if let Err(r) = address(o, &mut config, Some(name)) {
-        return r;
-    }
-    // An applied field the kind does not declare fails the API server's
-    // typed conversion whatever the fieldValidation: it answers 500 with
-    // no reason (kubernetes/kubernetes#139253), in these words.
-    let unknown = unknown_fields(served, &config);
-    if !unknown.is_empty() {
-        let errors: Vec<String> = unknown
-            .iter()
-            .map(|f| format!(".{f}: field not declared in schema"))
-            .collect();
-        let errors = match errors.as_slice() {
-            [one] => one.clone(),
-            many => format!("errors:\n  {}", many.join("\n  ")),
-        };
-        let mut body = status_body(
-            500,
-            "",
-            &format!(
-                "failed to create typed patch object ({}/{name}; {}, Kind={}): {errors}",
-                o.namespace().unwrap_or_default(),
-                if served.group.is_empty() {
-                    format!("/{}", served.version)
-                } else {
-                    served.api_version()
-                },
-                served.name
-            ),
-            None,
-        );
-        if let Some(m) = body.as_object_mut() {
-            m.remove("reason");
-        }
-        return json_response(500, &body);
-    }
-    let warning = None;
-    let force = ctx.query.get("force").is_some_and(|f| f == "true");
-    let mut new = match apply(live.as_ref(), &config, w, force) {
-        Ok(v) => v,
-        Err(c) => {
-            return status(
-                409,
-                "Conflict",
-                &c.message(),
-                Some(serde_json::json!({"causes": c.causes()})),
-            );
-        }
-    };
-    match live {
-        None => {
-            stamp_create(served, &mut new, ctx.now);
-            store(o, new, true, 201, ctx, warning).await
-        }
-        Some(live) => {
-            if let (Some(m), Some(rv)) = (meta(&mut new), live.pointer("/metadata/resourceVersion"))
-            {
-                m.insert("resourceVersion".into(), rv.clone());
-            }
-            stamp_update(&live, &mut new);
-            if no_op(&live, &new) {
-                return answer(200, &live, warning);
-            }
-            store(o, new, false, 200, ctx, warning).await
-        }
-    }
 }
