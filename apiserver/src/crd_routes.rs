@@ -1,7 +1,7 @@
 //! Requests for CustomResourceDefinitions
 //! (`/apis/apiextensions.k8s.io/v1/customresourcedefinitions`): get,
-//! list, create, replace, patch and delete as the API server answers
-//! them; watching them is refused with a 405 that says so.
+//! list, watch, create, replace, patch and delete as the API server
+//! answers them.
 
 use axum::response::Response;
 use serde_json::{Value, json};
@@ -21,6 +21,7 @@ pub async fn serve(
     content_type: &str,
     ctx: &Ctx<'_>,
     shape: &Shape,
+    cap: std::time::Duration,
 ) -> Response {
     let Some(r) = attrs.resource.as_ref() else {
         return no_such_resource();
@@ -62,6 +63,12 @@ pub async fn serve(
                 ),
             }
         }
+        ("watch", _) => crate::crd_watch::watch(
+            crds,
+            ctx.query.get("resourceVersion").map(String::as_str),
+            shape.clone(),
+            cap,
+        ),
         ("create", None) => writes::create(&objects, body_json(), ctx).await,
         ("update", Some(n)) => writes::replace(&objects, n, body_json(), ctx).await,
         ("patch", Some(n)) => {
@@ -84,7 +91,7 @@ pub async fn serve(
         _ => status(
             405,
             "MethodNotAllowed",
-            "the stand-in does not serve this method on customresourcedefinitions (watch and deletecollection are not served)",
+            "the stand-in does not serve this method on customresourcedefinitions (deletecollection is not served)",
             None,
         ),
     }

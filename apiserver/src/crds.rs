@@ -1,10 +1,10 @@
 //! CustomResourceDefinitions kept as objects: `kubectl apply -f
 //! deploy/crds/` creates, reads, patches, lists and deletes them as on a
-//! real cluster. They are records only: what the stand-in serves is its
-//! kind table, whatever CRDs are stored (and watching them is not
-//! served).
+//! real cluster, and watches hear of each change (the last
+//! [`HISTORY`] changes are kept to resume from). They are records only:
+//! what the stand-in serves is its kind table, whatever CRDs are stored.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use axum::response::Response;
@@ -13,17 +13,68 @@ use serde_json::{Value, json};
 use crate::objects::{Objects, already_exists, bad_request, conflict, not_found};
 use crate::resources::{Served, crd_resource};
 
+/// How many changes are kept for watches to resume from.
+pub const HISTORY: usize = 1000;
+
 #[derive(Default)]
 struct State {
     objects: BTreeMap<String, Value>,
     revision: u64,
+    /// Recent changes: revision, event type, object.
+    history: VecDeque<(u64, &'static str, Value)>,
+}
+
+impl State {
+    fn changed(&mut self, kind: &'static str, obj: &Value) {
+        self.history.push_back((self.revision, kind, obj.clone()));
+        while self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+    }
 }
 
 /// The stored CustomResourceDefinitions.
-#[derive(Clone, Default)]
-pub struct Crds(Arc<Mutex<State>>);
+#[derive(Clone)]
+pub struct Crds(Arc<Mutex<State>>, Arc<tokio::sync::watch::Sender<u64>>);
+
+impl Default for Crds {
+    fn default() -> Self {
+        Crds(Arc::default(), Arc::new(tokio::sync::watch::channel(0).0))
+    }
+}
+
+/// What a watch reads: the changes after a revision, or that it is too
+/// old (the oldest revision still kept).
+pub enum Since {
+    Changes(Vec<(u64, &'static str, Value)>),
+    Expired(u64),
+}
 
 impl Crds {
+    /// The changes after revision `from`.
+    pub fn since(&self, from: u64) -> Since {
+        let s = self.lock();
+        match s.history.front() {
+            Some((oldest, _, _)) if *oldest > from.saturating_add(1) => Since::Expired(*oldest),
+            _ => Since::Changes(
+                s.history
+                    .iter()
+                    .filter(|(r, _, _)| *r > from)
+                    .cloned()
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Woken at every change.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.1.subscribe()
+    }
+
+    fn notify(&self, revision: u64) {
+        self.1.send_replace(revision);
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -58,7 +109,12 @@ impl Crds {
             return Err(conflict(served, name));
         }
         s.revision += 1;
-        Ok(s.objects.remove(name).unwrap_or(Value::Null))
+        let gone = s.objects.remove(name).unwrap_or(Value::Null);
+        s.changed("DELETED", &gone);
+        let rev = s.revision;
+        drop(s);
+        self.notify(rev);
+        Ok(gone)
     }
 }
 
@@ -120,6 +176,10 @@ impl Objects for CrdObjects {
             "storedVersions": ["v1"],
         });
         s.objects.insert(name, obj.clone());
+        s.changed("ADDED", &obj);
+        let rev = s.revision;
+        drop(s);
+        self.crds.notify(rev);
         Ok(obj)
     }
 
@@ -149,6 +209,10 @@ impl Objects for CrdObjects {
             obj["status"] = st;
         }
         s.objects.insert(name, obj.clone());
+        s.changed("MODIFIED", &obj);
+        let rev = s.revision;
+        drop(s);
+        self.crds.notify(rev);
         Ok(obj)
     }
 }

@@ -20,6 +20,7 @@ pub mod apply;
 pub mod clock;
 pub mod columns;
 pub mod crd_routes;
+pub mod crd_watch;
 pub mod crds;
 pub mod creations;
 pub mod discovery;

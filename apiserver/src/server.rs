@@ -263,6 +263,7 @@ impl ApiServer {
                 &content_type,
                 &ctx,
                 &shape,
+                self.watch_cap,
             )
             .await;
         };

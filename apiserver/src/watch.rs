@@ -34,14 +34,27 @@ pub struct Shape {
 
 impl Shape {
     fn render(&self, o: &DynamicObject) -> Option<Value> {
-        let v = to_wire(o);
-        if !self.fields.matches(&v) {
+        self.render_value(&to_wire(o))
+    }
+
+    /// An object as this watch sends it, if its field selector picks it.
+    pub fn render_value(&self, v: &Value) -> Option<Value> {
+        if !self.fields.matches(v) {
             return None;
         }
-        let rv = o.metadata.resource_version.clone().unwrap_or_default();
+        let rv = v
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         Some(match &self.table {
-            Some((served, whole)) => table(served, &[v], &rv, crate::clock::now(), *whole),
-            None => v,
+            Some((served, whole)) => table(
+                served,
+                std::slice::from_ref(v),
+                rv,
+                crate::clock::now(),
+                *whole,
+            ),
+            None => v.clone(),
         })
     }
 }
