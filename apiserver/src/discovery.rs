@@ -1,9 +1,10 @@
 //! Discovery as kubectl reads it: `/version`, `/api`, `/apis`, each
 //! group version's resource list (names, singular, kind, scope, verbs,
 //! short names, categories), and the OpenAPI v3 documents kubectl asks
-//! for before it writes — only enough of them to tell it that PATCH takes
-//! `fieldValidation` for every kind (so it validates on the server, which
-//! [`crate::strict`] does); no schemas are served. Aggregated discovery is
+//! for before it writes: that PATCH takes `fieldValidation` for every
+//! kind (so it validates on the server, which [`crate::strict`] does),
+//! and the schemas of Tartan's kinds from their CRDs (`kubectl explain`);
+//! the built-in kinds' schemas are not served. Aggregated discovery is
 //! not served: asked for it, the plain documents answer, and kubectl falls
 //! back to them.
 
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use crate::resources::{Served, all};
+use crate::resources::{Served, all, crd_of};
 
 /// The verbs the stand-in serves on every resource (no
 /// deletecollection).
@@ -119,7 +120,23 @@ fn resource_list(gv: &str, list: &[&Served]) -> Value {
 /// with its group-version-kind and the `fieldValidation` parameter.
 fn openapi(gv: &str, list: &[&Served]) -> Value {
     let mut paths = serde_json::Map::new();
+    let mut schemas = serde_json::Map::new();
     for s in list {
+        // Tartan's kinds: their CRD's schema, for `kubectl explain`.
+        if let Some(mut schema) = s
+            .kind
+            .and_then(crd_of)
+            .and_then(|c| c.pointer("/spec/versions/0/schema/openAPIV3Schema"))
+            .cloned()
+        {
+            schema["x-kubernetes-group-version-kind"] =
+                json!([{"group": s.group, "version": s.version, "kind": s.name}]);
+            let group: Vec<&str> = s.group.split('.').rev().collect();
+            schemas.insert(
+                format!("{}.{}.{}", group.join("."), s.version, s.name),
+                schema,
+            );
+        }
         let prefix = openapi_path(gv);
         let scope = if s.namespaced {
             "namespaces/{namespace}/"
@@ -141,7 +158,7 @@ fn openapi(gv: &str, list: &[&Served]) -> Value {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes (Tartan's API server stand-in)", "version": "v1.32.0"},
         "paths": paths,
-        "components": {"schemas": {}}
+        "components": {"schemas": schemas}
     })
 }
 
