@@ -13,7 +13,7 @@ use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
 use crate::objects::{Objects, not_found};
 use crate::patch::{json_patch, merge_patch, strategic_merge};
-use crate::strict::unknown_fields;
+use crate::strict::{display, unknown_fields};
 use crate::wire::{json_response, status, status_body};
 use crate::writes::{
     Ctx, address, answer, meta, no_op, parse_body, stamp_create, stamp_update, store, validate,
@@ -140,7 +140,7 @@ async fn once(
     {
         m.insert("resourceVersion".into(), rv);
     }
-    let warning = match validate(served, &new, ctx) {
+    let warning = match validate(served, &mut new, ctx) {
         Ok(w) => w,
         Err(r) => return (r, false),
     };
@@ -182,7 +182,7 @@ async fn server_side_apply(
     if !unknown.is_empty() {
         let errors: Vec<String> = unknown
             .iter()
-            .map(|f| format!(".{f}: field not declared in schema"))
+            .map(|f| format!(".{}: field not declared in schema", display(f)))
             .collect();
         let errors = match errors.as_slice() {
             [one] => one.clone(),

@@ -12,9 +12,64 @@ use tartan_api::kind::Kind;
 
 use crate::resources::{Served, crd_of};
 
-/// The fields of `obj` (paths such as `spec.foo`) that `served` does not
-/// declare. A value of the wrong type is not reported here.
-pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<String> {
+/// One step into an object: a key, or a list index.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// A field of an object, from its root.
+pub type Field = Vec<Step>;
+
+/// `spec.ports[0].name`, as the API server names a field in messages.
+pub fn display(f: &[Step]) -> String {
+    let mut out = String::new();
+    for step in f {
+        match step {
+            Step::Key(k) if out.is_empty() => out.push_str(k),
+            Step::Key(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+        }
+    }
+    out
+}
+
+/// Remove field `f` from `obj`, as the API server prunes what a kind
+/// does not declare.
+pub fn prune(obj: &mut Value, f: &[Step]) {
+    let Some((last, head)) = f.split_last() else {
+        return;
+    };
+    let mut at = obj;
+    for step in head {
+        let next = match (step, at) {
+            (Step::Key(k), Value::Object(m)) => m.get_mut(k),
+            (Step::Index(i), Value::Array(a)) => a.get_mut(*i),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return;
+        };
+        at = next;
+    }
+    if let (Step::Key(k), Value::Object(m)) = (last, at) {
+        m.remove(k);
+    }
+}
+
+fn with(path: &[Step], step: Step) -> Field {
+    let mut f = path.to_vec();
+    f.push(step);
+    f
+}
+
+/// The fields of `obj` that `served` does not declare. A value of the
+/// wrong type is not reported here.
+pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<Field> {
     let mut out = Vec::new();
     use k8s_openapi::api::coordination::v1 as coord;
     use k8s_openapi::api::core::v1 as core;
@@ -49,11 +104,15 @@ pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<String> {
                         round_trip_value::<
                             k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
                         >(v, &mut meta);
-                        out.extend(meta.into_iter().map(|p| format!("metadata.{p}")));
+                        out.extend(meta.into_iter().map(|p| {
+                            let mut f = vec![Step::Key("metadata".into())];
+                            f.extend(p);
+                            f
+                        }));
                     }
                     _ => match schema.get("properties").and_then(|p| p.get(k)) {
-                        Some(s) => walk(v, s, k.clone(), &mut out),
-                        None => out.push(k.clone()),
+                        Some(s) => walk(v, s, vec![Step::Key(k.clone())], &mut out),
+                        None => out.push(vec![Step::Key(k.clone())]),
                     },
                 }
             }
@@ -63,37 +122,19 @@ pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<String> {
 }
 
 /// Compare `obj` with itself read into `T` and written back.
-fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value, out: &mut Vec<String>) {
-    let Value::Object(m) = obj else {
-        return;
-    };
-    let mut typed = Vec::new();
-    round_trip_value::<T>(obj, &mut typed);
-    // apiVersion and kind are the type's own in k8s-openapi.
-    out.extend(
-        typed
-            .into_iter()
-            .filter(|p| !(p == "apiVersion" || p == "kind") || !m.contains_key(p)),
-    );
+fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value, out: &mut Vec<Field>) {
+    round_trip_value::<T>(obj, out);
 }
 
-fn round_trip_value<T: DeserializeOwned + Serialize>(v: &Value, out: &mut Vec<String>) {
+fn round_trip_value<T: DeserializeOwned + Serialize>(v: &Value, out: &mut Vec<Field>) {
     let Ok(typed) = serde_json::from_value::<T>(v.clone()) else {
         return;
     };
     let back = serde_json::to_value(&typed).unwrap_or(Value::Null);
-    missing(v, &back, String::new(), out);
+    missing(v, &back, Vec::new(), out);
 }
 
-fn join(prefix: &str, k: &str) -> String {
-    if prefix.is_empty() {
-        k.to_string()
-    } else {
-        format!("{prefix}.{k}")
-    }
-}
-
-fn missing(orig: &Value, back: &Value, path: String, out: &mut Vec<String>) {
+fn missing(orig: &Value, back: &Value, path: Field, out: &mut Vec<Field>) {
     match (orig, back) {
         (Value::Object(o), Value::Object(b)) => {
             for (k, v) in o {
@@ -101,15 +142,15 @@ fn missing(orig: &Value, back: &Value, path: String, out: &mut Vec<String>) {
                     continue;
                 }
                 match b.get(k) {
-                    Some(bv) => missing(v, bv, join(&path, k), out),
+                    Some(bv) => missing(v, bv, with(&path, Step::Key(k.clone())), out),
                     None if k == "apiVersion" || k == "kind" => {}
-                    None => out.push(join(&path, k)),
+                    None => out.push(with(&path, Step::Key(k.clone()))),
                 }
             }
         }
         (Value::Array(o), Value::Array(b)) => {
             for (i, (v, bv)) in o.iter().zip(b).enumerate() {
-                missing(v, bv, format!("{path}[{i}]"), out);
+                missing(v, bv, with(&path, Step::Index(i)), out);
             }
         }
         _ => {}
@@ -117,7 +158,7 @@ fn missing(orig: &Value, back: &Value, path: String, out: &mut Vec<String>) {
 }
 
 /// Unknown fields of `v` under a structural schema.
-fn walk(v: &Value, schema: &Value, path: String, out: &mut Vec<String>) {
+fn walk(v: &Value, schema: &Value, path: Field, out: &mut Vec<Field>) {
     if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
         return;
     }
@@ -127,17 +168,19 @@ fn walk(v: &Value, schema: &Value, path: String, out: &mut Vec<String>) {
             let extra = schema.get("additionalProperties");
             for (k, c) in m {
                 match (props.and_then(|p| p.get(k)), extra) {
-                    (Some(s), _) => walk(c, s, join(&path, k), out),
+                    (Some(s), _) => walk(c, s, with(&path, Step::Key(k.clone())), out),
                     (None, Some(Value::Bool(true))) => {}
-                    (None, Some(s @ Value::Object(_))) => walk(c, s, join(&path, k), out),
-                    (None, _) => out.push(join(&path, k)),
+                    (None, Some(s @ Value::Object(_))) => {
+                        walk(c, s, with(&path, Step::Key(k.clone())), out)
+                    }
+                    (None, _) => out.push(with(&path, Step::Key(k.clone()))),
                 }
             }
         }
         Value::Array(a) => {
             if let Some(items) = schema.get("items") {
                 for (i, c) in a.iter().enumerate() {
-                    walk(c, items, format!("{path}[{i}]"), out);
+                    walk(c, items, with(&path, Step::Index(i)), out);
                 }
             }
         }
@@ -152,30 +195,52 @@ mod tests {
     use super::*;
     use crate::resources::{by_type, crd_resource};
 
+    fn names(served: &Served, obj: &Value) -> Vec<String> {
+        let mut v: Vec<String> = unknown_fields(served, obj)
+            .iter()
+            .map(|f| display(f))
+            .collect();
+        v.sort();
+        v
+    }
+
     #[test]
     fn unknown_fields_are_found_for_each_family_of_kinds() {
         let pool = by_type("tartan.dev/v1", "IPPool").unwrap();
         let ok = json!({"apiVersion":"tartan.dev/v1","kind":"IPPool","metadata":{"name":"p","labels":{"a":"b"}},
                         "spec":{"cidr":"10.0.0.0/16"}});
-        assert_eq!(unknown_fields(&pool, &ok), Vec::<String>::new());
-        let bad = json!({"apiVersion":"tartan.dev/v1","kind":"IPPool","metadata":{"name":"p","colour":"red"},
+        assert_eq!(names(&pool, &ok), Vec::<String>::new());
+        let mut bad = json!({"apiVersion":"tartan.dev/v1","kind":"IPPool","metadata":{"name":"p","colour":"red"},
                          "spec":{"cidr":"10.0.0.0/16","bogus":1},"extra":true});
-        let mut got = unknown_fields(&pool, &bad);
-        got.sort();
-        assert_eq!(got, ["extra", "metadata.colour", "spec.bogus"]);
+        assert_eq!(
+            names(&pool, &bad),
+            ["extra", "metadata.colour", "spec.bogus"]
+        );
+        for f in unknown_fields(&pool, &bad.clone()) {
+            prune(&mut bad, &f);
+        }
+        assert_eq!(
+            bad,
+            json!({"apiVersion":"tartan.dev/v1","kind":"IPPool","metadata":{"name":"p"},
+                               "spec":{"cidr":"10.0.0.0/16"}})
+        );
 
         let cm = by_type("v1", "ConfigMap").unwrap();
         let good =
             json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"k":"v"}});
-        assert_eq!(unknown_fields(&cm, &good), Vec::<String>::new());
+        assert_eq!(names(&cm, &good), Vec::<String>::new());
         let bad =
             json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"date":{"k":"v"}});
-        assert_eq!(unknown_fields(&cm, &bad), ["date"]);
+        assert_eq!(names(&cm, &bad), ["date"]);
+        let svc = by_type("v1", "Service").unwrap();
+        let bad =
+            json!({"metadata":{"name":"s"},"spec":{"ports":[{"port":80},{"port":81,"nmae":"x"}]}});
+        assert_eq!(names(&svc, &bad), ["spec.ports[1].nmae"]);
 
         let crd = crd_resource();
         let mut c = crate::resources::tartan_crds()[0].clone();
-        assert_eq!(unknown_fields(&crd, &c), Vec::<String>::new());
+        assert_eq!(names(&crd, &c), Vec::<String>::new());
         c["spec"]["nmaes"] = json!({});
-        assert_eq!(unknown_fields(&crd, &c), ["spec.nmaes"]);
+        assert_eq!(names(&crd, &c), ["spec.nmaes"]);
     }
 }

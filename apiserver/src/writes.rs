@@ -15,7 +15,7 @@ use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
 use crate::objects::{Objects, bad_request, not_found};
 use crate::resources::Served;
-use crate::strict::unknown_fields;
+use crate::strict::{display, prune, unknown_fields};
 use crate::wire::{json_response, status};
 
 /// What a write request says besides its body.
@@ -103,16 +103,19 @@ pub(crate) fn writer<'a>(manager: &'a str, api_version: &'a str, time: &'a str) 
     }
 }
 
-/// Field validation of `obj`: `Ok(warning)` or the 400 of `Strict`.
+/// Field validation of `obj`, when the request asks for it
+/// (`fieldValidation`): `Strict` refuses undeclared fields (400), `Warn`
+/// and `Ignore` drop them as the API server does (`Warn` with a warning
+/// each). Without the parameter nothing is checked. `Ok(warnings)`.
 pub(crate) fn validate(
     served: &Served,
-    obj: &Value,
+    obj: &mut Value,
     ctx: &Ctx<'_>,
 ) -> Result<Option<String>, Response> {
     let mode = ctx.query.get("fieldValidation").map(String::as_str);
     match mode {
-        None | Some("Ignore") => return Ok(None),
-        Some("Strict") | Some("Warn") => {}
+        None => return Ok(None),
+        Some("Strict") | Some("Warn") | Some("Ignore") => {}
         Some(other) => {
             return Err(bad_request(&format!(
                 "fieldValidation: Unsupported value: \"{other}\": supported values: \"Ignore\", \"Strict\", \"Warn\""
@@ -123,27 +126,35 @@ pub(crate) fn validate(
     if unknown.is_empty() {
         return Ok(None);
     }
-    let list = unknown
+    let each: Vec<String> = unknown
         .iter()
-        .map(|f| format!("unknown field \"{f}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if mode == Some("Warn") {
-        return Ok(Some(list));
+        .map(|f| format!("unknown field \"{}\"", display(f)))
+        .collect();
+    if mode == Some("Strict") {
+        return Err(bad_request(&format!(
+            "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+            each.join(", "),
+            kind = served.name,
+            v = served.version
+        )));
     }
-    Err(bad_request(&format!(
-        "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {list}",
-        kind = served.name,
-        v = served.version
-    )))
+    for f in &unknown {
+        prune(obj, f);
+    }
+    Ok((mode == Some("Warn")).then(|| each.join("\n")))
 }
 
 pub(crate) fn answer(code: u16, obj: &Value, warning: Option<String>) -> Response {
     let mut r = json_response(code, obj);
-    if let Some(w) = warning
-        && let Ok(h) = HeaderValue::from_str(&format!("299 - {:?}", w.replace('"', "'")))
-    {
-        r.headers_mut().insert("Warning", h);
+    for w in warning.iter().flat_map(|w| w.lines()) {
+        // `299 - "unknown field \"spec.x\""`: quoted, quotes escaped.
+        let text = format!("299 - \"{}\"", w.replace('\\', "\\\\").replace('"', "\\\""));
+        match HeaderValue::from_str(&text) {
+            Ok(h) => {
+                r.headers_mut().append("Warning", h);
+            }
+            Err(e) => tracing::warn!(warning = %w, error = %e, "a warning that cannot be a header"),
+        }
     }
     r
 }
@@ -263,7 +274,7 @@ pub async fn create(o: &impl Objects, mut obj: Value, ctx: &Ctx<'_>) -> Response
     if let Err(r) = address(o, &mut obj, None) {
         return r;
     }
-    let warning = match validate(o.served(), &obj, ctx) {
+    let warning = match validate(o.served(), &mut obj, ctx) {
         Ok(w) => w,
         Err(r) => return r,
     };
@@ -293,7 +304,7 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
             Some(crate::objects::details(o.served(), name)),
         );
     }
-    let warning = match validate(o.served(), &obj, ctx) {
+    let warning = match validate(o.served(), &mut obj, ctx) {
         Ok(w) => w,
         Err(r) => return r,
     };

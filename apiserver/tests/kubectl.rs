@@ -328,6 +328,19 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
         "{}",
         bad.stderr
     );
+    // Warn: created without the field, with a warning for it.
+    let warned = k.run(&["apply", "--validate=warn", "-f", &typo]).await;
+    assert!(warned.ok, "{}", warned.stderr);
+    assert_eq!(
+        warned.stderr.trim(),
+        "Warning: unknown field \"spec.cidrr\""
+    );
+    assert_eq!(warned.stdout.trim(), "ippool.tartan.dev/typo-pool created");
+    let spec = k
+        .lines(&["get", "ippool", "typo-pool", "-o", "jsonpath={.spec}"])
+        .await;
+    assert_eq!(spec, [r#"{"blockSize":26}"#]);
+    k.lines(&["delete", "ippool", "typo-pool"]).await;
 
     // Server-side apply of an undeclared field fails the typed conversion,
     // as the API server words it.
