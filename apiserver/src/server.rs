@@ -18,12 +18,19 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
 
+use crate::crds::Crds;
+use crate::creations::Creations;
+use crate::fieldsel::FieldSelector;
 use crate::identity::{Tokens, bearer, kubeconfig};
+use crate::objects::{InStore, bad_request};
 use crate::rbac::Policy;
 use crate::request::{Attributes, attributes, parse_query};
+use crate::resources::{Served, find};
 use crate::route::{Route, forbidden, no_such_resource};
-use crate::watch::{Pace, watch};
+use crate::table::{table, wants_table};
+use crate::watch::{Pace, Shape, watch};
 use crate::wire::{item_wire, json_response, status, to_wire};
+use crate::writes::{self, Ctx};
 
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
@@ -56,6 +63,14 @@ pub struct ApiServer {
     pub policy: Option<Arc<Policy>>,
     /// Refuse (403) what the policy does not allow.
     pub enforce: bool,
+    /// The user of requests that carry no token (the old insecure port's
+    /// rule): kubectl sends no token to a plain-HTTP server. `None`: such
+    /// requests are refused 401 once tokens are in use.
+    pub insecure_user: Option<String>,
+    /// CustomResourceDefinitions, kept as objects.
+    pub crds: Crds,
+    /// Creation versions of the objects created here.
+    pub creations: Creations,
 }
 
 pub struct Running {
@@ -108,7 +123,16 @@ impl ApiServer {
             tokens: Tokens::default(),
             policy: None,
             enforce: false,
+            insecure_user: None,
+            crds: Crds::default(),
+            creations: Creations::default(),
         }
+    }
+
+    /// Serve requests without a token as `user` (kubectl over plain HTTP).
+    pub fn with_insecure_user(mut self, user: &str) -> Self {
+        self.insecure_user = Some(user.to_string());
+        self
     }
 
     /// Judge every request by `policy`; with `enforce`, refuse what it
@@ -167,7 +191,11 @@ impl ApiServer {
                 .and_then(|h| h.to_str().ok()),
         );
         let holder = token.and_then(|t| self.tokens.holder(t));
-        let user = holder.as_ref().map(|h| h.user.clone());
+        let user = match (&holder, token) {
+            (Some(h), _) => Some(h.user.clone()),
+            (None, None) => self.insecure_user.clone(),
+            (None, Some(_)) => None,
+        };
         let allowed = self
             .policy
             .as_ref()
@@ -189,24 +217,88 @@ impl ApiServer {
             let who = user.as_deref().unwrap_or("system:anonymous");
             return forbidden(who, &attrs.verb, attrs.resource.as_ref(), &attrs.path);
         }
-        let Some(route) = attrs.resource.as_ref().and_then(Route::of) else {
+        let header = |h: axum::http::HeaderName| {
+            headers
+                .get(h)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let accept = header(axum::http::header::ACCEPT);
+        let options = if method == Method::DELETE {
+            &body_json
+        } else {
+            &Value::Null
+        };
+        let dry_run = match writes::dry_run(&query, options) {
+            Ok(d) => d,
+            Err(resp) => return resp,
+        };
+        let ctx = Ctx {
+            query: &query,
+            user_agent: &header(axum::http::header::USER_AGENT),
+            now: crate::clock::now(),
+            dry_run,
+        };
+        let Some(r) = attrs.resource.as_ref() else {
+            let host = header(axum::http::header::HOST);
+            return match crate::discovery::document(uri.path(), &host) {
+                Some(doc) if method == Method::GET => json_response(200, &doc),
+                _ => no_such_resource(),
+            };
+        };
+        let Some(served) = find(&r.group, &r.version, &r.resource) else {
             return no_such_resource();
+        };
+        let shape = match self.shape(&served, &query, &accept) {
+            Ok(s) => s,
+            Err(resp) => return resp,
+        };
+        let Some(route) = Route::of(r) else {
+            let content_type = header(axum::http::header::CONTENT_TYPE);
+            return crate::crd_routes::serve(
+                &self.crds,
+                &attrs,
+                &body,
+                &content_type,
+                &ctx,
+                &shape,
+                self.watch_cap,
+            )
+            .await;
+        };
+        let objects = InStore {
+            store: &self.store,
+            route: &route,
+            served: served.clone(),
+            creations: &self.creations,
         };
         match (attrs.verb.as_str(), route.subresource.as_deref()) {
             (_, Some(s)) if s != "status" => no_such_resource(),
-            ("get", _) if route.name.is_some() => self.get(&route).await,
-            ("list", None) => self.list(&route, &query).await,
+            ("get", _) if route.name.is_some() => self.get(&route, &shape).await,
+            ("list", None) => self.list(&route, &query, &shape).await,
             ("watch", None) => {
                 let pace = Pace {
                     bookmark_every: self.bookmark_every,
                     cap: self.watch_cap,
                 };
-                watch(&self.store, pace, &route, &query).await
+                watch(&self.store, pace, &route, &query, shape).await
             }
-            ("create", None) => self.create(&route, body_json).await,
+            ("create", None) => writes::create(&objects, body_json, &ctx).await,
+            ("update", None) if route.name.is_some() => {
+                let name = route.name.as_deref().unwrap_or_default();
+                writes::replace(&objects, name, body_json, &ctx).await
+            }
             ("update", sub) if route.name.is_some() => {
                 self.replace(&route, body_json, sub.is_some()).await
             }
+            ("patch", None) if route.name.is_some() => {
+                let name = route.name.as_deref().unwrap_or_default();
+                let content_type = header(axum::http::header::CONTENT_TYPE);
+                crate::patch_request::patch(&objects, name, &content_type, &body, &ctx).await
+            }
+            // A dry-run delete answers what it would delete.
+            ("delete", None) if dry_run => self.get(&route, &Shape::default()).await,
             ("delete", None) => self.delete(&route, body_json).await,
             _ => status(
                 405,
@@ -217,15 +309,47 @@ impl ApiServer {
         }
     }
 
-    async fn get(&self, route: &Route) -> Response {
+    /// How objects go out: the field selector they must match, and
+    /// whether as a Table (asked for in `accept`).
+    fn shape(
+        &self,
+        served: &Served,
+        query: &HashMap<String, String>,
+        accept: &str,
+    ) -> Result<Shape, Response> {
+        let fields = FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str))
+            .map_err(|m| bad_request(&m))?;
+        let whole = query.get("includeObject").is_some_and(|i| i == "Object");
+        Ok(Shape {
+            fields,
+            table: wants_table(accept).then(|| (served.clone(), whole)),
+            creations: self.creations.clone(),
+        })
+    }
+
+    async fn get(&self, route: &Route, shape: &Shape) -> Response {
         let name = route.name.as_deref().unwrap_or_default();
         match self.store.get(&route.key(name)).await {
-            Ok(o) => json_response(200, &to_wire(&o)),
+            Ok(o) => match &shape.table {
+                Some((served, whole)) => {
+                    let rv = o.metadata.resource_version.clone().unwrap_or_default();
+                    json_response(
+                        200,
+                        &table(served, &[to_wire(&o)], &rv, crate::clock::now(), *whole),
+                    )
+                }
+                None => json_response(200, &to_wire(&o)),
+            },
             Err(e) => route.error(name, e),
         }
     }
 
-    async fn list(&self, route: &Route, query: &HashMap<String, String>) -> Response {
+    async fn list(
+        &self,
+        route: &Route,
+        query: &HashMap<String, String>,
+        shape: &Shape,
+    ) -> Response {
         let listing = match self
             .store
             .list(route.kind, route.namespace.as_deref())
@@ -266,6 +390,7 @@ impl ApiServer {
                 })
             });
         }
+        items.retain(|o| shape.fields.matches(&to_wire(o)));
         items.sort_by_cached_key(|o| ObjectKey::of(o).ok());
         let page: Vec<Value> = items
             .iter()
@@ -278,6 +403,12 @@ impl ApiServer {
             metadata["continue"] = format!("{}/{}", offset + page.len(), revision).into();
             metadata["remainingItemCount"] = (items.len() - offset - page.len()).into();
         }
+        if let Some((served, whole)) = &shape.table {
+            let objects: Vec<Value> = items.iter().skip(offset).take(limit).map(to_wire).collect();
+            let mut t = table(served, &objects, &revision, crate::clock::now(), *whole);
+            t["metadata"] = metadata;
+            return json_response(200, &t);
+        }
         let info = route.kind.info();
         json_response(
             200,
@@ -288,18 +419,6 @@ impl ApiServer {
                 "items": page,
             }),
         )
-    }
-
-    async fn create(&self, route: &Route, body: Value) -> Response {
-        let obj: DynamicObject = match serde_json::from_value(body) {
-            Ok(o) => o,
-            Err(e) => return status(400, "BadRequest", &e.to_string(), None),
-        };
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        match self.store.create(obj).await {
-            Ok(o) => json_response(201, &to_wire(&o)),
-            Err(e) => route.error(&name, e),
-        }
     }
 
     /// PUT of an object, or of its `status` subresource.
@@ -363,7 +482,12 @@ impl ApiServer {
             );
         }
         match self.store.delete(&key, precondition.as_deref()).await {
-            Ok(()) => json_response(200, &to_wire(&current)),
+            Ok(()) => {
+                if let Some(uid) = &current.metadata.uid {
+                    self.creations.deleted(uid);
+                }
+                json_response(200, &to_wire(&current))
+            }
             Err(e) => route.error(name, e),
         }
     }

@@ -14,8 +14,50 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, RawEvent, StoreError, WatchScope};
 
+use crate::creations::Creations;
+use crate::fieldsel::FieldSelector;
+use crate::resources::Served;
 use crate::route::Route;
+use crate::table::table;
 use crate::wire::{status_body, to_wire};
+
+/// How a watch's objects go out: only those a field selector picks, as
+/// JSON or as one-row Tables (kubectl's `get -w`).
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub fields: FieldSelector,
+    /// The resource, and whether rows carry whole objects.
+    pub table: Option<(Served, bool)>,
+    /// Creation versions, to tell ADDED from MODIFIED.
+    pub creations: Creations,
+}
+
+impl Shape {
+    fn render(&self, o: &DynamicObject) -> Option<Value> {
+        self.render_value(&to_wire(o))
+    }
+
+    /// An object as this watch sends it, if its field selector picks it.
+    pub fn render_value(&self, v: &Value) -> Option<Value> {
+        if !self.fields.matches(v) {
+            return None;
+        }
+        let rv = v
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Some(match &self.table {
+            Some((served, whole)) => table(
+                served,
+                std::slice::from_ref(v),
+                rv,
+                crate::clock::now(),
+                *whole,
+            ),
+            None => v.clone(),
+        })
+    }
+}
 
 // Short-lived, one at a time: its size does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -24,8 +66,9 @@ enum Ev {
     Tick,
 }
 
-/// Objects not updated since their creation (no revision label) go out
-/// as ADDED, others as MODIFIED; clients map both alike.
+/// For objects written into the store directly (their creation unknown):
+/// those not updated since (no revision label) go out as ADDED, others as
+/// MODIFIED; clients map both alike.
 fn is_first(o: &DynamicObject) -> bool {
     o.metadata
         .labels
@@ -47,6 +90,7 @@ pub async fn watch(
     pace: Pace,
     route: &Route,
     query: &HashMap<String, String>,
+    shape: Shape,
 ) -> Response {
     let from = query
         .get("resourceVersion")
@@ -89,12 +133,17 @@ pub async fn watch(
                     let out = match ev {
                         Ev::Raw(Some(Ok(RawEvent::Put(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
-                            let t = if is_first(&o) { "ADDED" } else { "MODIFIED" };
-                            Some(json!({"type": t, "object": to_wire(&o)}))
+                            let uid = o.metadata.uid.as_deref().unwrap_or_default();
+                            let added = shape
+                                .creations
+                                .is_creation(uid, &last)
+                                .unwrap_or_else(|| is_first(&o));
+                            let t = if added { "ADDED" } else { "MODIFIED" };
+                            shape.render(&o).map(|v| json!({"type": t, "object": v}))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Deleted(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
-                            Some(json!({"type": "DELETED", "object": to_wire(&o)}))
+                            shape.render(&o).map(|v| json!({"type": "DELETED", "object": v}))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Progress(rv)))) => {
                             last = rv;

@@ -1,7 +1,9 @@
 //! `tartan-apiserver`: the API server stand-in as a program. It serves
 //! plain HTTP, writes a kubeconfig per identity into `--dir` (the admin,
 //! and each service account of the `--rbac` manifests), judges requests by
-//! those manifests' roles (refusing with 403 under `--enforce`), and on
+//! those manifests' roles (refusing with 403 under `--enforce`), serves
+//! requests without a token as the admin under `--insecure-admin` (how
+//! kubectl, which sends no token over plain HTTP, gets in), and on
 //! SIGTERM or SIGINT writes every request it saw to `requests.jsonl`.
 
 use std::path::PathBuf;
@@ -33,6 +35,11 @@ struct Cli {
     /// Refuse (403) what the RBAC does not allow.
     #[arg(long, requires = "rbac")]
     enforce: bool,
+    /// Serve requests that carry no token as the admin (the old insecure
+    /// port's rule). kubectl sends no token to a plain-HTTP server, so this
+    /// is how kubectl reaches the stand-in.
+    #[arg(long)]
+    insecure_admin: bool,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
@@ -49,6 +56,9 @@ fn main() -> Result<()> {
             users.push((format!("{ns}.{sa}"), service_account_user(ns, sa)));
         }
         server = server.with_policy(policy, cli.enforce);
+    }
+    if cli.insecure_admin {
+        server = server.with_insecure_user(ADMIN);
     }
     std::fs::create_dir_all(&cli.dir).with_context(|| format!("create {}", cli.dir.display()))?;
     let rt = tokio::runtime::Runtime::new()?;
