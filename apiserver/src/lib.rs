@@ -3,7 +3,8 @@
 //! against it, and the lab. It answers the REST calls Tartan's clients
 //! make in the API server's shapes and words (`server`, `watch`,
 //! `route`, `wire`), names the user of each request by its bearer token
-//! (`identity`), records every request with its RBAC attributes
+//! (`identity`; lifetimes, revocation and the TokenRequest API in
+//! `tokenrequest`), records every request with its RBAC attributes
 //! (`request`) and judges it by the roles of install manifests (`rbac`).
 //! A second mode, [`Replay`], serves recorded responses verbatim.
 
@@ -13,10 +14,11 @@ pub mod replay;
 pub mod request;
 pub mod route;
 pub mod server;
+pub mod tokenrequest;
 pub mod watch;
 pub mod wire;
 
-pub use identity::{Tokens, kubeconfig};
+pub use identity::{Tokens, kubeconfig, kubeconfig_token_file};
 pub use rbac::{Policy, service_account_user};
 pub use replay::Replay;
 pub use request::{Attributes, ResourceRef};
