@@ -174,6 +174,11 @@ fn the_plugin_keeps_wiring_pods_while_tokens_expire() {
 
     // felix's Pod is replaced: the old Pod (and the tokens bound to it)
     // goes, a new Pod's felix starts with a new token of its own.
+    assert!(
+        daemon.is_running(),
+        "felix survives its token's replacement:\n{}",
+        daemon.log_tail(40)
+    );
     daemon.stop();
     api.delete(&ObjectKey::new(
         Kind::Pod,
@@ -233,6 +238,7 @@ fn the_plugin_keeps_wiring_pods_while_tokens_expire() {
     );
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+    assert!(daemon.is_running(), "{}", daemon.log_tail(40));
     daemon.stop();
     assert!(
         wired as u128 >= duration.as_millis() / pace.as_millis() / 2,
