@@ -2,9 +2,10 @@
 //! in the stand-in (every token, TokenRequests cut to it), the plugin
 //! wires a pod (ADD writes its WorkloadEndpoint; DEL removes it) every
 //! half lifetime for the whole run, through three phases of a third each:
-//! felix renewing; felix's own token revoked and replaced in its token
-//! file (as the kubelet rewrites a projected token), which felix must
-//! read again at once; felix's Pod replaced (its process, Pod and token
+//! felix renewing; felix's own token revoked (its renewal fails, is
+//! counted and retried) and then replaced in its token file (as the
+//! kubelet rewrites a projected token), which felix must read again at
+//! its next retry rather than at its client's next reload; felix's Pod replaced (its process, Pod and token
 //! all new), where the tokens bound to the old Pod die with it (the
 //! plugin fails in between) and the new felix writes a new one.
 //!
@@ -98,6 +99,14 @@ fn felix(api: &StandIn, token_file: &Path, pod: &str, uid: &str) -> Daemon {
     Daemon::start(&format!("felix-{pod}"), cmd).unwrap()
 }
 
+/// A sample of felix's metrics (0 when it is not there).
+fn metric(api: &StandIn, name: &str) -> f64 {
+    felix_http_get(&api.netns, "/metrics")
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
 #[test]
 fn the_plugin_keeps_wiring_pods_while_tokens_expire() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
@@ -161,11 +170,21 @@ fn the_plugin_keeps_wiring_pods_while_tokens_expire() {
         std::thread::sleep(pace);
     }
 
-    // felix's own token is revoked and a new one is in its file.
-    let old = felix_token;
+    // felix's own token is revoked: its next renewal fails (counted, and
+    // retried with backoff); a new token in its file, and the next retry
+    // renews. No pod is wired in between.
+    assert!(tokens.revoke(&felix_token));
+    wait(
+        "felix's renewal fails with its token revoked",
+        &daemon,
+        &mut || metric(&api, "tartan_felix_cni_token_refresh_failures_total") >= 1.0,
+    );
+    let renewed = metric(&api, "tartan_felix_cni_token_refreshes_total");
     felix_token = tokens.issue_with(&node, "felix", None, None, true);
     replace_file(&token_file, &felix_token);
-    assert!(tokens.revoke(&old));
+    wait("felix renews with its new token", &daemon, &mut || {
+        metric(&api, "tartan_felix_cni_token_refreshes_total") > renewed
+    });
     eprintln!("{:?}: felix's token revoked and replaced", start.elapsed());
     while start.elapsed() < third * 2 {
         wire(&daemon);
