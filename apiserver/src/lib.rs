@@ -3,7 +3,8 @@
 //! against it, and the lab. It answers the REST calls Tartan's clients
 //! make in the API server's shapes and words (`server`, `watch`,
 //! `route`, `wire`), names the user of each request by its bearer token
-//! (`identity`), records every request with its RBAC attributes
+//! (`identity`; lifetimes, revocation and the TokenRequest API in
+//! `tokenrequest`), records every request with its RBAC attributes
 //! (`request`) and judges it by the roles of install manifests (`rbac`).
 //! For kubectl it serves discovery and enough OpenAPI to validate on the
 //! server (`discovery`, `resources`, `strict`), PATCH in every media type
@@ -38,11 +39,12 @@ pub mod route;
 pub mod server;
 pub mod strict;
 pub mod table;
+pub mod tokenrequest;
 pub mod watch;
 pub mod wire;
 pub mod writes;
 
-pub use identity::{Tokens, kubeconfig};
+pub use identity::{Tokens, kubeconfig, kubeconfig_token_file};
 pub use rbac::{Policy, service_account_user};
 pub use replay::Replay;
 pub use request::{Attributes, ResourceRef};

@@ -4,7 +4,8 @@
 //! subresource, `Status` bodies for 404, 409 AlreadyExists, 409 Conflict,
 //! failed delete preconditions and 422 (messages as the API server words
 //! them). Bearer tokens name the user when any were issued (401 without
-//! one); every request is recorded with its RBAC attributes and, given a
+//! a valid one: `tokenrequest` has their lifetimes and the TokenRequest
+//! API); every request is recorded with its RBAC attributes and, given a
 //! policy, its verdict (refused 403 when enforcing).
 
 use std::collections::HashMap;
@@ -41,7 +42,8 @@ pub struct Recorded {
     pub query: HashMap<String, String>,
     pub body: Value,
     /// The user its token named; `None` when no token was needed or the
-    /// token was not valid (answered 401).
+    /// token was not valid (unknown, expired, revoked, or its Pod gone:
+    /// answered 401).
     pub user: Option<String>,
     /// The client the token was issued to.
     pub client: Option<String>,
@@ -190,7 +192,10 @@ impl ApiServer {
                 .get(axum::http::header::AUTHORIZATION)
                 .and_then(|h| h.to_str().ok()),
         );
-        let holder = token.and_then(|t| self.tokens.holder(t));
+        let holder = match token {
+            Some(t) => self.authenticate(t).await,
+            None => None,
+        };
         let user = match (&holder, token) {
             (Some(h), _) => Some(h.user.clone()),
             (None, None) => self.insecure_user.clone(),
@@ -216,6 +221,9 @@ impl ApiServer {
         if self.enforce && allowed == Some(false) {
             let who = user.as_deref().unwrap_or("system:anonymous");
             return forbidden(who, &attrs.verb, attrs.resource.as_ref(), &attrs.path);
+        }
+        if let Some(r) = crate::tokenrequest::target(&attrs) {
+            return self.token_request(&attrs.verb, r, body_json).await;
         }
         let header = |h: axum::http::HeaderName| {
             headers

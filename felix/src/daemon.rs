@@ -5,6 +5,7 @@
 //!
 //! The parts: [`config`] (what felix is told at startup), [`host`] (the
 //! host's switches), [`servers`] (the health and metrics endpoints),
+//! the CNI plugins' token renewed beside the loop ([`crate::cnitoken`]),
 //! [`watches`] (what is followed), [`fold`] (events into state) and
 //! [`apply`] (the pass that writes the dataplane).
 
@@ -59,6 +60,12 @@ pub async fn run(
     // Beside kube-proxy, its health port (10256) is kube-proxy's.
     let proxy_health = cfg.proxy_health.filter(|_| cfg.services);
     let _servers = servers::spawn(cfg.health, proxy_health, &health);
+    let _cni_token = cfg.cni_token.clone().map(|c| {
+        servers::AbortOnDrop(tokio::spawn(crate::cnitoken::refresh::run(
+            c,
+            health.clone(),
+        )))
+    });
     let mut state = State::default();
     let mut synced = Synced::default();
     let mut dp = Dataplane::new(&cfg.node, routes, tunnels, &health);

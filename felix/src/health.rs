@@ -54,6 +54,13 @@ pub struct Health {
     /// Objects felix watches that it cannot read, by `kind`.
     unreadable: Family<Vec<(String, String)>, Gauge>,
     pub conntrack_deleted: Counter,
+    /// Unix seconds at which the CNI plugins' token (the last one written)
+    /// expires; 0: none written.
+    pub cni_token_expiry: Gauge,
+    /// CNI plugin tokens requested and written.
+    pub cni_token_refreshes: Counter,
+    /// Attempts to request or write one that failed.
+    pub cni_token_failures: Counter,
     /// How long a route pass against the kernel took.
     pub route_apply_seconds: Histogram,
     /// How long a write of the policy table took (a change or the whole).
@@ -95,6 +102,9 @@ impl Health {
             service_failures: Counter::default(),
             unreadable: Family::default(),
             conntrack_deleted: Counter::default(),
+            cni_token_expiry: Gauge::default(),
+            cni_token_refreshes: Counter::default(),
+            cni_token_failures: Counter::default(),
             route_apply_seconds: duration_histogram(),
             policy_write_seconds: duration_histogram(),
             service_write_seconds: duration_histogram(),
@@ -187,6 +197,21 @@ impl Health {
             "conntrack_entries_deleted",
             "UDP and SCTP conntrack entries deleted because their Service endpoint or frontend went away",
             h.conntrack_deleted.clone(),
+        );
+        registry.register(
+            "cni_token_expiry_timestamp_seconds",
+            "When the CNI plugins' token in their kubeconfig expires (Unix seconds; 0: none written)",
+            h.cni_token_expiry.clone(),
+        );
+        registry.register(
+            "cni_token_refreshes",
+            "CNI plugin tokens requested (TokenRequest) and written to their kubeconfig",
+            h.cni_token_refreshes.clone(),
+        );
+        registry.register(
+            "cni_token_refresh_failures",
+            "Requests or writes of the CNI plugins' token that failed (retried with backoff)",
+            h.cni_token_failures.clone(),
         );
         if let Ok(mut r) = h.registry.lock() {
             *r = root;

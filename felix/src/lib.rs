@@ -6,8 +6,12 @@
 //! CNI plugin's pod routes: the plugin makes a pod's route when it wires the
 //! pod, felix keeps it (and repairs it) from then on. bgpd's learned routes
 //! carry 201; neither program touches the other's.
+//!
+//! felix also keeps the CNI plugins' credentials fresh ([`cnitoken`]): a
+//! token of their own service account, renewed before it expires.
 
 pub mod calc;
+pub mod cnitoken;
 pub mod daemon;
 pub mod dataplane;
 pub mod health;

@@ -31,6 +31,12 @@ impl StandIn {
     /// `policy` without refusing any (so that every daemon does all its
     /// work and every request it makes is seen).
     pub fn new(prefix: &str, policy: Policy) -> Result<StandIn> {
+        Self::with_server(prefix, ApiServer::new().with_policy(policy, false))
+    }
+
+    /// `server` (its policy, token lifetime, …) in a new namespace
+    /// `<prefix>…`.
+    pub fn with_server(prefix: &str, server: ApiServer) -> Result<StandIn> {
         let netns = Netns::new(prefix)?;
         let listener = std::thread::scope(|s| {
             s.spawn(|| -> Result<std::net::TcpListener> {
@@ -46,7 +52,6 @@ impl StandIn {
             .worker_threads(2)
             .enable_all()
             .build()?;
-        let server = ApiServer::new().with_policy(policy, false);
         let running = rt.block_on(server.start_on(listener))?;
         Ok(StandIn {
             running,

@@ -5,6 +5,11 @@
 //! requests without a token as the admin under `--insecure-admin` (how
 //! kubectl, which sends no token over plain HTTP, gets in), and on
 //! SIGTERM or SIGINT writes every request it saw to `requests.jsonl`.
+//! With `--token-lifetime`, every token lives that long (TokenRequests
+//! get no longer) and each identity's kubeconfig reads its token from a
+//! file (`tokenFile`, as a projected service account token) that is
+//! rewritten with a new token every third of the lifetime, as the
+//! kubelet rotates projected tokens.
 
 use std::path::PathBuf;
 
@@ -13,7 +18,7 @@ use clap::Parser;
 use serde_json::json;
 use tartan_api::logging::LogFormat;
 use tartan_apiserver::rbac::ADMIN;
-use tartan_apiserver::{ApiServer, Policy, service_account_user};
+use tartan_apiserver::{ApiServer, Policy, Running, kubeconfig_token_file, service_account_user};
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +45,10 @@ struct Cli {
     /// is how kubectl reaches the stand-in.
     #[arg(long)]
     insecure_admin: bool,
+    /// Seconds each token lives (none: for ever). Clients that cache a
+    /// token file for up to a minute (kube-rs does) need more than 90.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    token_lifetime: Option<u64>,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
@@ -49,6 +58,10 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     tartan_api::logging::init(cli.log_format, "info");
     let mut server = ApiServer::new();
+    let lifetime = cli.token_lifetime.map(std::time::Duration::from_secs);
+    if let Some(l) = lifetime {
+        server = server.with_token_lifetime(l);
+    }
     let mut users = vec![("admin".to_string(), ADMIN.to_string())];
     if let Some(dir) = &cli.rbac {
         let policy = Policy::from_dir(dir).with_context(|| format!("RBAC of {}", dir.display()))?;
@@ -68,8 +81,33 @@ fn main() -> Result<()> {
         let running = server.start_on(listener).await?;
         for (file, user) in &users {
             let path = cli.dir.join(format!("kubeconfig-{file}"));
-            std::fs::write(&path, running.kubeconfig_for(user, file))
-                .with_context(|| format!("write {}", path.display()))?;
+            let text = match lifetime {
+                None => running.kubeconfig_for(user, file),
+                Some(_) => {
+                    let token_file = cli.dir.join(format!("token-{file}"));
+                    write_token(&running, &token_file, user, file)?;
+                    kubeconfig_token_file(&running.url, user, &token_file.display().to_string())
+                }
+            };
+            std::fs::write(&path, text).with_context(|| format!("write {}", path.display()))?;
+        }
+        if let Some(l) = lifetime {
+            // The kubelet's rotation: a new token well before the old expires.
+            let (server, users, dir) = (running.server.clone(), users.clone(), cli.dir.clone());
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval((l / 3).max(std::time::Duration::from_millis(100)));
+                tick.tick().await;
+                loop {
+                    tick.tick().await;
+                    for (file, user) in &users {
+                        let token = server.tokens.issue(user, file);
+                        let path = dir.join(format!("token-{file}"));
+                        if let Err(e) = write_atomic(&path, &token) {
+                            tracing::error!(path = %path.display(), error = %e, "could not rotate a token");
+                        }
+                    }
+                }
+            });
         }
         std::fs::write(cli.dir.join("url"), &running.url)?;
         println!("{}", running.url);
@@ -92,4 +130,17 @@ fn main() -> Result<()> {
         std::fs::write(&path, log).with_context(|| format!("write {}", path.display()))?;
         Ok(())
     })
+}
+
+/// A new token for `user` held by `client`, written to `path`.
+fn write_token(running: &Running, path: &std::path::Path, user: &str, client: &str) -> Result<()> {
+    let token = running.server.tokens.issue(user, client);
+    write_atomic(path, &token).with_context(|| format!("write {}", path.display()))
+}
+
+/// `text` to `path` through a temporary file renamed over it.
+fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
 }

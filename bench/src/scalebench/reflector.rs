@@ -1,9 +1,10 @@
 //! A simulated route reflector: an iBGP speaker on a thread inside its
 //! own namespace that connects to the real node, sends every simulated
 //! node's block as a reflected route (ORIGINATOR_ID the node, CLUSTER_LIST
-//! the reflector, NEXT_HOP the reflector itself so that the kernel can
-//! install it), keeps the session alive, and announces new blocks on
-//! demand, telling when each was written.
+//! the reflector, NEXT_HOP one address on the node's link for every route
+//! of both reflectors, as reflection leaves the originator's next hop, so
+//! that the kernel can install it), keeps the session alive, and announces
+//! new blocks on demand, telling when each was written.
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpStream};
@@ -32,11 +33,17 @@ pub struct Reflector {
 }
 
 /// The reflected route for `net`, originated by `originator`.
-fn update(net: Ipv4Net, originator: Ipv4Addr, me: Ipv4Addr, out: &mut Vec<u8>) -> Result<()> {
+fn update(
+    net: Ipv4Net,
+    originator: Ipv4Addr,
+    me: Ipv4Addr,
+    next_hop: Ipv4Addr,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let attrs = PathAttrs {
         origin: Origin::Igp,
         as_path: AsPath { segments: vec![] },
-        next_hop: NextHop::V4(me),
+        next_hop: NextHop::V4(next_hop),
         local_pref: Some(100),
         originator_id: Some(originator),
         cluster_list: vec![me],
@@ -52,10 +59,12 @@ fn update(net: Ipv4Net, originator: Ipv4Addr, me: Ipv4Addr, out: &mut Vec<u8>) -
 
 impl Reflector {
     /// Connects from namespace `netns` (address `me`) to the node at
-    /// `node` and sends `routes` (block, originator) and End-of-RIB.
+    /// `node` and sends `routes` (block, originator) via `next_hop`, and
+    /// End-of-RIB.
     pub fn start(
         netns: &str,
         me: Ipv4Addr,
+        next_hop: Ipv4Addr,
         node: Ipv4Addr,
         routes: Vec<(Ipv4Net, Ipv4Addr)>,
         timeout: Duration,
@@ -67,7 +76,18 @@ impl Reflector {
         let netns = netns.to_string();
         let thread = std::thread::Builder::new()
             .name(format!("rr-{me}"))
-            .spawn(move || run(&netns, me, node, routes, timeout, rx, ready_tx, s))
+            .spawn(move || {
+                run(
+                    &netns,
+                    [me, next_hop],
+                    node,
+                    routes,
+                    timeout,
+                    rx,
+                    ready_tx,
+                    s,
+                )
+            })
             .context("spawn reflector")?;
         let r = Reflector {
             ctl,
@@ -108,7 +128,7 @@ impl Drop for Reflector {
 #[allow(clippy::too_many_arguments)]
 fn run(
     netns: &str,
-    me: Ipv4Addr,
+    [me, next_hop]: [Ipv4Addr; 2],
     node: Ipv4Addr,
     routes: Vec<(Ipv4Net, Ipv4Addr)>,
     timeout: Duration,
@@ -134,7 +154,7 @@ fn run(
         });
         let mut out = Vec::with_capacity(routes.len() * 64 + 64);
         for (net, originator) in &routes {
-            update(*net, *originator, me, &mut out)?;
+            update(*net, *originator, me, next_hop, &mut out)?;
         }
         encode_end_of_rib(Family::Ipv4Unicast, &mut out);
         stream.write_all(&out).context("write the routes")?;
@@ -155,7 +175,7 @@ fn run(
         match ctl.recv_timeout(every) {
             Ok(Ctl::Announce(net, originator, done)) => {
                 let mut out = Vec::new();
-                update(net, originator, me, &mut out)?;
+                update(net, originator, me, next_hop, &mut out)?;
                 let at = Instant::now();
                 stream.write_all(&out)?;
                 let _ = done.send(at);

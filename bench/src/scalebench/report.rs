@@ -29,7 +29,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
     );
     let _ = writeln!(
         md,
-        "One real node ({} `tartan-bgpd` and `tartan-felix` with their default settings, in a network namespace) in an etcd datastore populated as an N-node cluster: N Nodes, each but the real one with a /26 block and its BlockAffinity and {} pods as WorkloadEndpoints; every Node's status posted again every {} s as kubelets do (spread evenly over the interval, {} writers). The route-reflector topology: no node mesh, and the real node peering over iBGP with two simulated reflectors (the project's BGP generator), each carrying every other node's block (ORIGINATOR_ID the node, NEXT_HOP the reflector so that the kernel can install it). {}{}{}\n",
+        "One real node ({} `tartan-bgpd` and `tartan-felix` with their default settings, in a network namespace) in an etcd datastore populated as an N-node cluster: N Nodes, each but the real one with a /26 block and its BlockAffinity and {} pods as WorkloadEndpoints; every Node's status posted again every {} s as kubelets do (spread evenly over the interval, {} writers). The route-reflector topology: no node mesh, and the real node peering over iBGP with two simulated reflectors (the project's BGP generator), each carrying every other node's block (ORIGINATOR_ID the node, CLUSTER_LIST the reflector; the same NEXT_HOP from both, an address on the node's link, so that the kernel can install the route). {}{}{}\n",
         if cfg!(debug_assertions) {
             "debug-build"
         } else {

@@ -68,7 +68,13 @@ pub fn tartan_routes(ns: &str) -> usize {
     Command::new("ip")
         .args(["-n", ns, "-4", "route", "show", "proto", RTPROT_TARTAN])
         .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).lines().count())
+        .map(|o| {
+            // A multipath route continues on indented `nexthop` lines.
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| !l.starts_with(char::is_whitespace))
+                .count()
+        })
         .unwrap_or(0)
 }
 

@@ -124,6 +124,7 @@ pub fn measure(
     let r1 = Reflector::start(
         lab.underlay.node(1).netns.name(),
         rr[0],
+        rr[0],
         node_addr,
         routes.clone(),
         Duration::from_secs(60),
@@ -131,6 +132,7 @@ pub fn measure(
     let _r2 = Reflector::start(
         lab.underlay.node(2).netns.name(),
         rr[1],
+        rr[0],
         node_addr,
         routes,
         Duration::from_secs(60),

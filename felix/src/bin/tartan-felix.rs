@@ -1,10 +1,12 @@
 //! `tartan-felix`: Tartan's node agent.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use tartan_api::logging::LogFormat;
+use tartan_felix::cnitoken::CniToken;
 use tartan_felix::daemon::{Config, run};
 
 #[derive(Parser)]
@@ -34,6 +36,28 @@ struct Cli {
     /// IPs) on nftables: "on", or "off" when kube-proxy does.
     #[arg(long, value_enum, default_value_t = OnOff::On, env = "TARTAN_FELIX_SERVICES")]
     services: OnOff,
+    /// Keep the CNI plugins' kubeconfig at this path fresh: a token of
+    /// their service account (TokenRequest), renewed at 80 % of its
+    /// lifetime, written atomically with mode 0600 (docs/install.md).
+    /// Needs the kubernetes datastore.
+    #[arg(long, env = "TARTAN_FELIX_CNI_KUBECONFIG")]
+    cni_kubeconfig: Option<PathBuf>,
+    /// The CNI plugins' service account.
+    #[arg(long, default_value = "tartan-cni")]
+    cni_service_account: String,
+    /// Its namespace (felix's own, from the downward API).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "tartan-system")]
+    cni_namespace: String,
+    /// The lifetime to ask for the plugins' tokens (at least 600; the API
+    /// server may give less).
+    #[arg(long, default_value_t = 3600, value_parser = clap::value_parser!(i64).range(600..))]
+    cni_token_seconds: i64,
+    /// felix's Pod, from the downward API: the plugins' tokens are bound
+    /// to it, so they die with it.
+    #[arg(long, env = "POD_NAME")]
+    pod_name: Option<String>,
+    #[arg(long, env = "POD_UID")]
+    pod_uid: Option<String>,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
@@ -73,6 +97,22 @@ fn main() -> Result<()> {
                 .with_context(|| format!("--proxy-health-address {a:?} is not HOST:PORT"))?,
         ),
     };
+    let cni_token = match cli.cni_kubeconfig {
+        None => None,
+        Some(_) if cli.datastore.trim() != "kubernetes" => {
+            anyhow::bail!("--cni-kubeconfig needs --datastore kubernetes")
+        }
+        Some(kubeconfig) => Some(CniToken {
+            kubeconfig,
+            namespace: cli.cni_namespace,
+            service_account: cli.cni_service_account,
+            seconds: cli.cni_token_seconds,
+            pod: cli
+                .pod_name
+                .filter(|n| !n.is_empty())
+                .map(|n| (n, cli.pod_uid.filter(|u| !u.is_empty()))),
+        }),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -96,6 +136,7 @@ fn main() -> Result<()> {
                 health,
                 proxy_health,
                 services: cli.services == OnOff::On,
+                cni_token,
             },
             store,
             shutdown,

@@ -1,6 +1,6 @@
 //! What felix is told at startup: which node it runs on, how often it
 //! checks the kernel, where it serves its health endpoints, and whether it
-//! implements Services.
+//! implements Services, and whether it keeps the CNI plugins' token fresh.
 
 use std::time::Duration;
 
@@ -23,4 +23,7 @@ pub struct Config {
     /// neither is watched, a service table left by an earlier felix is
     /// removed, and the proxy health port is not served.
     pub services: bool,
+    /// Keep the CNI plugins' kubeconfig and token fresh
+    /// ([`crate::cnitoken`]); `None`: something else writes it.
+    pub cni_token: Option<crate::cnitoken::CniToken>,
 }

@@ -9,7 +9,7 @@ use tracing::{error, warn};
 use crate::health::Health;
 
 /// Aborts the task when dropped (the health server ends with the loop).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+pub(super) struct AbortOnDrop(pub(super) tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

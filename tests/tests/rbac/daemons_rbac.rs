@@ -11,8 +11,10 @@
 //!   costs no API request: sessions only change the status report bgpd
 //!   writes anyway.
 //! - the CNI plugins `tartan`/`tartan-ipam` (ADD, DEL, STATUS, GC, as a
-//!   container runtime calls them) under the node agent's account, as
-//!   `install-cni.sh` gives it to them today.
+//!   container runtime calls them) under their own account
+//!   (`tartan-system/tartan-cni`), with the kubeconfig felix writes: felix
+//!   requests their token (TokenRequest, bound to its Pod), as in
+//!   deploy/.
 //! - tartan-controllers (`tartan-system/tartan-controllers`): it takes the
 //!   Lease, gives a LoadBalancer Service its address, releases the IPAM
 //!   records of a deleted Node, and gives the Lease up when stopped.
@@ -46,6 +48,7 @@ use crate::scene::{annotation, key, node_3_blocks, of_node, pod, seed, seed_pool
 use crate::verdict::{Unused, judge};
 
 const NODE: &str = "tartan-system/tartan-node";
+const CNI: &str = "tartan-system/tartan-cni";
 const CONTROLLERS: &str = "tartan-system/tartan-controllers";
 const DNS: &str = "kube-system/tartan-dns";
 
@@ -56,14 +59,14 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// lists them too).
 const KEPT_UNUSED: &[Unused] = &[
     Unused {
-        account: NODE,
+        account: CNI,
         verb: "update",
         group: "tartan.dev",
         resource: "ipamhandles",
         why: "an ADD whose IPAMHandle already exists (a retried ADD) adds to it (cni/src/ipam/writes.rs)",
     },
     Unused {
-        account: NODE,
+        account: CNI,
         verb: "update",
         group: "tartan.dev",
         resource: "blockaffinities",
@@ -199,10 +202,25 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
             "bgpd",
         )
         .unwrap();
-    let felix = api
-        .daemon(
-            &target_bin("tartan-felix"),
-            &[
+    // felix runs as the Pod tartan-node-rbac and keeps the CNI plugins'
+    // kubeconfig fresh.
+    let pod_uid = api
+        .create(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "tartan-node-rbac", "namespace": "tartan-system"},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "felix", "image": "tartan"}]}}))
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap_or_default();
+    let cni_kubeconfig = api.dir.join("tartan-kubeconfig");
+    let felix = {
+        let mut cmd = api
+            .command(&target_bin("tartan-felix"), &node, "felix")
+            .unwrap();
+        cmd.env("POD_NAME", "tartan-node-rbac")
+            .env("POD_UID", &pod_uid)
+            .env("POD_NAMESPACE", "tartan-system")
+            .args([
                 "--datastore",
                 "kubernetes",
                 "--node",
@@ -213,11 +231,11 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
                 "none",
                 "--proxy-health-address",
                 "none",
-            ],
-            &node,
-            "felix",
-        )
-        .unwrap();
+                "--cni-kubeconfig",
+                &cni_kubeconfig.display().to_string(),
+            ]);
+        Daemon::start("felix", cmd).unwrap()
+    };
     let controllers = api
         .daemon(
             &target_bin("tartan-controllers"),
@@ -309,7 +327,9 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     // one on node-3 (claiming pool-b's), then a new sandbox of the second
     // (its endpoint replaced), removes the first pod, reports its status
     // and collects garbage (both sandboxes still held).
-    let cni_kubeconfig = api.kubeconfig(&node, "cni").unwrap();
+    wait("felix writes the CNI plugins' kubeconfig", &daemons, || {
+        cni_kubeconfig.exists()
+    });
     let runtime = |n: &str, pool: &str| {
         let conflist = json!({"cniVersion": "1.1.0", "name": "rbac", "plugins": [{
             "type": "tartan", "datastore": "kubernetes",
@@ -410,7 +430,7 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     }
     let v = judge(
         &policy,
-        &[NODE, CONTROLLERS, DNS],
+        &[NODE, CNI, CONTROLLERS, DNS],
         &api.requests(),
         KEPT_UNUSED,
     );

@@ -73,14 +73,18 @@ pub fn seed(api: &StandIn) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The scene's two pools, written once the controllers' first start made
+/// The scene's two pools (pool-a for Linux nodes), written once the controllers' first start made
 /// (and the test removed) the default one: node-1 claims a block of
 /// pool-a, node-3 one of pool-b.
 pub fn seed_pools(api: &StandIn) -> anyhow::Result<()> {
-    for (name, cidr) in [("pool-a", "10.244.0.0/26"), ("pool-b", "10.245.0.0/26")] {
+    // pool-a selects nodes by label: the CNI plugin reads its Node.
+    for (name, cidr, selector) in [
+        ("pool-a", "10.244.0.0/26", "kubernetes.io/os == 'linux'"),
+        ("pool-b", "10.245.0.0/26", "all()"),
+    ] {
         api.create(
             json!({"apiVersion": "tartan.dev/v1", "kind": "IPPool", "metadata": {"name": name},
-               "spec": {"cidr": cidr, "blockSize": 26}}),
+               "spec": {"cidr": cidr, "blockSize": 26, "nodeSelector": selector}}),
         )?;
     }
     Ok(())
