@@ -2,8 +2,9 @@
 //! (`tartan-apiserver`) runs where etcd would, judging every request by
 //! the RBAC of deploy/ and refusing (403) what its roles do not grant.
 //! Each program of the lab gets the kubeconfig of the identity deploy/
-//! gives it: the node's daemons and the CNI plugin the node agent's
-//! service account, tartan-controllers and tartan-dns their own, and the
+//! gives it: the node's daemons the node agent's service account, the CNI
+//! plugin a token of its own that felix renews, tartan-controllers and
+//! tartan-dns their own, and the
 //! operator's tools (`tartan-lab ctl`, and the lab itself where it plays
 //! kubelet and the API server's own controllers) the cluster admin.
 
@@ -49,11 +50,35 @@ pub fn kubeconfig(st: &LabState, who: Identity) -> Option<PathBuf> {
     st.apiserver.as_ref().map(|a| a.dir.join(who.file()))
 }
 
-/// The kubeconfig the CNI plugin of `node` reads; None on etcd. Today the
-/// node agent's, as deploy/'s `install-cni.sh` gives it; this is the one
-/// place to point it elsewhere.
-pub fn cni_kubeconfig(st: &LabState, _node: &str) -> Option<PathBuf> {
-    kubeconfig(st, Identity::Node)
+/// The kubeconfig the CNI plugin of `node` reads; None on etcd. As in
+/// deploy/, felix writes it: a token of the `tartan-cni` service account
+/// (TokenRequest), renewed before it expires (docs/install.md).
+pub fn cni_kubeconfig(st: &LabState, node: &str) -> Option<PathBuf> {
+    st.apiserver
+        .as_ref()
+        .map(|a| a.dir.join(format!("cni-kubeconfig-{node}")))
+}
+
+/// Waits until felix of every node has written its CNI plugin's
+/// kubeconfig (nothing to wait for on etcd).
+pub fn wait_cni_kubeconfigs(st: &LabState, limit: Duration) -> Result<()> {
+    let deadline = Instant::now() + limit;
+    for n in &st.nodes {
+        let Some(path) = cni_kubeconfig(st, &n.name) else {
+            continue;
+        };
+        while !path.exists() {
+            if Instant::now() > deadline {
+                bail!(
+                    "felix on {} wrote no CNI kubeconfig ({}) in {limit:?}; see its log",
+                    n.name,
+                    path.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    Ok(())
 }
 
 /// Gives `cmd` (a program run with `--datastore <st.datastore>`) the

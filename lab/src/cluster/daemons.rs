@@ -48,6 +48,10 @@ pub fn start_daemon(st: &LabState, i: usize, which: Daemon) -> Result<state::Pro
                 "--node",
                 &n.name,
             ]);
+            // felix keeps the CNI plugin's token, as in deploy/.
+            if let Some(k) = super::apiserver::cni_kubeconfig(st, &n.name) {
+                cmd.arg("--cni-kubeconfig").arg(k);
+            }
             dir.join(format!("felix-{}.log", n.name))
         }
     };

@@ -386,6 +386,7 @@ fn build(
         st.save()?;
     }
 
+    super::apiserver::wait_cni_kubeconfigs(&st, Duration::from_secs(60))?;
     say("waiting for the BGP sessions");
     // Dual stack: every node-to-node session twice, over IPv4 and IPv6.
     let per_peer = if o.dual_stack { 2 } else { 1 };

@@ -203,10 +203,12 @@ fn only_the_provoked_request_was_refused(lab: &tartan_lab::cluster::client::LabC
         })
         .filter(|r| r["allowed"] == false)
         .collect();
-    // Every program spoke as its own identity.
+    // Every program spoke as its own identity; the CNI plugin with the
+    // token felix asked for it.
     for user in [
         "kubernetes-admin",
         "system:serviceaccount:tartan-system:tartan-node",
+        "system:serviceaccount:tartan-system:tartan-cni",
         "system:serviceaccount:tartan-system:tartan-controllers",
         "system:serviceaccount:kube-system:tartan-dns",
     ] {
