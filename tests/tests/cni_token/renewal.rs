@@ -13,8 +13,9 @@
 //! tokens of at least ten minutes, and felix's client reads its token file
 //! again at least once a minute (docs/install.md).
 //!
-//! Lifetime and duration: 8 s over 40 s by default (the renewal at 80 %
-//! leaves an ADD 1.4 s or more of the token it read);
+//! Lifetime and duration: 12 s over 48 s by default (the renewal at 80 %
+//! leaves an ADD 2.4 s or more of the token it read, room for a loaded
+//! machine);
 //! `TARTAN_CNI_TOKEN_FULL=1` runs the 60 s over 5 minutes;
 //! `TARTAN_CNI_TOKEN_LIFETIME` and `TARTAN_CNI_TOKEN_DURATION` (seconds)
 //! set either.
@@ -43,7 +44,7 @@ fn seconds_from_env(name: &str) -> Option<u64> {
 /// (token lifetime, test duration).
 fn parameters() -> (Duration, Duration) {
     let full = std::env::var("TARTAN_CNI_TOKEN_FULL").is_ok_and(|v| v == "1");
-    let (l, d) = if full { (60, 300) } else { (8, 40) };
+    let (l, d) = if full { (60, 300) } else { (12, 48) };
     let l = seconds_from_env("TARTAN_CNI_TOKEN_LIFETIME")
         .unwrap_or(l)
         .max(2);
