@@ -4,13 +4,14 @@
 //! make in the API server's shapes and words (`server`, `watch`,
 //! `route`, `wire`), names the user of each request by its bearer token
 //! (`identity`), records every request with its RBAC attributes
-//! (`request`) and judges it by the roles of install manifests (`rbac`).
+//! (`request`; kept in memory or streamed to a file, `request_log`) and judges it by the roles of install manifests (`rbac`).
 //! A second mode, [`Replay`], serves recorded responses verbatim.
 
 pub mod identity;
 pub mod rbac;
 pub mod replay;
 pub mod request;
+pub mod request_log;
 pub mod route;
 pub mod server;
 pub mod watch;
@@ -20,4 +21,5 @@ pub use identity::{Tokens, kubeconfig};
 pub use rbac::{Policy, service_account_user};
 pub use replay::Replay;
 pub use request::{Attributes, ResourceRef};
+pub use request_log::{RequestLog, Verdicts};
 pub use server::{ApiServer, Recorded, Running};
