@@ -221,11 +221,12 @@ async fn run(
     .context("cannot start")?;
     health.set_source(control.clone());
     let publisher = report_to.map(|(store, node)| {
-        tokio::spawn(tartan_bgpd::datastore::publish::publish(
+        tokio::spawn(tartan_bgpd::datastore::publish::publish_recording(
             store,
             node,
             control.clone(),
             std::time::Duration::from_secs(args.status_interval.into()),
+            Some(metrics.durations().status_write.clone()),
         ))
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -1,8 +1,9 @@
 //! How long bgpd's applies and syncs take, as Prometheus histograms
 //! (`tartan_bgp_*_duration_seconds`): the configuration rebuilt from the
 //! datastore's objects, a new configuration taken over by the running
-//! speaker (from the datastore or a reloaded file), and a batch of route
-//! changes written to the kernel.
+//! speaker (from the datastore or a reloaded file), a batch of route
+//! changes written to the kernel, and the node's BGPNodeStatus report
+//! written to the datastore.
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -26,6 +27,9 @@ pub struct Durations {
     /// One batch of best-route changes written to the kernel (the table
     /// read, the writes it needs).
     pub kernel_route_apply: Histogram,
+    /// One write of this node's BGPNodeStatus report (read, then update
+    /// or create).
+    pub status_write: Histogram,
 }
 
 impl Default for Durations {
@@ -34,6 +38,7 @@ impl Default for Durations {
             config_build: duration_histogram(),
             config_apply: duration_histogram(),
             kernel_route_apply: duration_histogram(),
+            status_write: duration_histogram(),
         }
     }
 }
@@ -55,6 +60,11 @@ impl Durations {
             "tartan_bgp_kernel_route_apply_duration_seconds",
             "Time to write one batch of route changes to the kernel, reading its table included",
             self.kernel_route_apply.clone(),
+        );
+        r.register(
+            "tartan_bgp_status_write_duration_seconds",
+            "Time to write this node's BGPNodeStatus report to the datastore",
+            self.status_write.clone(),
         );
     }
 }

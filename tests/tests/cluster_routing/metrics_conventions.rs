@@ -168,6 +168,7 @@ fn every_daemon_names_its_metrics_by_the_conventions_and_logs_json() {
         "tartan_bgp_config_build_duration_seconds",
         "tartan_bgp_config_apply_duration_seconds",
         "tartan_bgp_kernel_route_apply_duration_seconds",
+        "tartan_bgp_status_write_duration_seconds",
     ] {
         assert!(
             bgp.contains(&format!("# TYPE {name} histogram")),

@@ -124,6 +124,7 @@ fn apply_and_sync_durations_are_seconds_histograms() {
         "tartan_bgp_config_build_duration_seconds",
         "tartan_bgp_config_apply_duration_seconds",
         "tartan_bgp_kernel_route_apply_duration_seconds",
+        "tartan_bgp_status_write_duration_seconds",
     ] {
         assert!(
             text.contains(&format!("# TYPE {name} histogram")),
