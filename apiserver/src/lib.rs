@@ -5,7 +5,7 @@
 //! `route`, `wire`), names the user of each request by its bearer token
 //! (`identity`; lifetimes, revocation and the TokenRequest API in
 //! `tokenrequest`), records every request with its RBAC attributes
-//! (`request`) and judges it by the roles of install manifests (`rbac`).
+//! (`request`; kept in memory or streamed to a file, `request_log`) and judges it by the roles of install manifests (`rbac`).
 //! For kubectl it serves discovery and enough OpenAPI to validate on the
 //! server (`discovery`, `resources`, `strict`), PATCH in every media type
 //! and server-side apply with managedFields (`writes`, `patch_request`, `patch`, `apply`,
@@ -35,6 +35,7 @@ pub mod rbac;
 pub mod replay;
 pub mod request;
 pub mod resources;
+pub mod request_log;
 pub mod route;
 pub mod server;
 pub mod strict;
@@ -48,4 +49,5 @@ pub use identity::{Tokens, kubeconfig, kubeconfig_token_file};
 pub use rbac::{Policy, service_account_user};
 pub use replay::Replay;
 pub use request::{Attributes, ResourceRef};
+pub use request_log::{RequestLog, Verdicts};
 pub use server::{ApiServer, Recorded, Running};

@@ -9,7 +9,7 @@
 //! policy, its verdict (refused 403 when enforcing).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -27,6 +27,7 @@ use crate::objects::{InStore, bad_request};
 use crate::rbac::Policy;
 use crate::request::{Attributes, attributes, parse_query};
 use crate::resources::{Served, find};
+use crate::request_log::RequestLog;
 use crate::route::{Route, forbidden, no_such_resource};
 use crate::table::{table, wants_table};
 use crate::watch::{Pace, Shape, watch};
@@ -55,7 +56,8 @@ pub struct Recorded {
 #[derive(Clone)]
 pub struct ApiServer {
     pub store: MemoryStore,
-    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    /// Every request seen (in memory, or streamed to a file).
+    pub requests: RequestLog,
     /// Bookmark interval for watches that ask for bookmarks.
     pub bookmark_every: Duration,
     /// Watches end after this long (the API server's timeoutSeconds cap).
@@ -101,11 +103,7 @@ impl Running {
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
-        self.server
-            .requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.server.requests.requests()
     }
 }
 
@@ -177,10 +175,7 @@ impl ApiServer {
     }
 
     fn record(&self, r: Recorded) {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r);
+        self.requests.push(r);
     }
 
     async fn handle(&self, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {

@@ -94,7 +94,8 @@ fn main() -> std::process::ExitCode {
     }
     run_runtime(async move {
         let health = start_health(args.health);
-        let r = run(args, cfg, None, &health.0, None).await;
+        let metrics = Arc::new(Metrics::new());
+        let r = run(args, cfg, None, &health.0, None, metrics).await;
         health.stop();
         r
     })
@@ -170,16 +171,26 @@ async fn from_datastore(args: Args, spec: String) -> anyhow::Result<()> {
         async move { tartan_bgpd::datastore::autodetect::run(&*store, &node).await }
     });
     let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow(
+    let metrics = Arc::new(Metrics::new());
+    let follower = tokio::spawn(tartan_bgpd::datastore::follow::follow_recording(
         store.clone(),
         node.clone(),
         tx,
+        Some(metrics.durations().config_build.clone()),
     ));
     let first = tokio::select! {
         c = rx.recv() => c.context("the datastore follower stopped")?,
         _ = shutdown_signal() => return Ok(()),
     };
-    let r = run(args, first, Some(rx), &health.0, Some((store, node))).await;
+    let r = run(
+        args,
+        first,
+        Some(rx),
+        &health.0,
+        Some((store, node)),
+        metrics,
+    )
+    .await;
     follower.abort();
     detector.abort();
     health.stop();
@@ -192,9 +203,9 @@ async fn run(
     updates: Option<tokio::sync::mpsc::Receiver<config::Config>>,
     health: &Health<ControlHandle>,
     report_to: Option<(Arc<dyn tartan_api::store::Datastore>, String)>,
+    metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
     info!(router_id = %cfg.router_id, asn = cfg.asn, neighbors = cfg.neighbors.len(), "starting tartan-bgpd");
-    let metrics = Arc::new(Metrics::new());
     let (daemon, control) = Daemon::start(
         cfg,
         DaemonOptions {
@@ -210,11 +221,12 @@ async fn run(
     .context("cannot start")?;
     health.set_source(control.clone());
     let publisher = report_to.map(|(store, node)| {
-        tokio::spawn(tartan_bgpd::datastore::publish::publish(
+        tokio::spawn(tartan_bgpd::datastore::publish::publish_recording(
             store,
             node,
             control.clone(),
             std::time::Duration::from_secs(args.status_interval.into()),
+            Some(metrics.durations().status_write.clone()),
         ))
     });
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

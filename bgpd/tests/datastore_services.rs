@@ -9,13 +9,14 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use prometheus_client::metrics::histogram::Histogram;
 use serde_json::json;
 use tartan_api::resources::{BgpConfiguration, BgpConfigurationSpec};
 use tartan_api::store::Datastore;
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::typed::TypedStore;
 use tartan_bgpd::config::Config;
-use tartan_bgpd::datastore::follow::follow;
+use tartan_bgpd::datastore::follow::{follow, follow_recording};
 use tokio::sync::mpsc;
 
 const LB: &str = "198.51.100.7";
@@ -106,10 +107,18 @@ async fn the_host_route_follows_the_local_endpoint_and_churn_elsewhere_sends_not
         .unwrap();
 
     let (tx, mut rx) = mpsc::channel(8);
-    let f = tokio::spawn(follow(store.clone(), "n1".into(), tx));
+    let builds = Histogram::new([0.001, 1.0]);
+    let f = tokio::spawn(follow_recording(
+        store.clone(),
+        "n1".into(),
+        tx,
+        Some(builds.clone()),
+    ));
     let first = next(&mut rx, Duration::from_secs(5))
         .await
         .expect("a first config");
+    let built = count(&builds);
+    assert!(built >= 1, "the first configuration's build was not timed");
     let all: Vec<String> = first
         .announce
         .iter()
@@ -132,6 +141,11 @@ async fn the_host_route_follows_the_local_endpoint_and_churn_elsewhere_sends_not
         next(&mut rx, Duration::from_millis(500)).await.is_none(),
         "churn that changes nothing here sent a configuration"
     );
+    assert_eq!(
+        count(&builds),
+        built,
+        "churn that changes nothing here rebuilt the configuration"
+    );
 
     // The endpoint comes to n1: the host route is announced.
     let t = Instant::now();
@@ -142,6 +156,7 @@ async fn the_host_route_follows_the_local_endpoint_and_churn_elsewhere_sends_not
         .await
         .expect("a config");
     eprintln!("endpoint here -> configuration: {:?}", t.elapsed());
+    assert!(count(&builds) > built, "the rebuild was not timed");
     assert_eq!(hosts(&c), [format!("{LB}/32")]);
     // The last one goes: withdrawn.
     store
@@ -153,6 +168,18 @@ async fn the_host_route_follows_the_local_endpoint_and_churn_elsewhere_sends_not
         .expect("a config");
     assert!(hosts(&c).is_empty(), "{:?}", hosts(&c));
     f.abort();
+}
+
+/// How many observations `h` holds, read from its exposition.
+fn count(h: &Histogram) -> u64 {
+    let mut r = prometheus_client::registry::Registry::default();
+    r.register("b", "builds", h.clone());
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &r).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("b_count "))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("a count")
 }
 
 /// Figures: a follower for one node of a cluster with `N` Services (a

@@ -1,6 +1,6 @@
 //! Tartan's cluster controllers: what a control plane does for Tartan's
-//! resources beside the agents. [`services`] (ClusterIP, NodePort and
-//! LoadBalancer address allocation, EndpointSlice upkeep), which the lab
+//! resources beside the agents. [`services`] (ClusterIP and NodePort
+//! allocation, EndpointSlice upkeep), which the lab
 //! calls; and the `tartan-controllers` daemon's parts: [`lease`] (leader
 //! election), [`firststart`] (the default IPPools from the ConfigMap
 //! `tartan-config`), [`ipamgc`] (the IPAM records of deleted Nodes) and

@@ -78,14 +78,27 @@ pub fn cluster_ip(lab: &LabCli, name: &str) -> Ipv4Addr {
         .unwrap_or_else(|| panic!("Service {name} has no ClusterIP: {s}"))
 }
 
-/// The first ingress IP of the LoadBalancer Service `default/name`.
+/// The first ingress IP of the LoadBalancer Service `default/name`,
+/// once tartan-controllers have given it one (they pass every 500 ms in
+/// the lab; 20 s is a bound for a slow machine).
 #[track_caller]
 pub fn lb_ip(lab: &LabCli, name: &str) -> Ipv4Addr {
-    let s = service(lab, name);
-    s["status"]["loadBalancer"]["ingress"][0]["ip"]
-        .as_str()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("{name} has no ingress IP: {s}"))
+    let ip = |s: &serde_json::Value| {
+        s["status"]["loadBalancer"]["ingress"][0]["ip"]
+            .as_str()
+            .and_then(|a| a.parse().ok())
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let s = service(lab, name);
+        if let Some(a) = ip(&s) {
+            return a;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!("{name} has no ingress IP: {s}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 pub fn pod_netns(lab: &LabCli, pod: &str) -> String {

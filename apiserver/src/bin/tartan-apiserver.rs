@@ -3,8 +3,10 @@
 //! and each service account of the `--rbac` manifests), judges requests by
 //! those manifests' roles (refusing with 403 under `--enforce`), serves
 //! requests without a token as the admin under `--insecure-admin` (how
-//! kubectl, which sends no token over plain HTTP, gets in), and on
-//! SIGTERM or SIGINT writes every request it saw to `requests.jsonl`.
+//! kubectl, which sends no token over plain HTTP, gets in), and
+//! writes each request to `requests.jsonl` as it comes (one JSON line:
+//! user, client, RBAC verb and request, method, path, verdict), keeping
+//! none in memory, so a long-lived lab does not grow with its requests.
 //! With `--token-lifetime`, every token lives that long (TokenRequests
 //! get no longer) and each identity's kubeconfig reads its token from a
 //! file (`tokenFile`, as a projected service account token) that is
@@ -15,7 +17,6 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use serde_json::json;
 use tartan_api::logging::LogFormat;
 use tartan_apiserver::rbac::ADMIN;
 use tartan_apiserver::{ApiServer, Policy, Running, kubeconfig_token_file, service_account_user};
@@ -74,6 +75,10 @@ fn main() -> Result<()> {
         server = server.with_insecure_user(ADMIN);
     }
     std::fs::create_dir_all(&cli.dir).with_context(|| format!("create {}", cli.dir.display()))?;
+    let log_path = cli.dir.join("requests.jsonl");
+    let server = server
+        .with_request_file(&log_path)
+        .with_context(|| format!("create {}", log_path.display()))?;
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async move {
         let listener = std::net::TcpListener::bind(cli.listen)
@@ -117,17 +122,20 @@ fn main() -> Result<()> {
             _ = term.recv() => {}
             r = tokio::signal::ctrl_c() => r?,
         }
-        let mut log = String::new();
-        for r in running.requests() {
-            let line = json!({
-                "user": r.user, "client": r.client, "verb": r.attributes.verb, "request": r.attributes.to_string(),
-                "method": r.method.as_str(), "path": r.path, "allowed": r.allowed,
-            });
-            log.push_str(&line.to_string());
-            log.push('\n');
-        }
-        let path = cli.dir.join("requests.jsonl");
-        std::fs::write(&path, log).with_context(|| format!("write {}", path.display()))?;
+        running
+            .server
+            .requests
+            .flush()
+            .with_context(|| format!("write {}", log_path.display()))?;
+        let v = running.server.requests.verdicts();
+        tracing::info!(
+            allowed = v.allowed,
+            refused = v.refused,
+            unjudged = v.unjudged,
+            lost = running.server.requests.lost(),
+            file = %log_path.display(),
+            "stopping; every request is in the log"
+        );
         Ok(())
     })
 }

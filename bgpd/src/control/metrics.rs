@@ -1,5 +1,6 @@
 //! Prometheus metrics of the speaker. The daemon updates them; scrapes read
 //! them through [`super::serve_metrics`]. Every update is an atomic op.
+use super::durations::Durations;
 use crate::model::Family as AddressFamily;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -101,6 +102,7 @@ pub struct Metrics {
     rib_prefixes: Family<FamilyLabels, Gauge>,
     bfd_state: Family<PeerLabels, Gauge>,
     bfd_transitions: Family<PeerLabels, Counter>,
+    durations: Durations,
 }
 
 impl Default for Metrics {
@@ -126,6 +128,7 @@ impl Metrics {
             rib_prefixes: Family::default(),
             bfd_state: Family::default(),
             bfd_transitions: Family::default(),
+            durations: Durations::default(),
         };
         m.register()
     }
@@ -199,7 +202,14 @@ impl Metrics {
             "BFD session state changes",
             self.bfd_transitions.clone(),
         );
+        self.durations.register(r);
         self
+    }
+
+    /// The duration histograms, for the parts of the speaker that apply
+    /// and sync.
+    pub fn durations(&self) -> &Durations {
+        &self.durations
     }
 
     /// The series of the BFD session towards `addr` (created at Down).

@@ -5,6 +5,7 @@
 //! The daemon owns its state in one task; this module never reaches into it.
 //! The daemon implements [`ControlSource`] (typically by sending a request
 //! over a channel to its task) and updates [`Metrics`] as things happen.
+mod durations;
 mod error;
 mod health;
 mod metrics;
@@ -16,6 +17,7 @@ mod view;
 #[cfg(test)]
 mod tests;
 
+pub use durations::Durations;
 pub use error::{ControlError, SourceUnavailable};
 pub use health::{
     Health, HealthSource, LIVENESS_TIMEOUT, Verdict, health_router, readiness, serve_health,

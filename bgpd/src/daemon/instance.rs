@@ -101,7 +101,11 @@ impl Daemon {
                 );
             }
             let restarting = !own.is_empty();
-            let (sync, handle) = KernelSync::spawn(k, own);
+            let (sync, handle) = KernelSync::spawn_recording(
+                k,
+                own,
+                options.metrics.durations().kernel_route_apply.clone(),
+            );
             (Some(sync), Some(handle), restarting)
         } else {
             (None, None, false)

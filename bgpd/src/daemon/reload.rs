@@ -126,6 +126,16 @@ impl Daemon {
         if new == self.config {
             return;
         }
+        let started = std::time::Instant::now();
+        self.take_over(new);
+        self.options
+            .metrics
+            .durations()
+            .config_apply
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    fn take_over(&mut self, new: Config) {
         if let Some(key) = restart_needed(&self.config, &new) {
             error!(
                 key,

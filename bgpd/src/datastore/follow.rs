@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use prometheus_client::metrics::histogram::Histogram;
 use tartan_api::Kind;
 use tartan_api::resources::{
     BgpConfiguration, BgpFilter, BgpPeer, IpPool, IpamBlock, TARTAN_NAMESPACE, WorkloadEndpoint,
@@ -295,6 +296,16 @@ impl Seen {
 /// Follow the store for `node`, sending each new configuration. Runs until
 /// the receiver is dropped.
 pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<Config>) {
+    follow_recording(store, node, out, None).await
+}
+
+/// As [`follow`], recording the time of every rebuild in `build_seconds`.
+pub async fn follow_recording(
+    store: Arc<dyn Datastore>,
+    node: String,
+    out: mpsc::Sender<Config>,
+    build_seconds: Option<Histogram>,
+) {
     let (tx, mut rx) = mpsc::channel::<(Kind, WatchEvent)>(1024);
     let mut tasks = Vec::new();
     for kind in WATCHED {
@@ -337,7 +348,12 @@ pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<C
         if !dirty || !seen.all_synced() {
             continue;
         }
-        match build(&seen.inputs(&node)) {
+        let started = std::time::Instant::now();
+        let built = build(&seen.inputs(&node));
+        if let Some(h) = &build_seconds {
+            h.observe(started.elapsed().as_secs_f64());
+        }
+        match built {
             Ok(cfg) => {
                 last_error = None;
                 if last.as_ref() != Some(&cfg) {

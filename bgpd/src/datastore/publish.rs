@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
+use prometheus_client::metrics::histogram::Histogram;
 use tartan_api::resources::{BgpNodeStatus, BgpNodeStatusSpec};
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{Datastore, StoreError};
@@ -30,6 +31,18 @@ pub async fn publish<S: ControlSource>(
     node: String,
     speaker: S,
     refresh: Duration,
+) {
+    publish_recording(store, node, speaker, refresh, None).await
+}
+
+/// As [`publish`], recording the time of every write of the report in
+/// `write_seconds`.
+pub async fn publish_recording<S: ControlSource>(
+    store: Arc<dyn Datastore>,
+    node: String,
+    speaker: S,
+    refresh: Duration,
+    write_seconds: Option<Histogram>,
 ) {
     let refresh = refresh.max(LOOK_EVERY);
     let refresh_seconds = u32::try_from(refresh.as_secs()).unwrap_or(u32::MAX);
@@ -74,7 +87,12 @@ pub async fn publish<S: ControlSource>(
         if !due && written.as_ref().is_some_and(|w| !changed(w, &new)) {
             continue;
         }
-        match write(store.as_ref(), &new).await {
+        let started = Instant::now();
+        let written_now = write(store.as_ref(), &new).await;
+        if let Some(h) = &write_seconds {
+            h.observe(started.elapsed().as_secs_f64());
+        }
+        match written_now {
             Ok(()) => {
                 debug!(node = %node, sessions = new.sessions.len(), "status report written");
                 written = Some(new);

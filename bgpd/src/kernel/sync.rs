@@ -13,6 +13,7 @@ use super::route::{KernelRoute, Nexthop, canonical};
 use super::sync_shared::{Counters, Shared, State};
 use super::sync_task;
 use ipnet::IpNet;
+use prometheus_client::metrics::histogram::Histogram;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{Notify, watch};
@@ -51,6 +52,24 @@ impl KernelSync {
     /// [`Kernel::list_own`] found at start: those routes stay in place
     /// until [`KernelSync::flush_stale`].
     pub fn spawn(kernel: Kernel, initial: Vec<KernelRoute>) -> (KernelSync, KernelSyncHandle) {
+        Self::spawn_inner(kernel, initial, None)
+    }
+
+    /// As [`KernelSync::spawn`], recording the time of every batch in
+    /// `apply_seconds`.
+    pub fn spawn_recording(
+        kernel: Kernel,
+        initial: Vec<KernelRoute>,
+        apply_seconds: Histogram,
+    ) -> (KernelSync, KernelSyncHandle) {
+        Self::spawn_inner(kernel, initial, Some(apply_seconds))
+    }
+
+    fn spawn_inner(
+        kernel: Kernel,
+        initial: Vec<KernelRoute>,
+        apply_seconds: Option<Histogram>,
+    ) -> (KernelSync, KernelSyncHandle) {
         let (applied_tx, applied_rx) = watch::channel(0);
         let state = State {
             stale: initial.iter().map(|r| r.prefix.trunc()).collect(),
@@ -64,6 +83,7 @@ impl KernelSync {
             state: Mutex::new(state),
             wake: Notify::new(),
             counters: Counters::default(),
+            apply_seconds,
             applied: applied_rx,
         });
         let task = tokio::spawn(sync_task::run(kernel, shared.clone(), applied_tx));

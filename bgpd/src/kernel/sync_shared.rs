@@ -3,6 +3,7 @@
 //! counters, and the wake-up.
 
 use ipnet::IpNet;
+use prometheus_client::metrics::histogram::Histogram;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -43,6 +44,8 @@ pub(crate) struct Shared {
     pub(super) state: Mutex<State>,
     pub wake: Notify,
     pub counters: Counters,
+    /// Where the time of each batch is recorded, if anywhere.
+    pub apply_seconds: Option<Histogram>,
     /// The last `queued` value applied; closed when the task ends.
     pub(super) applied: watch::Receiver<u64>,
 }

@@ -56,7 +56,11 @@ pub(crate) async fn run(
             for prefix in batch.keys() {
                 retry.remove(prefix);
             }
+            let started = Instant::now();
             retry.extend(apply(&kernel, &shared.counters, batch, &mut failing).await);
+            if let Some(h) = &shared.apply_seconds {
+                h.observe(started.elapsed().as_secs_f64());
+            }
             if !retry.is_empty() && retry_at.is_none() {
                 retry_at = Some(tokio::time::Instant::now() + RETRY_AFTER);
             }

@@ -149,16 +149,21 @@ pub fn eligible(
 }
 
 /// Addresses never handed out from `pool`: the reservations that overlap
-/// it, and its first and last address (network- and broadcast-like).
+/// it, and its first and last address (network- and broadcast-like),
+/// where it has more than two: a pool of one address (an IPv4 /32, an
+/// IPv6 /128) or two (a /31 or /127, point-to-point as in RFC 3021) has
+/// neither, and gives every address it has.
 pub fn reserved_in(pool: &Pool, reservations: &[IpReservation]) -> Vec<IpNet> {
     let mut out: Vec<IpNet> = reservations
         .iter()
         .flat_map(|r| r.spec.networks())
         .filter(|r| pool.net.contains(r) || r.contains(&pool.net))
         .collect();
-    let host = |a: IpAddr| IpNet::from(a);
-    out.push(host(pool.net.network()));
-    out.push(host(pool.net.broadcast()));
+    if pool.net.max_prefix_len() - pool.net.prefix_len() >= 2 {
+        let host = |a: IpAddr| IpNet::from(a);
+        out.push(host(pool.net.network()));
+        out.push(host(pool.net.broadcast()));
+    }
     out
 }
 
@@ -249,5 +254,35 @@ mod tests {
         // .0/31 keeps .1; .2/31 is all reserved; .4/31 is taken; .6/31
         // keeps .6.
         assert_eq!(free, ["10.0.0.0/31", "10.0.0.6/31"]);
+    }
+
+    #[test]
+    fn pools_of_one_or_two_addresses_keep_no_edges() {
+        let p = |net: &str, block_size| Pool {
+            name: "p".into(),
+            net: net.parse().unwrap(),
+            block_size,
+        };
+        for (net, block, blocks) in [
+            ("10.245.0.0/32", 32, vec!["10.245.0.0/32"]),
+            ("10.245.0.0/31", 32, vec!["10.245.0.0/32", "10.245.0.1/32"]),
+            ("10.245.0.0/31", 31, vec!["10.245.0.0/31"]),
+            ("fd00::5/128", 128, vec!["fd00::5/128"]),
+        ] {
+            let pool = p(net, block);
+            let reserved = reserved_in(&pool, &[]);
+            assert!(reserved.is_empty(), "{net}: {reserved:?}");
+            let free: Vec<String> = free_blocks(&pool, &HashSet::new(), &reserved)
+                .map(|b| b.to_string())
+                .collect();
+            assert_eq!(free, blocks, "{net} in /{block}");
+        }
+        // From four addresses on, the first and last are kept.
+        let four = p("10.245.0.0/30", 32);
+        let reserved = reserved_in(&four, &[]);
+        let free: Vec<String> = free_blocks(&four, &HashSet::new(), &reserved)
+            .map(|b| b.to_string())
+            .collect();
+        assert_eq!(free, ["10.245.0.1/32", "10.245.0.2/32"]);
     }
 }

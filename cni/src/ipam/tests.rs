@@ -90,8 +90,16 @@ async fn a_required_family_without_pool_fails_and_leaves_nothing() {
 async fn second_family_exhausted_undoes_the_first() {
     let s = store();
     add_pool(&s, "v4", "10.10.0.0/16", None).await;
-    // A /127 pool: both addresses are its edges; nothing to give.
+    // A /127 pool whose two addresses are both reserved: nothing to give.
     add_pool(&s, "v6", "fd00::/127", Some(127)).await;
+    s.create_typed(&IpReservation::new(
+        "both",
+        IpReservationSpec {
+            reserved_cidrs: vec!["fd00::/127".into()],
+        },
+    ))
+    .await
+    .unwrap();
     let e = ipam(&s, "n1").assign("net.c1", &attrs()).await.unwrap_err();
     assert!(
         matches!(
@@ -147,6 +155,22 @@ async fn reservations_are_never_handed_out() {
             .starts_with("no free IPv4 address for node n1 in p (10.10.0.0/28)"),
         "{e}"
     );
+}
+
+/// A pool of one address gives it (it has no network or broadcast
+/// address to keep), then is exhausted.
+#[tokio::test]
+async fn a_single_address_pool_gives_its_address() {
+    let s = store();
+    add_pool(&s, "one", "10.245.0.0/32", Some(32)).await;
+    let i = ipam(&s, "n1");
+    let a = i.assign("net.c1", &attrs()).await.unwrap();
+    assert_eq!(a[0].to_string(), "10.245.0.0/32");
+    assert!(matches!(
+        i.assign("net.c2", &attrs()).await,
+        Err(IpamError::Exhausted { .. })
+    ));
+    assert_eq!(i.release("net.c1").await.unwrap().len(), 1);
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! `status.loadBalancer.ingress` is written (a compare-and-swap on the
 //! version read; one that changed meanwhile waits for the next pass).
 //! With no pool at all nothing is written: the addresses are then someone
-//! else's business (the lab's own ranges, another implementation).
+//! else's business (another implementation).
 
 pub mod assign;
 #[cfg(test)]

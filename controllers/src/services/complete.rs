@@ -91,6 +91,9 @@ async fn selves(store: &dyn Datastore, incoming: &[Service]) -> Result<Vec<Servi
     Ok(out)
 }
 
+/// Rounds of read, allocate and compare-and-swap before giving up.
+const CLAIM_ROUNDS: usize = 32;
+
 /// `incoming` completed and claimed, with what their stored versions
 /// held that they do not; or every problem.
 async fn claim(
@@ -99,7 +102,9 @@ async fn claim(
     incoming: &[Service],
 ) -> Result<Result<(Vec<Service>, Release), Vec<String>>, Error> {
     let mut repaired = false;
-    for _ in 0..8 {
+    // Each round some writer wins; with many writing at once, each of
+    // the others may win a round before this one does.
+    for _ in 0..CLAIM_ROUNDS {
         let selves = selves(store, incoming).await?;
         let stored = records::read(store, ranges).await?;
         let Some(bits): Option<Vec<_>> = stored.iter().map(|s| s.bits.clone()).collect() else {
@@ -108,8 +113,8 @@ async fn claim(
             repair_from(store, ranges, &all).await?;
             continue;
         };
-        let [a, b, c]: [_; 3] = bits.try_into().map_err(|_| Error::ServiceMissing)?;
-        let mut held = Held::from_bits(ranges, [a, b, c]);
+        let [a, b]: [_; 2] = bits.try_into().map_err(|_| Error::ServiceMissing)?;
+        let mut held = Held::from_bits(ranges, [a, b]);
         let before = held.clone();
         for s in &selves {
             held.remove(s);
@@ -132,9 +137,9 @@ async fn claim(
         // Claimed now; what the stored versions held stays claimed
         // until the write is done.
         let (old, new) = (before.bits(), held.bits());
-        let union: [_; 3] = std::array::from_fn(|i| new[i].union(old[i]));
+        let union: [_; 2] = std::array::from_fn(|i| new[i].union(old[i]));
         let release = Release(std::array::from_fn(|i| old[i].minus(new[i])));
-        if records::write_claims(store, ranges, &stored, [&union[0], &union[1], &union[2]]).await? {
+        if records::write_claims(store, ranges, &stored, [&union[0], &union[1]]).await? {
             return Ok(Ok((done, release)));
         }
     }

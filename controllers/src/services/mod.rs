@@ -1,10 +1,10 @@
-//! The control plane's Service parts, as the API server, a load-balancer
-//! controller and the EndpointSlice controller play them:
+//! The control plane's Service parts, as the API server and the
+//! EndpointSlice controller play them (LoadBalancer addresses are
+//! [`crate::lbpool`]'s, from LoadBalancerIPPools):
 //!
 //! - [`complete`] gives each Service being written what the API server
-//!   and a load-balancer controller would ([`alloc`]: ClusterIP from the
-//!   service range, NodePorts, LoadBalancer ingress IPs from the LB
-//!   range), claiming it in the ranges' allocation records
+//!   would ([`alloc`]: ClusterIP from the service range, NodePorts),
+//!   claiming it in the ranges' allocation records
 //!   ([`records`]: one bitmap per range, compare-and-swap) instead of
 //!   listing the Services; a refused allocation gives every problem and
 //!   claims nothing. What a written Service no longer holds, or a deleted

@@ -1,6 +1,6 @@
 //! The Service ranges' allocation records in the datastore: one
-//! RangeAllocation per range (`service-cluster-ips`, `service-node-ports`,
-//! `service-lb-ips`), each a bitmap of the range, read by name and
+//! RangeAllocation per range (`service-cluster-ips`, `service-node-ports`),
+//! each a bitmap of the range, read by name and
 //! written with compare-and-swap on its resourceVersion, so that two
 //! writers never hand out one member and a write reads no Service but
 //! its own.
@@ -17,12 +17,8 @@ use super::alloc::Ranges;
 use super::alloc::bitmap::Bitmap;
 use super::alloc::held::Held;
 
-/// The records' names: service range, NodePorts, LoadBalancer range.
-pub const NAMES: [&str; 3] = [
-    "service-cluster-ips",
-    "service-node-ports",
-    "service-lb-ips",
-];
+/// The records' names: service range, NodePorts.
+pub const NAMES: [&str; 2] = ["service-cluster-ips", "service-node-ports"];
 
 /// One record as read.
 #[derive(Clone, Debug)]
@@ -35,16 +31,15 @@ pub struct Stored {
 }
 
 /// The ranges as the records name them.
-fn range_texts(r: &Ranges) -> [String; 3] {
+fn range_texts(r: &Ranges) -> [String; 2] {
     [
         r.service.to_string(),
         format!("{}-{}", r.node_ports.start(), r.node_ports.end()),
-        r.lb.to_string(),
     ]
 }
 
 /// The lengths of the ranges, refused when a bitmap would be too large.
-pub fn lengths(r: &Ranges) -> Result<[u64; 3], Error> {
+pub fn lengths(r: &Ranges) -> Result<[u64; 2], Error> {
     let l = Held::lengths(r);
     if let Some(big) = l.iter().position(|n| *n > RANGE_MAX_MEMBERS) {
         return Err(Error::RangeTooLarge(range_texts(r)[big].clone()));
@@ -76,13 +71,9 @@ async fn read_one(store: &dyn Datastore, r: &Ranges, i: usize) -> Result<Stored,
     })
 }
 
-/// The three records.
-pub async fn read(store: &dyn Datastore, r: &Ranges) -> Result<[Stored; 3], Error> {
-    Ok([
-        read_one(store, r, 0).await?,
-        read_one(store, r, 1).await?,
-        read_one(store, r, 2).await?,
-    ])
+/// The two records.
+pub async fn read(store: &dyn Datastore, r: &Ranges) -> Result<[Stored; 2], Error> {
+    Ok([read_one(store, r, 0).await?, read_one(store, r, 1).await?])
 }
 
 /// Record `i` written as `bits` over `stored`; `false` on a conflict.
@@ -125,8 +116,8 @@ async fn write_one(
 pub async fn write(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 3],
-    new: [&Bitmap; 3],
+    stored: &[Stored; 2],
+    new: [&Bitmap; 2],
 ) -> Result<bool, Error> {
     Ok(write_upto(store, r, stored, new).await?.is_none())
 }
@@ -135,10 +126,10 @@ pub async fn write(
 async fn write_upto(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 3],
-    new: [&Bitmap; 3],
+    stored: &[Stored; 2],
+    new: [&Bitmap; 2],
 ) -> Result<Option<usize>, Error> {
-    for i in 0..3 {
+    for i in 0..2 {
         if stored[i].bits.as_ref() == Some(new[i]) {
             continue;
         }
@@ -155,8 +146,8 @@ async fn write_upto(
 pub async fn write_claims(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 3],
-    new: [&Bitmap; 3],
+    stored: &[Stored; 2],
+    new: [&Bitmap; 2],
 ) -> Result<bool, Error> {
     let Some(failed) = write_upto(store, r, stored, new).await? else {
         return Ok(true);

@@ -12,9 +12,9 @@ use super::alloc::Ranges;
 use super::alloc::held::Held;
 use super::records;
 
-/// Members to free, per range (service, NodePorts, LB), as offsets.
+/// Members to free, per range (service, NodePorts), as offsets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Release(pub [Vec<u64>; 3]);
+pub struct Release(pub [Vec<u64>; 2]);
 
 impl Release {
     pub fn is_empty(&self) -> bool {
@@ -54,7 +54,7 @@ pub async fn release(
                 b.put(*i, false);
             }
         }
-        if records::write(store, ranges, &stored, [&bits[0], &bits[1], &bits[2]]).await? {
+        if records::write(store, ranges, &stored, [&bits[0], &bits[1]]).await? {
             return Ok(());
         }
     }

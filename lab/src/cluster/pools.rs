@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use serde_json::json;
 use tartan_api::mtu::{Encapsulation, Family, encapsulated_mtu};
 use tartan_api::resources::ippool::EncapMode;
-use tartan_api::resources::{IpPool, IpPoolSpec};
+use tartan_api::resources::{IpPool, IpPoolSpec, LoadBalancerIpPool, LoadBalancerIpPoolSpec};
 use tartan_api::store::typed::{Resource, TypedStore};
 use tartan_api::store::{Datastore, StoreError};
 use tartan_api::tartan_config::{
@@ -82,6 +82,17 @@ pub async fn write_pools(store: &dyn Datastore, o: &UpOptions) -> Result<()> {
     pool.vxlan_mode = o.vxlan_mode;
     pool.ipip_mode = o.ipip_mode;
     create_or_keep(store, &IpPool::new(DEFAULT_IPV4_POOL, pool)).await
+}
+
+/// The LoadBalancerIPPool `up` makes of the lab's LoadBalancer range.
+pub const LB_POOL: &str = "lab-lb";
+
+/// The LoadBalancerIPPool [`LB_POOL`] of `lb_cidr` (kept when it exists):
+/// tartan-controllers give LoadBalancer Services their addresses from it,
+/// the lab's `ctl` gives none.
+pub async fn write_lb_pool(store: &dyn Datastore, lb_cidr: &str) -> Result<()> {
+    let pool = LoadBalancerIpPool::new(LB_POOL, LoadBalancerIpPoolSpec::new(&[lb_cidr]));
+    create_or_keep(store, &pool).await
 }
 
 /// On the Kubernetes datastore: the cluster's Namespaces and the

@@ -3,8 +3,10 @@
 //!
 //! - `tartan-lab ctl apply|create|replace -f …` reads and checks the
 //!   files as tartanctl does, has each Service completed (ClusterIP from
-//!   the lab's service range, NodePorts, LoadBalancer ingress IPs from
-//!   its LB range, claimed in the ranges' allocation records), and hands
+//!   the lab's service range, NodePorts, claimed in the ranges'
+//!   allocation records; LoadBalancer ingress addresses are
+//!   tartan-controllers' to give, from the LoadBalancerIPPool `up` makes
+//!   of the lab's LB range), and hands
 //!   tartanctl the completed objects; a refused allocation writes
 //!   nothing. Once tartanctl has written them, what the Services no
 //!   longer hold (a NodePort Service turned ClusterIP) is freed.
@@ -39,14 +41,9 @@ use super::state::{self, LabState};
 
 /// The lab's ranges.
 pub fn ranges(st: &LabState) -> Result<Ranges> {
-    Ok(Ranges::new(
-        st.service_cidr
-            .parse()
-            .with_context(|| format!("service range {:?}", st.service_cidr))?,
-        st.lb_cidr
-            .parse()
-            .with_context(|| format!("LoadBalancer range {:?}", st.lb_cidr))?,
-    ))
+    Ok(Ranges::new(st.service_cidr.parse().with_context(|| {
+        format!("service range {:?}", st.service_cidr)
+    })?))
 }
 
 /// An exclusive lock on the lab's control plane, released on drop.

@@ -74,7 +74,8 @@ pub struct LabState {
     /// ClusterIPs are allocated from here.
     #[serde(default = "default_service_cidr")]
     pub service_cidr: String,
-    /// LoadBalancer ingress IPs are allocated from here.
+    /// LoadBalancer ingress IPs come from here: the LoadBalancerIPPool
+    /// `lab-lb` of it, which tartan-controllers give from.
     #[serde(default = "default_lb_cidr")]
     pub lb_cidr: String,
     /// tartan-dns, in node-1's namespace ([`super::dns`]).

@@ -366,6 +366,12 @@ fn build(
         rt.block_on(super::pools::write_pools(&*store, o))?;
         ""
     };
+    rt.block_on(super::pools::write_lb_pool(&*store, &st.lb_cidr))?;
+    say(&format!(
+        "LoadBalancerIPPool {} {}: tartan-controllers give LoadBalancer Services their addresses",
+        super::pools::LB_POOL,
+        st.lb_cidr
+    ));
     if o.dual_stack {
         say(&format!("IPPool default-ipv6 {DEFAULT_POOL6}{origin}"));
     }
@@ -451,8 +457,10 @@ fn build(
         )),
     }
     say(&format!(
-        "Services: ClusterIPs from {}, NodePorts from 30000-32767, LoadBalancer IPs from {}",
-        st.service_cidr, st.lb_cidr
+        "Services: ClusterIPs from {}, NodePorts from 30000-32767, LoadBalancer IPs from {} (LoadBalancerIPPool {})",
+        st.service_cidr,
+        st.lb_cidr,
+        super::pools::LB_POOL
     ));
     Ok(st)
 }

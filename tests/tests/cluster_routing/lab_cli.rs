@@ -177,8 +177,8 @@ fn kubernetes_only(lab: &tartan_lab::cluster::client::LabCli, out: &str) {
     lab.ok(&["ctl", "get", "ippool", "default-ipv4"]);
 }
 
-/// Stops the lab's API server, which then writes every request it saw
-/// (`requests.jsonl`): under deploy/'s enforced RBAC nothing the lab and
+/// Stops the lab's API server and reads every request it saw
+/// (`requests.jsonl`, written as they came): under deploy/'s enforced RBAC nothing the lab and
 /// its programs did was refused, but the node agent's delete of a pool
 /// in [`kubernetes_only`].
 fn only_the_provoked_request_was_refused(lab: &tartan_lab::cluster::client::LabCli) {

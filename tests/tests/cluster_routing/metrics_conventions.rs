@@ -3,7 +3,8 @@
 //! tartan-dns and tartan-controllers run in a two-node lab with `--log-format json`; each
 //! `/metrics` is scraped once their work has begun (a BGP session
 //! Established, a DNS query answered) and checked by
-//! `tartan_tests::metric_names`.
+//! `tartan_tests::metric_names`; bgpd's apply and sync histograms are
+//! there and have samples.
 
 use std::time::Duration;
 
@@ -158,6 +159,32 @@ fn every_daemon_names_its_metrics_by_the_conventions_and_logs_json() {
         let p = problems(&text, prefix);
         assert!(p.is_empty(), "{addr}: {p:#?}\n{text}");
     }
+    // What bgpd applies or syncs is timed in a `_seconds` histogram: its
+    // configuration rebuilt from the datastore (done before the session
+    // came up) and taken over, its kernel route batches (none here: no
+    // node has a block yet).
+    let bgp = scrape(&lab, "127.0.0.1:9179");
+    for name in [
+        "tartan_bgp_config_build_duration_seconds",
+        "tartan_bgp_config_apply_duration_seconds",
+        "tartan_bgp_kernel_route_apply_duration_seconds",
+        "tartan_bgp_status_write_duration_seconds",
+    ] {
+        assert!(
+            bgp.contains(&format!("# TYPE {name} histogram")),
+            "{name} missing:\n{bgp}"
+        );
+    }
+    let builds: u64 = bgp
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("tartan_bgp_config_build_duration_seconds_count")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0);
+    assert!(builds >= 1, "no configuration build recorded:\n{bgp}");
     for d in bgpd.iter().chain([&felix, &dns, &controllers]) {
         json_lines(d);
     }

@@ -326,3 +326,23 @@ fn adds_killed_midway_leave_nothing_after_gc() {
     let a = address(&rt.add(&c).unwrap());
     assert!(!all.iter().any(|(x, _, _)| *x == a));
 }
+
+/// A pool of one address (`/32`, blocks of 32) gives that address to the
+/// first pod: it has no network or broadcast address to keep. The next
+/// ADD finds none free.
+#[test]
+fn a_single_address_pool_gives_its_one_address() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab_with_pool(1, "one", "10.95.0.0/32", Some(32));
+    let rt = lab.plain(0);
+    let (_ns, c) = lab.pod("default", "solo").unwrap();
+    let r = rt.add(&c).unwrap();
+    assert_eq!(address(&r), "10.95.0.0".parse::<IpAddr>().unwrap());
+    let (_ns2, c2) = lab.pod("default", "second").unwrap();
+    let e = rt.add(&c2).unwrap_err().to_string();
+    assert!(
+        e.contains("no free IPv4 address for node node-1 in one (10.95.0.0/32)"),
+        "{e}"
+    );
+    rt.del(&c, Some(&r)).unwrap();
+}

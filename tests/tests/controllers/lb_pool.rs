@@ -1,5 +1,5 @@
-//! A LoadBalancer Service gets its address from a LoadBalancerIPPool
-//! (not the lab's own LoadBalancer range), a BIRD top-of-rack router
+//! A LoadBalancer Service gets its address from the LoadBalancerIPPool
+//! it names (not the lab's own pool of its LoadBalancer range), a BIRD top-of-rack router
 //! learns it over BGP, and loses it when the Service is deleted. The two
 //! controller replicas: one leads and only it writes; killed, the other
 //! takes over and serves the next Service; never both lead.
@@ -158,7 +158,9 @@ spec:
 ---
 apiVersion: v1
 kind: Service
-metadata: {{name: loc}}
+metadata:
+  name: loc
+  annotations: {{tartan.dev/loadbalancer-ip-pool: lab-public}}
 spec:
   type: LoadBalancer
   externalTrafficPolicy: Local
@@ -167,7 +169,8 @@ spec:
 "
         ),
     );
-    // The pool's lowest address replaces the lab's own choice.
+    // The named pool's lowest address (not one of the lab's pool lab-lb,
+    // which every other LoadBalancer Service draws from).
     let (ip, took) = pool_address(&lab, "loc");
     assert_eq!(ip, Ipv4Addr::new(198, 18, 50, 0));
     let prefix = format!("{ip}/32");
@@ -197,10 +200,13 @@ spec:
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     apply_ok(
         &lab,
-        &service_yaml(
-            "again",
-            "{type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: loc}, ports: [{port: 80, targetPort: 8080}]}",
-        ),
+        "apiVersion: v1
+kind: Service
+metadata:
+  name: again
+  annotations: {tartan.dev/loadbalancer-ip-pool: lab-public}
+spec: {type: LoadBalancer, externalTrafficPolicy: Local, selector: {app: loc}, ports: [{port: 80, targetPort: 8080}]}
+",
     );
     let (ip2, _) = pool_address(&lab, "again");
     assert_eq!(ip2, ip, "the deleted Service's address is free again");

@@ -8,6 +8,8 @@
 //! (another address) takes its place: each client's traffic reaches the
 //! new pod within 2 s of its creation. Without felix deleting the old
 //! entries, the client kept them alive and kept sending to the dead pod.
+//! On etcd and on the Kubernetes datastore; the LoadBalancer IP comes
+//! from tartan-controllers on both.
 
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,7 +109,20 @@ impl Drop for PinnedClient {
 #[test]
 fn udp_traffic_follows_a_replaced_backend() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
-    let lab = up("ucl", 2);
+    udp_traffic_follows_a_replaced_backend_on(tartan_tests::Datastore::Etcd, "ucl");
+}
+
+/// The same on the Kubernetes datastore: the LoadBalancer address comes
+/// from tartan-controllers (the lab's pool `lab-lb`) through the API
+/// server stand-in, as every Service's does.
+#[test]
+fn udp_traffic_follows_a_replaced_backend_on_kubernetes() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    udp_traffic_follows_a_replaced_backend_on(tartan_tests::Datastore::Kubernetes, "uck");
+}
+
+fn udp_traffic_follows_a_replaced_backend_on(datastore: tartan_tests::Datastore, prefix: &str) {
+    let lab = up_on(prefix, 2, datastore);
     let _old = server_pod(&lab, "u-1", "node-2", "app=u");
     let client = client_pod(&lab, "default/c-1", "node-1");
     apply_ok(

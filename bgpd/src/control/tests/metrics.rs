@@ -111,3 +111,31 @@ async fn metrics_are_served_over_tcp() {
     stop.send(()).unwrap();
     task.await.unwrap().unwrap();
 }
+
+#[test]
+fn apply_and_sync_durations_are_seconds_histograms() {
+    let m = Metrics::new();
+    let d = m.durations();
+    d.kernel_route_apply.observe(0.0003);
+    d.kernel_route_apply.observe(0.8);
+    d.config_build.observe(0.002);
+    let text = m.encode();
+    for name in [
+        "tartan_bgp_config_build_duration_seconds",
+        "tartan_bgp_config_apply_duration_seconds",
+        "tartan_bgp_kernel_route_apply_duration_seconds",
+        "tartan_bgp_status_write_duration_seconds",
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {name} histogram")),
+            "{name}:\n{text}"
+        );
+    }
+    assert!(text.contains("tartan_bgp_kernel_route_apply_duration_seconds_count 2"));
+    assert!(
+        text.contains("tartan_bgp_kernel_route_apply_duration_seconds_bucket{le=\"0.0005\"} 1")
+    );
+    assert!(text.contains("tartan_bgp_kernel_route_apply_duration_seconds_bucket{le=\"1.024\"} 2"));
+    assert!(text.contains("tartan_bgp_config_build_duration_seconds_count 1"));
+    assert!(text.contains("tartan_bgp_config_apply_duration_seconds_count 0"));
+}

@@ -13,7 +13,7 @@ use tartan_api::store::Datastore;
 use tartan_api::store::typed::TypedStore;
 
 use crate::control::{ControlSource, SourceUnavailable};
-use crate::datastore::publish::publish;
+use crate::datastore::publish::publish_recording;
 use crate::model::Family;
 
 /// A speaker with one Established iBGP session.
@@ -109,17 +109,29 @@ async fn writes_the_report_and_sweeps_those_of_nodes_gone() {
         .create_typed(&BgpNodeStatus::new("node-gone", old))
         .await
         .unwrap();
-    let task = tokio::spawn(publish(
+    let metrics = crate::control::Metrics::new();
+    let task = tokio::spawn(publish_recording(
         store.clone(),
         "node-a".into(),
         Speaker,
         Duration::from_secs(1),
+        Some(metrics.durations().status_write.clone()),
     ));
     eventually("node-a reported, node-gone swept", || {
         let s = store.clone();
         async move { names(&s).await == ["node-a"] }
     })
     .await;
+    let writes: u64 = metrics
+        .encode()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("tartan_bgp_status_write_duration_seconds_count ")?
+                .parse()
+                .ok()
+        })
+        .unwrap();
+    assert!(writes >= 1, "the report's write was not timed");
     let r: BgpNodeStatus = store.get_typed(None, "node-a").await.unwrap();
     assert_eq!(r.spec.refresh_seconds, 1);
     assert_eq!(r.spec.sessions.len(), 1);

@@ -1,5 +1,5 @@
-//! What the Services hold of the three ranges (ClusterIPs, NodePorts,
-//! LoadBalancer IPs): read from the stored bitmaps, or gathered from a
+//! What the Services hold of the two ranges (ClusterIPs, NodePorts):
+//! read from the stored bitmaps, or gathered from a
 //! listing of Services with each holder named.
 
 use std::net::Ipv4Addr;
@@ -11,14 +11,13 @@ use k8s_openapi::api::core::v1::Service;
 use super::Ranges;
 use super::bitmap::Bitmap;
 use super::claims::Claims;
-use super::fields::{given_cluster_ip, health_port, ingress_ips, key, type_of};
+use super::fields::{given_cluster_ip, health_port, key};
 
 /// What Services hold, per range.
 #[derive(Clone, Debug)]
 pub struct Held {
     pub cluster_ips: Claims<Ipv4Addr>,
     pub node_ports: Claims<u16>,
-    pub lb_ips: Claims<Ipv4Addr>,
 }
 
 /// The number of addresses of `net`, and the offsets of its hosts (the
@@ -34,21 +33,20 @@ fn host_offsets(net: &Ipv4Net, skip_first: bool) -> (u64, Range<u64>) {
 impl Held {
     /// Nothing held.
     pub fn empty(r: &Ranges) -> Held {
-        let [a, b, c] = Held::lengths(r);
-        Held::from_bits(r, [Bitmap::new(a), Bitmap::new(b), Bitmap::new(c)])
+        let [a, b] = Held::lengths(r);
+        Held::from_bits(r, [Bitmap::new(a), Bitmap::new(b)])
     }
 
-    /// The number of members of each range: service, NodePorts, LB.
-    pub fn lengths(r: &Ranges) -> [u64; 3] {
+    /// The number of members of each range: service, NodePorts.
+    pub fn lengths(r: &Ranges) -> [u64; 2] {
         [
             host_offsets(&r.service, true).0,
             u64::from(r.node_ports.end().saturating_sub(*r.node_ports.start())) + 1,
-            host_offsets(&r.lb, false).0,
         ]
     }
 
     /// As stored (bitmaps of [`Held::lengths`]).
-    pub fn from_bits(r: &Ranges, [ips, ports, lb]: [Bitmap; 3]) -> Held {
+    pub fn from_bits(r: &Ranges, [ips, ports]: [Bitmap; 2]) -> Held {
         let ports_len = ports.len();
         Held {
             cluster_ips: Claims::with_bits(
@@ -57,17 +55,12 @@ impl Held {
                 host_offsets(&r.service, true).1,
             ),
             node_ports: Claims::with_bits(*r.node_ports.start(), ports, 0..ports_len),
-            lb_ips: Claims::with_bits(r.lb.network(), lb, host_offsets(&r.lb, false).1),
         }
     }
 
-    /// The bitmaps: service, NodePorts, LB.
-    pub fn bits(&self) -> [&Bitmap; 3] {
-        [
-            self.cluster_ips.bits(),
-            self.node_ports.bits(),
-            self.lb_ips.bits(),
-        ]
+    /// The bitmaps: service, NodePorts.
+    pub fn bits(&self) -> [&Bitmap; 2] {
+        [self.cluster_ips.bits(), self.node_ports.bits()]
     }
 
     /// What `s` holds, held by it.
@@ -79,9 +72,6 @@ impl Held {
         for np in node_ports(s) {
             self.node_ports.insert(np, &k);
         }
-        for ip in lb_ips(s) {
-            self.lb_ips.insert(ip, &k);
-        }
     }
 
     /// What `s` holds, free again.
@@ -91,9 +81,6 @@ impl Held {
         }
         for np in node_ports(s) {
             self.node_ports.remove(np);
-        }
-        for ip in lb_ips(s) {
-            self.lb_ips.remove(ip);
         }
     }
 }
@@ -108,15 +95,5 @@ fn node_ports(s: &Service) -> Vec<u16> {
         .filter_map(|p| p.node_port)
         .chain(health_port(s))
         .filter_map(|n| u16::try_from(n).ok())
-        .collect()
-}
-
-fn lb_ips(s: &Service) -> Vec<Ipv4Addr> {
-    if type_of(s) != "LoadBalancer" {
-        return vec![];
-    }
-    ingress_ips(s)
-        .iter()
-        .filter_map(|ip| ip.parse().ok())
         .collect()
 }

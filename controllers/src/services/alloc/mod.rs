@@ -1,14 +1,13 @@
-//! What the API server and a load-balancer controller (MetalLB) give a
-//! Service: a ClusterIP from the service range, NodePorts from
-//! 30000–32767, LoadBalancer ingress IPs from the LB range. Pure: the
+//! What the API server gives a Service: a ClusterIP from the service
+//! range, NodePorts from 30000–32767 (LoadBalancer ingress addresses are
+//! the LoadBalancerIPPool controller's, [`crate::lbpool`]). Pure: the
 //! Services already stored and those being written in, the written ones
 //! with their addresses and ports filled in, or every problem found (and
 //! then nothing is written).
 //!
 //! - A value the Service gives is kept: a ClusterIP outside the service
 //!   range as given (only one inside it must be free), a NodePort if it
-//!   is in range and free, `spec.loadBalancerIP` if it is in the LB range
-//!   and free.
+//!   is in range and free.
 //! - A Service written again without them keeps what it holds (as `kubectl
 //!   apply` does, the file never named them); a changed ClusterIP is
 //!   refused (it is immutable).
@@ -26,12 +25,12 @@ use std::net::Ipv4Addr;
 use std::ops::RangeInclusive;
 
 use ipnet::Ipv4Net;
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Service, ServiceStatus};
+use k8s_openapi::api::core::v1::Service;
 
 use checks::{carry_over, own_problems};
 pub use fields::key;
 use fields::{
-    given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, type_of, wants_health_port,
+    given_cluster_ip, given_cluster_ip_spec, health_port, type_of, wants_health_port,
     wants_node_ports,
 };
 pub use held::Held;
@@ -43,15 +42,13 @@ pub const NODE_PORTS: RangeInclusive<u16> = 30000..=32767;
 #[derive(Debug, Clone)]
 pub struct Ranges {
     pub service: Ipv4Net,
-    pub lb: Ipv4Net,
     pub node_ports: RangeInclusive<u16>,
 }
 
 impl Ranges {
-    pub fn new(service: Ipv4Net, lb: Ipv4Net) -> Ranges {
+    pub fn new(service: Ipv4Net) -> Ranges {
         Ranges {
             service,
-            lb,
             node_ports: NODE_PORTS,
         }
     }
@@ -71,7 +68,7 @@ pub struct Refusal {
     pub taken: bool,
 }
 
-/// `incoming` with ClusterIPs, NodePorts and LoadBalancer ingress IPs
+/// `incoming` with ClusterIPs and NodePorts
 /// filled in, given the Services `stored` (every Service, or at least
 /// every one holding something); or every problem.
 pub fn allocate(
@@ -192,31 +189,6 @@ pub fn allocate_in(
                 }
             }
         }
-        if type_of(s) == "LoadBalancer" {
-            let mut mine = ingress_ips(s);
-            let wanted = s.spec.as_ref().and_then(|sp| sp.load_balancer_ip.clone());
-            if mine.is_empty()
-                && let Some(w) = wanted.filter(|w| !w.is_empty())
-            {
-                match w.parse::<Ipv4Addr>() {
-                    Ok(a) if ranges.lb.contains(&a) => mine.push(w),
-                    _ => problems.push(format!(
-                        "Service {k}: spec.loadBalancerIP: {w} is not an address of the lab's LoadBalancer range {}",
-                        ranges.lb
-                    )),
-                }
-            }
-            for ip in mine.iter().filter_map(|ip| ip.parse::<Ipv4Addr>().ok()) {
-                if let Some(other) = held.lb_ips.insert(ip, &k)
-                    && !other.is(&k)
-                {
-                    taken = true;
-                    problems.push(format!(
-                        "Service {k}: LoadBalancer IP {ip} is already given{other}"
-                    ));
-                }
-            }
-        }
     }
     if !problems.is_empty() {
         return refuse(problems, taken);
@@ -226,7 +198,6 @@ pub fn allocate_in(
         let k = key(s);
         let t = type_of(s).to_string();
         let node_ports = wants_node_ports(s);
-        let lb_given = !ingress_ips(s).is_empty();
         let health = wants_health_port(s) && health_port(s).is_none();
         let Some(sp) = s.spec.as_mut() else { continue };
         if t != "ExternalName" && given_cluster_ip_spec(sp).is_none() {
@@ -274,37 +245,6 @@ pub fn allocate_in(
                     problems.push(format!(
                         "Service {k}: no free NodePort left in {} for the healthCheckNodePort",
                         ranges.node_port_text()
-                    ));
-                }
-            }
-        }
-        if t == "LoadBalancer" && !lb_given {
-            let wanted = sp
-                .load_balancer_ip
-                .as_deref()
-                .and_then(|w| w.parse::<Ipv4Addr>().ok());
-            let ip = match wanted {
-                // Checked and held above.
-                Some(w) => Some(w),
-                None => held.lb_ips.take(&k),
-            };
-            match ip {
-                Some(ip) => {
-                    s.status = Some(ServiceStatus {
-                        load_balancer: Some(LoadBalancerStatus {
-                            ingress: Some(vec![LoadBalancerIngress {
-                                ip: Some(ip.to_string()),
-                                ..Default::default()
-                            }]),
-                        }),
-                        ..s.status.clone().unwrap_or_default()
-                    });
-                }
-                None => {
-                    taken = true;
-                    problems.push(format!(
-                        "Service {k}: no free address left in the LoadBalancer range {}",
-                        ranges.lb
                     ));
                 }
             }

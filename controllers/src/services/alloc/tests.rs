@@ -1,5 +1,7 @@
 //! Tests of Service allocation: ClusterIPs, NodePorts, health-check
-//! NodePorts and LoadBalancer IPs given, kept, refused and exhausted.
+//! NodePorts given, kept, refused and exhausted; LoadBalancer
+//! addresses left to the pool controller.
+use super::fields::ingress_ips;
 use super::*;
 use serde_json::{Value, json};
 
@@ -12,10 +14,7 @@ fn svc(name: &str, spec: Value) -> Service {
 }
 
 fn ranges() -> Ranges {
-    Ranges::new(
-        "10.96.0.0/16".parse().unwrap(),
-        "192.0.2.0/30".parse().unwrap(),
-    )
+    Ranges::new("10.96.0.0/16".parse().unwrap())
 }
 
 fn ip(s: &Service) -> &str {
@@ -97,8 +96,10 @@ fn node_ports_for_node_port_and_load_balancer() {
     let a = allocate(&ranges(), &[], &[svc("n", np), svc("l", lb)]).unwrap();
     assert_eq!(node_ports(&a[0]), vec![30000, 30001]);
     assert_eq!(node_ports(&a[1]), vec![30002]);
-    assert_eq!(ingress_ips(&a[1]), vec!["192.0.2.1"]);
-    assert!(ingress_ips(&a[0]).is_empty());
+    assert!(
+        ingress_ips(&a[1]).is_empty(),
+        "the pool controller's to give"
+    );
 }
 
 #[test]
@@ -215,7 +216,6 @@ fn applied_again_keeps_what_it_holds() {
     let again = allocate(&ranges(), &stored, &[svc("a", np)]).unwrap();
     assert_eq!(ip(&again[0]), ip(&first[0]));
     assert_eq!(node_ports(&again[0]), node_ports(&first[0]));
-    assert_eq!(ingress_ips(&again[0]), ingress_ips(&first[0]));
     // A changed ClusterIP is refused.
     let mut s = web();
     s["clusterIP"] = json!("10.96.0.99");
@@ -224,11 +224,17 @@ fn applied_again_keeps_what_it_holds() {
     // Turned into a ClusterIP Service: its NodePort is not carried.
     let back = allocate(&ranges(), &stored, &[svc("a", web())]).unwrap();
     assert!(node_ports(&back[0]).is_empty());
-    assert!(ingress_ips(&back[0]).is_empty());
+}
+
+/// The status as the LoadBalancerIPPool controller writes it.
+fn with_ingress(mut s: Service, ip: &str) -> Service {
+    s.status =
+        Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": ip}]}})).unwrap());
+    s
 }
 
 #[test]
-fn load_balancer_ips_requested_and_exhausted() {
+fn load_balancer_addresses_are_left_to_the_pool_controller() {
     let lb = |ip: Option<&str>| {
         let mut v = json!({"type": "LoadBalancer", "ports": [{"port": 80}]});
         if let Some(ip) = ip {
@@ -236,21 +242,21 @@ fn load_balancer_ips_requested_and_exhausted() {
         }
         v
     };
-    let a = allocate(&ranges(), &[], &[svc("a", lb(Some("192.0.2.2")))]).unwrap();
-    assert_eq!(ingress_ips(&a[0]), vec!["192.0.2.2"]);
-    let e = allocate(&ranges(), &a, &[svc("b", lb(Some("192.0.2.2")))]).unwrap_err();
-    assert!(e[0].contains("already given to Service default/a"), "{e:?}");
-    let e = allocate(&ranges(), &[], &[svc("b", lb(Some("10.1.1.1")))]).unwrap_err();
-    assert!(
-        e[0].contains("not an address of the lab's LoadBalancer range"),
-        "{e:?}"
-    );
-    // A /30 has two hosts.
-    let e = allocate(&ranges(), &a, &[svc("c", lb(None)), svc("d", lb(None))]).unwrap_err();
-    assert_eq!(
-        e,
-        vec!["Service default/d: no free address left in the LoadBalancer range 192.0.2.0/30"]
-    );
+    // No address given, and none refused: a pool decides.
+    let a = allocate(
+        &ranges(),
+        &[],
+        &[svc("a", lb(None)), svc("b", lb(Some("10.1.1.1")))],
+    )
+    .unwrap();
+    assert!(ingress_ips(&a[0]).is_empty() && ingress_ips(&a[1]).is_empty());
+    // Two Services may ask for one address: the controller gives it to one.
+    assert!(allocate(&ranges(), &a, &[svc("c", lb(Some("10.1.1.1")))]).is_ok());
+    // What the controller wrote stays when the Service is applied again.
+    let stored = [with_ingress(a[0].clone(), "198.18.0.1")];
+    let again = allocate(&ranges(), &stored, &[svc("a", lb(None))]).unwrap();
+    assert_eq!(ingress_ips(&again[0]), vec!["198.18.0.1"]);
+    assert_eq!(node_ports(&again[0]), node_ports(&a[0]));
 }
 
 #[test]

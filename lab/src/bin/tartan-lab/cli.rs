@@ -54,8 +54,8 @@ pub(super) enum Cmd {
         output: Option<String>,
     },
     /// Run tartanctl against the lab's datastore. Services applied get a
-    /// ClusterIP, NodePorts and LoadBalancer IPs when they give none, and
-    /// EndpointSlices from the lab's pods.
+    /// ClusterIP and NodePorts when they give none, and EndpointSlices
+    /// from the lab's pods (LoadBalancer IPs come from tartan-controllers).
     Ctl {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -92,7 +92,8 @@ pub(super) struct UpArgs {
     /// Refused when it overlaps an address or route of the host.
     #[arg(long)]
     pub(super) service_cidr: Option<String>,
-    /// Where LoadBalancer ingress IPs are allocated from [default:
+    /// Where LoadBalancer ingress IPs come from (the LoadBalancerIPPool
+    /// `lab-lb`, which tartan-controllers give from) [default:
     /// 192.0.2.0/24, or the next free one of 198.51.100.0/24,
     /// 203.0.113.0/24, ... when the host uses it]. Refused when it overlaps
     /// an address or route of the host.
