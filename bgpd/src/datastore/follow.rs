@@ -3,7 +3,9 @@
 //! when it differs from the last one.
 //!
 //! Nodes are kept as the part bgpd uses ([`super::nodes`]): a kubelet's
-//! heartbeat changes none of it and causes no rebuild.
+//! heartbeat changes none of it and causes no rebuild. Of blocks and
+//! WorkloadEndpoints only this node's are kept ([`own_part`]): the rest
+//! of the cluster's pods cost neither memory nor rebuilds.
 //!
 //! Services and EndpointSlices are many and change often; they are not
 //! kept whole but reduced as they arrive ([`LocalServices`]), and a burst
@@ -54,6 +56,31 @@ fn reduced(kind: Kind) -> bool {
     matches!(kind, Kind::Service | Kind::EndpointSlice)
 }
 
+/// Kinds of which bgpd keeps only this node's objects: the blocks affine
+/// to it and the WorkloadEndpoints on it (what it announces). Another
+/// node's are many (every pod of the cluster) and change nothing here.
+fn own_only(kind: Kind) -> bool {
+    matches!(kind, Kind::IpamBlock | Kind::WorkloadEndpoint)
+}
+
+/// What bgpd reads of a block or WorkloadEndpoint of its node, or None
+/// when it belongs to another node: a change outside it (an allocation
+/// in the block, a pod's labels) makes no rebuild.
+fn own_part(kind: Kind, node: &str, o: &DynamicObject) -> Option<serde_json::Value> {
+    let spec = o.data.get("spec")?;
+    match kind {
+        Kind::IpamBlock => {
+            let affinity = spec.get("affinity")?.as_str()?;
+            (affinity.strip_prefix(tartan_api::resources::ipam::HOST_AFFINITY_PREFIX) == Some(node))
+                .then(|| {
+                    serde_json::json!([spec.get("cidr"), spec.get("affinity"), spec.get("deleted")])
+                })
+        }
+        _ => (spec.get("node")?.as_str()? == node)
+            .then(|| serde_json::json!([spec.get("node"), spec.get("ipNetworks")])),
+    }
+}
+
 /// Secrets are read in Tartan's namespace only; every other kind
 /// cluster-wide.
 fn namespace_of(kind: Kind) -> Option<String> {
@@ -79,6 +106,8 @@ fn secret_values(s: &Secret) -> BTreeMap<String, String> {
 /// what bgpd uses of them, Services and EndpointSlices to what this node
 /// announces for them.
 struct Seen {
+    /// This node's name.
+    me: String,
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
     /// Readable Nodes, as [`nodes::used`] keeps them.
     nodes: BTreeMap<String, Node>,
@@ -102,6 +131,7 @@ fn key(o: &DynamicObject) -> String {
 impl Seen {
     fn new(node: &str) -> Seen {
         Seen {
+            me: node.to_string(),
             objects: BTreeMap::new(),
             nodes: BTreeMap::new(),
             services: LocalServices::new(node),
@@ -118,6 +148,8 @@ impl Seen {
             self.apply_reduced(kind, ev)
         } else if kind == Kind::Node {
             self.apply_node(ev)
+        } else if own_only(kind) {
+            self.apply_own(kind, ev)
         } else {
             self.apply_whole(kind, ev);
             true
@@ -203,6 +235,46 @@ impl Seen {
                 true
             }
             None => self.nodes.remove(&k).is_some(),
+        }
+    }
+
+    /// A block or WorkloadEndpoint: kept when it is this node's, dropped
+    /// otherwise; whether what bgpd reads of this node's changed. An
+    /// unreadable one is logged and counts as absent (as in a rebuild).
+    fn apply_own(&mut self, kind: Kind, ev: WatchEvent) -> bool {
+        let (k, keep) = match ev {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                let k = key(&o);
+                match readable::check(kind, &o) {
+                    Ok(()) => {
+                        self.bad.readable(kind, &k);
+                        let part = own_part(kind, &self.me, &o);
+                        (k, part.map(|p| (p, o)))
+                    }
+                    Err(why) => {
+                        self.bad.unreadable(kind, &k, &why);
+                        (k, None)
+                    }
+                }
+            }
+            WatchEvent::Deleted(o) => {
+                let k = key(&o);
+                self.bad.readable(kind, &k);
+                (k, None)
+            }
+            WatchEvent::Synced { .. } => {
+                self.synced.insert(kind, true);
+                return false;
+            }
+        };
+        let m = self.objects.entry(kind).or_default();
+        match keep {
+            Some((part, o)) => {
+                let same = m.get(&k).and_then(|old| own_part(kind, &self.me, old)) == Some(part);
+                m.insert(k, o);
+                !same
+            }
+            None => m.remove(&k).is_some(),
         }
     }
 

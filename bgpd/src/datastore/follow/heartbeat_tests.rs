@@ -104,3 +104,91 @@ fn a_change_bgpd_uses_rebuilds_and_reaches_the_configuration() {
     assert_eq!(seen.bad.count(Kind::Node), 1);
     assert!(seen.inputs("n1").nodes.is_empty());
 }
+
+/// A block or WorkloadEndpoint of the test's namespace `default`.
+fn own_kind(kind: &str, name: &str, spec: serde_json::Value) -> DynamicObject {
+    let ns = (kind == "WorkloadEndpoint").then_some("default");
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "tartan.dev/v1", "kind": kind,
+        "metadata": {"name": name, "namespace": ns, "resourceVersion": "7"},
+        "spec": spec
+    }))
+    .unwrap()
+}
+
+fn block(name: &str, cidr: &str, node: &str, allocated: u32) -> DynamicObject {
+    let mut spec = tartan_api::resources::IpamBlockSpec::empty(&cidr.parse().unwrap());
+    spec.affinity = Some(format!("host:{node}"));
+    for i in 0..allocated as usize {
+        spec.allocations[i] = Some(0);
+        spec.unallocated.retain(|u| *u as usize != i);
+    }
+    spec.attributes = vec![tartan_api::resources::AllocationAttributes {
+        handle_id: Some("h".into()),
+        secondary: Default::default(),
+    }];
+    own_kind("IPAMBlock", name, serde_json::to_value(spec).unwrap())
+}
+
+fn endpoint(name: &str, node: &str, ip: &str) -> DynamicObject {
+    own_kind(
+        "WorkloadEndpoint",
+        name,
+        serde_json::json!({"node": node, "pod": name, "containerID": "c", "endpoint": "eth0",
+                           "interfaceName": "tar0", "ipNetworks": [ip]}),
+    )
+}
+
+#[test]
+fn other_nodes_blocks_and_pods_are_neither_kept_nor_rebuilt_for() {
+    let mut seen = synced();
+    let before = build(&seen.inputs("n1")).unwrap();
+    // Another node's block and pods, then their changes and deletion.
+    let mut due = seen.apply(
+        Kind::IpamBlock,
+        WatchEvent::Added(block("b2", "10.244.1.0/26", "n2", 0)),
+    );
+    for i in 0..50 {
+        let w = endpoint(&format!("p{i}"), "n2", &format!("10.244.1.{}/32", i + 1));
+        due |= seen.apply(Kind::WorkloadEndpoint, WatchEvent::Added(w));
+    }
+    due |= seen.apply(
+        Kind::IpamBlock,
+        WatchEvent::Modified(block("b2", "10.244.1.0/26", "n2", 50)),
+    );
+    due |= seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Deleted(endpoint("p0", "n2", "10.244.1.1/32")),
+    );
+    assert!(!due, "another node's block or pod made bgpd rebuild");
+    let kept: usize = seen.objects.values().map(|m| m.len()).sum();
+    assert_eq!(kept, 0, "another node's objects were kept");
+    assert_eq!(build(&seen.inputs("n1")).unwrap(), before);
+}
+
+#[test]
+fn own_blocks_and_pods_are_kept_and_only_what_is_announced_rebuilds() {
+    let mut seen = synced();
+    assert!(seen.apply(
+        Kind::IpamBlock,
+        WatchEvent::Added(block("b1", "10.244.0.0/26", "n1", 0))
+    ));
+    // An allocation in the node's own block changes nothing announced.
+    assert!(!seen.apply(
+        Kind::IpamBlock,
+        WatchEvent::Modified(block("b1", "10.244.0.0/26", "n1", 3))
+    ));
+    // A pod here with an address borrowed from another node's block.
+    assert!(seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Added(endpoint("p", "n1", "10.244.1.9/32"))
+    ));
+    let inputs = seen.inputs("n1");
+    assert_eq!((inputs.blocks.len(), inputs.endpoints.len()), (1, 1));
+    // The block handed to another node leaves this node's view.
+    assert!(seen.apply(
+        Kind::IpamBlock,
+        WatchEvent::Modified(block("b1", "10.244.0.0/26", "n2", 3))
+    ));
+    assert!(seen.inputs("n1").blocks.is_empty());
+}
