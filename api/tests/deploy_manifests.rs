@@ -82,6 +82,8 @@ fn deploy_manifests_parse_strictly() {
             "ClusterRole",
             "ClusterRole",
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
             "ClusterRoleBinding",
@@ -95,10 +97,13 @@ fn deploy_manifests_parse_strictly() {
             "Role",
             "Role",
             "Role",
+            "Role",
+            "RoleBinding",
             "RoleBinding",
             "RoleBinding",
             "RoleBinding",
             "Service",
+            "ServiceAccount",
             "ServiceAccount",
             "ServiceAccount",
             "ServiceAccount"
@@ -220,8 +225,13 @@ fn secrets_are_readable_only_in_tartans_namespace() {
             .any(|x| x == "secrets")),
         "no cluster-wide access to Secrets"
     );
-    let role: Role =
-        serde_json::from_value(docs.iter().find(|d| d["kind"] == "Role").unwrap().clone()).unwrap();
+    let role: Role = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "tartan-node-secrets")
+            .unwrap()
+            .clone(),
+    )
+    .unwrap();
     assert_eq!(
         role.metadata.namespace.as_deref(),
         Some(tartan_api::resources::TARTAN_NAMESPACE)
@@ -235,6 +245,32 @@ fn secrets_are_readable_only_in_tartans_namespace() {
     // bgpd lists and watches them (tests/tests/rbac/ checks no get is
     // made).
     assert_eq!(rules[0].verbs, ["list", "watch"]);
+}
+
+/// The node agent may ask for a token of tartan-cni and of no other
+/// account (felix renews the CNI plugins' kubeconfig), and nothing more.
+#[test]
+fn the_node_agent_mints_tokens_only_for_the_cni_plugins() {
+    let text = std::fs::read_to_string(deploy_dir().join("tartan-node.yaml")).unwrap();
+    let docs = documents(&text);
+    let role: Role = serde_json::from_value(
+        docs.iter()
+            .find(|d| d["kind"] == "Role" && d["metadata"]["name"] == "tartan-node-cni-token")
+            .unwrap()
+            .clone(),
+    )
+    .unwrap();
+    let rules = role.rules.unwrap_or_default();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(&["serviceaccounts/token".to_string()][..])
+    );
+    assert_eq!(rules[0].verbs, ["create"]);
+    assert_eq!(
+        rules[0].resource_names.as_deref(),
+        Some(&["tartan-cni".to_string()][..])
+    );
 }
 
 /// The shipped ConfigMap checks out, says what docs/install.md says its
