@@ -5,10 +5,8 @@
 //! than what is kept; the stream ends after the server's cap.
 
 use std::collections::VecDeque;
-use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::body::{Body, Bytes};
 use axum::response::Response;
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -90,15 +88,5 @@ pub fn watch(crds: &Crds, from: Option<&str>, shape: Shape, cap: Duration) -> Re
         }
     })
     .take_until(tokio::time::sleep(cap));
-    let body = lines.map(|v| {
-        let mut line = serde_json::to_vec(&v).unwrap_or_default();
-        line.push(b'\n');
-        Ok::<_, Infallible>(Bytes::from(line))
-    });
-    let mut r = Response::new(Body::from_stream(body));
-    r.headers_mut().insert(
-        axum::http::header::CONTENT_TYPE,
-        axum::http::HeaderValue::from_static("application/json"),
-    );
-    r
+    crate::watch::ndjson(lines)
 }

@@ -169,6 +169,11 @@ pub async fn watch(
                 .boxed()
         }
     };
+    ndjson(lines)
+}
+
+/// A watch's response: each event a JSON line, as they come.
+pub fn ndjson(lines: impl futures::Stream<Item = Value> + Send + 'static) -> Response {
     let body = lines.map(|v| {
         let mut line = serde_json::to_vec(&v).unwrap_or_default();
         line.push(b'\n');
