@@ -187,6 +187,16 @@ pub fn decode(v: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// The service account a request for `serviceaccounts/token` names (the
+/// TokenRequest API, `tokenrequest`).
+pub fn token_request_target(attrs: &Attributes) -> Option<&ResourceRef> {
+    attrs.resource.as_ref().filter(|r| {
+        r.group.is_empty()
+            && r.resource == "serviceaccounts"
+            && r.subresource.as_deref() == Some("token")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

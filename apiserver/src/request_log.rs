@@ -5,14 +5,35 @@
 //! as one JSON line to a file as it comes and keeps only counts, so its
 //! memory does not grow with the requests it serves.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{LineWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use axum::http::Method;
 use serde_json::{Value, json};
 
-use crate::server::{ApiServer, Recorded};
+use crate::request::Attributes;
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub method: Method,
+    /// The path (for [`crate::Replay`], with the query).
+    pub path: String,
+    pub query: HashMap<String, String>,
+    pub body: Value,
+    /// The user its token named; `None` when no token was needed or the
+    /// token was not valid (unknown, expired, revoked, or its Pod gone:
+    /// answered 401).
+    pub user: Option<String>,
+    /// The client the token was issued to.
+    pub client: Option<String>,
+    pub attributes: Attributes,
+    /// The policy's verdict, when the server has one.
+    pub allowed: Option<bool>,
+}
 
 /// Requests seen, by the policy's verdict.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -135,14 +156,6 @@ impl RequestLog {
             Sink::Memory(_) => Ok(()),
             Sink::File { out, .. } => out.flush(),
         }
-    }
-}
-
-impl ApiServer {
-    /// Stream every request to `path` instead of keeping it in memory.
-    pub fn with_request_file(mut self, path: &Path) -> std::io::Result<Self> {
-        self.requests = RequestLog::to_file(path)?;
-        Ok(self)
     }
 }
 

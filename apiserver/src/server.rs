@@ -25,7 +25,8 @@ use crate::fieldsel::FieldSelector;
 use crate::identity::{Tokens, bearer, kubeconfig};
 use crate::objects::{InStore, bad_request};
 use crate::rbac::Policy;
-use crate::request::{Attributes, attributes, parse_query};
+use crate::request::{attributes, parse_query};
+pub use crate::request_log::Recorded;
 use crate::request_log::RequestLog;
 use crate::resources::{Served, find};
 use crate::route::{Route, forbidden, no_such_resource};
@@ -33,25 +34,6 @@ use crate::table::{table, wants_table};
 use crate::watch::{Pace, Shape, watch};
 use crate::wire::{item_wire, json_response, status, to_wire};
 use crate::writes::{self, Ctx};
-
-/// One request as the server saw it.
-#[derive(Clone, Debug)]
-pub struct Recorded {
-    pub method: Method,
-    /// The path (for [`crate::Replay`], with the query).
-    pub path: String,
-    pub query: HashMap<String, String>,
-    pub body: Value,
-    /// The user its token named; `None` when no token was needed or the
-    /// token was not valid (unknown, expired, revoked, or its Pod gone:
-    /// answered 401).
-    pub user: Option<String>,
-    /// The client the token was issued to.
-    pub client: Option<String>,
-    pub attributes: Attributes,
-    /// The policy's verdict, when the server has one.
-    pub allowed: Option<bool>,
-}
 
 #[derive(Clone)]
 pub struct ApiServer {
@@ -217,7 +199,7 @@ impl ApiServer {
             let who = user.as_deref().unwrap_or("system:anonymous");
             return forbidden(who, &attrs.verb, attrs.resource.as_ref(), &attrs.path);
         }
-        if let Some(r) = crate::tokenrequest::target(&attrs) {
+        if let Some(r) = crate::request::token_request_target(&attrs) {
             return self.token_request(&attrs.verb, r, body_json).await;
         }
         let header = |h: axum::http::HeaderName| {
@@ -493,5 +475,13 @@ impl ApiServer {
             }
             Err(e) => route.error(name, e),
         }
+    }
+}
+
+impl ApiServer {
+    /// Stream every request to `path` instead of keeping it in memory.
+    pub fn with_request_file(mut self, path: &std::path::Path) -> std::io::Result<Self> {
+        self.requests = RequestLog::to_file(path)?;
+        Ok(self)
     }
 }

@@ -19,7 +19,7 @@ use tartan_api::kind::Kind;
 use tartan_api::store::{Datastore, ObjectKey};
 
 use crate::identity::{BoundPod, Holder};
-use crate::request::{Attributes, ResourceRef};
+use crate::request::ResourceRef;
 use crate::server::ApiServer;
 use crate::wire::{json_response, status};
 
@@ -31,15 +31,6 @@ pub const API_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
 const MIN_SECONDS: i64 = 600;
 const DEFAULT_SECONDS: i64 = 3600;
 const MAX_SECONDS: i64 = 1 << 32;
-
-/// The service account a request for `serviceaccounts/token` names.
-pub fn target(attrs: &Attributes) -> Option<&ResourceRef> {
-    attrs.resource.as_ref().filter(|r| {
-        r.group.is_empty()
-            && r.resource == "serviceaccounts"
-            && r.subresource.as_deref() == Some("token")
-    })
-}
 
 /// `t` cut to whole seconds, as tokens and timestamps carry it.
 fn whole_seconds(t: SystemTime) -> SystemTime {
