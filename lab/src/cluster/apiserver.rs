@@ -19,6 +19,10 @@ use super::detached;
 use super::state::{ApiServerState, LabState};
 use crate::cni::tartan_bin_dir;
 
+/// How long the lab's tokens live: an hour, as the API server's default
+/// TokenRequest; their files are rewritten every third of it.
+const TOKEN_LIFETIME_SECONDS: u64 = 3600;
+
 /// Who a program of the lab is to the API server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Identity {
@@ -136,7 +140,11 @@ pub fn start(host: Ipv4Addr, dir: &Path, log: &Path) -> Result<ApiServerState> {
         .arg("--enforce")
         // kubectl sends no token to a plain-HTTP server: what comes
         // without one is the operator's (the daemons always send theirs).
-        .arg("--insecure-admin");
+        .arg("--insecure-admin")
+        // Tokens that expire, rotated in their files as a kubelet rotates
+        // projected tokens (each kubeconfig reads its token from a file).
+        .arg("--token-lifetime")
+        .arg(TOKEN_LIFETIME_SECONDS.to_string());
     let proc = detached::spawn(cmd, log)?;
     // The URL is written after the kubeconfigs: with it, all are there.
     let url_file = dir.join("url");
