@@ -61,6 +61,26 @@ pub struct Call {
     pub capability_args: Map<String, Value>,
 }
 
+impl Call {
+    /// The call a kubelet's runtime makes for pod `namespace/name`: its
+    /// sandbox the named network namespace, `eth0`, and the pod in
+    /// CNI_ARGS (with IgnoreUnknown, so that plugins taking no pod
+    /// arguments accept them).
+    pub fn for_pod(container_id: &str, netns: &str, namespace: &str, name: &str) -> Call {
+        Call {
+            container_id: container_id.to_string(),
+            netns: Some(format!("/run/netns/{netns}").into()),
+            ifname: "eth0".into(),
+            args: vec![
+                ("IgnoreUnknown".into(), "1".into()),
+                ("K8S_POD_NAMESPACE".into(), namespace.into()),
+                ("K8S_POD_NAME".into(), name.into()),
+            ],
+            capability_args: Default::default(),
+        }
+    }
+}
+
 /// Run one plugin binary once. `env` overrides or removes (`None`)
 /// variables; the rest of the environment is the caller's.
 /// `netns`: the named namespace to run it in (a node), or the caller's.

@@ -109,19 +109,8 @@ impl CniLab {
     /// namespace's name).
     pub fn pod(&self, ns: &str, name: &str) -> Result<(Netns, Call)> {
         let netns = Netns::new("clp")?;
-        let call = Call {
-            container_id: format!("c{}", netns.name().replace('x', "0")),
-            netns: Some(format!("/run/netns/{}", netns.name()).into()),
-            ifname: "eth0".into(),
-            // As a kubelet passes them; IgnoreUnknown lets plugins that
-            // take no pod arguments accept them.
-            args: vec![
-                ("IgnoreUnknown".into(), "1".into()),
-                ("K8S_POD_NAMESPACE".into(), ns.into()),
-                ("K8S_POD_NAME".into(), name.into()),
-            ],
-            capability_args: Default::default(),
-        };
+        let id = format!("c{}", netns.name().replace('x', "0"));
+        let call = Call::for_pod(&id, netns.name(), ns, name);
         Ok((netns, call))
     }
 

@@ -104,17 +104,7 @@ impl PodRecord {
     }
 
     fn call(&self) -> Call {
-        Call {
-            container_id: self.container_id.clone(),
-            netns: Some(format!("/run/netns/{}", self.netns).into()),
-            ifname: "eth0".into(),
-            args: vec![
-                ("IgnoreUnknown".into(), "1".into()),
-                ("K8S_POD_NAMESPACE".into(), self.namespace.clone()),
-                ("K8S_POD_NAME".into(), self.name.clone()),
-            ],
-            capability_args: Default::default(),
-        }
+        Call::for_pod(&self.container_id, &self.netns, &self.namespace, &self.name)
     }
 }
 

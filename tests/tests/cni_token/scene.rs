@@ -73,17 +73,8 @@ pub fn runtime(api: &StandIn, kubeconfig: &Path) -> Runtime {
 pub fn pod(api: &StandIn, name: &str) -> (Netns, Call) {
     pod_object(api, "default", name);
     let ns = Netns::new("ctp").unwrap();
-    let call = Call {
-        container_id: format!("c{}", ns.name().replace('x', "0")),
-        netns: Some(format!("/run/netns/{}", ns.name()).into()),
-        ifname: "eth0".into(),
-        args: vec![
-            ("IgnoreUnknown".into(), "1".into()),
-            ("K8S_POD_NAMESPACE".into(), "default".into()),
-            ("K8S_POD_NAME".into(), name.into()),
-        ],
-        capability_args: Default::default(),
-    };
+    let id = format!("c{}", ns.name().replace('x', "0"));
+    let call = Call::for_pod(&id, ns.name(), "default", name);
     (ns, call)
 }
 

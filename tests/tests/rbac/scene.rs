@@ -93,17 +93,8 @@ pub fn seed_pools(api: &StandIn) -> anyhow::Result<()> {
 /// A pod's namespace and the CNI call that wires it.
 pub fn pod(name: &str) -> (Netns, Call) {
     let ns = Netns::new("rbp").unwrap();
-    let call = Call {
-        container_id: format!("c{}", ns.name().replace('x', "0")),
-        netns: Some(format!("/run/netns/{}", ns.name()).into()),
-        ifname: "eth0".into(),
-        args: vec![
-            ("IgnoreUnknown".into(), "1".into()),
-            ("K8S_POD_NAMESPACE".into(), "default".into()),
-            ("K8S_POD_NAME".into(), name.into()),
-        ],
-        capability_args: Default::default(),
-    };
+    let id = format!("c{}", ns.name().replace('x', "0"));
+    let call = Call::for_pod(&id, ns.name(), "default", name);
     (ns, call)
 }
 
