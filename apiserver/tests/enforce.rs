@@ -3,26 +3,21 @@
 //! not allow (with `enforce`), and every request recorded with the
 //! policy's verdict either way.
 
+mod common;
+
 use std::path::Path;
 
 use tartan_apiserver::{ApiServer, Policy, service_account_user};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `GET path` with an optional bearer token: (status, body).
 async fn get(url: &str, path: &str, token: Option<&str>) -> (u16, String) {
-    let addr = url.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n");
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (code, out)
+    let auth = common::bearer(token);
+    let headers: Vec<(&str, &str)> = auth
+        .as_ref()
+        .map(|(k, v)| (*k, v.as_str()))
+        .into_iter()
+        .collect();
+    common::request(url, "GET", path, &headers, "").await
 }
 
 fn deploy() -> Policy {

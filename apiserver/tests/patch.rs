@@ -5,6 +5,8 @@
 //! strategic merge patch of a custom resource and an unknown media type
 //! are 415; a broken patch is refused without a write.
 
+mod common;
+
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -13,29 +15,15 @@ use kube::core::DynamicObject;
 use serde_json::{Value, json};
 use tartan_api::kind::Kind;
 use tartan_apiserver::ApiServer;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// One request: (status, JSON body).
 async fn call(url: &str, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
-    let addr = url.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nUser-Agent: patcher/1.0\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = out
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b)
-        .unwrap_or_default();
-    (code, serde_json::from_str(body).unwrap_or(Value::Null))
+    let headers = [
+        ("User-Agent", "patcher/1.0"),
+        ("Content-Type", content_type),
+    ];
+    let (code, out) = common::request(url, method, path, &headers, body).await;
+    (code, common::body_json(&out))
 }
 
 fn rv(v: &Value) -> u64 {

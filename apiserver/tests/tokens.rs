@@ -3,6 +3,8 @@
 //! RBAC as `create` on `serviceaccounts/token`, and tokens bound to a Pod
 //! that die with it.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -10,7 +12,6 @@ use serde_json::{Value, json};
 use tartan_api::kind::Kind;
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
 use tartan_apiserver::{ApiServer, Policy, Running, service_account_user};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// `method path` with an optional bearer token and JSON body: (status,
 /// body as JSON).
@@ -21,27 +22,12 @@ async fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let addr = r.url.trim_start_matches("http://");
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let auth = common::bearer(token);
+    let mut headers = vec![("Content-Type", "application/json")];
+    headers.extend(auth.as_ref().map(|(k, v)| (*k, v.as_str())));
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let code = out
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let json = out
-        .split_once("\r\n\r\n")
-        .and_then(|(_, b)| serde_json::from_str(b).ok())
-        .unwrap_or(Value::Null);
-    (code, json)
+    let (code, out) = common::request(&r.url, method, path, &headers, &body).await;
+    (code, common::body_json(&out))
 }
 
 fn deploy() -> Policy {
