@@ -101,6 +101,7 @@ pub async fn run(
                     ("IPAMHandle", r.handles),
                     ("BlockAffinity", r.affinities),
                     ("WorkloadEndpoint", r.endpoints),
+                    ("BGPNodeStatus", r.reports),
                 ] {
                     metrics
                         .ipam_deleted_objects

@@ -25,6 +25,7 @@ pub mod readable;
 pub mod recording;
 pub mod resource;
 pub mod retry;
+pub mod shape;
 pub mod typed;
 pub mod watch;
 

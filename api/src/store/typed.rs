@@ -16,7 +16,7 @@ pub fn to_dynamic<T: Resource>(r: &T) -> Result<DynamicObject> {
         map.insert("apiVersion".into(), T::KIND.api_version().into());
         map.insert("kind".into(), T::KIND.info().name.into());
     }
-    serde_json::from_value(v).map_err(|e| StoreError::BadObject(format!("{}: {e}", T::KIND)))
+    super::shape::from_value(v).map_err(|e| StoreError::BadObject(format!("{}: {e}", T::KIND)))
 }
 
 /// The typed object; an error names the object when its stored shape does
@@ -46,7 +46,7 @@ pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
     {
         return Err(StoreError::BadObject(format!("stored {e}")));
     }
-    let v = serde_json::to_value(o).map_err(|e| StoreError::BadObject(e.to_string()))?;
+    let v = super::shape::to_value(o).map_err(|e| StoreError::BadObject(e.to_string()))?;
     serde_path_to_error::deserialize(v).map_err(|e| {
         let (field, why) = crate::validate::strict::parse_problem(&e, "");
         StoreError::BadObject(format!(

@@ -1,11 +1,11 @@
 //! Publishes this node's BGPNodeStatus: a look at the speaker every
 //! second, a write when the report changed (so at most one a second) and
 //! every `refresh` regardless, so that readers can tell a dead bgpd by the
-//! report's age. On the refresh timer it also deletes the reports of nodes
-//! whose Node object is gone (every node's bgpd does; deleting one already
-//! deleted is harmless), its own included: a node deleted from the
-//! cluster stops reporting.
-use std::collections::BTreeSet;
+//! report's age. On the refresh timer it reads its own Node (one object,
+//! never a listing: every node doing this costs the datastore O(nodes),
+//! not O(nodes²)); a node deleted from the cluster deletes its report and
+//! stops reporting. Reports left by nodes that are gone and cannot do
+//! that themselves are deleted by tartan-controllers' garbage collection.
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{Datastore, StoreError};
 use tracing::{debug, info, warn};
 
-use super::report::{changed, orphans, report};
+use super::report::{changed, report};
 use crate::control::ControlSource;
 
 /// The default of `--status-interval`.
@@ -57,15 +57,18 @@ pub async fn publish_recording<S: ControlSource>(
         tick.tick().await;
         if last_sweep.is_none_or(|t| t.elapsed() >= refresh) {
             last_sweep = Some(Instant::now());
-            match sweep(store.as_ref(), &node).await {
+            match node_exists(store.as_ref(), &node).await {
                 Ok(present) => {
                     if node_present && !present {
                         info!(node = %node, "our Node is gone: no more status reports");
                         written = None;
                     }
+                    if !present {
+                        remove_own(store.as_ref(), &node).await;
+                    }
                     node_present = present;
                 }
-                Err(e) => warn!(error = %e, "cannot sweep BGPNodeStatus reports"),
+                Err(e) => warn!(error = %e, "cannot read our Node"),
             }
         }
         if !node_present {
@@ -116,23 +119,24 @@ async fn write(store: &dyn Datastore, spec: &BgpNodeStatusSpec) -> Result<(), St
     }
 }
 
-/// Deletes the reports of nodes that are gone; whether `node` is present.
-async fn sweep(store: &dyn Datastore, node: &str) -> Result<bool, StoreError> {
-    let (nodes, _) = store.list_typed::<Node>(None).await?;
-    let names: BTreeSet<String> = nodes.into_iter().filter_map(|n| n.metadata.name).collect();
-    let (reports, _) = store.list_typed::<BgpNodeStatus>(None).await?;
-    let stored: Vec<String> = reports
-        .into_iter()
-        .filter_map(|r| r.metadata.name)
-        .collect();
-    for gone in orphans(stored.iter().map(String::as_str), &names) {
-        match store.delete_typed::<BgpNodeStatus>(None, &gone, None).await {
-            Ok(()) => info!(node = %gone, "deleted the status report of a node that is gone"),
-            Err(StoreError::NotFound(_)) => {}
-            Err(e) => warn!(node = %gone, error = %e, "cannot delete a stale status report"),
-        }
+/// Whether `node`'s Node object exists.
+async fn node_exists(store: &dyn Datastore, node: &str) -> Result<bool, StoreError> {
+    match store.get_typed::<Node>(None, node).await {
+        Ok(_) => Ok(true),
+        Err(StoreError::NotFound(_)) => Ok(false),
+        // A Node that does not read still exists.
+        Err(StoreError::BadObject(_)) => Ok(true),
+        Err(e) => Err(e),
     }
-    Ok(names.contains(node))
+}
+
+/// Deletes this node's report, if there is one.
+async fn remove_own(store: &dyn Datastore, node: &str) {
+    match store.delete_typed::<BgpNodeStatus>(None, node, None).await {
+        Ok(()) => info!(node = %node, "deleted our status report: our Node is gone"),
+        Err(StoreError::NotFound(_)) => {}
+        Err(e) => warn!(node = %node, error = %e, "cannot delete our status report"),
+    }
 }
 
 fn epoch_seconds() -> u64 {

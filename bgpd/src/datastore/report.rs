@@ -65,18 +65,6 @@ pub fn changed(old: &BgpNodeStatusSpec, new: &BgpNodeStatusSpec) -> bool {
     strip(old) != strip(new)
 }
 
-/// The reports to delete: those whose node is not among `nodes`.
-pub fn orphans<'a>(
-    reports: impl IntoIterator<Item = &'a str>,
-    nodes: &std::collections::BTreeSet<String>,
-) -> Vec<String> {
-    reports
-        .into_iter()
-        .filter(|r| !nodes.contains(*r))
-        .map(str::to_string)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,11 +154,5 @@ mod tests {
             &first,
             &report("n", &speaker(), &down, 1001, 30, Some(&first))
         ));
-    }
-
-    #[test]
-    fn orphans_are_reports_without_a_node() {
-        let nodes: std::collections::BTreeSet<String> = ["a".to_string(), "b".to_string()].into();
-        assert_eq!(orphans(["a", "c", "b", "d"], &nodes), ["c", "d"]);
     }
 }

@@ -4,7 +4,10 @@
 //! on the version read), then, only when every block write went through,
 //! the IPAMHandles, BlockAffinities and WorkloadEndpoints (so that a
 //! pass cut short leaves what the next one needs to find the rest).
-//! Every released address is logged.
+//! Every released address is logged. The same pass deletes the
+//! BGPNodeStatus reports of Nodes that no longer exist (a node's bgpd
+//! deletes its own when it sees its Node go; this catches those that
+//! could not), once per cluster instead of by every node.
 
 pub mod plan;
 #[cfg(test)]
@@ -13,7 +16,9 @@ mod tests;
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Node;
-use tartan_api::resources::{BlockAffinity, IpamBlock, IpamHandle, WorkloadEndpoint};
+use tartan_api::resources::{
+    BgpNodeStatus, BlockAffinity, IpamBlock, IpamHandle, WorkloadEndpoint,
+};
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{Datastore, StoreError};
 use tartan_cni::ipam::{NODE_LABEL, node_label_value};
@@ -31,6 +36,8 @@ pub struct Report {
     pub affinities: usize,
     pub endpoints: usize,
     pub labelled: usize,
+    /// BGPNodeStatus reports of Nodes that no longer exist, deleted.
+    pub reports: usize,
 }
 
 /// The collector: remembers since when each node has been missing.
@@ -158,6 +165,27 @@ impl Collector {
                 Err(e) => return Err(e),
             }
         }
+        r.reports = delete_orphan_reports(store, &names).await?;
         Ok(r)
     }
+}
+
+/// Deletes the BGPNodeStatus reports whose Node is not among `nodes`;
+/// how many went.
+async fn delete_orphan_reports(
+    store: &dyn Datastore,
+    nodes: &BTreeSet<String>,
+) -> Result<usize, StoreError> {
+    let (reports, _) = store.list_typed::<BgpNodeStatus>(None).await?;
+    let mut deleted = 0;
+    for name in reports.into_iter().filter_map(|r| r.metadata.name) {
+        if nodes.contains(&name) {
+            continue;
+        }
+        if ok_if_gone(store.delete_typed::<BgpNodeStatus>(None, &name, None).await)? {
+            info!(node = %name, "deleted the BGP status report of a deleted node");
+            deleted += 1;
+        }
+    }
+    Ok(deleted)
 }

@@ -156,3 +156,34 @@ async fn nothing_goes_without_any_node_or_when_the_node_returns() {
     assert!(gc.pass(&*s, 20).await.unwrap().gone.is_empty());
     assert_eq!(all::<IpamHandle>(&s).await.len(), 1);
 }
+
+#[tokio::test]
+async fn the_bgp_status_reports_of_deleted_nodes_go_and_live_ones_stay() {
+    use tartan_api::resources::{BgpNodeStatus, BgpNodeStatusSpec};
+    let s = store();
+    for n in ["n1", "n2"] {
+        node(&s, n).await;
+    }
+    for n in ["n1", "n2", "n3"] {
+        let spec = BgpNodeStatusSpec {
+            node: n.into(),
+            updated: 1,
+            refresh_seconds: 30,
+            router_id: "192.0.2.1".into(),
+            asn: 64512,
+            sessions: vec![],
+        };
+        s.create_typed(&BgpNodeStatus::new(n, spec)).await.unwrap();
+    }
+    let mut gc = Collector::new(5);
+    let r = gc.pass(&*s, 1000).await.unwrap();
+    assert_eq!(r.reports, 1, "{r:?}");
+    let mut left: Vec<String> = all::<BgpNodeStatus>(&s)
+        .await
+        .into_iter()
+        .filter_map(|r| r.metadata.name)
+        .collect();
+    left.sort();
+    assert_eq!(left, ["n1", "n2"]);
+    assert_eq!(gc.pass(&*s, 1001).await.unwrap().reports, 0);
+}

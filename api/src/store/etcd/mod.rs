@@ -90,7 +90,7 @@ fn endpoint_url(e: &str) -> String {
 
 /// The stored object at `kv`, with resourceVersion set.
 pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
-    let mut obj: DynamicObject = serde_json::from_slice(kv.value()).map_err(|e| {
+    let mut obj: DynamicObject = crate::store::shape::from_slice(kv.value()).map_err(|e| {
         StoreError::BadObject(format!(
             "etcd key {} does not hold a {kind} object: {e}",
             String::from_utf8_lossy(kv.key())

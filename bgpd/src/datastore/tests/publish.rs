@@ -1,6 +1,8 @@
 //! The BGPNodeStatus publisher against the in-memory datastore: it writes
-//! this node's report and deletes the reports of nodes that are gone, its
-//! own included once its Node goes.
+//! this node's report, reads nothing but its own Node and report (no
+//! listing, whatever the cluster's size), and deletes its report once its
+//! Node goes. Other nodes' reports are not its business (tartan-controllers
+//! deletes those of nodes that are gone).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,8 +95,9 @@ async fn names(store: &Arc<dyn Datastore>) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn writes_the_report_and_sweeps_those_of_nodes_gone() {
-    let store = tartan_api::store::connect("memory", None).await.unwrap();
+async fn writes_the_report_reading_only_its_own_objects() {
+    let recording = Arc::new(tartan_api::store::recording::Recording::new(false));
+    let store: Arc<dyn Datastore> = recording.clone();
     store.create_typed(&node("node-a")).await.unwrap();
     // A report left by a node that no longer exists.
     let old = BgpNodeStatusSpec {
@@ -117,11 +120,25 @@ async fn writes_the_report_and_sweeps_those_of_nodes_gone() {
         Duration::from_secs(1),
         Some(metrics.durations().status_write.clone()),
     ));
-    eventually("node-a reported, node-gone swept", || {
+    eventually("node-a reported", || {
         let s = store.clone();
-        async move { names(&s).await == ["node-a"] }
+        async move { names(&s).await == ["node-a", "node-gone"] }
     })
     .await;
+    // Two refresh periods: what it read, besides what this test lists.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let reads: Vec<_> = recording
+        .take_reads()
+        .into_iter()
+        .filter(|c| c.call != "list" || c.kind != tartan_api::Kind::BgpNodeStatus)
+        .collect();
+    assert!(
+        reads
+            .iter()
+            .all(|c| c.call == "get" && c.names.iter().all(|n| n == "node-a")),
+        "the publisher read more than its own objects: {reads:?}"
+    );
+    assert!(reads.iter().any(|c| c.kind == tartan_api::Kind::Node));
     let writes: u64 = metrics
         .encode()
         .lines()
@@ -139,17 +156,17 @@ async fn writes_the_report_and_sweeps_those_of_nodes_gone() {
     assert_eq!(r.spec.sessions[0].prefixes_received, 4);
 
     // node-a leaves the cluster: its own report goes and is not written
-    // again.
+    // again; node-gone's is left to the controllers.
     store
         .delete_typed::<Node>(None, "node-a", None)
         .await
         .unwrap();
     eventually("node-a's report gone", || {
         let s = store.clone();
-        async move { names(&s).await.is_empty() }
+        async move { names(&s).await == ["node-gone"] }
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(names(&store).await.is_empty());
+    assert_eq!(names(&store).await, ["node-gone"]);
     task.abort();
 }

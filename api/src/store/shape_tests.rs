@@ -1,0 +1,155 @@
+//! The one-pass reading and writing give what serde's derived ones give,
+//! for every object shape: typed or not, half-typed, odd metadata, and
+//! input that is no object at all.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+use super::*;
+
+fn serde_read(bytes: &[u8]) -> serde_json::Result<DynamicObject> {
+    serde_json::from_slice(bytes)
+}
+
+/// Both readings agree: the same object, or both refuse.
+fn agree(v: &Value) {
+    let bytes = serde_json::to_vec(v).unwrap();
+    match (from_slice(&bytes), serde_read(&bytes)) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b, "{v}");
+            let (x, y) = (
+                to_value(a.clone()).unwrap(),
+                serde_json::to_value(&b).unwrap(),
+            );
+            assert_eq!(x, y, "{v}");
+        }
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("{v}: one-pass {a:?}, serde {b:?}"),
+    }
+    match (
+        from_value(v.clone()),
+        serde_json::from_value::<DynamicObject>(v.clone()),
+    ) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{v}"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("{v}: one-pass {a:?}, serde {b:?}"),
+    }
+}
+
+#[test]
+fn a_node_as_a_kubelet_writes_it() {
+    let v = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "resourceVersion": "7",
+                     "labels": {"kubernetes.io/hostname": "n1"},
+                     "annotations": {"tartan.dev/bgp-ipv4-address": "10.0.0.1/24"},
+                     "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"podCIDRs": ["10.244.0.0/24"]},
+        "status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                   "conditions": [{"type": "Ready", "status": "True"}]}
+    });
+    agree(&v);
+    let o = from_value(v).unwrap();
+    assert_eq!(o.types.as_ref().unwrap().kind, "Node");
+    assert_eq!(o.metadata.name.as_deref(), Some("n1"));
+    assert!(o.data.get("metadata").is_none() && o.data.get("kind").is_none());
+    assert_eq!(o.data["status"]["addresses"][0]["address"], "10.0.0.1");
+}
+
+#[test]
+fn odd_shapes_read_as_serde_reads_them() {
+    for v in [
+        json!({"metadata": {"name": "a"}}),
+        json!({"apiVersion": "v1", "metadata": {"name": "a"}}),
+        json!({"kind": "Node", "metadata": {}}),
+        json!({"apiVersion": 1, "kind": "Node", "metadata": {}}),
+        json!({"apiVersion": "v1", "kind": null, "metadata": {}}),
+        json!({"apiVersion": "v1", "kind": "Node"}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": null}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": "x"}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"labels": "x"}}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": 3}}),
+        json!({"metadata": {"name": "a"}, "spec": null, "data": {"x": 1}}),
+        json!([1, 2]),
+        json!("text"),
+        json!(null),
+        json!({}),
+    ] {
+        agree(&v);
+    }
+    assert!(from_slice(b"{not json").is_err());
+    assert!(from_slice(b"").is_err());
+}
+
+/// A JSON value of a few levels.
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        "[a-z0-9./-]{0,12}".prop_map(Value::String),
+    ]
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::btree_map("[a-zA-Z]{1,8}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+/// Metadata that reads, or a value in its place that may not.
+fn metadata() -> impl Strategy<Value = Value> {
+    let labels = prop::collection::btree_map("[a-z./]{1,10}", "[a-z0-9]{0,6}", 0..3);
+    prop_oneof![
+        3 => ("[a-z0-9-]{1,10}", proptest::option::of("[a-z]{1,6}"), labels, proptest::option::of("[0-9]{1,4}"))
+            .prop_map(|(name, ns, labels, rv)| {
+                let mut m = json!({"name": name, "labels": labels});
+                if let Some(ns) = ns { m["namespace"] = json!(ns); }
+                if let Some(rv) = rv { m["resourceVersion"] = json!(rv); }
+                m
+            }),
+        1 => json_value(),
+    ]
+}
+
+fn object() -> impl Strategy<Value = Value> {
+    let text_or_any =
+        || prop_oneof![3 => "[a-zA-Z0-9/.]{1,10}".prop_map(Value::String), 1 => json_value()];
+    (
+        proptest::option::of(text_or_any()),
+        proptest::option::of(text_or_any()),
+        proptest::option::of(metadata()),
+        prop::collection::btree_map("[a-zA-Z]{1,8}", json_value(), 0..4),
+    )
+        .prop_map(|(api, kind, meta, rest)| {
+            let mut m: serde_json::Map<String, Value> = rest.into_iter().collect();
+            if let Some(a) = api {
+                m.insert("apiVersion".into(), a);
+            }
+            if let Some(k) = kind {
+                m.insert("kind".into(), k);
+            }
+            if let Some(md) = meta {
+                m.insert("metadata".into(), md);
+            }
+            Value::Object(m)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_object_reads_and_writes_as_with_serde(v in object()) {
+        agree(&v);
+    }
+
+    #[test]
+    fn any_value_reads_as_with_serde(v in json_value()) {
+        agree(&v);
+    }
+}
