@@ -159,6 +159,11 @@ impl Endpoints {
         }
     }
 
+    /// The labels of Pod `key` (`namespace/name`), when it is seen.
+    pub fn pod_labels(&self, key: &str) -> Option<&Arc<Labels>> {
+        self.pods.get(key)
+    }
+
     /// Endpoint `key` when it is on this node.
     pub fn local_endpoint(&self, key: &str) -> Option<&Endpoint> {
         self.local.get(key).map(|l| &l.ep)
