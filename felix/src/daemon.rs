@@ -6,13 +6,15 @@
 //! The parts: [`config`] (what felix is told at startup), [`host`] (the
 //! host's switches), [`servers`] (the health and metrics endpoints),
 //! the CNI plugins' token renewed beside the loop ([`crate::cnitoken`]),
-//! [`watches`] (what is followed), [`fold`] (events into state) and
-//! [`apply`] (the pass that writes the dataplane).
+//! [`watches`] (what is followed), [`fold`] (events into state),
+//! [`pending`] (what the next pass is for) and [`apply`] (the pass that
+//! writes the dataplane).
 
 mod apply;
 mod config;
 mod fold;
 mod host;
+mod pending;
 mod servers;
 mod watches;
 
@@ -21,16 +23,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
+use k8s_openapi::api::core::v1::{Namespace, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
-use tartan_api::resources::{
-    GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy, WorkloadEndpoint,
-};
+use tartan_api::resources::{GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy};
 use tartan_api::store::Datastore;
 use tracing::info;
 
-use crate::calc::state::State;
+use crate::calc::state::{BlockInfo, State};
 use crate::dataplane::events::KernelEvents;
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::TunnelDriver;
@@ -40,8 +40,11 @@ use crate::unreadable::Unreadable;
 
 pub use config::Config;
 
-use apply::{Checks, Dataplane};
-use fold::{converted, fold, fold_into, fold_node, fold_policy, read_noting};
+use apply::Dataplane;
+use fold::{
+    converted, fold, fold_endpoint, fold_into, fold_node, fold_pod, fold_policy, read_noting,
+};
+use pending::Pending;
 use watches::{Synced, Watches};
 
 /// Run until `shutdown` completes.
@@ -66,15 +69,14 @@ pub async fn run(
             health.clone(),
         )))
     });
-    let mut state = State::default();
+    let mut state = State::for_node(&cfg.node);
     let mut synced = Synced::default();
     let mut dp = Dataplane::new(&cfg.node, routes, tunnels, &health);
     if !cfg.services {
         crate::dataplane::services::remove_left_table();
     }
     host::allow_logging_from_namespaces();
-    let mut checks = Checks::default();
-    let mut dirty = false;
+    let mut pending = Pending::default();
     let mut tick = tokio::time::interval(cfg.resync);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(shutdown);
@@ -82,22 +84,19 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = w.endpoints.next() => {
-                let l = fold(&mut state.endpoint_labels, ev.clone(), &mut bad, |w: WorkloadEndpoint| {
-                    w.metadata.labels.unwrap_or_default()
-                });
-                let f = fold(&mut state.endpoints, ev, &mut bad, |w: WorkloadEndpoint| w.spec);
+                let f = fold_endpoint(&mut state.endpoints, ev, &mut bad);
                 synced.endpoints |= f.synced;
-                dirty |= f.changed || l.changed;
+                pending.folded(f);
             }
             ev = w.pods.next() => {
-                let f = fold(&mut state.pod_labels, ev, &mut bad, |p: Pod| p.metadata.labels.unwrap_or_default());
+                let f = fold_pod(&mut state.endpoints, ev, &mut bad);
                 synced.policy[0] |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.namespaces.next() => {
                 let f = fold(&mut state.namespaces, ev, &mut bad, |n: Namespace| n.metadata.labels.unwrap_or_default());
                 synced.policy[1] |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.kube_policies.next() => {
                 let f = fold_policy(&mut state.kube_policies, ev, &mut bad, |p: KubeNetworkPolicy| {
@@ -105,14 +104,14 @@ pub async fn run(
                         .map(|m| tartan_policy::ir::from_kubernetes(&m)))
                 });
                 synced.policy[2] |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.tartan_policies.next() => {
                 let f = fold_policy(&mut state.tartan_policies, ev, &mut bad, |p: NetworkPolicy| {
                     converted(tartan_policy::tartan::from_network_policy(&p))
                 });
                 synced.policy[3] |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = watches::next_of(&mut w.services) => {
                 let f = fold_into(ev, |k, o| {
@@ -120,7 +119,7 @@ pub async fn run(
                     dp.proxy.index.set_service(k, info)
                 });
                 synced.services[0] |= f.synced;
-                dirty |= f.changed;
+                pending.proxy_changed(f);
             }
             ev = watches::next_of(&mut w.slices) => {
                 let f = fold_into(ev, |k, o| {
@@ -128,50 +127,44 @@ pub async fn run(
                     dp.proxy.index.set_slice(k, info)
                 });
                 synced.services[1] |= f.synced;
-                dirty |= f.changed;
+                pending.proxy_changed(f);
             }
             ev = w.global_policies.next() => {
                 let f = fold_policy(&mut state.global_policies, ev, &mut bad, |p: GlobalNetworkPolicy| {
                     converted(tartan_policy::tartan::from_global_network_policy(&p))
                 });
                 synced.policy[4] |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.blocks.next() => {
-                let f = fold(&mut state.blocks, ev, &mut bad, |b: IpamBlock| b.spec);
+                let f = fold(&mut state.blocks, ev, &mut bad, |b: IpamBlock| BlockInfo::from_spec(&b.spec));
                 synced.blocks |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.pools.next() => {
                 let f = fold(&mut state.pools, ev, &mut bad, |p: IpPool| p.spec);
                 synced.pools |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
             ev = w.nodes.next() => {
                 let f = fold_node(&mut state.nodes, ev, &mut bad);
                 synced.nodes |= f.synced;
-                dirty |= f.changed;
+                pending.folded(f);
             }
-            Some(()) = events.rx.recv() => {
-                // Something of ours changed in the kernel: compare now.
-                dirty = true;
-                checks.kernel = true;
-            }
+            Some(()) = events.rx.recv() => pending.kernel_event(),
             _ = tick.tick() => {
                 health.pass();
-                dirty = true;
-                checks = Checks { nat_present: true, republish: true, kernel: true };
+                pending.tick();
             }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");
                 return Ok(());
             }
             // A burst of events is applied once, when it has passed.
-            () = tokio::time::sleep(Duration::from_millis(5)), if dirty => {
+            () = tokio::time::sleep(Duration::from_millis(5)), if pending.due() => {
                 if !synced.routing_ready() {
                     continue;
                 }
-                dirty = false;
                 dp.apply(
                     &cfg.node,
                     &state,
@@ -179,7 +172,7 @@ pub async fn run(
                     &health,
                     synced.policy_ready(),
                     synced.services_ready(),
-                    std::mem::take(&mut checks),
+                    pending.take(),
                 )
                 .await;
             }

@@ -31,13 +31,14 @@ fn nft(args: &[&str]) -> String {
 fn endpoint(ns: &str, pod: &str, ip: &str, iface: Option<&str>) -> Endpoint {
     Endpoint {
         namespace: ns.into(),
-        labels: [("pod".to_string(), pod.to_string())].into(),
+        labels: std::sync::Arc::new([("pod".to_string(), pod.to_string())].into()),
         addrs: vec![ip.parse().unwrap()],
-        ports: vec![NamedPort {
+        ports: [NamedPort {
             name: "http".into(),
             protocol: 6,
             port: 80,
-        }],
+        }]
+        .into(),
         interface: iface.map(String::from),
     }
 }
@@ -75,7 +76,7 @@ fn policy_table_loads_checks_and_changes() {
         );
         // A pod relabelled: elements only.
         let mut eps2 = eps.clone();
-        eps2[1].labels.insert("pod".into(), "a".into());
+        std::sync::Arc::make_mut(&mut eps2[1].labels).insert("pod".into(), "a".into());
         let rs2 = compile(std::slice::from_ref(&p1), &eps2, &ns);
         assert!(matches!(
             d.apply(&rs2, false, &|_| false).unwrap(),
@@ -408,12 +409,12 @@ fn a_relabel_into_a_new_profile_goes_over_netlink_and_matches_nft() {
             endpoint("x", "b", "10.0.0.2", Some("tarxb")),
             endpoint("x", "c", "10.0.0.3", Some("tarxc")),
         ];
-        eps[2].labels.insert("role".into(), "db".into());
+        std::sync::Arc::make_mut(&mut eps[2].labels).insert("role".into(), "db".into());
         // a alone has profile [p1], c alone [p2]; relabelled, a needs
         // [p1, p2, p3], which no pod had, and p3's chain is new.
         let before = compile([&p1, &p2, &p3], &eps, &ns);
-        eps[0].labels.insert("role".into(), "db".into());
-        eps[0].labels.insert("tier".into(), "x".into());
+        std::sync::Arc::make_mut(&mut eps[0].labels).insert("role".into(), "db".into());
+        std::sync::Arc::make_mut(&mut eps[0].labels).insert("tier".into(), "x".into());
         let after = compile([&p1, &p2, &p3], &eps, &ns);
         (before, after)
     };

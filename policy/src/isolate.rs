@@ -43,9 +43,9 @@ mod tests {
     fn pod(ns: &str, iface: &str, addr: &str) -> Endpoint {
         Endpoint {
             namespace: ns.into(),
-            labels: [("app".to_string(), iface.to_string())].into(),
+            labels: std::sync::Arc::new([("app".to_string(), iface.to_string())].into()),
             addrs: vec![addr.parse().unwrap()],
-            ports: vec![],
+            ports: [].into(),
             interface: Some(iface.into()),
         }
     }

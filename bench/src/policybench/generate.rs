@@ -69,7 +69,7 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
         });
     }
     let node = "node-1".to_string();
-    let mut state = State::default();
+    let mut state = State::for_node(&node);
     for ns in &nss {
         state
             .namespaces
@@ -142,27 +142,24 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
             });
         }
         let key = format!("{}/{name}", ns.name);
-        state.endpoints.insert(
-            format!("{key}-eth0"),
-            WorkloadEndpointSpec {
-                node: if is_local {
-                    node.clone()
-                } else {
-                    format!("node-{}", 2 + g % 9)
-                },
-                pod: name.clone(),
-                container_id: hash(&key),
-                endpoint: "eth0".into(),
-                interface_name: interface.clone().unwrap_or_else(|| "tarremote".into()),
-                mac: None,
-                ip_networks: vec![format!("{addr}/32")],
-                ports,
+        let spec = WorkloadEndpointSpec {
+            node: if is_local {
+                node.clone()
+            } else {
+                format!("node-{}", 2 + g % 9)
             },
-        );
+            pod: name.clone(),
+            container_id: hash(&key),
+            endpoint: "eth0".into(),
+            interface_name: interface.clone().unwrap_or_else(|| "tarremote".into()),
+            mac: None,
+            ip_networks: vec![format!("{addr}/32")],
+            ports,
+        };
         state
-            .endpoint_labels
-            .insert(format!("{key}-eth0"), l.clone());
-        state.pod_labels.insert(key.clone(), l);
+            .endpoints
+            .set(&format!("{key}-eth0"), Some((spec, l.clone())));
+        state.endpoints.set_pod(&key, Some(l));
         let info = PodInfo {
             namespace: ns.name.clone(),
             name,
@@ -256,7 +253,11 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
     let mut relabel = None;
     'pods: for p in &local_pods {
         let key = format!("{}/{}", p.namespace, p.name);
-        let was = state.pod_labels[&key].clone();
+        let was: Labels = state
+            .endpoints
+            .pod_labels(&key)
+            .map(|l| (**l).clone())
+            .context("a local pod's labels")?;
         let ns = nss
             .iter()
             .find(|n| n.name == p.namespace)
@@ -280,7 +281,7 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
         }
         for l in candidates {
             let mut s = state.clone();
-            s.pod_labels.insert(key.clone(), l.clone());
+            s.endpoints.set_pod(&key, Some(l.clone()));
             let iface = p.interface.as_deref().unwrap_or("");
             let after = desired(&node, &s);
             if after.to_endpoint.get(iface) != rs.to_endpoint.get(iface) {
@@ -293,7 +294,7 @@ pub fn generate(o: &PolicyBenchOptions) -> Result<Synthetic> {
     Ok(Synthetic {
         namespaces: n_ns,
         pods: o.pods,
-        local_pods: state.endpoints.values().filter(|w| w.node == node).count(),
+        local_pods: state.endpoints.local().count(),
         kube: state.kube_policies.len(),
         tartan: state.tartan_policies.len(),
         global: state.global_policies.len(),

@@ -176,7 +176,7 @@ pub(super) fn sync_runs(
             }
             for l in [&rv[1], &rv[0]] {
                 let (s, next) = timed_step(&mut d, Some(&rs), || {
-                    state.pod_labels.insert(rk.clone(), l.clone());
+                    state.endpoints.set_pod(rk, Some(l.clone()));
                     desired_cached(n, state, &mut cache)
                 })?;
                 out.push(s);

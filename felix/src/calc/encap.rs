@@ -165,7 +165,7 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
         if b.deleted {
             continue;
         }
-        let (Some(owner), Ok(IpNet::V4(net))) = (b.affine_node(), b.network()) else {
+        let (Some(owner), Some(IpNet::V4(net))) = (b.affine_node(), b.network()) else {
             continue;
         };
         affine.push((net, owner));
@@ -180,23 +180,17 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
         }
     }
     // Addresses a node took from a block that is not its own.
-    for w in state.endpoints.values() {
-        if w.node == node {
-            continue;
-        }
-        for n in &w.ip_networks {
-            let Ok(IpNet::V4(a)) = n.parse::<IpNet>() else {
-                continue;
-            };
-            let a = a.addr();
+    for (_, r) in state.endpoints.remote() {
+        for a in r.addrs.iter() {
+            let IpAddr::V4(a) = *a else { continue };
             let Some(pool) = pool_of(a) else { continue };
             let in_own_block = affine
                 .iter()
-                .any(|(net, owner)| *owner == w.node && net.contains(&a));
+                .any(|(net, owner)| **owner == *r.node && net.contains(&a));
             if in_own_block {
                 continue;
             }
-            if let Some(t) = target(&w.node, pool) {
+            if let Some(t) = target(&r.node, pool) {
                 routes.insert(IpNet::V4(Ipv4Net::from(a)), t);
             }
         }
@@ -207,6 +201,7 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calc::state::Labels;
     use crate::calc::state::NodeInfo;
     use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
 
@@ -223,7 +218,7 @@ mod tests {
     fn block(s: &mut State, cidr: &str, owner: &str) {
         let mut b = IpamBlockSpec::empty(&cidr.parse().unwrap());
         b.affinity = Some(format!("host:{owner}"));
-        s.blocks.insert(cidr.replace('/', "-"), b);
+        s.blocks.insert(cidr.replace('/', "-"), b.into());
     }
 
     fn pool(s: &mut State, vxlan: EncapMode, ipip: EncapMode) {
@@ -235,7 +230,7 @@ mod tests {
 
     /// n1 and n2 share 192.168.1.0/24; n3 is on 192.168.2.0/24.
     fn cluster(vxlan: EncapMode, ipip: EncapMode) -> State {
-        let mut s = State::default();
+        let mut s = State::for_node("n1");
         pool(&mut s, vxlan, ipip);
         node(&mut s, "n1", "192.168.1.2/24", Some([2, 0, 0, 0, 0, 1]));
         node(&mut s, "n2", "192.168.1.3/24", Some([2, 0, 0, 0, 0, 2]));
@@ -342,13 +337,13 @@ mod tests {
             ports: vec![],
         };
         // n3 took an address from n2's block, and one from n1's.
-        s.endpoints.insert("a/x".into(), wep("n3", "10.244.2.9/32"));
-        s.endpoints.insert("a/y".into(), wep("n3", "10.244.1.9/32"));
+        let mut add = |k: &str, w| s.endpoints.set(k, Some((w, Labels::new())));
+        add("a/x", wep("n3", "10.244.2.9/32"));
+        add("a/y", wep("n3", "10.244.1.9/32"));
         // In its own block: covered by the block's route.
-        s.endpoints.insert("a/z".into(), wep("n3", "10.244.3.9/32"));
+        add("a/z", wep("n3", "10.244.3.9/32"));
         // Local endpoints are felix's device routes, not these.
-        s.endpoints
-            .insert("a/w".into(), wep("n1", "10.244.2.10/32"));
+        add("a/w", wep("n1", "10.244.2.10/32"));
         let (r, _) = remote("n1", &s, false);
         assert_eq!(
             shown(&r),

@@ -1,7 +1,10 @@
 //! Pure calculation: from the objects felix has seen to the dataplane it
 //! wants. No I/O.
 
+pub mod desired;
 pub mod encap;
+pub mod endpoints;
+pub mod intern;
 pub mod nat;
 pub mod policy;
 pub mod routes;

@@ -2,12 +2,8 @@
 //! nftables ruleset this node needs. Pure.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
-
-use ipnet::IpNet;
 use tartan_api::Kind;
-use tartan_api::resources::WorkloadEndpointSpec;
-use tartan_policy::compile::{self, Endpoint, NamedPort, Ruleset};
+use tartan_policy::compile::{self, Ruleset};
 use tartan_policy::ir::Policy;
 use tartan_policy::isolate;
 
@@ -34,56 +30,14 @@ pub fn isolations(state: &State) -> Vec<Policy> {
     out
 }
 
-fn protocol_number(p: &str) -> Option<u8> {
-    match p.to_ascii_uppercase().as_str() {
-        "TCP" => Some(6),
-        "UDP" => Some(17),
-        "SCTP" => Some(132),
-        _ => None,
-    }
-}
-
-fn endpoint(node: &str, key: &str, w: &WorkloadEndpointSpec, state: &State) -> Endpoint {
-    let namespace = key.split('/').next().unwrap_or("").to_string();
-    // The Pod's labels are the truth (a relabelled pod); the endpoint's
-    // copy, written at ADD, serves until the Pod is seen.
-    let labels = state
-        .pod_labels
-        .get(&format!("{namespace}/{}", w.pod))
-        .or_else(|| state.endpoint_labels.get(key))
-        .cloned()
-        .unwrap_or_default();
-    Endpoint {
-        namespace,
-        labels,
-        addrs: w
-            .ip_networks
-            .iter()
-            .filter_map(|n| n.parse::<IpNet>().ok())
-            .map(|n| n.addr())
-            .collect::<Vec<IpAddr>>(),
-        ports: w
-            .ports
-            .iter()
-            .filter_map(|p| {
-                Some(NamedPort {
-                    name: p.name.clone(),
-                    protocol: protocol_number(&p.protocol)?,
-                    port: p.port,
-                })
-            })
-            .collect(),
-        interface: (w.node == node).then(|| w.interface_name.clone()),
-    }
-}
-
-/// The ruleset for `node`.
+/// The ruleset for `node` (the node `state` was made for: see
+/// [`State::for_node`]).
 pub fn desired(node: &str, state: &State) -> Ruleset {
     desired_cached(node, state, &mut compile::CompileCache::default())
 }
 
 /// [`desired`], reusing unchanged policy chains from `cache`.
-pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
+pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let policies = state
         .kube_policies
         .values()
@@ -92,11 +46,9 @@ pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCac
         .filter_map(|p| p.as_ref().ok());
     let isolations = isolations(state);
     let policies = policies.chain(isolations.iter());
-    let endpoints: Vec<Endpoint> = state
-        .endpoints
-        .iter()
-        .map(|(k, w)| endpoint(node, k, w, state))
-        .collect();
+    // `state.endpoints` keeps them ready (this node's, the node it was
+    // made for, with their interface): borrowed, not copied.
+    let endpoints = state.endpoints.for_compile();
     let namespaces: BTreeMap<String, BTreeMap<String, String>> = state
         .namespaces
         .iter()
@@ -108,7 +60,8 @@ pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tartan_api::resources::EndpointPort;
+    use crate::calc::state::Labels;
+    use tartan_api::resources::{EndpointPort, WorkloadEndpointSpec};
 
     fn wep(node: &str, pod: &str, iface: &str, ip: &str) -> WorkloadEndpointSpec {
         WorkloadEndpointSpec {
@@ -129,22 +82,24 @@ mod tests {
 
     #[test]
     fn pod_labels_win_over_the_endpoint_copy_and_only_local_pods_dispatch() {
-        let mut s = State::default();
+        let mut s = State::for_node("n1");
+        let old: Labels = [("pod".into(), "old".into())].into();
+        s.endpoints.set(
+            "x/a.eth0",
+            Some((wep("n1", "a", "tara", "10.0.0.1/32"), old.clone())),
+        );
+        s.endpoints.set(
+            "x/b.eth0",
+            Some((wep("n2", "b", "tarb", "10.0.0.2/32"), Labels::new())),
+        );
         s.endpoints
-            .insert("x/a.eth0".into(), wep("n1", "a", "tara", "10.0.0.1/32"));
-        s.endpoints
-            .insert("x/b.eth0".into(), wep("n2", "b", "tarb", "10.0.0.2/32"));
-        s.endpoint_labels
-            .insert("x/a.eth0".into(), [("pod".into(), "old".into())].into());
-        s.pod_labels
-            .insert("x/a".into(), [("pod".into(), "a".into())].into());
-        let a = endpoint("n1", "x/a.eth0", &s.endpoints["x/a.eth0"], &s);
+            .set_pod("x/a", Some([("pod".into(), "a".into())].into()));
+        let a = s.endpoints.local_endpoint("x/a.eth0").unwrap();
         assert_eq!(a.labels["pod"], "a");
         assert_eq!(a.interface.as_deref(), Some("tara"));
         assert_eq!(a.ports[0].protocol, 6);
-        let b = endpoint("n1", "x/b.eth0", &s.endpoints["x/b.eth0"], &s);
-        assert_eq!(b.interface, None);
-        assert!(b.labels.is_empty());
+        assert_eq!(s.endpoints.local_endpoint("x/b.eth0"), None);
+        assert!(s.endpoints.labels_of("x/b.eth0").unwrap().is_empty());
         // No policy: both directions of the local pod are open.
         let rs = desired("n1", &s);
         assert_eq!(rs.to_endpoint.len(), 1);
@@ -165,11 +120,15 @@ mod tests {
 
     #[test]
     fn an_unreadable_policy_isolates_its_namespace_both_ways_and_others_still_allow() {
-        let mut s = State::default();
-        s.endpoints
-            .insert("x/a.eth0".into(), wep("n1", "a", "tara", "10.0.0.1/32"));
-        s.endpoints
-            .insert("y/b.eth0".into(), wep("n1", "b", "tarb", "10.0.0.2/32"));
+        let mut s = State::for_node("n1");
+        s.endpoints.set(
+            "x/a.eth0",
+            Some((wep("n1", "a", "tara", "10.0.0.1/32"), Labels::new())),
+        );
+        s.endpoints.set(
+            "y/b.eth0",
+            Some((wep("n1", "b", "tarb", "10.0.0.2/32"), Labels::new())),
+        );
         let open = desired("n1", &s);
         assert_eq!(open.to_endpoint["tara"], compile::OPEN_CHAIN);
         assert_eq!(open.from_endpoint["tara"], compile::OPEN_CHAIN);
@@ -233,5 +192,66 @@ mod tests {
         // Readable again: open again.
         s.global_policies.clear();
         assert_eq!(desired("n1", &s), open);
+    }
+
+    /// Other nodes' endpoints reach the compiler merged by likeness: the
+    /// ruleset is the one compiled from them one by one.
+    #[test]
+    fn merged_remote_endpoints_compile_as_the_endpoints_one_by_one() {
+        use std::sync::Arc;
+        use tartan_policy::compile::{Endpoint, NamedPort};
+        let mut s = State::for_node("n1");
+        let mut one_by_one = Vec::new();
+        let pods = [
+            ("n1", "l1", "api", 80),
+            ("n2", "w1", "web", 8080),
+            ("n2", "w2", "web", 8080),
+            ("n3", "w3", "web", 8080),
+            ("n2", "d1", "db", 5432),
+            ("n3", "d2", "db", 5432),
+            ("n3", "d3", "db", 5433),
+        ];
+        for (i, (node, pod, app, port)) in pods.into_iter().enumerate() {
+            let ip = format!("10.0.{i}.1/32");
+            let mut w = wep(node, pod, &format!("tar{pod}"), &ip);
+            w.ports[0].port = port;
+            let labels: Labels = [("app".into(), app.into())].into();
+            s.endpoints
+                .set(&format!("x/{pod}.eth0"), Some((w, labels.clone())));
+            one_by_one.push(Endpoint {
+                namespace: "x".into(),
+                labels: Arc::new(labels),
+                addrs: vec![ip.parse::<ipnet::IpNet>().unwrap().addr()],
+                ports: [NamedPort {
+                    name: "http".into(),
+                    protocol: 6,
+                    port,
+                }]
+                .into(),
+                interface: (node == "n1").then(|| format!("tar{pod}")),
+            });
+        }
+        // A Pod relabelled: its endpoint moves to the other workload.
+        s.endpoints
+            .set_pod("x/w3", Some([("app".into(), "db".into())].into()));
+        one_by_one[3].labels = Arc::new([("app".into(), "db".into())].into());
+        let p: k8s_openapi::api::networking::v1::NetworkPolicy =
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "p", "namespace": "x"},
+                "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
+                         "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+                                      "ports": [{"port": "http"}]}],
+                         "egress": [{"to": [{"podSelector": {"matchLabels": {"app": "db"}}}],
+                                     "ports": [{"port": "http"}]}]}
+            }))
+            .unwrap();
+        let p = tartan_policy::ir::from_kubernetes(
+            &tartan_policy::k8s::from_network_policy(&p).unwrap(),
+        );
+        s.kube_policies.insert("x/p".into(), Ok(p.clone()));
+        assert!(s.endpoints.for_compile().len() < one_by_one.len());
+        let want = compile::compile([&p], &one_by_one, &Default::default());
+        assert_eq!(desired("n1", &s), want);
+        assert!(!want.sets.is_empty() && !want.chains.is_empty());
     }
 }

@@ -46,33 +46,30 @@ pub fn desired(node: &str, state: &State) -> Routes {
         if b.deleted || b.affine_node() != Some(node) {
             continue;
         }
-        if let Ok(net) = b.network() {
+        if let Some(net) = b.network() {
             out.insert(net, Target::Blackhole);
         }
     }
     // Pod routes are more specific than their block's blackhole; they win.
     let mut claimed: BTreeMap<IpNet, &str> = BTreeMap::new();
-    for (key, w) in &state.endpoints {
-        if w.node != node || w.interface_name.is_empty() {
+    // `state.endpoints` was made for `node`: its local ones are ours.
+    for (key, ep) in state.endpoints.local() {
+        let Some(iface) = ep.interface.as_deref().filter(|i| !i.is_empty()) else {
             continue;
-        }
-        for n in &w.ip_networks {
-            let Ok(net) = n.parse::<IpNet>() else {
-                warn!(endpoint = %key, network = %n, "unparsable address; no route");
-                continue;
-            };
-            let host = IpNet::from(net.addr());
+        };
+        for a in &ep.addrs {
+            let host = IpNet::from(*a);
             match claimed.get(&host) {
                 // Two endpoints claim one address (a stale record): the
                 // lexically first key wins, the same on every pass.
-                Some(other) if *other <= key.as_str() => {
+                Some(other) if *other <= key => {
                     warn!(address = %host, endpoint = %key, holder = %other, "address claimed twice; keeping the first");
                     continue;
                 }
                 _ => {}
             }
             claimed.insert(host, key);
-            out.insert(host, Target::Device(w.interface_name.clone()));
+            out.insert(host, Target::Device(iface.to_string()));
         }
     }
     out
@@ -81,6 +78,7 @@ pub fn desired(node: &str, state: &State) -> Routes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calc::state::Labels;
     use tartan_api::resources::{IpamBlockSpec, WorkloadEndpointSpec};
 
     fn wep(node: &str, iface: &str, ips: &[&str]) -> WorkloadEndpointSpec {
@@ -96,6 +94,10 @@ mod tests {
         }
     }
 
+    fn add(s: &mut State, key: &str, w: WorkloadEndpointSpec) {
+        s.endpoints.set(key, Some((w, Labels::new())));
+    }
+
     fn block(cidr: &str, node: Option<&str>) -> IpamBlockSpec {
         let mut b = IpamBlockSpec::empty(&cidr.parse().unwrap());
         b.affinity = node.map(|n| format!("host:{n}"));
@@ -104,20 +106,20 @@ mod tests {
 
     #[test]
     fn local_pods_and_own_blocks_only() {
-        let mut s = State::default();
-        s.endpoints.insert(
-            "ns/a".into(),
+        let mut s = State::for_node("n1");
+        add(
+            &mut s,
+            "ns/a",
             wep("n1", "tara", &["10.0.0.2/32", "fd00::2/128"]),
         );
-        s.endpoints
-            .insert("ns/b".into(), wep("n2", "tarb", &["10.0.0.70/32"]));
+        add(&mut s, "ns/b", wep("n2", "tarb", &["10.0.0.70/32"]));
         s.blocks
-            .insert("b1".into(), block("10.0.0.0/26", Some("n1")));
+            .insert("b1".into(), block("10.0.0.0/26", Some("n1")).into());
         s.blocks
-            .insert("b2".into(), block("10.0.0.64/26", Some("n2")));
+            .insert("b2".into(), block("10.0.0.64/26", Some("n2")).into());
         let mut deleted = block("10.0.0.128/26", Some("n1"));
         deleted.deleted = true;
-        s.blocks.insert("b3".into(), deleted);
+        s.blocks.insert("b3".into(), deleted.into());
         let r = desired("n1", &s);
         let text: Vec<String> = r.iter().map(|(k, v)| format!("{k} {v:?}")).collect();
         assert_eq!(
@@ -132,18 +134,34 @@ mod tests {
 
     #[test]
     fn a_doubly_claimed_address_goes_to_one_endpoint_stably() {
-        let mut s = State::default();
-        s.endpoints
-            .insert("ns/z".into(), wep("n1", "tarz", &["10.0.0.5/32"]));
-        s.endpoints
-            .insert("ns/a".into(), wep("n1", "tara", &["10.0.0.5/32"]));
+        let mut s = State::for_node("n1");
+        add(&mut s, "ns/z", wep("n1", "tarz", &["10.0.0.5/32"]));
+        add(&mut s, "ns/a", wep("n1", "tara", &["10.0.0.5/32"]));
         let r = desired("n1", &s);
         assert_eq!(
             r.get(&"10.0.0.5/32".parse().unwrap()),
             Some(&Target::Device("tara".into()))
         );
-        s.endpoints
-            .insert("ns/b".into(), wep("n1", "tarb", &["not an address"]));
+        add(&mut s, "ns/b", wep("n1", "tarb", &["not an address"]));
         assert_eq!(desired("n1", &s).len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod block_tests {
+    use crate::calc::state::BlockInfo;
+    use tartan_api::resources::IpamBlockSpec;
+
+    #[test]
+    fn an_allocation_in_a_block_changes_nothing_felix_keeps() {
+        let mut b = IpamBlockSpec::empty(&"10.0.0.0/26".parse().unwrap());
+        b.affinity = Some("host:n2".into());
+        let before = BlockInfo::from_spec(&b);
+        b.allocations[3] = Some(0);
+        b.unallocated.retain(|o| *o != 3);
+        assert_eq!(BlockInfo::from_spec(&b), before);
+        assert_eq!(before.affine_node(), Some("n2"));
+        b.deleted = true;
+        assert_ne!(BlockInfo::from_spec(&b), before);
     }
 }

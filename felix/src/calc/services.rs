@@ -4,20 +4,18 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 
-use ipnet::IpNet;
-
 use super::state::State;
 
-/// This node's pods' IPv4 addresses (a pod reaching itself through a
+/// This node's pods' IPv4 addresses (of the node `state` was made for) (a pod reaching itself through a
 /// Service is masqueraded).
-pub fn local_pods(node: &str, state: &State) -> BTreeSet<Ipv4Addr> {
+pub fn local_pods(_node: &str, state: &State) -> BTreeSet<Ipv4Addr> {
+    // `state.endpoints` was made for the node: its local ones are ours.
     state
         .endpoints
-        .values()
-        .filter(|w| w.node == node)
-        .flat_map(|w| w.ip_networks.iter())
-        .filter_map(|n| match n.parse::<IpNet>().ok()?.addr() {
-            IpAddr::V4(a) => Some(a),
+        .local()
+        .flat_map(|(_, ep)| ep.addrs.iter())
+        .filter_map(|a| match a {
+            IpAddr::V4(a) => Some(*a),
             IpAddr::V6(_) => None,
         })
         .collect()

@@ -2,11 +2,13 @@
 
 use std::collections::BTreeMap;
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
-use tartan_api::resources::{IpPoolSpec, IpamBlockSpec, WorkloadEndpointSpec};
+use tartan_api::resources::{IpPoolSpec, IpamBlockSpec};
 use tartan_policy::ir::Policy;
+
+use super::endpoints::Endpoints;
 
 /// A policy as watched: converted once when it changes; a policy that
 /// does not decode or does not convert is kept as its error, and enforced
@@ -27,7 +29,11 @@ impl NodeInfo {
     /// Unreadable annotations read as absent (the node is then not
     /// reached through a tunnel, and felix says so where it matters).
     pub fn from_node(n: &Node) -> NodeInfo {
-        let ann = n.metadata.annotations.as_ref();
+        NodeInfo::from_annotations(n.metadata.annotations.as_ref())
+    }
+
+    /// [`NodeInfo::from_node`] from the Node's annotations alone.
+    pub fn from_annotations(ann: Option<&BTreeMap<String, String>>) -> NodeInfo {
         let get = |k: &str| ann.and_then(|a| a.get(k)).map(String::as_str);
         NodeInfo {
             ipv4: get(BGP_IPV4_ADDRESS).and_then(|v| v.parse().ok()),
@@ -36,23 +42,56 @@ impl NodeInfo {
     }
 }
 
+/// What felix needs of an IPAM block: its network and node. Not its
+/// allocations: they change with every pod anywhere, and would make each
+/// such change a pass on every node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockInfo {
+    /// `None`: the block's network does not parse (the block is skipped).
+    network: Option<IpNet>,
+    /// From `host:<nodename>`.
+    node: Option<String>,
+    /// Being released.
+    pub deleted: bool,
+}
+
+impl BlockInfo {
+    pub fn from_spec(b: &IpamBlockSpec) -> BlockInfo {
+        BlockInfo {
+            network: b.network().ok(),
+            node: b.affine_node().map(String::from),
+            deleted: b.deleted,
+        }
+    }
+
+    pub fn network(&self) -> Option<IpNet> {
+        self.network
+    }
+
+    /// The node the block belongs to.
+    pub fn affine_node(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+}
+
+impl From<IpamBlockSpec> for BlockInfo {
+    fn from(b: IpamBlockSpec) -> BlockInfo {
+        BlockInfo::from_spec(&b)
+    }
+}
+
 /// The watched objects that shape this node's routes.
 #[derive(Debug, Default, Clone)]
 pub struct State {
-    /// `namespace/name` → endpoint.
-    pub endpoints: BTreeMap<String, WorkloadEndpointSpec>,
-    /// block name → block.
-    pub blocks: BTreeMap<String, IpamBlockSpec>,
+    /// Every endpoint (with the labels of its Pod), whole only on this
+    /// node.
+    pub endpoints: Endpoints,
+    /// block name → what felix uses of the block.
+    pub blocks: BTreeMap<String, BlockInfo>,
     /// pool name → pool.
     pub pools: BTreeMap<String, IpPoolSpec>,
     /// `/name` (the key of a cluster-scoped object) → node.
     pub nodes: BTreeMap<String, NodeInfo>,
-    /// `namespace/name` of an endpoint → the labels the CNI plugin copied
-    /// from its Pod.
-    pub endpoint_labels: BTreeMap<String, Labels>,
-    /// `namespace/name` of a Pod → its labels (they change; the copy on
-    /// the endpoint does not).
-    pub pod_labels: BTreeMap<String, Labels>,
     /// `/name` of a Namespace → its labels.
     pub namespaces: BTreeMap<String, Labels>,
     /// Policies by `namespace/name` (`/name` for global ones).
@@ -64,6 +103,15 @@ pub struct State {
 pub type Labels = BTreeMap<String, String>;
 
 impl State {
+    /// Nothing seen yet, as node `node` sees it (only its own endpoints
+    /// are kept whole).
+    pub fn for_node(node: &str) -> State {
+        State {
+            endpoints: Endpoints::for_node(node),
+            ..State::default()
+        }
+    }
+
     pub fn node(&self, name: &str) -> Option<&NodeInfo> {
         self.nodes.get(&format!("/{name}"))
     }

@@ -7,12 +7,12 @@ use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
 use tartan_api::store::Datastore;
 use tartan_api::store::typed::TypedStore;
-use tartan_policy::compile::CompileCache;
+use tartan_policy::compile::Ruleset;
 use tracing::{info, warn};
 
+use crate::calc::desired::Calc;
 use crate::calc::encap;
 use crate::calc::nat::Nat;
-use crate::calc::routes::desired;
 use crate::calc::state::State;
 use crate::dataplane::nft::Written;
 use crate::dataplane::policy::PolicyDriver;
@@ -22,8 +22,17 @@ use crate::dataplane::tunnels::{IpipSupport, TunnelDriver};
 use crate::health::Health;
 use crate::services::healthcheck::HealthChecks;
 
+/// What one pass is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Pass {
+    /// A watch event changed what felix keeps: compute the desired state
+    /// again (otherwise the last one is compared with the kernel).
+    pub(super) changed: bool,
+    pub(super) checks: Checks,
+}
+
 /// What one pass must check beyond the difference from the last pass.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct Checks {
     /// Ask nft whether the NAT table was removed by hand (the periodic
     /// check only, not every datastore event).
@@ -41,7 +50,8 @@ pub(super) struct Dataplane {
     routes: RouteDriver,
     tunnels: TunnelDriver,
     policy: PolicyDriver,
-    policy_cache: CompileCache,
+    /// The desired state, computed again only when the state changed.
+    calc: Calc,
     /// The Service proxy; its index is fed by the Service and
     /// EndpointSlice watches.
     pub(super) proxy: ServiceProxy,
@@ -70,7 +80,7 @@ impl Dataplane {
             routes,
             tunnels,
             policy: PolicyDriver::default(),
-            policy_cache: CompileCache::default(),
+            calc: Calc::default(),
             proxy,
             health_checks: HealthChecks::default(),
             nat_applied: None,
@@ -79,8 +89,11 @@ impl Dataplane {
         }
     }
 
-    /// One pass. The policy table is written only once `policy_synced`,
-    /// the service table once `services_synced`.
+    /// One pass: the desired state computed again only when `pass` says
+    /// the datastore view changed, then written where it differs from
+    /// what was last written (or, at a check, from the kernel). The
+    /// policy table is written only once `policy_synced`, the service
+    /// table once `services_synced`.
     #[allow(clippy::too_many_arguments)]
     pub(super) async fn apply(
         &mut self,
@@ -90,18 +103,26 @@ impl Dataplane {
         health: &Health,
         policy_synced: bool,
         services_synced: bool,
-        checks: Checks,
+        pass: Pass,
     ) {
+        let checks = pass.checks;
+        let ipip = |t: &TunnelDriver| t.ipip == IpipSupport::Yes;
+        let mut d = self.calc.desired(
+            node,
+            state,
+            pass.changed,
+            policy_synced,
+            ipip(&self.tunnels),
+        );
         // NAT: replaced when it changes or has gone missing.
-        let nat = crate::calc::nat::desired(state);
         // Whether the table was removed by hand is asked of nft only at
         // the periodic check, not on every datastore event.
         let gone = checks.nat_present && !crate::dataplane::nat::present();
-        if self.nat_applied.as_ref() != Some(&nat) || gone {
-            match crate::dataplane::nat::apply(&nat) {
+        if self.nat_applied.as_ref() != Some(&d.nat) || gone {
+            match crate::dataplane::nat::apply(&d.nat) {
                 Ok(()) => {
-                    info!(masquerading = ?nat.from, "NAT table written");
-                    self.nat_applied = Some(nat);
+                    info!(masquerading = ?d.nat.from, "NAT table written");
+                    self.nat_applied = Some(d.nat.clone());
                 }
                 Err(e) => {
                     health.apply_failures.inc();
@@ -109,29 +130,18 @@ impl Dataplane {
                 }
             }
         }
-        if policy_synced {
-            apply_policy(
-                &mut self.policy,
-                &mut self.policy_cache,
-                node,
-                state,
-                health,
-                checks.kernel,
-            );
+        if let Some(want) = d.policy.as_ref().filter(|_| policy_synced) {
+            apply_policy(&mut self.policy, want, health, checks.kernel);
         }
         if services_synced {
-            self.proxy
-                .index
-                .set_local_pods(crate::calc::services::local_pods(node, state));
+            self.proxy.index.set_local_pods(d.local_pods.clone());
             apply_services(&mut self.proxy, health, checks.kernel);
             self.health_checks.sync(self.proxy.index.health_targets());
         }
-        let mut want = desired(node, state);
         let tunnels = &mut self.tunnels;
         let ipip_before = tunnels.ipip.clone();
-        let (mut remote, mut wanted) = encap::remote(node, state, tunnels.ipip == IpipSupport::Yes);
-        if checks.kernel || self.tunnels_applied.as_ref() != Some(&wanted) {
-            match tunnels.apply(&wanted).await {
+        if checks.kernel || self.tunnels_applied.as_ref() != Some(&d.tunnels) {
+            match tunnels.apply(&d.tunnels).await {
                 Ok(t) => {
                     if t.created + t.entries > 0 {
                         info!(
@@ -140,7 +150,7 @@ impl Dataplane {
                             "tunnels updated"
                         );
                     }
-                    self.tunnels_applied = Some(wanted.clone());
+                    self.tunnels_applied = Some(d.tunnels.clone());
                 }
                 Err(e) => {
                     self.tunnels_applied = None;
@@ -150,7 +160,11 @@ impl Dataplane {
             }
         }
         if tunnels.ipip != ipip_before {
-            (remote, wanted) = encap::remote(node, state, tunnels.ipip == IpipSupport::Yes);
+            // Learnt whether IPIP works: the routes to other nodes again
+            // (not the rest of the desired state).
+            d = self
+                .calc
+                .desired(node, state, false, policy_synced, ipip(tunnels));
         }
         health.ipip_supported.set(match tunnels.ipip {
             IpipSupport::Untried => -1,
@@ -159,8 +173,8 @@ impl Dataplane {
         });
         health
             .vxlan_peers
-            .set(wanted.vxlan.as_ref().map_or(0, |v| v.peers.len() as i64));
-        if let Some(v) = &wanted.vxlan
+            .set(d.tunnels.vxlan.as_ref().map_or(0, |v| v.peers.len() as i64));
+        if let Some(v) = &d.tunnels.vxlan
             && state.node(node).and_then(|n| n.vxlan_mac) != Some(v.mac)
             && self.published != Some(v.mac)
         {
@@ -177,15 +191,11 @@ impl Dataplane {
         if checks.republish {
             self.published = None;
         }
-        // Local pod routes win over a stale record of the address
-        // elsewhere.
-        for (dst, t) in remote {
-            want.entry(dst).or_insert(t);
-        }
+        let want = &d.routes;
         health.applies.inc();
         health.routes_desired.set(want.len() as i64);
         let started = std::time::Instant::now();
-        let applied = self.routes.apply(&want).await;
+        let applied = self.routes.apply(want).await;
         health
             .route_apply_seconds
             .observe(started.elapsed().as_secs_f64());
@@ -214,16 +224,8 @@ impl Dataplane {
 }
 
 /// Compute the policy table and write what changed.
-fn apply_policy(
-    driver: &mut PolicyDriver,
-    cache: &mut CompileCache,
-    node: &str,
-    state: &State,
-    health: &Health,
-    check: bool,
-) {
-    let want = crate::calc::policy::desired_cached(node, state, cache);
-    match driver.apply(&want, check, &|_| false) {
+fn apply_policy(driver: &mut PolicyDriver, want: &Ruleset, health: &Health, check: bool) {
+    match driver.apply(want, check, &|_| false) {
         Ok(Written::Nothing) => {}
         Ok(Written::Difference(t)) => {
             health.policy_writes.inc();

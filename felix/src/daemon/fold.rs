@@ -4,11 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use tartan_api::resources::WorkloadEndpoint;
 use tartan_api::store::DynamicObject;
+use tartan_api::store::placeholder::placeholder_reason;
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::WatchEvent;
 
+use crate::calc::endpoints::Endpoints;
 use crate::calc::policy::Converted;
 use crate::calc::state::NodeInfo;
 use crate::unreadable::Unreadable;
@@ -45,13 +48,124 @@ pub(super) fn fold<T: Resource, S: PartialEq>(
 
 /// A Node's event into `nodes`: felix keeps only [`NodeInfo`] (address
 /// and VXLAN MAC), so a kubelet's heartbeat (status, resourceVersion)
-/// folds to no change and causes no pass over the dataplane.
+/// folds to no change and causes no pass over the dataplane. Only the
+/// annotations are read, from the metadata the watch has already parsed:
+/// a heartbeat's status is not parsed at all (parsing whole Nodes at 500
+/// heartbeats a second was most of an idle felix's CPU).
 pub(super) fn fold_node(
     nodes: &mut BTreeMap<String, NodeInfo>,
     ev: WatchEvent,
     bad: &mut Unreadable,
 ) -> Folded {
-    fold(nodes, ev, bad, |n: Node| NodeInfo::from_node(&n))
+    fold_set::<Node, _>(ev, bad, node_info, |k, n| match n {
+        Some(n) if nodes.get(k) == Some(&n) => false,
+        Some(n) => {
+            nodes.insert(k.to_string(), n);
+            true
+        }
+        None => nodes.remove(k).is_some(),
+    })
+}
+
+/// What felix keeps of a Node, or why the object is not a readable Node:
+/// a placeholder for a value that did not parse, another kind, or a spec
+/// or status that is not an object. What is inside spec and status felix
+/// does not read, and does not check.
+fn node_info(o: DynamicObject) -> Result<NodeInfo, String> {
+    let name = o.metadata.name.as_deref().unwrap_or("");
+    if let Some(why) = placeholder_reason(&o) {
+        return Err(format!("stored Node {name:?} does not parse: {why}"));
+    }
+    if let Some(t) = &o.types
+        && (t.api_version != "v1" || t.kind != "Node")
+    {
+        return Err(format!(
+            "stored Node {name:?} does not parse: it is a {} {}",
+            t.api_version, t.kind
+        ));
+    }
+    for field in ["spec", "status"] {
+        match o.data.get(field) {
+            None | Some(serde_json::Value::Null | serde_json::Value::Object(_)) => {}
+            Some(_) => {
+                return Err(format!(
+                    "stored Node {name:?} does not parse: {field}: not an object"
+                ));
+            }
+        }
+    }
+    Ok(NodeInfo::from_annotations(o.metadata.annotations.as_ref()))
+}
+
+/// A WorkloadEndpoint's event into `endpoints`, the object read once.
+pub(super) fn fold_endpoint(
+    endpoints: &mut Endpoints,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+) -> Folded {
+    fold_set::<WorkloadEndpoint, _>(
+        ev,
+        bad,
+        |o| from_dynamic::<WorkloadEndpoint>(o).map_err(|e| e.to_string()),
+        |k, w| {
+            endpoints.set(
+                k,
+                w.map(|w| (w.spec, w.metadata.labels.unwrap_or_default())),
+            )
+        },
+    )
+}
+
+/// A Pod's event: its labels, which win over an endpoint's copy.
+pub(super) fn fold_pod(endpoints: &mut Endpoints, ev: WatchEvent, bad: &mut Unreadable) -> Folded {
+    fold_set::<Pod, _>(
+        ev,
+        bad,
+        |o| from_dynamic::<Pod>(o).map_err(|e| e.to_string()),
+        |k, p| endpoints.set_pod(k, p.map(|p| p.metadata.labels.unwrap_or_default())),
+    )
+}
+
+/// One event of a watch of `T`: each object read once by `read` (what
+/// does not read is reported to `bad` and changes nothing) and handed to
+/// `set` as (key, object or `None` when gone), which says whether what
+/// felix keeps changed.
+fn fold_set<T: Resource, S>(
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    read: impl FnOnce(DynamicObject) -> Result<S, String>,
+    set: impl FnOnce(&str, Option<S>) -> bool,
+) -> Folded {
+    let changed = match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let k = key(&o);
+            let got = read(o);
+            bad.note(
+                T::KIND,
+                &k,
+                got.as_ref().map(|_| ()).map_err(String::as_str),
+            );
+            match got {
+                Ok(s) => set(&k, Some(s)),
+                Err(_) => false,
+            }
+        }
+        WatchEvent::Deleted(o) => {
+            let k = key(&o);
+            bad.note(T::KIND, &k, Ok(()));
+            set(&k, None)
+        }
+        WatchEvent::Synced { .. } => {
+            return Folded {
+                synced: true,
+                changed: true,
+            };
+        }
+    };
+    Folded {
+        synced: false,
+        changed,
+    }
 }
 
 /// [`fold`] for a policy: `convert` may fail too, and a policy that does
@@ -338,5 +452,75 @@ mod tests {
         assert!(!fold(&mut m, WatchEvent::Modified(broken), &mut bad, spec).changed);
         assert_eq!(bad.count(Kind::Node), 1);
         assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]));
+    }
+}
+
+#[cfg(test)]
+mod node_tests {
+    use super::*;
+    use tartan_api::Kind;
+
+    fn node(extra: serde_json::Value) -> DynamicObject {
+        let mut v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": "n1", "annotations": {
+                "tartan.dev/bgp-ipv4-address": "192.168.1.2/24",
+                "tartan.dev/vxlan-tunnel-mac": "02:00:00:00:00:01"}},
+            "spec": {}, "status": {"conditions": []}
+        });
+        for (k, x) in extra.as_object().into_iter().flatten() {
+            v[k] = x.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn fold_one(
+        m: &mut BTreeMap<String, NodeInfo>,
+        bad: &mut Unreadable,
+        o: DynamicObject,
+    ) -> bool {
+        fold_node(m, WatchEvent::Modified(o), bad).changed
+    }
+
+    #[test]
+    fn a_node_is_read_from_its_annotations_and_what_is_not_a_node_is_unreadable() {
+        let mut m = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        assert!(fold_one(&mut m, &mut bad, node(serde_json::json!({}))));
+        assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]));
+        assert_eq!(bad.count(Kind::Node), 0);
+        // Not a Node, a spec or status of the wrong shape, a placeholder
+        // for a value that did not parse: reported, the last Node kept.
+        let mut placeholder = node(serde_json::json!({}));
+        placeholder.metadata.annotations = Some(
+            [(
+                tartan_api::store::placeholder::UNREADABLE_ANNOTATION.to_string(),
+                "garbage".to_string(),
+            )]
+            .into(),
+        );
+        let wrong = [
+            node(serde_json::json!({"kind": "Pod"})),
+            node(serde_json::json!({"apiVersion": "v2"})),
+            node(serde_json::json!({"spec": "not an object"})),
+            node(serde_json::json!({"status": [1]})),
+            placeholder,
+        ];
+        for (i, w) in wrong.into_iter().enumerate() {
+            assert!(!fold_one(&mut m, &mut bad, w), "{i}");
+            assert_eq!(bad.count(Kind::Node), 1, "{i}");
+            assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]), "{i}");
+        }
+        // Readable again.
+        assert!(!fold_one(&mut m, &mut bad, node(serde_json::json!({}))));
+        assert_eq!(bad.count(Kind::Node), 0);
+        // An annotation that does not parse reads as absent.
+        let o = node(
+            serde_json::json!({"metadata": {"name": "n1", "annotations": {
+            "tartan.dev/vxlan-tunnel-mac": "not a mac"}}}),
+        );
+        assert!(fold_one(&mut m, &mut bad, o));
+        assert_eq!(m["/n1"], NodeInfo::default());
+        assert_eq!(bad.count(Kind::Node), 0);
     }
 }

@@ -37,13 +37,14 @@ fn assert_difference_reaches<T: Table>(old: &T, new: &T) {
 fn endpoint(pod: &str, ip: &str, iface: &str) -> Endpoint {
     Endpoint {
         namespace: "x".into(),
-        labels: BTreeMap::from([("pod".to_string(), pod.to_string())]),
+        labels: BTreeMap::from([("pod".to_string(), pod.to_string())]).into(),
         addrs: vec![ip.parse().unwrap()],
-        ports: vec![NamedPort {
+        ports: [NamedPort {
             name: "http".into(),
             protocol: 6,
             port: 80,
-        }],
+        }]
+        .into(),
         interface: Some(iface.into()),
     }
 }

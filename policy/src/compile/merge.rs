@@ -14,6 +14,7 @@
 //! A rule without ports must not read the transport header (a packet of
 //! a protocol without ports may not have the bytes), hence the split.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
@@ -109,7 +110,6 @@ pub fn possible_in(r: &Rule, v6: bool) -> bool {
 
 /// The addresses of endpoints, memoised per compile.
 pub struct Resolver<'a> {
-    endpoints: &'a [Endpoint],
     namespaces: &'a NamespaceLabels,
     by_namespace: BTreeMap<&'a str, Vec<&'a Endpoint>>,
     all: Vec<&'a Endpoint>,
@@ -119,19 +119,19 @@ pub struct Resolver<'a> {
 }
 
 impl<'a> Resolver<'a> {
-    pub fn new(endpoints: &'a [Endpoint], namespaces: &'a NamespaceLabels) -> Resolver<'a> {
+    pub fn new<E: Borrow<Endpoint>>(
+        endpoints: &'a [E],
+        namespaces: &'a NamespaceLabels,
+    ) -> Resolver<'a> {
+        let all: Vec<&Endpoint> = endpoints.iter().map(Borrow::borrow).collect();
         let mut by_namespace: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
-        for ep in endpoints {
-            by_namespace
-                .entry(ep.namespace.as_str())
-                .or_default()
-                .push(ep);
+        for &ep in &all {
+            by_namespace.entry(&*ep.namespace).or_default().push(ep);
         }
         Resolver {
-            endpoints,
             namespaces,
             by_namespace,
-            all: endpoints.iter().collect(),
+            all,
             selected: HashMap::new(),
             named: HashMap::new(),
         }
@@ -162,7 +162,7 @@ impl<'a> Resolver<'a> {
     }
 
     fn named(&mut self, name: &str, v6: bool) -> &BTreeMap<(u8, u16), Intervals> {
-        let endpoints = self.endpoints;
+        let endpoints = &self.all;
         self.named.entry((name.to_string(), v6)).or_insert_with(|| {
             let mut points: BTreeMap<(u8, u16), Vec<u128>> = BTreeMap::new();
             for ep in endpoints {

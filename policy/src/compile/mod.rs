@@ -49,6 +49,7 @@ pub mod stmt;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -69,7 +70,7 @@ pub use profile::{pass_chain, run_set};
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// A container port with a name, for policies that name ports.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NamedPort {
     pub name: String,
     /// IP protocol number (6, 17, 132).
@@ -77,13 +78,15 @@ pub struct NamedPort {
     pub port: u16,
 }
 
-/// One pod interface anywhere in the cluster.
+/// One pod interface anywhere in the cluster. The namespace, labels and
+/// named ports are shared: the pods of one workload hold the same ones,
+/// and a node's agent keeps every endpoint of the cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Endpoint {
-    pub namespace: String,
-    pub labels: BTreeMap<String, String>,
+    pub namespace: Arc<str>,
+    pub labels: Arc<BTreeMap<String, String>>,
     pub addrs: Vec<IpAddr>,
-    pub ports: Vec<NamedPort>,
+    pub ports: Arc<[NamedPort]>,
     /// The host end of its veth when it is on this node.
     pub interface: Option<String>,
 }
@@ -94,12 +97,12 @@ pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
 impl EndpointSel {
     pub fn matches(&self, ep: &Endpoint, namespaces: &NamespaceLabels) -> bool {
         let ns_ok = match &self.namespaces {
-            Namespaces::Named(n) => *n == ep.namespace,
-            Namespaces::Selected(sel) => match namespaces.get(&ep.namespace) {
+            Namespaces::Named(n) => **n == *ep.namespace,
+            Namespaces::Selected(sel) => match namespaces.get(&*ep.namespace) {
                 Some(labels) => sel.matches(labels),
                 None => sel.matches(&BTreeMap::from([(
                     NAMESPACE_NAME_LABEL.to_string(),
-                    ep.namespace.clone(),
+                    ep.namespace.to_string(),
                 )])),
             },
         };
@@ -241,10 +244,11 @@ fn run_set_defs(
 
 /// Everything this node's table should hold. `endpoints` are every
 /// endpoint of the cluster (for the address sets); those with an
-/// interface are this node's.
-pub fn compile<'a>(
+/// interface are this node's. They may be borrowed (`&[&Endpoint]`), so
+/// that a caller keeping them need not copy them for each compile.
+pub fn compile<'a, E: Borrow<Endpoint>>(
     policies: impl IntoIterator<Item = &'a Policy>,
-    endpoints: &[Endpoint],
+    endpoints: &[E],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
     compile_cached(
@@ -256,10 +260,10 @@ pub fn compile<'a>(
 }
 
 /// [`compile`], reusing the policies in `cache` that are unchanged.
-pub fn compile_cached<'a>(
+pub fn compile_cached<'a, E: Borrow<Endpoint>>(
     cache: &mut CompileCache,
     policies: impl IntoIterator<Item = &'a Policy>,
-    endpoints: &[Endpoint],
+    endpoints: &[E],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
     let mut sorted: Vec<&Policy> = policies.into_iter().collect();
@@ -284,10 +288,10 @@ pub fn compile_cached<'a>(
     let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
     let mut runs: Runs = BTreeMap::new();
     let mut profiles: HashMap<String, CachedProfile> = HashMap::new();
-    for ep in endpoints {
+    for ep in endpoints.iter().map(Borrow::borrow) {
         let Some(iface) = &ep.interface else { continue };
         let own = in_namespace
-            .get(ep.namespace.as_str())
+            .get(&*ep.namespace)
             .map_or(&[][..], Vec::as_slice);
         let candidates = merge_sorted(own, &cluster_wide);
         for ingress in [true, false] {
@@ -429,7 +433,7 @@ pub fn compile_cached<'a>(
     for name in &needs.named_ports {
         for &v6 in &needs.families {
             let mut elements = BTreeSet::new();
-            for ep in endpoints {
+            for ep in endpoints.iter().map(Borrow::borrow) {
                 for p in ep.ports.iter().filter(|p| p.name == *name) {
                     for a in ep.addrs.iter().filter(|a| a.is_ipv6() == v6) {
                         elements.insert(Element::Port(*a, p.protocol, p.port));

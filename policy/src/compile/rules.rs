@@ -2,6 +2,7 @@
 //! of rules each written as one set lookup (see [`super::merge`]), and
 //! rules written as they are, with the sets they refer to. Pure.
 
+use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
@@ -25,11 +26,12 @@ pub(super) struct Needs {
 }
 
 impl Needs {
-    pub(super) fn for_endpoints(endpoints: &[Endpoint]) -> Needs {
+    pub(super) fn for_endpoints<E: Borrow<Endpoint>>(endpoints: &[E]) -> Needs {
         let mut families = Vec::new();
         for v6 in [false, true] {
             if endpoints
                 .iter()
+                .map(Borrow::borrow)
                 .any(|e| e.addrs.iter().any(|a| a.is_ipv6() == v6))
             {
                 families.push(v6);

@@ -28,13 +28,14 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 fn ep(ns: &str, pod: &str, ip: &str, iface: Option<&str>) -> Endpoint {
     Endpoint {
         namespace: ns.into(),
-        labels: labels(&[("pod", pod)]),
+        labels: labels(&[("pod", pod)]).into(),
         addrs: vec![ip.parse().unwrap()],
-        ports: vec![NamedPort {
+        ports: [NamedPort {
             name: "serve-80-tcp".into(),
             protocol: 6,
             port: 80,
-        }],
+        }]
+        .into(),
         interface: iface.map(String::from),
     }
 }

@@ -165,10 +165,10 @@ impl ClusterGen {
                     named("metrics", 6, 9090);
                 }
                 Endpoint {
-                    namespace: format!("ns{}", g.ns % self.namespaces.len()),
-                    labels: l,
+                    namespace: format!("ns{}", g.ns % self.namespaces.len()).into(),
+                    labels: l.into(),
                     addrs,
-                    ports,
+                    ports: ports.into(),
                     interface: g.local.then(|| format!("tar{i}")),
                 }
             })

@@ -28,7 +28,7 @@ fn a_cached_compile_equals_a_fresh_one_through_changes() {
         (vec![&k1, &g], eps.clone()),
         // A pod relabelled: the addresses a selector picks change.
         (vec![&k1, &g], {
-            eps[1].labels = labels(&[("pod", "a")]);
+            eps[1].labels = labels(&[("pod", "a")]).into();
             eps.clone()
         }),
         (vec![&g], eps.clone()),

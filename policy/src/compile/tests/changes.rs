@@ -9,7 +9,7 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
     let p = kube(json!({"podSelector": {"matchLabels": {"pod": "a"}}}));
     let mut eps = endpoints();
     let before = compile(std::slice::from_ref(&p), &eps, &namespaces());
-    eps[1].labels = labels(&[("pod", "a")]);
+    eps[1].labels = labels(&[("pod", "a")]).into();
     let after = compile([&p], &eps, &namespaces());
     assert_eq!(before.chains, after.chains);
     let d = render::diff(&before, &after).unwrap().to_json();
