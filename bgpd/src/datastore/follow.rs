@@ -207,13 +207,13 @@ impl Seen {
         let (k, view) = match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                 let k = key(&o);
-                match from_dynamic::<Node>(o) {
-                    Ok(n) => {
+                match tartan_api::resources::node::metadata_readable(&o) {
+                    Ok(()) => {
                         self.bad.readable(Kind::Node, &k);
-                        (k, Some(nodes::used(n)))
+                        (k, Some(nodes::from_metadata(o.metadata)))
                     }
-                    Err(e) => {
-                        self.bad.unreadable(Kind::Node, &k, &e.to_string());
+                    Err(why) => {
+                        self.bad.unreadable(Kind::Node, &k, &why);
                         (k, None)
                     }
                 }

@@ -8,18 +8,26 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 /// The annotations bgpd may read all carry this prefix.
 const TARTAN_PREFIX: &str = "tartan.dev/";
 
 /// The part of `n` bgpd's configuration is built from, as a Node holding
 /// nothing else.
+#[cfg(test)]
 pub(super) fn used(n: Node) -> Node {
+    from_metadata(n.metadata)
+}
+
+/// The Node bgpd keeps of a Node with `meta`: what it uses is all in the
+/// metadata, so a watched Node is never parsed whole (see
+/// [`tartan_api::resources::node::metadata_readable`]).
+pub(super) fn from_metadata(meta: ObjectMeta) -> Node {
     let mut out = Node::default();
-    out.metadata.name = n.metadata.name;
-    out.metadata.labels = n.metadata.labels.filter(|l| !l.is_empty());
-    let ann: BTreeMap<String, String> = n
-        .metadata
+    out.metadata.name = meta.name;
+    out.metadata.labels = meta.labels.filter(|l| !l.is_empty());
+    let ann: BTreeMap<String, String> = meta
         .annotations
         .into_iter()
         .flatten()

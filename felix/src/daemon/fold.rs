@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tartan_api::resources::WorkloadEndpoint;
 use tartan_api::store::DynamicObject;
-use tartan_api::store::placeholder::placeholder_reason;
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::WatchEvent;
 
@@ -72,28 +71,7 @@ pub(super) fn fold_node(
 /// or status that is not an object. What is inside spec and status felix
 /// does not read, and does not check.
 fn node_info(o: DynamicObject) -> Result<NodeInfo, String> {
-    let name = o.metadata.name.as_deref().unwrap_or("");
-    if let Some(why) = placeholder_reason(&o) {
-        return Err(format!("stored Node {name:?} does not parse: {why}"));
-    }
-    if let Some(t) = &o.types
-        && (t.api_version != "v1" || t.kind != "Node")
-    {
-        return Err(format!(
-            "stored Node {name:?} does not parse: it is a {} {}",
-            t.api_version, t.kind
-        ));
-    }
-    for field in ["spec", "status"] {
-        match o.data.get(field) {
-            None | Some(serde_json::Value::Null | serde_json::Value::Object(_)) => {}
-            Some(_) => {
-                return Err(format!(
-                    "stored Node {name:?} does not parse: {field}: not an object"
-                ));
-            }
-        }
-    }
+    tartan_api::resources::node::metadata_readable(&o)?;
     Ok(NodeInfo::from_annotations(o.metadata.annotations.as_ref()))
 }
 

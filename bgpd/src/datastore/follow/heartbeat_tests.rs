@@ -99,7 +99,7 @@ fn a_change_bgpd_uses_rebuilds_and_reaches_the_configuration() {
     assert!(seen.apply(Kind::Node, WatchEvent::Deleted(node(4, "10.0.0.9", &[]))));
     assert!(seen.inputs("n1").nodes.is_empty());
     let mut bad = node(5, "10.0.0.1", &[]);
-    bad.data["spec"] = serde_json::json!({"podCIDRs": "not a list"});
+    bad.data["spec"] = serde_json::json!("not an object");
     assert!(!seen.apply(Kind::Node, WatchEvent::Added(bad)));
     assert_eq!(seen.bad.count(Kind::Node), 1);
     assert!(seen.inputs("n1").nodes.is_empty());
