@@ -11,6 +11,12 @@
 //! A query that must wait for an upstream goes on as a task on the
 //! runtime, within `max_inflight` of them (shared by all sockets); past
 //! that, new ones are dropped. TCP connections past `max_tcp` are closed.
+//!
+//! The time an answered UDP query spends on its receiving thread, from its
+//! receipt to its answer's send, is a histogram per thread
+//! (`tartan_dns_udp_answer_duration_seconds`): what the server itself adds
+//! to a client's wait, apart from the time the datagram waits for the
+//! thread to be scheduled.
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
@@ -26,6 +32,7 @@ use tracing::{debug, warn};
 
 use crate::handler::{Handler, Transport};
 use crate::limit::Limiter;
+use crate::metrics::UdpThread;
 use crate::sockets::send_now;
 
 /// How long an idle TCP connection is kept.
@@ -55,7 +62,7 @@ impl Server {
                 let (me, rt, stop, slots) = (self.clone(), rt.clone(), stop.clone(), slots.clone());
                 std::thread::Builder::new()
                     .name(format!("dns-udp-{i}"))
-                    .spawn(move || me.serve_udp(Arc::new(s), rt, slots, &stop))
+                    .spawn(move || me.serve_udp(i, Arc::new(s), rt, slots, &stop))
             })
             .collect()
     }
@@ -63,6 +70,7 @@ impl Server {
     /// Receive in a loop until `stop`; see the module's comment.
     fn serve_udp(
         self: Arc<Self>,
+        index: usize,
         sock: Arc<UdpSocket>,
         rt: Handle,
         slots: Arc<Semaphore>,
@@ -72,6 +80,14 @@ impl Server {
         // when first polled, here.
         let _rt = rt.enter();
         let mut buf = vec![0u8; 65535];
+        let took = self
+            .handler
+            .metrics
+            .udp_answer_seconds
+            .get_or_create(&UdpThread {
+                thread: u32::try_from(index).unwrap_or(u32::MAX),
+            })
+            .clone();
         while !stop.load(Ordering::Relaxed) {
             let (n, from) = match sock.recv_from(&mut buf) {
                 Ok(x) => x,
@@ -82,7 +98,8 @@ impl Server {
                     continue;
                 }
             };
-            if !self.limiter.allow(from.ip(), Instant::now()) {
+            let t0 = Instant::now();
+            if !self.limiter.allow(from.ip(), t0) {
                 self.handler.metrics.rate_limited.inc();
                 continue;
             }
@@ -94,6 +111,7 @@ impl Server {
                     if let Err(e) = sock.send_to(&out, from) {
                         debug!(client = %from, error = %e, "udp send");
                     }
+                    took.observe(t0.elapsed().as_secs_f64());
                 }
                 Some(None) => {}
                 None => {

@@ -425,3 +425,40 @@ async fn a_flooding_client_does_not_starve_others() {
     );
     assert!(limited > 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_on_a_udp_thread_is_timed_on_that_thread() {
+    let r = start(config(vec![], 0.0), store().await).await.unwrap();
+    until_ready(&r).await;
+    let count = |text: &str| -> u64 {
+        text.lines()
+            .filter_map(|l| {
+                l.strip_prefix("tartan_dns_udp_answer_duration_seconds_count{thread=\"")
+            })
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum()
+    };
+    assert_eq!(count(&r.metrics.encode()), 0);
+    for _ in 0..3 {
+        let m = udp_ask(r.dns, "web.default.svc.cluster.local.", RecordType::A).await;
+        assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    }
+    // Each answer is counted once, on the thread that received its query
+    // (the first from the records, the next two from the reply cache).
+    // The count follows the send: wait for it.
+    within(Duration::from_secs(5), async || {
+        count(&r.metrics.encode()) == 3
+    })
+    .await;
+    let text = r.metrics.encode();
+    assert!(
+        text.contains(
+            "tartan_dns_udp_answer_duration_seconds_bucket{le=\"0.000005\",thread=\"0\"}"
+        ),
+        "{text}"
+    );
+    // A TCP answer is not a UDP thread's.
+    let m = tcp_ask(r.dns, "web.default.svc.cluster.local.", RecordType::A).await;
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    assert_eq!(count(&r.metrics.encode()), 3);
+}
