@@ -157,6 +157,39 @@ fn parse_interface_address(s: &str) -> Result<IpNet, String> {
     Ok(net)
 }
 
+/// Whether a watched Node can be read for its metadata alone (what the
+/// node agents use of Nodes: name, labels, annotations), without parsing
+/// its spec and status: a kubelet posts those every few seconds, and
+/// parsing each post whole cost more than all else an agent does with it.
+/// Not readable: a placeholder for a stored value that did not parse,
+/// another kind, or a spec or status that is not an object. What is
+/// inside spec and status is not checked.
+pub fn metadata_readable(o: &crate::store::DynamicObject) -> Result<(), String> {
+    let name = o.metadata.name.as_deref().unwrap_or("");
+    if let Some(why) = crate::store::placeholder::placeholder_reason(o) {
+        return Err(format!("stored Node {name:?} does not parse: {why}"));
+    }
+    if let Some(t) = &o.types
+        && (t.api_version != "v1" || t.kind != "Node")
+    {
+        return Err(format!(
+            "stored Node {name:?} does not parse: it is a {} {}",
+            t.api_version, t.kind
+        ));
+    }
+    for field in ["spec", "status"] {
+        match o.data.get(field) {
+            None | Some(serde_json::Value::Null | serde_json::Value::Object(_)) => {}
+            Some(_) => {
+                return Err(format!(
+                    "stored Node {name:?} does not parse: {field}: not an object"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -223,37 +256,27 @@ mod tests {
         assert_eq!(e.object, "Node \"n1\"");
         assert_eq!(e.problems.len(), 4, "{e}");
     }
-}
 
-/// Whether a watched Node can be read for its metadata alone (what the
-/// node agents use of Nodes: name, labels, annotations), without parsing
-/// its spec and status: a kubelet posts those every few seconds, and
-/// parsing each post whole cost more than all else an agent does with it.
-/// Not readable: a placeholder for a stored value that did not parse,
-/// another kind, or a spec or status that is not an object. What is
-/// inside spec and status is not checked.
-pub fn metadata_readable(o: &crate::store::DynamicObject) -> Result<(), String> {
-    let name = o.metadata.name.as_deref().unwrap_or("");
-    if let Some(why) = crate::store::placeholder::placeholder_reason(o) {
-        return Err(format!("stored Node {name:?} does not parse: {why}"));
-    }
-    if let Some(t) = &o.types
-        && (t.api_version != "v1" || t.kind != "Node")
-    {
-        return Err(format!(
-            "stored Node {name:?} does not parse: it is a {} {}",
-            t.api_version, t.kind
-        ));
-    }
-    for field in ["spec", "status"] {
-        match o.data.get(field) {
-            None | Some(serde_json::Value::Null | serde_json::Value::Object(_)) => {}
-            Some(_) => {
-                return Err(format!(
-                    "stored Node {name:?} does not parse: {field}: not an object"
-                ));
-            }
+    #[test]
+    fn a_node_is_read_for_its_metadata_whatever_its_status_holds() {
+        let read =
+            |v: serde_json::Value| metadata_readable(&crate::store::shape::from_value(v).unwrap());
+        let meta =
+            serde_json::json!({"name": "n1", "annotations": {BGP_IPV4_ADDRESS: "10.0.0.1/24"}});
+        assert!(
+            read(
+                serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": meta,
+            "status": {"conditions": "not checked"}})
+            )
+            .is_ok()
+        );
+        assert!(read(serde_json::json!({"metadata": meta})).is_ok());
+        for bad in [
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta}),
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": "x"}),
+            serde_json::json!({"apiVersion": "v1", "kind": "Node", "metadata": meta, "status": [1]}),
+        ] {
+            assert!(read(bad.clone()).is_err(), "{bad}");
         }
     }
-    Ok(())
 }
