@@ -35,3 +35,28 @@ pub fn target_bin(name: &str) -> PathBuf {
 pub fn lab_bin() -> PathBuf {
     target_bin("tartan-lab")
 }
+
+/// `tartan-controllers` on `datastore` as candidate `id`, with a short
+/// Lease (2 s) so that it leads at once, no health server, and logging
+/// at info; callers add the intervals their scene needs.
+pub fn controllers_command(datastore: &str, id: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new(target_bin("tartan-controllers"));
+    cmd.args([
+        "--datastore",
+        datastore,
+        "--id",
+        id,
+        "--health-address",
+        "none",
+        "--lease-duration",
+        "2",
+        "--renew-deadline-ms",
+        "1500",
+        "--retry-period-ms",
+        "200",
+    ])
+    .env("TARTAN_LOG", "info")
+    .env_remove("POD_NAME")
+    .env_remove("POD_NAMESPACE");
+    cmd
+}

@@ -4,20 +4,7 @@ use super::*;
 use tartan_api::resources::EndpointPort;
 
 fn wep(node: &str, pod: &str, ip: &str) -> WorkloadEndpointSpec {
-    WorkloadEndpointSpec {
-        node: node.into(),
-        pod: pod.into(),
-        container_id: "c".into(),
-        endpoint: "eth0".into(),
-        interface_name: format!("tar{pod}"),
-        mac: None,
-        ip_networks: vec![ip.into()],
-        ports: vec![EndpointPort {
-            name: "http".into(),
-            protocol: "TCP".into(),
-            port: 8080,
-        }],
-    }
+    crate::calc::policy::tests::wep(node, pod, &format!("tar{pod}"), ip)
 }
 
 fn app(a: &str) -> Labels {

@@ -58,12 +58,13 @@ pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCa
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::calc::state::Labels;
     use tartan_api::resources::{EndpointPort, WorkloadEndpointSpec};
 
-    fn wep(node: &str, pod: &str, iface: &str, ip: &str) -> WorkloadEndpointSpec {
+    /// An endpoint with one address and a named port `http` (8080/TCP).
+    pub(crate) fn wep(node: &str, pod: &str, iface: &str, ip: &str) -> WorkloadEndpointSpec {
         WorkloadEndpointSpec {
             node: node.into(),
             pod: pod.into(),

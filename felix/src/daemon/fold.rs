@@ -56,14 +56,7 @@ pub(super) fn fold_node(
     ev: WatchEvent,
     bad: &mut Unreadable,
 ) -> Folded {
-    fold_set::<Node, _>(ev, bad, node_info, |k, n| match n {
-        Some(n) if nodes.get(k) == Some(&n) => false,
-        Some(n) => {
-            nodes.insert(k.to_string(), n);
-            true
-        }
-        None => nodes.remove(k).is_some(),
-    })
+    fold_set::<Node, _>(ev, bad, node_info, |k, n| keep(nodes, k, n))
 }
 
 /// What felix keeps of a Node, or why the object is not a readable Node:
@@ -114,6 +107,18 @@ fn fold_set<T: Resource, S>(
     read: impl FnOnce(DynamicObject) -> Result<S, String>,
     set: impl FnOnce(&str, Option<S>) -> bool,
 ) -> Folded {
+    fold_set_or::<T, S>(ev, bad, read, None, set)
+}
+
+/// [`fold_set`]; with `fallback`, what does not read is handed to `set`
+/// as `fallback(why)` (still reported to `bad`).
+fn fold_set_or<T: Resource, S>(
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    read: impl FnOnce(DynamicObject) -> Result<S, String>,
+    fallback: Option<fn(String) -> S>,
+    set: impl FnOnce(&str, Option<S>) -> bool,
+) -> Folded {
     let changed = match ev {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => {
             let k = key(&o);
@@ -123,9 +128,10 @@ fn fold_set<T: Resource, S>(
                 &k,
                 got.as_ref().map(|_| ()).map_err(String::as_str),
             );
-            match got {
-                Ok(s) => set(&k, Some(s)),
-                Err(_) => false,
+            match (got, fallback) {
+                (Ok(s), _) => set(&k, Some(s)),
+                (Err(why), Some(f)) => set(&k, Some(f(why))),
+                (Err(_), None) => false,
             }
         }
         WatchEvent::Deleted(o) => {
@@ -167,44 +173,28 @@ fn fold_read<T: Resource, S: PartialEq>(
     read: impl FnOnce(T) -> Result<S, String>,
     fallback: Option<fn(String) -> S>,
 ) -> Folded {
-    let changed = match ev {
-        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-            let k = key(&o);
-            let got = from_dynamic::<T>(o)
+    fold_set_or::<T, S>(
+        ev,
+        bad,
+        |o| {
+            from_dynamic::<T>(o)
                 .map_err(|e| e.to_string())
-                .and_then(read);
-            bad.note(
-                T::KIND,
-                &k,
-                got.as_ref().map(|_| ()).map_err(String::as_str),
-            );
-            let s = match (got, fallback) {
-                (Ok(s), _) => s,
-                (Err(why), Some(f)) => f(why),
-                (Err(_), None) => return Folded::default(),
-            };
-            if map.get(&k) == Some(&s) {
-                false
-            } else {
-                map.insert(k, s);
-                true
-            }
+                .and_then(read)
+        },
+        fallback,
+        |k, s| keep(map, k, s),
+    )
+}
+
+/// `s` (or its absence) as what `map` keeps at `k`; whether that changed.
+fn keep<S: PartialEq>(map: &mut BTreeMap<String, S>, k: &str, s: Option<S>) -> bool {
+    match s {
+        Some(s) if map.get(k) == Some(&s) => false,
+        Some(s) => {
+            map.insert(k.to_string(), s);
+            true
         }
-        WatchEvent::Deleted(o) => {
-            let k = key(&o);
-            bad.note(T::KIND, &k, Ok(()));
-            map.remove(&k).is_some()
-        }
-        WatchEvent::Synced { .. } => {
-            return Folded {
-                synced: true,
-                changed: true,
-            };
-        }
-    };
-    Folded {
-        synced: false,
-        changed,
+        None => map.remove(k).is_some(),
     }
 }
 

@@ -198,26 +198,8 @@ fn node_status_from_anywhere_follows_bgpd_and_the_node() {
 
     // node-5 leaves the cluster: its report is deleted by tartan-controllers'
     // garbage collection (no bgpd lists other nodes' reports).
-    let mut cmd = Command::new(tartan_tests::bins::target_bin("tartan-controllers"));
-    cmd.args([
-        "--datastore",
-        &lab.etcd.datastore_spec(),
-        "--id",
-        "c1",
-        "--health-address",
-        "none",
-        "--lease-duration",
-        "2",
-        "--renew-deadline-ms",
-        "1500",
-        "--retry-period-ms",
-        "200",
-        "--ipam-gc-interval-ms",
-        "200",
-    ])
-    .env("TARTAN_LOG", "info")
-    .env_remove("POD_NAME")
-    .env_remove("POD_NAMESPACE");
+    let mut cmd = tartan_tests::bins::controllers_command(&lab.etcd.datastore_spec(), "c1");
+    cmd.args(["--ipam-gc-interval-ms", "200"]);
     let _controllers = Daemon::start("controllers", cmd).expect("tartan-controllers");
     lab.rt
         .block_on(lab.store.delete_typed::<Node>(None, &dead, None))

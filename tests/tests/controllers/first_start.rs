@@ -15,26 +15,8 @@ use tartan_lab::etcd::EtcdCluster;
 use tartan_lab::process::Daemon;
 
 fn controllers(etcd: &EtcdCluster, id: &str) -> Daemon {
-    let mut cmd = std::process::Command::new(tartan_tests::bins::target_bin("tartan-controllers"));
-    cmd.args([
-        "--datastore",
-        &etcd.datastore_spec(),
-        "--id",
-        id,
-        "--health-address",
-        "none",
-        "--lease-duration",
-        "2",
-        "--renew-deadline-ms",
-        "1500",
-        "--retry-period-ms",
-        "200",
-        "--loadbalancer-interval-ms",
-        "200",
-    ])
-    .env("TARTAN_LOG", "info")
-    .env_remove("POD_NAME")
-    .env_remove("POD_NAMESPACE");
+    let mut cmd = tartan_tests::bins::controllers_command(&etcd.datastore_spec(), id);
+    cmd.args(["--loadbalancer-interval-ms", "200"]);
     Daemon::start(id, cmd).unwrap()
 }
 
