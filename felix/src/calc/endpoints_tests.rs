@@ -1,7 +1,6 @@
 //! Tests of the endpoint index: sharing, Pods' labels, locality.
 
 use super::*;
-use tartan_api::resources::EndpointPort;
 
 fn wep(node: &str, pod: &str, ip: &str) -> WorkloadEndpointSpec {
     crate::calc::policy::tests::wep(node, pod, &format!("tar{pod}"), ip)
