@@ -48,7 +48,8 @@ use std::sync::Arc;
 #[derive(Debug, Clone, Default)]
 pub struct Inputs {
     pub node: String,
-    pub nodes: Vec<Node>,
+    /// Shared with the follower's view: a rebuild copies no Node.
+    pub nodes: Vec<Arc<Node>>,
     /// BGPConfiguration objects by name.
     pub configs: BTreeMap<String, BgpConfigurationSpec>,
     /// BGPPeer objects by name.

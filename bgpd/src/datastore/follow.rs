@@ -110,7 +110,7 @@ struct Seen {
     me: String,
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
     /// Readable Nodes, as [`nodes::used`] keeps them.
-    nodes: BTreeMap<String, Node>,
+    nodes: BTreeMap<String, Arc<Node>>,
     services: LocalServices,
     synced: BTreeMap<Kind, bool>,
     /// Objects that do not read, each logged once at ERROR when it
@@ -229,9 +229,9 @@ impl Seen {
             }
         };
         match view {
-            Some(n) if self.nodes.get(&k) == Some(&n) => false,
+            Some(n) if self.nodes.get(&k).is_some_and(|old| **old == n) => false,
             Some(n) => {
-                self.nodes.insert(k, n);
+                self.nodes.insert(k, Arc::new(n));
                 true
             }
             None => self.nodes.remove(&k).is_some(),

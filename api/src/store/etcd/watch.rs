@@ -10,7 +10,7 @@ use etcd_client::{Client, EventType, WatchOptions, WatchResponse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
-use super::{decode, decode_or_placeholder, keys, map_err};
+use super::{decode_or_placeholder, keys, map_err};
 use crate::kind::Kind;
 use crate::store::{DynamicObject, RawEvent, Result, StoreError, WatchScope};
 
@@ -26,7 +26,9 @@ pub(super) async fn open(
     let opts = WatchOptions::new()
         .with_range(keys::range_end(&prefix))
         .with_start_revision(from + 1)
-        .with_prev_key()
+        // No previous values: etcd would send one with every put too (a
+        // kubelet's heartbeat twice over), and a deletion is told by its
+        // key alone (see `WatchEvent::Deleted`).
         .with_progress_notify();
     let stream = client.watch(prefix, Some(opts)).await.map_err(map_err)?;
     let state = (
@@ -96,18 +98,11 @@ fn translate(kind: Kind, resp: &WatchResponse, out: &mut VecDeque<Result<RawEven
                 }
             }
             EventType::Delete => {
-                let mut obj = match ev.prev_kv().map(|p| decode(kind, p)) {
-                    Some(Ok(o)) => o,
-                    // No readable previous value: the key alone names it.
-                    _ => match keys::parse(kind, kv.key()) {
-                        Some((namespace, name)) => {
-                            let mut o = DynamicObject::new(&name, &kind.api_resource());
-                            o.metadata.namespace = namespace;
-                            o
-                        }
-                        None => continue,
-                    },
+                let Some((namespace, name)) = keys::parse(kind, kv.key()) else {
+                    continue;
                 };
+                let mut obj = DynamicObject::new(&name, &kind.api_resource());
+                obj.metadata.namespace = namespace;
                 obj.metadata.resource_version = Some(kv.mod_revision().to_string());
                 out.push_back(Ok(RawEvent::Deleted(obj)));
             }

@@ -44,9 +44,9 @@ pub(super) fn three() -> Inputs {
     Inputs {
         node: "n1".into(),
         nodes: vec![
-            node("n1", "10.0.0.1", None, &[]),
-            node("n2", "10.0.0.2", None, &[]),
-            node("n3", "10.0.0.3", None, &[]),
+            node("n1", "10.0.0.1", None, &[]).into(),
+            node("n2", "10.0.0.2", None, &[]).into(),
+            node("n3", "10.0.0.3", None, &[]).into(),
         ],
         ..Default::default()
     }
