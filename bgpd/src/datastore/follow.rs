@@ -109,7 +109,8 @@ struct Seen {
     /// This node's name.
     me: String,
     objects: BTreeMap<Kind, BTreeMap<String, DynamicObject>>,
-    /// Readable Nodes, as [`nodes::used`] keeps them.
+    /// Readable Nodes, as [`nodes::from_metadata`] keeps them; shared with
+    /// each rebuild's inputs.
     nodes: BTreeMap<String, Arc<Node>>,
     services: LocalServices,
     synced: BTreeMap<Kind, bool>,

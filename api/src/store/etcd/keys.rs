@@ -48,7 +48,12 @@ pub fn key(k: &ObjectKey) -> Result<String, StoreError> {
 /// The namespace and name an etcd key under `kind`'s prefix stands for.
 pub fn parse(kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
     let s = std::str::from_utf8(raw).ok()?;
-    let rest = s.strip_prefix(&prefix(kind, None))?;
+    // `prefix(kind, None)` matched piece by piece: this runs for every
+    // object read and every watch event, so it builds no string.
+    let rest = s
+        .strip_prefix(ROOT)?
+        .strip_prefix(kind.info().key_segment)?
+        .strip_prefix('/')?;
     if kind.info().namespaced {
         let (ns, name) = rest.split_once('/')?;
         (!ns.is_empty() && !name.is_empty() && !name.contains('/'))
@@ -123,6 +128,24 @@ mod tests {
         let k = ObjectKey::new(Kind::Node, None, "n1");
         assert_eq!(key(&k).unwrap(), "/tartan/k8s/nodes/n1");
         assert_eq!(parse(Kind::IpPool, b"/tartan/k8s/nodes/n1"), None);
+    }
+
+    #[test]
+    fn every_kind_parses_its_own_keys_and_no_other_kinds() {
+        for kind in Kind::all() {
+            let ns = kind.info().namespaced.then_some("ns1");
+            let s = key(&ObjectKey::new(kind, ns, "o1")).unwrap();
+            let want = Some((ns.map(String::from), "o1".to_string()));
+            assert_eq!(parse(kind, s.as_bytes()), want, "{s}");
+            // The prefix without its closing '/' names nothing.
+            let bare = prefix(kind, None);
+            assert_eq!(parse(kind, bare.trim_end_matches('/').as_bytes()), None);
+            for other in Kind::all().filter(|o| *o != kind) {
+                if !s.starts_with(&prefix(other, None)) {
+                    assert_eq!(parse(other, s.as_bytes()), None, "{other} read {s}");
+                }
+            }
+        }
     }
 
     #[test]
