@@ -424,3 +424,73 @@ async fn next_dropped_mid_listing_resumes_the_same_call() {
     assert_eq!(added, 3);
     assert_eq!(store.pages.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// What a narrowed watch shows, as `+name`, `~name`, `-name`, `synced`.
+async fn next_labels(w: &mut Watch, n: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let e = tokio::time::timeout(Duration::from_secs(10), w.next())
+            .await
+            .expect("watch stalled");
+        out.push(label(&e));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_narrowed_watch_shows_and_remembers_only_what_passes() {
+    let mem = MemoryStore::new();
+    let order = |o: &DynamicObject| o.data["spec"]["order"].as_u64().unwrap_or(0);
+    let set_order = |mut o: DynamicObject, n: u32| {
+        o.data["spec"]["order"] = n.into();
+        o
+    };
+    let inside = mem.create(policy("a", "in", 1)).await.unwrap();
+    let out = mem.create(policy("a", "out", 2)).await.unwrap();
+    let leaves = mem.create(policy("a", "leaves", 1)).await.unwrap();
+    let mut w = watch(Arc::new(mem.clone()), scope()).keeping(move |o| order(o) == 1);
+    assert_eq!(next_labels(&mut w, 3).await, ["+in", "+leaves", "synced"]);
+    assert_eq!(w.remembered(), 2, "no record of what does not pass");
+
+    // Found outside at a relist (the raw watch is not open yet, and its
+    // revision is compacted away): gone.
+    mem.update(set_order(leaves, 3)).await.unwrap();
+    mem.create(policy("b", "also-out", 2)).await.unwrap();
+    mem.compact(mem.revision());
+    assert_eq!(next_labels(&mut w, 2).await, ["-leaves", "synced"]);
+    assert_eq!(w.lists(), 2);
+    assert_eq!(w.remembered(), 1);
+
+    // On the raw watch: a change outside is not shown; one into the
+    // subset is an addition, one out of it a deletion.
+    let out = mem.update(out).await.unwrap();
+    let out = mem.update(set_order(out, 1)).await.unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["+out"]);
+    mem.update(set_order(inside, 4)).await.unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["-in"]);
+    mem.update(out).await.unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["~out"]);
+    assert_eq!(w.remembered(), 1);
+}
+
+#[test]
+fn the_record_keeps_keys_and_versions_as_they_were_read() {
+    for rv in [None, Some("0"), Some("18446744073709551615"), Some("123")] {
+        assert_eq!(Version::of(rv).text().as_deref(), rv);
+        assert!(!matches!(Version::of(rv), Version::Text(_)), "{rv:?}");
+    }
+    // Not a plain number: kept as text, so that it reads back the same.
+    for rv in ["007", "+5", "", "18446744073709551616", "abc", "12 "] {
+        assert_eq!(Version::of(Some(rv)), Version::Text(rv.into()));
+        assert_eq!(Version::of(Some(rv)).text().as_deref(), Some(rv));
+    }
+    assert_ne!(Version::of(Some("7")), Version::of(Some("07")));
+
+    let namespaced = policy("team-a", "p", 1);
+    let mut cluster_wide = policy("", "q", 1);
+    cluster_wide.metadata.namespace = None;
+    for o in [namespaced, cluster_wide] {
+        let k = record_key(&o);
+        assert_eq!(split_key(&k), local_key(&o));
+    }
+}

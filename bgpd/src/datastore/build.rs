@@ -25,7 +25,6 @@ use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::bgpconfiguration::{ConfigScope, DEFAULT_AS_NUMBER};
 use tartan_api::resources::bgppeer::{NextHopMode as ApiNextHopMode, SourceAddress};
 use tartan_api::resources::common::parse_duration;
@@ -38,6 +37,7 @@ use tartan_api::selector::Selector;
 use tracing::warn;
 
 use super::announce::{OwnAddresses, ServiceRanges, announcements, kernel_exclude};
+use super::nodes::NodeView;
 use super::services::ServiceIps;
 use crate::config::{Config, GracefulRestart, Neighbor};
 use crate::filter::peer_filters;
@@ -49,7 +49,7 @@ use std::sync::Arc;
 pub struct Inputs {
     pub node: String,
     /// Shared with the follower's view: a rebuild copies no Node.
-    pub nodes: Vec<Arc<Node>>,
+    pub nodes: Vec<Arc<NodeView>>,
     /// BGPConfiguration objects by name.
     pub configs: BTreeMap<String, BgpConfigurationSpec>,
     /// BGPPeer objects by name.
@@ -108,8 +108,8 @@ struct Peer<'a> {
     labels: BTreeMap<String, String>,
 }
 
-fn node_name(n: &Node) -> &str {
-    n.metadata.name.as_deref().unwrap_or("")
+fn node_name(n: &NodeView) -> &str {
+    &n.name
 }
 
 /// The cluster's settings with this node's overrides.
@@ -146,7 +146,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .iter()
         .find(|n| node_name(n) == inp.node)
         .ok_or_else(|| BuildError::NoNode(inp.node.clone()))?;
-    let my = NodeBgp::from_node(me).map_err(|e| BuildError::BadNode {
+    let my = me.bgp().map_err(|e| BuildError::BadNode {
         node: inp.node.clone(),
         why: e.to_string(),
     })?;
@@ -154,7 +154,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         node: inp.node.clone(),
     })?;
     let my_ip = my_net.addr();
-    let my_labels = me.metadata.labels.clone().unwrap_or_default();
+    let my_labels = me.labels.clone();
     let s = settings(inp);
     let ranges = ServiceRanges::of(&s);
     let cluster_as = s.as_number.unwrap_or(DEFAULT_AS_NUMBER);
@@ -191,7 +191,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .iter()
         .filter(|n| node_name(n) != inp.node)
         .filter_map(|n| {
-            let bgp = match NodeBgp::from_node(n) {
+            let bgp = match n.bgp() {
                 Ok(b) => b,
                 Err(e) => {
                     warn!(node = node_name(n), error = %e, "node's BGP settings unreadable; not peering with it");
@@ -202,7 +202,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             Some(Peer {
                 name: node_name(n),
                 bgp,
-                labels: n.metadata.labels.clone().unwrap_or_default(),
+                labels: n.labels.clone(),
             })
         })
         .collect();

@@ -17,3 +17,4 @@ pub mod services;
 mod tests;
 
 pub use build::{Inputs, build};
+pub use nodes::NodeView;

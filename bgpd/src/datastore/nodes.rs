@@ -9,32 +9,49 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use tartan_api::resources::NodeBgp;
+use tartan_api::validate::Invalid;
 
 /// The annotations bgpd may read all carry this prefix.
 const TARTAN_PREFIX: &str = "tartan.dev/";
 
-/// The part of `n` bgpd's configuration is built from, as a Node holding
-/// nothing else.
-#[cfg(test)]
-pub(super) fn used(n: Node) -> Node {
-    from_metadata(n.metadata)
+/// What bgpd keeps of a Node. Not a `Node`: that type is 1.5 KB before
+/// anything is in it, and bgpd keeps one per Node of the cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeView {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    /// The annotations under `tartan.dev/`.
+    pub annotations: BTreeMap<String, String>,
 }
 
-/// The Node bgpd keeps of a Node with `meta`: what it uses is all in the
+impl NodeView {
+    /// The node's BGP settings; an error lists every bad annotation.
+    pub fn bgp(&self) -> Result<NodeBgp, Invalid> {
+        NodeBgp::from_annotations(&self.name, &self.annotations)
+    }
+}
+
+impl From<Node> for NodeView {
+    fn from(n: Node) -> NodeView {
+        from_metadata(n.metadata)
+    }
+}
+
+/// What bgpd keeps of a Node with `meta`: what it uses is all in the
 /// metadata, so a watched Node is never parsed whole (see
 /// [`tartan_api::resources::node::metadata_readable`]).
-pub(super) fn from_metadata(meta: ObjectMeta) -> Node {
-    let mut out = Node::default();
-    out.metadata.name = meta.name;
-    out.metadata.labels = meta.labels.filter(|l| !l.is_empty());
-    let ann: BTreeMap<String, String> = meta
-        .annotations
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| k.starts_with(TARTAN_PREFIX))
-        .collect();
-    out.metadata.annotations = (!ann.is_empty()).then_some(ann);
-    out
+pub(super) fn from_metadata(meta: ObjectMeta) -> NodeView {
+    NodeView {
+        name: meta.name.unwrap_or_default(),
+        labels: meta.labels.unwrap_or_default(),
+        annotations: meta
+            .annotations
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with(TARTAN_PREFIX))
+            .collect(),
+    }
 }
 
 #[cfg(test)]
@@ -65,6 +82,10 @@ mod tests {
             ..Default::default()
         });
         n
+    }
+
+    fn used(n: Node) -> NodeView {
+        n.into()
     }
 
     #[test]

@@ -465,3 +465,55 @@ fn picker_ids_are_distinct_per_chain() {
         }
     }
 }
+
+#[test]
+fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_update() {
+    use super::index::ServiceIndex;
+    let (mut services, mut slices) = many(20, 3);
+    let mut ix = ServiceIndex::new("n1");
+    for (k, v) in &services {
+        ix.set_service(k, Some(v.clone()));
+    }
+    for (k, v) in &slices {
+        ix.set_slice(k, Some(v.clone()));
+    }
+    ix.update();
+    ix.written_whole();
+    let check = |ix: &mut ServiceIndex,
+                 services: &BTreeMap<String, ServiceInfo>,
+                 slices: &BTreeMap<String, SliceInfo>| {
+        ix.update();
+        let fresh = SvcNft::from_table(&desired("n1", services, slices, BTreeSet::new()));
+        assert_eq!(*ix.table(), fresh);
+        assert!(ix.consistent());
+    };
+    // s3's slice now serves s4; in the same update s4 changes port and
+    // s5 goes and comes back as it was.
+    let moved = slices.get_mut("ns/s3-1").unwrap();
+    moved.service = "ns/s4".into();
+    let moved = moved.clone();
+    assert!(ix.set_slice("ns/s3-1", Some(moved)));
+    let s4 = services.get_mut("ns/s4").unwrap();
+    s4.ports[0].port = 8443;
+    assert!(ix.set_service("ns/s4", Some(s4.clone())));
+    let s5 = services["ns/s5"].clone();
+    assert!(ix.set_service("ns/s5", None));
+    assert!(ix.set_service("ns/s5", Some(s5)));
+    check(&mut ix, &services, &slices);
+    let patch = ix.take_patch().unwrap().to_string();
+    assert!(patch.contains("8443"), "{patch}");
+    // s5 came back as it was: the patch does not touch its address.
+    assert!(!patch.contains("10.96.0.5\""), "{patch}");
+    // The moved slice's Service gone, then the slice itself.
+    services.remove("ns/s4");
+    assert!(ix.set_service("ns/s4", None));
+    check(&mut ix, &services, &slices);
+    slices.remove("ns/s3-1");
+    assert!(ix.set_slice("ns/s3-1", None));
+    assert!(!ix.set_slice("ns/s3-1", None), "gone twice changes nothing");
+    check(&mut ix, &services, &slices);
+    // Started over: the same table.
+    let before = ix.table().clone();
+    ix.rebuild();
+    assert_eq!(*ix.table(), before);
+}

@@ -196,3 +196,47 @@ fn own_blocks_and_pods_are_kept_and_only_what_is_announced_rebuilds() {
     ));
     assert!(seen.inputs("n1").blocks.is_empty());
 }
+
+#[tokio::test]
+async fn the_watches_of_blocks_and_pods_pass_on_and_remember_only_this_nodes() {
+    use tartan_api::store::memory::MemoryStore;
+    let mem = MemoryStore::new();
+    for i in 0..20 {
+        let node = format!("n{}", 2 + i % 4);
+        let w = endpoint(&format!("p{i}"), &node, &format!("10.244.1.{}/32", i + 1));
+        mem.create(w).await.unwrap();
+    }
+    mem.create(endpoint("mine", "n1", "10.244.0.5/32"))
+        .await
+        .unwrap();
+    // Names no node bgpd can read: passed on, to be reported unreadable.
+    let mut odd = endpoint("odd", "n1", "10.244.0.6/32");
+    odd.data["spec"]["node"] = serde_json::json!(7);
+    mem.create(odd).await.unwrap();
+    mem.create(block("b1", "10.244.0.0/26", "n1", 0))
+        .await
+        .unwrap();
+    mem.create(block("b2", "10.244.1.0/26", "n2", 0))
+        .await
+        .unwrap();
+    let store: Arc<dyn Datastore> = Arc::new(mem);
+    for (kind, shown) in [
+        (Kind::WorkloadEndpoint, vec!["mine", "odd"]),
+        (Kind::IpamBlock, vec!["b1"]),
+    ] {
+        let mut w = watch_of(store.clone(), kind, "n1");
+        let mut names = Vec::new();
+        loop {
+            match w.next().await {
+                WatchEvent::Added(o) => names.push(o.metadata.name.unwrap()),
+                WatchEvent::Synced { .. } => break,
+                e => panic!("{e:?}"),
+            }
+        }
+        assert_eq!(names, shown, "{kind}");
+        assert_eq!(w.remembered(), shown.len(), "{kind}");
+    }
+    // Every other kind is watched whole.
+    let mut nodes = watch_of(store, Kind::BgpPeer, "n1");
+    assert!(matches!(nodes.next().await, WatchEvent::Synced { .. }));
+}

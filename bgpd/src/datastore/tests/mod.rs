@@ -40,13 +40,23 @@ pub(super) fn block(cidr: &str, node: &str) -> IpamBlockSpec {
     b
 }
 
+/// [`node`] as bgpd keeps it.
+pub(super) fn view(
+    name: &str,
+    ip: &str,
+    rr: Option<&str>,
+    labels: &[(&str, &str)],
+) -> std::sync::Arc<super::NodeView> {
+    std::sync::Arc::new(node(name, ip, rr, labels).into())
+}
+
 pub(super) fn three() -> Inputs {
     Inputs {
         node: "n1".into(),
         nodes: vec![
-            node("n1", "10.0.0.1", None, &[]).into(),
-            node("n2", "10.0.0.2", None, &[]).into(),
-            node("n3", "10.0.0.3", None, &[]).into(),
+            view("n1", "10.0.0.1", None, &[]),
+            view("n2", "10.0.0.2", None, &[]),
+            view("n3", "10.0.0.3", None, &[]),
         ],
         ..Default::default()
     }

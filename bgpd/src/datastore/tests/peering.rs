@@ -24,10 +24,8 @@ fn the_mesh_peers_every_other_node() {
 #[test]
 fn route_reflectors_without_the_mesh() {
     let mut i = three();
-    i.nodes
-        .push(node("rr1", "10.0.0.11", Some("1.1.1.1"), &[]).into());
-    i.nodes
-        .push(node("rr2", "10.0.0.12", Some("1.1.1.1"), &[]).into());
+    i.nodes.push(view("rr1", "10.0.0.11", Some("1.1.1.1"), &[]));
+    i.nodes.push(view("rr2", "10.0.0.12", Some("1.1.1.1"), &[]));
     let off = BgpConfigurationSpec {
         node_to_node_mesh_enabled: Some(false),
         ..Default::default()
@@ -60,7 +58,7 @@ fn route_reflectors_without_the_mesh() {
 #[test]
 fn bgp_peers_by_node_selector_and_node() {
     let mut i = three();
-    i.nodes[0] = node("n1", "10.0.0.1", None, &[("rack", "a")]).into();
+    i.nodes[0] = view("n1", "10.0.0.1", None, &[("rack", "a")]);
     i.peers.insert("tor-a".into(), {
         let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
         p.node_selector = Some("rack == 'a'".into());
@@ -253,8 +251,8 @@ fn a_node_without_object_or_address_is_an_error() {
     assert_eq!(build(&i).unwrap_err(), BuildError::NoNode("nx".into()));
     i.node = "n1".into();
     std::sync::Arc::make_mut(&mut i.nodes[0])
-        .metadata
-        .annotations = None;
+        .annotations
+        .clear();
     assert!(matches!(
         build(&i).unwrap_err(),
         BuildError::NoAddress { .. }
@@ -353,15 +351,10 @@ fn nodes_with_ipv6_addresses_also_peer_over_ipv6() {
     use crate::model::Family;
     let mut i = three();
     for (k, n) in i.nodes.iter_mut().enumerate().take(2) {
-        std::sync::Arc::make_mut(n)
-            .metadata
-            .annotations
-            .as_mut()
-            .unwrap()
-            .insert(
-                "tartan.dev/bgp-ipv6-address".into(),
-                format!("fd00::{}/64", k + 1),
-            );
+        std::sync::Arc::make_mut(n).annotations.insert(
+            "tartan.dev/bgp-ipv6-address".into(),
+            format!("fd00::{}/64", k + 1),
+        );
     }
     let c = build(&i).unwrap();
     assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3", "fd00::2"]);
