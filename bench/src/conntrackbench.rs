@@ -76,8 +76,8 @@ fn slice(svc: &str, base: [u8; 2], n: usize) -> SliceInfo {
         ports: [("dns".to_string(), (UDP, TARGET))].into(),
         endpoints: (0..n)
             .map(|i| EndpointInfo {
-                addrs: vec![addr(base, i)],
-                node: Some("node-2".into()),
+                addrs: [addr(base, i)].into(),
+                local: false,
                 ready: true,
                 serving: true,
                 terminating: false,

@@ -123,7 +123,7 @@ pub async fn run(
             }
             ev = watches::next_of(&mut w.slices) => {
                 let f = fold_into(ev, |k, o| {
-                    let info = o.and_then(|o| read_noting::<EndpointSlice>(&mut bad, k, o)).and_then(|s| SliceInfo::from_slice(&s));
+                    let info = o.and_then(|o| read_noting::<EndpointSlice>(&mut bad, k, o)).and_then(|s| SliceInfo::from_slice(&s, dp.proxy.index.node()));
                     dp.proxy.index.set_slice(k, info)
                 });
                 synced.services[1] |= f.synced;

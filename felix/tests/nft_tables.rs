@@ -123,14 +123,14 @@ fn slice(ips: &[&str]) -> SliceInfo {
     let s: EndpointSlice = serde_json::from_value(json!({
         "metadata": {"name": "web-1", "namespace": "x", "labels": {services::SERVICE_NAME_LABEL: "web"}},
         "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": eps})).unwrap();
-    SliceInfo::from_slice(&s).unwrap()
+    SliceInfo::from_slice(&s, "n1").unwrap()
 }
 
 fn service_table(spec: serde_json::Value, ips: &[&str]) -> SvcNft {
     let services = BTreeMap::from([("x/web".to_string(), svc(spec))]);
     let slices = BTreeMap::from([("x/web-1".to_string(), slice(ips))]);
     let local: BTreeSet<std::net::Ipv4Addr> = ["10.0.0.5".parse().unwrap()].into();
-    SvcNft::from_table(&services::desired("n1", &services, &slices, local))
+    SvcNft::from_table(&services::desired(&services, &slices, local))
 }
 
 #[test]

@@ -44,7 +44,7 @@ fn slice(svc: &str, ips: &[&str]) -> SliceInfo {
                      "labels": {services::SERVICE_NAME_LABEL: svc}},
         "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": eps}))
     .unwrap();
-    SliceInfo::from_slice(&s).unwrap()
+    SliceInfo::from_slice(&s, "n1").unwrap()
 }
 
 /// The Services of generation `g` (0 or 1): different endpoint counts,

@@ -44,7 +44,7 @@ pub fn profile(n: usize, per: usize) -> Result<Vec<Stage>> {
                 let s = to_dynamic(&k8s_service(i)?)?;
                 proxy.index.set_service(&service_key(i), decode::service(s));
                 let e = to_dynamic(&k8s_slice(i, per)?)?;
-                proxy.index.set_slice(&slice_key(i), decode::slice(e));
+                proxy.index.set_slice(&slice_key(i), decode::slice(e, NODE));
             }
             anyhow::Ok(())
         },

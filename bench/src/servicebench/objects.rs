@@ -93,8 +93,8 @@ pub(super) fn slice_info(service: &str, eps: &[(Ipv4Addr, String)]) -> SliceInfo
         endpoints: eps
             .iter()
             .map(|(a, n)| EndpointInfo {
-                addrs: vec![*a],
-                node: Some(n.clone()),
+                addrs: [*a].into(),
+                local: n == NODE,
                 ready: true,
                 serving: true,
                 terminating: false,

@@ -126,9 +126,9 @@ fn web_table(endpoints: &[&str]) -> SvcNft {
     )]);
     let slices = BTreeMap::from([(
         "x/web-1".to_string(),
-        SliceInfo::from_slice(&slice).unwrap(),
+        SliceInfo::from_slice(&slice, "n1").unwrap(),
     )]);
-    SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()))
+    SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()))
 }
 
 #[test]

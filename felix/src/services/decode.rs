@@ -16,10 +16,10 @@ pub fn read_service(o: DynamicObject) -> Result<Option<ServiceInfo>, String> {
     Ok(ServiceInfo::from_service(&s))
 }
 
-/// An EndpointSlice as the proxy keeps it (see [`read_service`]).
-pub fn read_slice(o: DynamicObject) -> Result<Option<SliceInfo>, String> {
+/// An EndpointSlice as the proxy of `node` keeps it (see [`read_service`]).
+pub fn read_slice(o: DynamicObject, node: &str) -> Result<Option<SliceInfo>, String> {
     let s: EndpointSlice = from_dynamic(o).map_err(|e| e.to_string())?;
-    Ok(SliceInfo::from_slice(&s))
+    Ok(SliceInfo::from_slice(&s, node))
 }
 
 /// [`read_service`], unreadable as absent.
@@ -28,6 +28,6 @@ pub fn service(o: DynamicObject) -> Option<ServiceInfo> {
 }
 
 /// [`read_slice`], unreadable as absent.
-pub fn slice(o: DynamicObject) -> Option<SliceInfo> {
-    read_slice(o).ok().flatten()
+pub fn slice(o: DynamicObject, node: &str) -> Option<SliceInfo> {
+    read_slice(o, node).ok().flatten()
 }

@@ -42,9 +42,9 @@ impl Target {
     }
 }
 
-/// Port → target, for `node`. `services` by `namespace/name`.
+/// Port → target, for the node the slices were read for. `services` by
+/// `namespace/name`.
 pub fn targets(
-    node: &str,
     services: &BTreeMap<String, ServiceInfo>,
     slices: &BTreeMap<String, SliceInfo>,
 ) -> BTreeMap<u16, Target> {
@@ -58,7 +58,7 @@ pub fn targets(
             .values()
             .filter(|s| s.service == *key)
             .flat_map(|s| s.endpoints.iter())
-            .filter(|e| e.ready && e.node.as_deref() == Some(node))
+            .filter(|e| e.ready && e.local)
             .flat_map(|e| e.addrs.iter().copied())
             .collect();
         out.insert(
@@ -141,10 +141,11 @@ impl HealthChecks {
 mod tests {
     use super::*;
 
-    fn ep(ip: &str, node: &str, ready: bool) -> super::super::EndpointInfo {
+    /// A slice's endpoint as the proxy of `me` reads it.
+    fn ep(ip: &str, node: &str, ready: bool, me: &str) -> super::super::EndpointInfo {
         super::super::EndpointInfo {
-            addrs: vec![ip.parse().unwrap()],
-            node: Some(node.into()),
+            addrs: [ip.parse().unwrap()].into(),
+            local: node == me,
             ready,
             serving: true,
             terminating: !ready,
@@ -165,17 +166,20 @@ mod tests {
             health_port: Some(31000),
         };
         let services = BTreeMap::from([("x/web".to_string(), svc)]);
-        let slice = SliceInfo {
-            service: "x/web".into(),
-            ports: BTreeMap::new(),
-            endpoints: vec![
-                ep("10.244.0.5", "n1", true),
-                ep("10.244.0.6", "n1", true),
-                ep("10.244.1.5", "n2", false),
-            ],
+        // The slice as each node's proxy reads it.
+        let slices = |me: &str| {
+            let slice = SliceInfo {
+                service: "x/web".into(),
+                ports: BTreeMap::new(),
+                endpoints: vec![
+                    ep("10.244.0.5", "n1", true, me),
+                    ep("10.244.0.6", "n1", true, me),
+                    ep("10.244.1.5", "n2", false, me),
+                ],
+            };
+            BTreeMap::from([("x/web-1".to_string(), slice)])
         };
-        let slices = BTreeMap::from([("x/web-1".to_string(), slice)]);
-        let t = targets("n1", &services, &slices);
+        let t = targets(&services, &slices("n1"));
         assert_eq!(t[&31000].local_endpoints, 2);
         let (code, body) = t[&31000].answer();
         assert_eq!(code, 200);
@@ -184,8 +188,8 @@ mod tests {
         assert_eq!(v["service"]["name"], "web");
         assert_eq!(v["localEndpoints"], 2);
         // n2's only endpoint is terminating: it fails the check.
-        let t = targets("n2", &services, &slices);
+        let t = targets(&services, &slices("n2"));
         assert_eq!(t[&31000].answer().0, 503);
-        assert_eq!(targets("n3", &services, &slices)[&31000].local_endpoints, 0);
+        assert_eq!(targets(&services, &slices("n3"))[&31000].local_endpoints, 0);
     }
 }

@@ -66,10 +66,16 @@ impl ServiceIndex {
         }
     }
 
+    /// The node this index is for: slices are read for it
+    /// ([`SliceInfo::from_slice`]).
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
     /// The health-check node ports this node answers on, with what each
     /// says ([`super::healthcheck::targets`]).
     pub fn health_targets(&self) -> std::collections::BTreeMap<u16, super::healthcheck::Target> {
-        super::healthcheck::targets(&self.node, &self.services, &self.slices)
+        super::healthcheck::targets(&self.services, &self.slices)
     }
 
     /// A Service came, changed or went (`None`: gone, or one the proxy
@@ -143,7 +149,7 @@ impl ServiceIndex {
             return SvcNft::default();
         };
         let mut t = ServiceTable::default();
-        desired_for(&self.node, key, svc, &self.slices_for(key), &mut t);
+        desired_for(key, svc, &self.slices_for(key), &mut t);
         SvcNft::from_table(&t)
     }
 
@@ -284,7 +290,7 @@ impl ServiceIndex {
     pub fn recomputed(&self) -> SvcNft {
         let mut t = ServiceTable::default();
         for (key, svc) in &self.services {
-            desired_for(&self.node, key, svc, &self.slices_for(key), &mut t);
+            desired_for(key, svc, &self.slices_for(key), &mut t);
         }
         t.local_pods = self.table.hairpin.clone();
         SvcNft::from_table(&t)

@@ -147,10 +147,14 @@ pub struct SliceInfo {
     pub endpoints: Vec<EndpointInfo>,
 }
 
+/// One endpoint of a slice, as the proxy of one node keeps it: a slice
+/// holds 100 of them and a cluster 100,000, so it is small (24 bytes and
+/// its addresses; not the node's name, only whether it is this node).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointInfo {
-    pub addrs: Vec<Ipv4Addr>,
-    pub node: Option<String>,
+    pub addrs: Box<[Ipv4Addr]>,
+    /// Its `nodeName` is the node this record was read for.
+    pub local: bool,
     pub ready: bool,
     pub serving: bool,
     pub terminating: bool,
@@ -278,8 +282,9 @@ impl ServiceInfo {
 }
 
 impl SliceInfo {
-    /// `None` for slices of no Service or of IPv6 addresses.
-    pub fn from_slice(s: &EndpointSlice) -> Option<SliceInfo> {
+    /// `None` for slices of no Service or of IPv6 addresses. `node`: the
+    /// node whose proxy reads it (which endpoints are local).
+    pub fn from_slice(s: &EndpointSlice, node: &str) -> Option<SliceInfo> {
         if s.address_type != "IPv4" {
             return None;
         }
@@ -308,7 +313,7 @@ impl SliceInfo {
                     let ready = c.and_then(|c| c.ready).unwrap_or(true);
                     EndpointInfo {
                         addrs: e.addresses.iter().filter_map(|a| v4(a)).collect(),
-                        node: e.node_name.clone(),
+                        local: e.node_name.as_deref() == Some(node),
                         ready,
                         serving: c.and_then(|c| c.serving).unwrap_or(ready),
                         terminating: c.and_then(|c| c.terminating).unwrap_or(false),
@@ -352,12 +357,7 @@ impl PortEndpoints {
     }
 }
 
-fn endpoints_of(
-    service: &str,
-    port: &PortInfo,
-    slices: &[&SliceInfo],
-    node: &str,
-) -> PortEndpoints {
+fn endpoints_of(service: &str, port: &PortInfo, slices: &[&SliceInfo]) -> PortEndpoints {
     let mut out = PortEndpoints::default();
     for s in slices.iter().filter(|s| s.service == service) {
         let Some((proto, target)) = s.ports.get(&port.name) else {
@@ -367,7 +367,7 @@ fn endpoints_of(
             continue;
         }
         for e in &s.endpoints {
-            let local = e.node.as_deref() == Some(node);
+            let local = e.local;
             for a in &e.addrs {
                 let b = Backend {
                     addr: *a,
@@ -399,15 +399,9 @@ fn dispatch(eps: &PortEndpoints, local_only: bool, affinity: Option<u32>) -> Dis
 }
 
 /// Add one Service's frontends and node ports (its slices given) to `t`.
-pub fn desired_for(
-    node: &str,
-    key: &str,
-    svc: &ServiceInfo,
-    slices: &[&SliceInfo],
-    t: &mut ServiceTable,
-) {
+pub fn desired_for(key: &str, svc: &ServiceInfo, slices: &[&SliceInfo], t: &mut ServiceTable) {
     for port in &svc.ports {
-        let eps = endpoints_of(key, port, slices, node);
+        let eps = endpoints_of(key, port, slices);
         let internal = dispatch(&eps, svc.internal_local, svc.affinity);
         let external = dispatch(&eps, svc.external_local, svc.affinity);
         for ip in &svc.cluster_ips {
@@ -444,9 +438,9 @@ pub fn desired_for(
     }
 }
 
-/// The table for `node`. `services` by `namespace/name`.
+/// The table of the node the slices were read for ([`SliceInfo::from_slice`]).
+/// `services` by `namespace/name`.
 pub fn desired(
-    node: &str,
     services: &BTreeMap<String, ServiceInfo>,
     slices: &BTreeMap<String, SliceInfo>,
     local_pods: BTreeSet<Ipv4Addr>,
@@ -461,7 +455,7 @@ pub fn desired(
     };
     for (key, svc) in services {
         let slices = by_service.get(key.as_str()).map_or(&[][..], Vec::as_slice);
-        desired_for(node, key, svc, slices, &mut t);
+        desired_for(key, svc, slices, &mut t);
     }
     t
 }

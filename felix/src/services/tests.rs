@@ -23,7 +23,7 @@ fn slice(endpoints: serde_json::Value) -> SliceInfo {
         "endpoints": endpoints
     }))
     .unwrap();
-    SliceInfo::from_slice(&s).unwrap()
+    SliceInfo::from_slice(&s, "n1").unwrap()
 }
 
 fn ep(ip: &str, node: &str, ready: bool, terminating: bool) -> serde_json::Value {
@@ -35,7 +35,7 @@ fn table(svc: ServiceInfo, sl: Option<SliceInfo>) -> ServiceTable {
     let services = BTreeMap::from([("x/web".to_string(), svc)]);
     let slices: BTreeMap<String, SliceInfo> =
         sl.into_iter().map(|s| ("x/web-1".to_string(), s)).collect();
-    desired("n1", &services, &slices, BTreeSet::new())
+    desired(&services, &slices, BTreeSet::new())
 }
 
 fn backends(d: &Dispatch) -> Vec<String> {
@@ -359,8 +359,8 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
         );
         let endpoints = (0..eps + i % 3)
             .map(|j| EndpointInfo {
-                addrs: vec![Ipv4Addr::from(0x0af4_0000u32 + (i * 16 + j) as u32)],
-                node: Some("n2".into()),
+                addrs: [Ipv4Addr::from(0x0af4_0000u32 + (i * 16 + j) as u32)].into(),
+                local: false,
                 ready: true,
                 serving: true,
                 terminating: false,
@@ -392,13 +392,13 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     ix.update();
     // The first write is the whole table.
     ix.written_whole();
-    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.consistent());
     // One endpoint more for one Service: the patch names its frontend only.
     let s = slices.get_mut("ns/s10-1").unwrap();
     let mut e = s.endpoints[0].clone();
-    e.addrs = vec!["10.250.0.1".parse().unwrap()];
+    e.addrs = ["10.250.0.1".parse().unwrap()].into();
     s.endpoints.push(e);
     assert!(ix.set_slice("ns/s10-1", Some(s.clone())));
     assert!(
@@ -413,7 +413,7 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
         !patch.contains("10.96.0.11\""),
         "another Service touched: {patch}"
     );
-    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert_eq!(ix.recomputed(), fresh);
     // A Service gone: its elements leave, and chains only nobody uses.
@@ -424,7 +424,7 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     assert!(text.contains("\"delete\""), "{text}");
     let mut services = services;
     services.remove("ns/s10");
-    let fresh = SvcNft::from_table(&desired("n1", &services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.take_patch().is_none());
     assert!(ix.consistent());
@@ -483,7 +483,7 @@ fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_
                  services: &BTreeMap<String, ServiceInfo>,
                  slices: &BTreeMap<String, SliceInfo>| {
         ix.update();
-        let fresh = SvcNft::from_table(&desired("n1", services, slices, BTreeSet::new()));
+        let fresh = SvcNft::from_table(&desired(services, slices, BTreeSet::new()));
         assert_eq!(*ix.table(), fresh);
         assert!(ix.consistent());
     };

@@ -89,7 +89,7 @@ fn selected_pods_with_numbered_ports() {
     );
     assert_eq!(cond(sl, 0), (true, true, false));
     // It reads back as felix reads it.
-    let info = tartan_felix::services::SliceInfo::from_slice(sl).unwrap();
+    let info = tartan_felix::services::SliceInfo::from_slice(sl, "node-1").unwrap();
     assert_eq!(info.service, "default/web");
     assert_eq!(info.ports["http"], (tartan_felix::services::TCP, 8080));
 }
