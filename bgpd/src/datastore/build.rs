@@ -146,7 +146,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .iter()
         .find(|n| node_name(n) == inp.node)
         .ok_or_else(|| BuildError::NoNode(inp.node.clone()))?;
-    let my = me.bgp().map_err(|e| BuildError::BadNode {
+    let my = me.bgp.clone().map_err(|e| BuildError::BadNode {
         node: inp.node.clone(),
         why: e.to_string(),
     })?;
@@ -154,7 +154,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         node: inp.node.clone(),
     })?;
     let my_ip = my_net.addr();
-    let my_labels = me.labels.clone();
+    let my_labels = me.labels();
     let s = settings(inp);
     let ranges = ServiceRanges::of(&s);
     let cluster_as = s.as_number.unwrap_or(DEFAULT_AS_NUMBER);
@@ -191,8 +191,8 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         .iter()
         .filter(|n| node_name(n) != inp.node)
         .filter_map(|n| {
-            let bgp = match n.bgp() {
-                Ok(b) => b,
+            let bgp = match &n.bgp {
+                Ok(b) => b.clone(),
                 Err(e) => {
                     warn!(node = node_name(n), error = %e, "node's BGP settings unreadable; not peering with it");
                     return None;
@@ -202,7 +202,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             Some(Peer {
                 name: node_name(n),
                 bgp,
-                labels: n.labels.clone(),
+                labels: n.labels(),
             })
         })
         .collect();

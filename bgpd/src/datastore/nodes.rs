@@ -1,6 +1,7 @@
 //! What bgpd uses of a Node, kept instead of the whole object: its name,
-//! its labels (peer and node selectors match them) and its Tartan
-//! annotations (BGP addresses, AS number, route reflector cluster ID).
+//! its labels (peer and node selectors match them) and the BGP settings
+//! its Tartan annotations give (addresses, AS number, route reflector
+//! cluster ID), read once when the Node arrives.
 //! Kubelets write their Node every few seconds (status conditions,
 //! heartbeat times, resourceVersion); such a write leaves this view as it
 //! was, so comparing views decides cheaply that no rebuild is due.
@@ -12,23 +13,27 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tartan_api::resources::NodeBgp;
 use tartan_api::validate::Invalid;
 
-/// The annotations bgpd may read all carry this prefix.
-const TARTAN_PREFIX: &str = "tartan.dev/";
-
-/// What bgpd keeps of a Node. Not a `Node`: that type is 1.5 KB before
-/// anything is in it, and bgpd keeps one per Node of the cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What bgpd keeps of a Node: its name, labels, and BGP settings read
+/// from its annotations when it arrives. Not a `Node` (1.5 KB before
+/// anything is in it) nor maps (a B-tree leaf is half a KB even for two
+/// labels): bgpd keeps one per Node of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeView {
     pub name: String,
-    pub labels: BTreeMap<String, String>,
-    /// The annotations under `tartan.dev/`.
-    pub annotations: BTreeMap<String, String>,
+    /// Sorted by key.
+    labels: Box<[(Box<str>, Box<str>)]>,
+    /// Its `tartan.dev/` annotations read as BGP settings; an error lists
+    /// every bad one.
+    pub bgp: Result<NodeBgp, Invalid>,
 }
 
 impl NodeView {
-    /// The node's BGP settings; an error lists every bad annotation.
-    pub fn bgp(&self) -> Result<NodeBgp, Invalid> {
-        NodeBgp::from_annotations(&self.name, &self.annotations)
+    /// Its labels, as selectors match them.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        self.labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 }
 
@@ -42,15 +47,19 @@ impl From<Node> for NodeView {
 /// metadata, so a watched Node is never parsed whole (see
 /// [`tartan_api::resources::node::metadata_readable`]).
 pub(super) fn from_metadata(meta: ObjectMeta) -> NodeView {
+    let name = meta.name.unwrap_or_default();
+    let empty = BTreeMap::new();
+    let bgp = NodeBgp::from_annotations(&name, meta.annotations.as_ref().unwrap_or(&empty));
     NodeView {
-        name: meta.name.unwrap_or_default(),
-        labels: meta.labels.unwrap_or_default(),
-        annotations: meta
-            .annotations
+        // A BTreeMap iterates in key order.
+        labels: meta
+            .labels
             .into_iter()
             .flatten()
-            .filter(|(k, _)| k.starts_with(TARTAN_PREFIX))
+            .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
             .collect(),
+        name,
+        bgp,
     }
 }
 
@@ -100,5 +109,32 @@ mod tests {
             .unwrap()
             .insert("rack".into(), "b".into());
         assert_ne!(used(node("10.0.0.1", "1")), used(relabelled));
+    }
+
+    #[test]
+    fn the_view_reads_labels_and_bgp_settings_as_the_node_has_them() {
+        let mut n = node("10.0.0.1", "1");
+        n.metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .insert("a-first".into(), "x".into());
+        let labels = n.metadata.labels.clone().unwrap();
+        let v = used(n.clone());
+        assert_eq!(v.labels(), labels);
+        assert_eq!(v.bgp, NodeBgp::from_node(&n));
+        assert_eq!(
+            v.bgp.unwrap().ipv4_address.unwrap().to_string(),
+            "10.0.0.1/24"
+        );
+        // A bad annotation is kept as the error, and is a change.
+        n.metadata
+            .annotations
+            .as_mut()
+            .unwrap()
+            .insert("tartan.dev/bgp-ipv4-address".into(), "nonsense".into());
+        let bad = used(n);
+        assert!(bad.bgp.is_err());
+        assert_ne!(bad, used(node("10.0.0.1", "1")));
     }
 }

@@ -250,9 +250,9 @@ fn a_node_without_object_or_address_is_an_error() {
     i.node = "nx".into();
     assert_eq!(build(&i).unwrap_err(), BuildError::NoNode("nx".into()));
     i.node = "n1".into();
-    std::sync::Arc::make_mut(&mut i.nodes[0])
-        .annotations
-        .clear();
+    let mut bare = node("n1", "10.0.0.1", None, &[]);
+    bare.metadata.annotations = None;
+    i.nodes[0] = std::sync::Arc::new(bare.into());
     assert!(matches!(
         build(&i).unwrap_err(),
         BuildError::NoAddress { .. }
@@ -351,10 +351,13 @@ fn nodes_with_ipv6_addresses_also_peer_over_ipv6() {
     use crate::model::Family;
     let mut i = three();
     for (k, n) in i.nodes.iter_mut().enumerate().take(2) {
-        std::sync::Arc::make_mut(n).annotations.insert(
+        let name = format!("n{}", k + 1);
+        let mut with_v6 = node(&name, &format!("10.0.0.{}", k + 1), None, &[]);
+        with_v6.metadata.annotations.as_mut().unwrap().insert(
             "tartan.dev/bgp-ipv6-address".into(),
             format!("fd00::{}/64", k + 1),
         );
+        *n = std::sync::Arc::new(with_v6.into());
     }
     let c = build(&i).unwrap();
     assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3", "fd00::2"]);
