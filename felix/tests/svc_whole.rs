@@ -193,3 +193,47 @@ fn a_table_that_cannot_be_updated_in_place_is_replaced_whole() {
     });
     assert_eq!(over, fresh(0));
 }
+
+#[test]
+fn a_burst_of_services_is_written_whole_and_a_single_change_as_a_patch() {
+    in_new_netns(|| {
+        let mut p = ServiceProxy::new("n1");
+        feed(&mut p, 0);
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        // A store filled while felix runs: 600 Services in one pass. Their
+        // patch would be built whole in memory; the table is written
+        // whole instead (in place, over the kernel's).
+        for i in 0..600u32 {
+            let ip = format!("10.97.{}.{}", i / 250, i % 250 + 1);
+            p.index.set_service(
+                &format!("x/burst-{i}"),
+                Some(service(
+                    &format!("burst-{i}"),
+                    json!({"clusterIP": ip, "ports": [{"name": "http", "port": 80}]}),
+                    json!({}),
+                )),
+            );
+            p.index.set_slice(
+                &format!("x/burst-{i}-1"),
+                Some(slice(&format!("burst-{i}"), &["10.0.3.9"])),
+            );
+        }
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        assert_eq!(p.last_whole, Some(Whole::InPlace));
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        // One more Service: a patch.
+        p.index.set_service(
+            "x/one-more",
+            Some(service(
+                "one-more",
+                json!({"clusterIP": "10.97.9.9", "ports": [{"port": 82}]}),
+                json!({}),
+            )),
+        );
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        let text = listing().join("\n");
+        for present in ["10.97.0.1", "10.97.2.100", "10.97.9.9"] {
+            assert!(text.contains(present), "{present} missing");
+        }
+    });
+}

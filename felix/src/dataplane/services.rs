@@ -32,6 +32,10 @@ impl Table for SvcNft {
     }
 }
 
+/// Past this many changed Services, the whole table is written rather
+/// than a patch.
+const WHOLE_AFTER: usize = 500;
+
 pub struct ServiceProxy {
     pub index: ServiceIndex,
     /// Opened at the first cleanup.
@@ -128,6 +132,17 @@ impl ServiceProxy {
                 warn!("the service table differs from what felix wrote; rebuilding it");
                 self.written = false;
             }
+        }
+        if self.written && self.index.changed_services() > WHOLE_AFTER {
+            // A patch is built whole before it is sent, each element as
+            // nftables JSON: for thousands of Services at once (a store
+            // being filled while felix runs) that is far more memory than
+            // the whole table's elements streamed over netlink.
+            debug!(
+                services = self.index.changed_services(),
+                "many Services changed at once; writing the whole table"
+            );
+            self.written = false;
         }
         if self.written {
             let Some(batch) = self.index.take_patch() else {

@@ -194,6 +194,12 @@ impl ServiceIndex {
         &self.table
     }
 
+    /// How many Services changed since the last patch (after
+    /// [`ServiceIndex::update`]).
+    pub fn changed_services(&self) -> usize {
+        self.pending.len()
+    }
+
     /// The nft commands for what changed since the last call (after
     /// [`ServiceIndex::update`]); `None` when nothing did.
     pub fn take_patch(&mut self) -> Option<Transaction> {
