@@ -16,7 +16,9 @@
 //! own node's pods among every pod of the cluster) so holds nothing per
 //! object of the rest.
 
-use std::collections::{HashMap, HashSet};
+mod record;
+
+use record::{Found, Record, record_key, split_key};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -58,7 +60,7 @@ pub struct Watch {
     /// resourceVersion it was told of. Only that: consumers keep what
     /// they need of an object, so the watch keeps no second copy of the
     /// whole store.
-    seen: HashMap<Key, Version>,
+    seen: Record,
     /// The revision the consumer's view is at; `None` until the first list.
     revision: Option<String>,
     raw: Option<BoxStream<'static, Result<RawEvent>>>,
@@ -94,8 +96,6 @@ struct Listing {
     revision: String,
     /// Where the next page starts.
     next: Option<String>,
-    /// The keys listed so far (what is not among them at the end is gone).
-    listed: HashSet<Key>,
 }
 
 /// Start watching: the first events are the current objects as `Added`,
@@ -105,7 +105,7 @@ pub fn watch(store: Arc<dyn Datastore>, scope: WatchScope) -> Watch {
         store,
         scope,
         keep: None,
-        seen: HashMap::new(),
+        seen: Record::default(),
         revision: None,
         raw: None,
         pending: Default::default(),
@@ -134,73 +134,12 @@ fn local_key(o: &DynamicObject) -> (Option<String>, String) {
     )
 }
 
-/// An object's key in the watch's record: `namespace/name`, or `/name`
-/// for a cluster-wide one (a namespace never contains `/`). One
-/// allocation rather than two: the record holds an entry per object of
-/// the kind (150,000 pods at 5,000 nodes).
-type Key = Box<str>;
-
-fn record_key(o: &DynamicObject) -> Key {
-    let ns = o.metadata.namespace.as_deref().unwrap_or("");
-    let name = o.metadata.name.as_deref().unwrap_or("");
-    let mut k = String::with_capacity(ns.len() + 1 + name.len());
-    k.push_str(ns);
-    k.push('/');
-    k.push_str(name);
-    k.into_boxed_str()
-}
-
 /// How a page's objects are ordered: by namespace (none first), then name.
 fn sort_key(o: &DynamicObject) -> (&str, &str) {
     (
         o.metadata.namespace.as_deref().unwrap_or(""),
         o.metadata.name.as_deref().unwrap_or(""),
     )
-}
-
-/// A [`Key`]'s namespace (empty for none) and name, borrowed.
-fn key_parts(k: &str) -> (&str, &str) {
-    k.split_once('/').unwrap_or(("", k))
-}
-
-/// The (namespace, name) of a [`Key`].
-fn split_key(k: &str) -> (Option<String>, String) {
-    let (ns, name) = key_parts(k);
-    ((!ns.is_empty()).then(|| ns.to_string()), name.to_string())
-}
-
-/// A resourceVersion as the record keeps it: a number when it is one in
-/// its plain decimal form (etcd's revisions, the API server's versions),
-/// else its text, which Kubernetes calls opaque.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Version {
-    Absent,
-    Number(u64),
-    Text(Box<str>),
-}
-
-impl Version {
-    fn of(rv: Option<&str>) -> Version {
-        let Some(s) = rv else {
-            return Version::Absent;
-        };
-        let plain = !s.is_empty()
-            && s.bytes().all(|b| b.is_ascii_digit())
-            && (s == "0" || !s.starts_with('0'));
-        match s.parse::<u64>() {
-            Ok(n) if plain => Version::Number(n),
-            _ => Version::Text(s.into()),
-        }
-    }
-
-    /// The resourceVersion as it was read.
-    fn text(&self) -> Option<String> {
-        match self {
-            Version::Absent => None,
-            Version::Number(n) => Some(n.to_string()),
-            Version::Text(t) => Some(t.to_string()),
-        }
-    }
 }
 
 impl Watch {
@@ -348,10 +287,13 @@ impl Watch {
     /// after the last page, what is gone, then `Synced`. The listed
     /// objects are moved into the events, not copied.
     fn apply_page(&mut self, page: ListPage) {
+        if self.listing.is_none() {
+            // What this listing does not find is, at its end, gone.
+            self.seen.start_listing();
+        }
         let listing = self.listing.get_or_insert_with(|| Listing {
             revision: page.revision.clone(),
             next: None,
-            listed: HashSet::new(),
         });
         let mut items = page.items;
         if let Some(keep) = &self.keep {
@@ -360,15 +302,13 @@ impl Watch {
         }
         items.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
         for o in items {
-            let k = record_key(&o);
-            if !listing.listed.insert(k.clone()) {
-                continue;
-            }
-            let rv = Version::of(o.metadata.resource_version.as_deref());
-            match self.seen.insert(k, rv.clone()) {
-                Some(old) if old == rv => {}
-                Some(_) => self.pending.push_back(WatchEvent::Modified(o)),
-                None => self.pending.push_back(WatchEvent::Added(o)),
+            match self
+                .seen
+                .found(record_key(&o), o.metadata.resource_version.as_deref())
+            {
+                Found::Same | Found::Again => {}
+                Found::Changed => self.pending.push_back(WatchEvent::Modified(o)),
+                Found::New => self.pending.push_back(WatchEvent::Added(o)),
             }
         }
         if page.next.is_some() {
@@ -378,18 +318,9 @@ impl Watch {
         let Some(listing) = self.listing.take() else {
             return;
         };
-        let mut gone: Vec<_> = self
-            .seen
-            .keys()
-            .filter(|k| !listing.listed.contains(*k))
-            .cloned()
-            .collect();
-        gone.sort_by(|a, b| key_parts(a).cmp(&key_parts(b)));
-        for k in gone {
-            if let Some(rv) = self.seen.remove(&k) {
-                let o = self.gone_object(&k, rv.text());
-                self.pending.push_back(WatchEvent::Deleted(o));
-            }
+        for (k, rv) in self.seen.end_listing() {
+            let o = self.gone_object(&k, rv);
+            self.pending.push_back(WatchEvent::Deleted(o));
         }
         self.pending.push_back(WatchEvent::Synced {
             revision: listing.revision.clone(),
@@ -415,7 +346,7 @@ impl Watch {
                 self.note_revision(&o);
                 // Shown before, now outside what the consumer is shown.
                 let k = record_key(&o);
-                if self.seen.remove(&k).is_some() {
+                if self.seen.forget(&k).is_some() {
                     let gone = self.gone_object(&k, o.metadata.resource_version.clone());
                     self.pending.push_back(WatchEvent::Deleted(gone));
                 }
@@ -423,24 +354,24 @@ impl Watch {
             RawEvent::Put(o) => {
                 let k = record_key(&o);
                 self.note_revision(&o);
-                let rv = Version::of(o.metadata.resource_version.as_deref());
-                match self.seen.get(&k) {
+                let rv = o.metadata.resource_version.as_deref();
+                match self.seen.told_at(&k, rv) {
                     // A repeat of what the consumer has (a resumed watch
                     // replaying its first event): nothing to say.
-                    Some(old) if *old == rv => {}
-                    Some(_) => {
-                        self.seen.insert(k, rv);
+                    Some(true) => {}
+                    Some(false) => {
+                        self.seen.tell(k, rv, false);
                         self.pending.push_back(WatchEvent::Modified(o));
                     }
                     None => {
-                        self.seen.insert(k, rv);
+                        self.seen.tell(k, rv, false);
                         self.pending.push_back(WatchEvent::Added(o));
                     }
                 }
             }
             RawEvent::Deleted(o) => {
                 self.note_revision(&o);
-                if self.seen.remove(&record_key(&o)).is_some() {
+                if self.seen.forget(&record_key(&o)).is_some() {
                     self.pending.push_back(WatchEvent::Deleted(o));
                 }
             }
