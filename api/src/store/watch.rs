@@ -56,7 +56,7 @@ pub struct Watch {
     scope: WatchScope,
     /// The objects the consumer is shown; `None`: all.
     keep: Option<Keep>,
-    /// What the consumer has been told exists, by [`Key`]: the
+    /// What the consumer has been told exists, by `namespace/name`: the
     /// resourceVersion it was told of. Only that: consumers keep what
     /// they need of an object, so the watch keeps no second copy of the
     /// whole store.

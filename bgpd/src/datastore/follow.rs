@@ -64,22 +64,29 @@ fn own_only(kind: Kind) -> bool {
     matches!(kind, Kind::IpamBlock | Kind::WorkloadEndpoint)
 }
 
+/// The node a block's host affinity or a WorkloadEndpoint's spec names,
+/// when it names one bgpd can read.
+fn named_node(kind: Kind, spec: &serde_json::Value) -> Option<&str> {
+    match kind {
+        Kind::IpamBlock => spec
+            .get("affinity")?
+            .as_str()?
+            .strip_prefix(tartan_api::resources::ipam::HOST_AFFINITY_PREFIX),
+        _ => spec.get("node")?.as_str(),
+    }
+}
+
 /// What bgpd reads of a block or WorkloadEndpoint of its node, or None
 /// when it belongs to another node: a change outside it (an allocation
 /// in the block, a pod's labels) makes no rebuild.
 fn own_part(kind: Kind, node: &str, o: &DynamicObject) -> Option<serde_json::Value> {
     let spec = o.data.get("spec")?;
-    match kind {
+    (named_node(kind, spec)? == node).then(|| match kind {
         Kind::IpamBlock => {
-            let affinity = spec.get("affinity")?.as_str()?;
-            (affinity.strip_prefix(tartan_api::resources::ipam::HOST_AFFINITY_PREFIX) == Some(node))
-                .then(|| {
-                    serde_json::json!([spec.get("cidr"), spec.get("affinity"), spec.get("deleted")])
-                })
+            serde_json::json!([spec.get("cidr"), spec.get("affinity"), spec.get("deleted")])
         }
-        _ => (spec.get("node")?.as_str()? == node)
-            .then(|| serde_json::json!([spec.get("node"), spec.get("ipNetworks")])),
-    }
+        _ => serde_json::json!([spec.get("node"), spec.get("ipNetworks")]),
+    })
 }
 
 /// Whether a block or WorkloadEndpoint may be this node's, which is what
@@ -89,20 +96,10 @@ fn own_part(kind: Kind, node: &str, o: &DynamicObject) -> Option<serde_json::Val
 /// is passed on, to be reported unreadable or dropped as [`own_part`]
 /// decides.
 fn maybe_own(kind: Kind, node: &str, o: &DynamicObject) -> bool {
-    let Some(spec) = o.data.get("spec") else {
-        return true;
-    };
-    match kind {
-        Kind::IpamBlock => spec
-            .get("affinity")
-            .and_then(|a| a.as_str())
-            .and_then(|a| a.strip_prefix(tartan_api::resources::ipam::HOST_AFFINITY_PREFIX))
-            .is_none_or(|n| n == node),
-        _ => spec
-            .get("node")
-            .and_then(|n| n.as_str())
-            .is_none_or(|n| n == node),
-    }
+    o.data
+        .get("spec")
+        .and_then(|spec| named_node(kind, spec))
+        .is_none_or(|n| n == node)
 }
 
 /// The watch bgpd follows `kind` with, for `node`.

@@ -378,20 +378,28 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
     (services, slices)
 }
 
-#[test]
-fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
-    use super::index::ServiceIndex;
-    let (services, mut slices) = many(50, 2);
-    let mut ix = ServiceIndex::new("n1");
-    for (k, v) in &services {
+/// An index of `services` and `slices` for node `n1`, its table written
+/// whole (the first write is).
+fn written_index(
+    services: &BTreeMap<String, ServiceInfo>,
+    slices: &BTreeMap<String, SliceInfo>,
+) -> super::index::ServiceIndex {
+    let mut ix = super::index::ServiceIndex::new("n1");
+    for (k, v) in services {
         ix.set_service(k, Some(v.clone()));
     }
-    for (k, v) in &slices {
+    for (k, v) in slices {
         ix.set_slice(k, Some(v.clone()));
     }
     ix.update();
-    // The first write is the whole table.
     ix.written_whole();
+    ix
+}
+
+#[test]
+fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
+    let (services, mut slices) = many(50, 2);
+    let mut ix = written_index(&services, &slices);
     let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.consistent());
@@ -470,15 +478,7 @@ fn picker_ids_are_distinct_per_chain() {
 fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_update() {
     use super::index::ServiceIndex;
     let (mut services, mut slices) = many(20, 3);
-    let mut ix = ServiceIndex::new("n1");
-    for (k, v) in &services {
-        ix.set_service(k, Some(v.clone()));
-    }
-    for (k, v) in &slices {
-        ix.set_slice(k, Some(v.clone()));
-    }
-    ix.update();
-    ix.written_whole();
+    let mut ix = written_index(&services, &slices);
     let check = |ix: &mut ServiceIndex,
                  services: &BTreeMap<String, ServiceInfo>,
                  slices: &BTreeMap<String, SliceInfo>| {
