@@ -37,6 +37,9 @@ fn split(ev: WatchEvent) -> (Option<(Key, Option<DynamicObject>)>, bool) {
         WatchEvent::Added(o) | WatchEvent::Modified(o) => (Some((key(&o), Some(o))), false),
         WatchEvent::Deleted(o) => (Some((key(&o), None)), false),
         WatchEvent::Synced { .. } => (None, true),
+        // Only from a watch whose consumer keeps the record; these keep
+        // theirs.
+        WatchEvent::Relisting => (None, false),
     }
 }
 

@@ -42,7 +42,7 @@ pub use config::Config;
 
 use apply::Dataplane;
 use fold::{
-    converted, fold, fold_endpoint, fold_into, fold_node, fold_pod, fold_policy, read_noting,
+    Sweep, converted, fold, fold_endpoint, fold_into, fold_node, fold_pod, fold_policy, read_noting,
 };
 use pending::Pending;
 use watches::{Synced, Watches};
@@ -71,6 +71,8 @@ pub async fn run(
     });
     let mut state = State::for_node(&cfg.node);
     let mut synced = Synced::default();
+    // Endpoints and Pods: what a relisting no longer has.
+    let mut sweeps: [Sweep; 2] = Default::default();
     let mut dp = Dataplane::new(&cfg.node, routes, tunnels, &health);
     if !cfg.services {
         crate::dataplane::services::remove_left_table();
@@ -84,12 +86,12 @@ pub async fn run(
     loop {
         tokio::select! {
             ev = w.endpoints.next() => {
-                let f = fold_endpoint(&mut state.endpoints, ev, &mut bad);
+                let f = fold_endpoint(&mut state.endpoints, ev, &mut bad, &mut sweeps[0]);
                 synced.endpoints |= f.synced;
                 pending.folded(f);
             }
             ev = w.pods.next() => {
-                let f = fold_pod(&mut state.endpoints, ev, &mut bad);
+                let f = fold_pod(&mut state.endpoints, ev, &mut bad, &mut sweeps[1]);
                 synced.policy[0] |= f.synced;
                 pending.folded(f);
             }

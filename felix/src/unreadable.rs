@@ -60,4 +60,12 @@ impl Unreadable {
     pub fn count(&self, kind: Kind) -> usize {
         self.log.count(kind)
     }
+
+    /// The keys of the objects of `kind` unreadable now.
+    pub fn keys(&self, kind: Kind) -> impl Iterator<Item = &str> {
+        self.log
+            .all()
+            .filter(move |(k, ..)| *k == kind)
+            .map(|(_, key, _)| key)
+    }
 }

@@ -64,6 +64,7 @@ impl ViewChecker {
                 );
             }
             WatchEvent::Synced { .. } => self.synced += 1,
+            WatchEvent::Relisting => panic!("Relisting from a watch that keeps its record"),
         }
     }
 }

@@ -15,6 +15,13 @@
 //! of the others. An agent that uses a few objects of a large kind (bgpd, its
 //! own node's pods among every pod of the cluster) so holds nothing per
 //! object of the rest.
+//!
+//! A consumer that keeps every object of a kind by key anyway (felix, every
+//! WorkloadEndpoint and Pod of the cluster) may keep the record itself
+//! ([`Watch::unrecorded`]): the watch then holds nothing per object, tells
+//! of every change and deletion as it comes, and opens each listing with
+//! [`WatchEvent::Relisting`] so that the consumer can tell what the
+//! listing no longer has.
 
 mod record;
 
@@ -45,6 +52,11 @@ pub enum WatchEvent {
     Synced {
         revision: String,
     },
+    /// Only from a watch whose consumer keeps the record
+    /// ([`Watch::unrecorded`]): a listing begins. Every object that exists
+    /// is told of (as `Modified`) before the next `Synced`; what the
+    /// consumer holds and is not told of again is gone.
+    Relisting,
 }
 
 /// Which objects a narrowed watch passes on.
@@ -61,6 +73,8 @@ pub struct Watch {
     /// they need of an object, so the watch keeps no second copy of the
     /// whole store.
     seen: Record,
+    /// Whether `seen` is kept; `false`: the consumer keeps the record.
+    recorded: bool,
     /// The revision the consumer's view is at; `None` until the first list.
     revision: Option<String>,
     raw: Option<BoxStream<'static, Result<RawEvent>>>,
@@ -106,6 +120,7 @@ pub fn watch(store: Arc<dyn Datastore>, scope: WatchScope) -> Watch {
         scope,
         keep: None,
         seen: Record::default(),
+        recorded: true,
         revision: None,
         raw: None,
         pending: Default::default(),
@@ -152,6 +167,19 @@ impl Watch {
         keep: impl Fn(&DynamicObject) -> bool + Send + Sync + 'static,
     ) -> Watch {
         self.keep = Some(Box::new(keep));
+        self
+    }
+
+    /// This watch with its record kept by the consumer, which holds every
+    /// object it is shown by key anyway. The watch then keeps nothing per
+    /// object: every change comes out as `Modified` (also a repeat of what
+    /// the consumer has, or an object it has never seen), every deletion
+    /// as `Deleted` (also of an object it never had), and each listing,
+    /// the first too, opens with [`WatchEvent::Relisting`]: what the
+    /// consumer holds and the listing does not tell of again before
+    /// `Synced` is gone.
+    pub fn unrecorded(mut self) -> Watch {
+        self.recorded = false;
         self
     }
 
@@ -289,7 +317,11 @@ impl Watch {
     fn apply_page(&mut self, page: ListPage) {
         if self.listing.is_none() {
             // What this listing does not find is, at its end, gone.
-            self.seen.start_listing();
+            if self.recorded {
+                self.seen.start_listing();
+            } else {
+                self.pending.push_back(WatchEvent::Relisting);
+            }
         }
         let listing = self.listing.get_or_insert_with(|| Listing {
             revision: page.revision.clone(),
@@ -301,15 +333,20 @@ impl Watch {
             items.retain(|o| keep(o));
         }
         items.sort_by(|a, b| sort_key(a).cmp(&sort_key(b)));
-        for o in items {
-            match self
-                .seen
-                .found(record_key(&o), o.metadata.resource_version.as_deref())
-            {
-                Found::Same | Found::Again => {}
-                Found::Changed => self.pending.push_back(WatchEvent::Modified(o)),
-                Found::New => self.pending.push_back(WatchEvent::Added(o)),
+        if self.recorded {
+            for o in items {
+                match self
+                    .seen
+                    .found(record_key(&o), o.metadata.resource_version.as_deref())
+                {
+                    Found::Same | Found::Again => {}
+                    Found::Changed => self.pending.push_back(WatchEvent::Modified(o)),
+                    Found::New => self.pending.push_back(WatchEvent::Added(o)),
+                }
             }
+        } else {
+            self.pending
+                .extend(items.into_iter().map(WatchEvent::Modified));
         }
         if page.next.is_some() {
             listing.next = page.next;
@@ -318,7 +355,12 @@ impl Watch {
         let Some(listing) = self.listing.take() else {
             return;
         };
-        for (k, rv) in self.seen.end_listing() {
+        let gone = if self.recorded {
+            self.seen.end_listing()
+        } else {
+            Vec::new()
+        };
+        for (k, rv) in gone {
             let o = self.gone_object(&k, rv);
             self.pending.push_back(WatchEvent::Deleted(o));
         }
@@ -342,6 +384,17 @@ impl Watch {
 
     fn apply_raw(&mut self, ev: RawEvent) {
         match ev {
+            RawEvent::Put(o) if !self.recorded => {
+                self.note_revision(&o);
+                let ev = if self.kept(&o) {
+                    WatchEvent::Modified(o)
+                } else {
+                    // Perhaps shown before: the consumer knows.
+                    let k = record_key(&o);
+                    WatchEvent::Deleted(self.gone_object(&k, o.metadata.resource_version.clone()))
+                };
+                self.pending.push_back(ev);
+            }
             RawEvent::Put(o) if !self.kept(&o) => {
                 self.note_revision(&o);
                 // Shown before, now outside what the consumer is shown.
@@ -368,6 +421,10 @@ impl Watch {
                         self.pending.push_back(WatchEvent::Added(o));
                     }
                 }
+            }
+            RawEvent::Deleted(o) if !self.recorded => {
+                self.note_revision(&o);
+                self.pending.push_back(WatchEvent::Deleted(o));
             }
             RawEvent::Deleted(o) => {
                 self.note_revision(&o);

@@ -101,15 +101,7 @@ async fn compaction_while_behind_relists_with_only_the_difference() {
             break;
         }
     }
-    let names: Vec<String> = events
-        .iter()
-        .map(|e| match e {
-            WatchEvent::Added(o) => format!("+{}", o.metadata.name.as_deref().unwrap()),
-            WatchEvent::Modified(o) => format!("~{}", o.metadata.name.as_deref().unwrap()),
-            WatchEvent::Deleted(o) => format!("-{}", o.metadata.name.as_deref().unwrap()),
-            WatchEvent::Synced { .. } => "synced".into(),
-        })
-        .collect();
+    let names: Vec<String> = events.iter().map(label).collect();
     // Either the raw watch delivered the changes before the compaction was
     // noticed, or the relist did: in both cases each change once.
     let mut sorted = names.clone();
@@ -276,6 +268,7 @@ fn label(e: &WatchEvent) -> String {
         WatchEvent::Modified(o) => format!("~{}", o.metadata.name.as_deref().unwrap()),
         WatchEvent::Deleted(o) => format!("-{}", o.metadata.name.as_deref().unwrap()),
         WatchEvent::Synced { .. } => "synced".into(),
+        WatchEvent::Relisting => "relisting".into(),
     }
 }
 
@@ -471,6 +464,46 @@ async fn a_narrowed_watch_shows_and_remembers_only_what_passes() {
     mem.update(out).await.unwrap();
     assert_eq!(next_labels(&mut w, 1).await, ["~out"]);
     assert_eq!(w.remembered(), 1);
+}
+
+#[tokio::test]
+async fn an_unrecorded_watch_holds_nothing_and_tells_every_listing_whole() {
+    let mem = MemoryStore::new();
+    let order = |o: &DynamicObject| o.data["spec"]["order"].as_u64().unwrap_or(0);
+    let set_order = |mut o: DynamicObject, n: u32| {
+        o.data["spec"]["order"] = n.into();
+        o
+    };
+    let a = mem.create(policy("a", "a", 1)).await.unwrap();
+    let b = mem.create(policy("a", "b", 1)).await.unwrap();
+    mem.create(policy("a", "out", 2)).await.unwrap();
+    let mut w = watch(Arc::new(mem.clone()), scope())
+        .keeping(move |o| order(o) == 1)
+        .unrecorded();
+    assert_eq!(
+        next_labels(&mut w, 4).await,
+        ["relisting", "~a", "~b", "synced"]
+    );
+    assert_eq!(w.remembered(), 0, "the consumer keeps the record");
+
+    // A relist tells everything again, unchanged objects too; what the
+    // consumer holds and is not told of (b, deleted meanwhile) is gone.
+    mem.delete(&ObjectKey::of(&b).unwrap(), None).await.unwrap();
+    mem.compact(mem.revision());
+    assert_eq!(next_labels(&mut w, 3).await, ["relisting", "~a", "synced"]);
+    assert_eq!(w.lists(), 2);
+
+    // On the raw watch: every change as it comes, one leaving the subset
+    // as a deletion, deletions of objects never shown too.
+    let a = mem.update(a).await.unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["~a"]);
+    mem.update(set_order(a, 3)).await.unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["-a"]);
+    mem.delete(&ObjectKey::new(Kind::NetworkPolicy, Some("a"), "out"), None)
+        .await
+        .unwrap();
+    assert_eq!(next_labels(&mut w, 1).await, ["-out"]);
+    assert_eq!(w.remembered(), 0);
 }
 
 #[test]

@@ -205,6 +205,9 @@ impl Seen {
                 self.synced.insert(kind, true);
                 return false;
             }
+            // Only from a watch whose consumer keeps the record; bgpd's
+            // watches keep theirs.
+            WatchEvent::Relisting => return false,
         };
         // An object that does not parse counts as absent.
         fn typed<T: Resource>(
@@ -265,6 +268,9 @@ impl Seen {
                 self.synced.insert(Kind::Node, true);
                 return false;
             }
+            // Only from a watch whose consumer keeps the record; bgpd's
+            // watches keep theirs.
+            WatchEvent::Relisting => return false,
         };
         match view {
             Some(n) if self.nodes.get(&k).is_some_and(|old| **old == n) => false,
@@ -304,6 +310,9 @@ impl Seen {
                 self.synced.insert(kind, true);
                 return false;
             }
+            // Only from a watch whose consumer keeps the record; bgpd's
+            // watches keep theirs.
+            WatchEvent::Relisting => return false,
         };
         let m = self.objects.entry(kind).or_default();
         match keep {
@@ -335,6 +344,7 @@ impl Seen {
             WatchEvent::Synced { .. } => {
                 self.synced.insert(kind, true);
             }
+            WatchEvent::Relisting => {}
         }
     }
 

@@ -181,16 +181,16 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
     }
     // Addresses a node took from a block that is not its own.
     for (_, r) in state.endpoints.remote() {
-        for a in r.addrs.iter() {
-            let IpAddr::V4(a) = *a else { continue };
+        for a in r.addrs() {
+            let IpAddr::V4(a) = a else { continue };
             let Some(pool) = pool_of(a) else { continue };
             let in_own_block = affine
                 .iter()
-                .any(|(net, owner)| **owner == *r.node && net.contains(&a));
+                .any(|(net, owner)| *owner == r.node() && net.contains(&a));
             if in_own_block {
                 continue;
             }
-            if let Some(t) = target(&r.node, pool) {
+            if let Some(t) = target(r.node(), pool) {
                 routes.insert(IpNet::V4(Ipv4Net::from(a)), t);
             }
         }

@@ -15,7 +15,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
-use std::net::IpAddr;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -25,6 +24,7 @@ use tartan_policy::compile::{Endpoint, NamedPort};
 use tracing::warn;
 
 use super::intern::Interner;
+use super::remote::{Look, Remote};
 use super::state::Labels;
 
 /// An endpoint on this node, whole as the compiler takes it.
@@ -33,17 +33,6 @@ struct Local {
     ep: Endpoint,
     /// The labels the CNI plugin copied onto the endpoint at ADD.
     own: Arc<Labels>,
-}
-
-/// An endpoint on another node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Remote {
-    pub node: Arc<str>,
-    pub addrs: Box<[IpAddr]>,
-    /// Its Pod's labels when the Pod is seen, else `own`.
-    pub labels: Arc<Labels>,
-    own: Arc<Labels>,
-    ports: Arc<[NamedPort]>,
 }
 
 /// A shared value by identity: interned values are equal when they are
@@ -94,6 +83,9 @@ pub struct Endpoints {
     labels: Interner<Labels>,
     names: Interner<str>,
     ports: Interner<[NamedPort]>,
+    /// Other nodes' names, as their endpoints hold them.
+    nodes: Interner<Box<str>>,
+    looks: Interner<Look>,
 }
 
 fn protocol_number(p: &str) -> Option<u8> {
@@ -155,8 +147,21 @@ impl Endpoints {
     pub fn labels_of(&self, key: &str) -> Option<&Arc<Labels>> {
         match self.local.get(key) {
             Some(l) => Some(&l.ep.labels),
-            None => self.remote.get(key).map(|r| &r.labels),
+            None => self.remote.get(key).map(Remote::labels),
         }
+    }
+
+    /// The keys of every endpoint held.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.local
+            .keys()
+            .map(String::as_str)
+            .chain(self.remote.keys().map(|k| &**k))
+    }
+
+    /// The keys of every Pod whose labels are held.
+    pub fn pod_keys(&self) -> impl Iterator<Item = &str> {
+        self.pods.keys().map(String::as_str)
     }
 
     /// The labels of Pod `key` (`namespace/name`), when it is seen.
@@ -257,16 +262,24 @@ impl Endpoints {
         let Some(r) = self.remote.get(key) else {
             return false;
         };
-        let now = pod.unwrap_or(&r.own).clone();
-        if r.labels == now {
+        let was = r.look();
+        let now = pod.unwrap_or(&was.own).clone();
+        if was.labels == now {
             return false;
         }
-        let mut r = r.clone();
-        self.group_remove(key, &r);
-        let was = std::mem::replace(&mut r.labels, now);
-        self.group_add(key, &r);
-        self.remote.insert(key.into(), r);
-        self.labels.release(was);
+        let (own, ports) = (was.own.clone(), was.ports.clone());
+        let old = r.clone();
+        let look = self.look(Look {
+            labels: now,
+            own,
+            ports,
+        });
+        let new = old.with_look(look);
+        self.group_remove(key, &old);
+        self.group_add(key, &new);
+        if let Some(stored) = self.remote.insert(key.into(), new) {
+            self.release(Record::Remote(stored));
+        }
         true
     }
 
@@ -346,47 +359,85 @@ impl Endpoints {
                 own,
             })
         } else {
-            Record::Remote(Remote {
-                node: self.names.intern(w.node.as_str()),
-                addrs: addrs.into(),
-                labels,
-                own,
-                ports,
-            })
+            let look = self.look(Look { labels, own, ports });
+            let node = self.nodes.intern(Box::<str>::from(w.node.as_str()));
+            Record::Remote(Remote::new(look, node, addrs))
         }
+    }
+
+    /// The shared copy of look `l`; a copy already held takes its parts
+    /// back.
+    fn look(&mut self, l: Look) -> Arc<Look> {
+        match self.looks.get(&l) {
+            Some(a) => {
+                self.release_look_parts(l);
+                a
+            }
+            None => self.looks.intern(l),
+        }
+    }
+
+    fn release_look_parts(&mut self, l: Look) {
+        self.labels.release(l.labels);
+        self.labels.release(l.own);
+        self.ports.release(l.ports);
+    }
+
+    /// Give look `a` back; the looks no one holds any more give their
+    /// parts back in turn.
+    fn release_look(&mut self, a: Arc<Look>) {
+        let mut unused = Vec::new();
+        self.looks.release_with(a, |l| unused.push(l));
+        for l in unused.into_iter().filter_map(Arc::into_inner) {
+            self.release_look_parts(l);
+        }
+    }
+
+    /// Rebuild the map of other nodes' endpoints with its nodes full. A
+    /// listing inserts in key order, which leaves every node of a B-tree
+    /// half empty; built from sorted entries at once, they are full (at
+    /// 150,000 endpoints, some 4 MB less). Call once a listing is in.
+    pub fn compact(&mut self) {
+        self.remote = std::mem::take(&mut self.remote).into_iter().collect();
     }
 
     /// `r`'s addresses into its group.
     fn group_add(&mut self, key: &str, r: &Remote) {
-        if r.addrs.is_empty() {
+        if !r.has_addrs() {
             return;
         }
         let ns = self.names.intern(namespace_of(key));
+        let look = r.look();
         let like = (
             Same(ns.clone()),
-            Same(r.labels.clone()),
-            Same(r.ports.clone()),
+            Same(look.labels.clone()),
+            Same(look.ports.clone()),
         );
         let g = self.groups.entry(like).or_insert_with(|| Endpoint {
             namespace: ns,
-            labels: r.labels.clone(),
+            labels: look.labels.clone(),
             addrs: Vec::new(),
-            ports: r.ports.clone(),
+            ports: look.ports.clone(),
             interface: None,
         });
-        g.addrs.extend_from_slice(&r.addrs);
+        g.addrs.extend(r.addrs());
     }
 
     /// `r`'s addresses out of its group, and the group gone with its last.
     fn group_remove(&mut self, key: &str, r: &Remote) {
-        if r.addrs.is_empty() {
+        if !r.has_addrs() {
             return;
         }
         let ns = self.names.intern(namespace_of(key));
-        let like = (Same(ns), Same(r.labels.clone()), Same(r.ports.clone()));
+        let look = r.look();
+        let like = (
+            Same(ns),
+            Same(look.labels.clone()),
+            Same(look.ports.clone()),
+        );
         if let Some(g) = self.groups.get_mut(&like) {
-            for a in r.addrs.iter() {
-                if let Some(i) = g.addrs.iter().position(|x| x == a) {
+            for a in r.addrs() {
+                if let Some(i) = g.addrs.iter().position(|x| *x == a) {
                     g.addrs.swap_remove(i);
                 }
             }
@@ -428,17 +479,10 @@ impl Endpoints {
                 self.names.release(ep.namespace);
                 self.ports.release(ep.ports);
             }
-            Record::Remote(Remote {
-                node,
-                labels,
-                own,
-                ports,
-                ..
-            }) => {
-                self.labels.release(labels);
-                self.labels.release(own);
-                self.names.release(node);
-                self.ports.release(ports);
+            Record::Remote(r) => {
+                let (look, node) = r.into_parts();
+                self.release_look(look);
+                self.nodes.release(node);
             }
         }
     }

@@ -1,6 +1,7 @@
 //! Tests of the endpoint index: sharing, Pods' labels, locality.
 
 use super::*;
+use std::net::IpAddr;
 
 fn wep(node: &str, pod: &str, ip: &str) -> WorkloadEndpointSpec {
     crate::calc::policy::tests::wep(node, pod, &format!("tar{pod}"), ip)
@@ -27,10 +28,14 @@ fn the_pods_of_a_workload_share_their_labels_namespace_and_ports_until_gone() {
     assert_eq!(e.label_sets(), 5);
     let a = &e.remote.get("ns/w1-0.eth0").unwrap();
     let b = &e.remote.get("ns/w1-29.eth0").unwrap();
-    assert!(Arc::ptr_eq(&a.labels, &b.labels));
-    assert!(Arc::ptr_eq(&a.node, &b.node));
-    assert!(Arc::ptr_eq(&a.ports, &b.ports));
-    assert_eq!(*a.addrs, ["10.0.1.0".parse::<IpAddr>().unwrap()]);
+    assert!(Arc::ptr_eq(a.look(), b.look()), "one look per workload");
+    assert_eq!(e.looks.len(), 4, "w0 is on this node");
+    assert_eq!(a.node().as_ptr(), b.node().as_ptr());
+    assert_eq!(e.nodes.len(), 4);
+    assert_eq!(
+        a.addrs().collect::<Vec<_>>(),
+        ["10.0.1.0".parse::<IpAddr>().unwrap()]
+    );
     // Only this node's keep their interface; the others' are one
     // endpoint per workload for the compiler, with every address.
     assert_eq!(e.local().count(), 30);
@@ -40,7 +45,7 @@ fn the_pods_of_a_workload_share_their_labels_namespace_and_ports_until_gone() {
     let w1 = compiled.iter().find(|ep| ep.labels["app"] == "w1").unwrap();
     assert_eq!(w1.addrs.len(), 30);
     assert!(w1.interface.is_none());
-    assert!(Arc::ptr_eq(&w1.labels, &a.labels));
+    assert!(Arc::ptr_eq(&w1.labels, a.labels()));
     // Delivered again: no change.
     assert!(!e.set(
         "ns/w1-0.eth0",
@@ -61,6 +66,7 @@ fn the_pods_of_a_workload_share_their_labels_namespace_and_ports_until_gone() {
     assert!(e.is_empty());
     assert_eq!(e.label_sets(), 0, "label sets outlived their endpoints");
     assert!(e.names.is_empty() && e.ports.is_empty());
+    assert!(e.nodes.is_empty() && e.looks.is_empty());
     assert!(e.groups.is_empty());
     assert!(!e.set("ns/w0-0.eth0", None));
 }

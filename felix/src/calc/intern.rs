@@ -51,20 +51,44 @@ impl<T: ?Sized + Eq + Hash> Interner<T> {
         a
     }
 
+    /// The shared copy of `v`, if there is one.
+    pub fn get(&self, v: &T) -> Option<Arc<T>> {
+        self.held.get(v).cloned()
+    }
+
     /// Give `a` back (drop it, and sweep when due).
     pub fn release(&mut self, a: Arc<T>) {
+        self.release_with(a, drop);
+    }
+
+    /// [`Interner::release`] for values that hold interned values
+    /// themselves: each value a sweep forgets is handed to `gone` (which
+    /// gives its parts back to their interners).
+    pub fn release_with(&mut self, a: Arc<T>, gone: impl FnMut(Arc<T>)) {
         drop(a);
         self.released += 1;
         // Unused values are at most those released since the last sweep.
         if 2 * self.released > self.held.len() {
-            self.sweep();
+            self.sweep_with(gone);
         }
     }
 
     /// Forget the values only the interner holds.
     pub fn sweep(&mut self) {
-        self.held.retain(|a| Arc::strong_count(a) > 1);
+        self.sweep_with(drop);
+    }
+
+    fn sweep_with(&mut self, mut gone: impl FnMut(Arc<T>)) {
+        let mut unused = Vec::new();
+        self.held.retain(|a| {
+            let used = Arc::strong_count(a) > 1;
+            if !used {
+                unused.push(a.clone());
+            }
+            used
+        });
         self.released = 0;
+        unused.into_iter().for_each(&mut gone);
     }
 
     /// How many distinct values are held by someone.

@@ -7,6 +7,7 @@ pub mod endpoints;
 pub mod intern;
 pub mod nat;
 pub mod policy;
+pub mod remote;
 pub mod routes;
 pub mod services;
 pub mod state;

@@ -2,7 +2,7 @@
 //! part the calculation uses, what does not read reported as unreadable,
 //! and whether anything felix keeps changed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tartan_api::resources::WorkloadEndpoint;
@@ -68,13 +68,69 @@ fn node_info(o: DynamicObject) -> Result<NodeInfo, String> {
     Ok(NodeInfo::from_annotations(o.metadata.annotations.as_ref()))
 }
 
-/// A WorkloadEndpoint's event into `endpoints`, the object read once.
+/// The keys a consumer that keeps its watch's record held when a listing
+/// began ([`WatchEvent::Relisting`]), crossed off as the listing tells of
+/// them again: what is left at `Synced` is gone. Held only while a
+/// listing runs.
+#[derive(Debug, Default)]
+pub(super) struct Sweep(Option<HashSet<Box<str>>>);
+
+impl Sweep {
+    /// The event, with the sweep it opens or closes: at `Relisting` the
+    /// sweep starts from `held` (what is kept and what is unreadable of
+    /// `T`); at `Synced` what it has left comes out as deletions, each
+    /// handed to `gone`.
+    fn pass<T: Resource, E>(
+        &mut self,
+        ev: &WatchEvent,
+        bad: &mut Unreadable,
+        kept: &mut E,
+        held: impl FnOnce(&E) -> Vec<Box<str>>,
+        mut gone: impl FnMut(&mut E, &str) -> bool,
+    ) -> bool {
+        match ev {
+            WatchEvent::Relisting => {
+                let mut keys: HashSet<Box<str>> = held(kept).into_iter().collect();
+                keys.extend(bad.keys(T::KIND).map(Box::from));
+                self.0 = Some(keys);
+                false
+            }
+            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                if let Some(keys) = &mut self.0 {
+                    keys.remove(key(o).as_str());
+                }
+                false
+            }
+            WatchEvent::Synced { .. } => {
+                let mut changed = false;
+                for k in self.0.take().into_iter().flatten() {
+                    bad.note(T::KIND, &k, Ok(()));
+                    changed |= gone(kept, &k);
+                }
+                changed
+            }
+            WatchEvent::Deleted(_) => false,
+        }
+    }
+}
+
+/// A WorkloadEndpoint's event into `endpoints`, the object read once. The
+/// watch keeps no record (felix holds every endpoint by key): `sweep`
+/// tells what a listing no longer has.
 pub(super) fn fold_endpoint(
     endpoints: &mut Endpoints,
     ev: WatchEvent,
     bad: &mut Unreadable,
+    sweep: &mut Sweep,
 ) -> Folded {
-    fold_set::<WorkloadEndpoint, _>(
+    let swept = sweep.pass::<WorkloadEndpoint, _>(
+        &ev,
+        bad,
+        endpoints,
+        |e| e.keys().map(Box::from).collect(),
+        |e, k| e.set(k, None),
+    );
+    let f = fold_set::<WorkloadEndpoint, _>(
         ev,
         bad,
         |o| from_dynamic::<WorkloadEndpoint>(o).map_err(|e| e.to_string()),
@@ -84,17 +140,41 @@ pub(super) fn fold_endpoint(
                 w.map(|w| (w.spec, w.metadata.labels.unwrap_or_default())),
             )
         },
-    )
+    );
+    if f.synced {
+        endpoints.compact();
+    }
+    Folded {
+        changed: f.changed || swept,
+        ..f
+    }
 }
 
-/// A Pod's event: its labels, which win over an endpoint's copy.
-pub(super) fn fold_pod(endpoints: &mut Endpoints, ev: WatchEvent, bad: &mut Unreadable) -> Folded {
-    fold_set::<Pod, _>(
+/// A Pod's event: its labels, which win over an endpoint's copy. The
+/// watch keeps no record, as for endpoints.
+pub(super) fn fold_pod(
+    endpoints: &mut Endpoints,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    sweep: &mut Sweep,
+) -> Folded {
+    let swept = sweep.pass::<Pod, _>(
+        &ev,
+        bad,
+        endpoints,
+        |e| e.pod_keys().map(Box::from).collect(),
+        |e, k| e.set_pod(k, None),
+    );
+    let f = fold_set::<Pod, _>(
         ev,
         bad,
         |o| from_dynamic::<Pod>(o).map_err(|e| e.to_string()),
         |k, p| endpoints.set_pod(k, p.map(|p| p.metadata.labels.unwrap_or_default())),
-    )
+    );
+    Folded {
+        changed: f.changed || swept,
+        ..f
+    }
 }
 
 /// One event of a watch of `T`: each object read once by `read` (what
@@ -145,6 +225,8 @@ fn fold_set_or<T: Resource, S>(
                 changed: true,
             };
         }
+        // What a listing no longer has is the consumer's [`Sweep`].
+        WatchEvent::Relisting => false,
     };
     Folded {
         synced: false,
@@ -242,6 +324,8 @@ pub(super) fn fold_into(
             synced: true,
             changed: true,
         },
+        // Services and slices are watched with their record kept.
+        WatchEvent::Relisting => Folded::default(),
     }
 }
 
@@ -420,6 +504,143 @@ mod tests {
         assert!(!fold(&mut m, WatchEvent::Modified(broken), &mut bad, spec).changed);
         assert_eq!(bad.count(Kind::Node), 1);
         assert_eq!(m["/n1"].vxlan_mac, Some([2, 0, 0, 0, 0, 1]));
+    }
+}
+
+#[cfg(test)]
+mod sweep_tests {
+    use super::*;
+    use tartan_api::Kind;
+
+    fn wep(name: &str, node: &str, ip: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "WorkloadEndpoint",
+            "metadata": {"name": format!("{name}.eth0"), "namespace": "ns"},
+            "spec": {"node": node, "pod": name, "containerID": "c", "endpoint": "eth0",
+                     "interfaceName": format!("tar{name}"), "ipNetworks": ip}
+        }))
+        .unwrap()
+    }
+
+    fn pod(name: &str, app: &str) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ns", "labels": {"app": app}},
+            "spec": {"containers": []}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_relisting_removes_what_it_no_longer_tells_of_readable_or_not() {
+        let mut e = Endpoints::for_node("me");
+        let mut bad = Unreadable::new(None);
+        let mut sweep = Sweep::default();
+        let mut ev =
+            |e: &mut Endpoints, bad: &mut Unreadable, ev| fold_endpoint(e, ev, bad, &mut sweep);
+        let ip = |a: &str| serde_json::json!([a]);
+        // The first listing.
+        assert!(!ev(&mut e, &mut bad, WatchEvent::Relisting).changed);
+        for (n, node) in [("a", "me"), ("b", "other"), ("c", "other")] {
+            ev(
+                &mut e,
+                &mut bad,
+                WatchEvent::Modified(wep(n, node, ip("10.0.0.1/32"))),
+            );
+        }
+        ev(
+            &mut e,
+            &mut bad,
+            WatchEvent::Modified(wep("d", "other", serde_json::json!(7))),
+        );
+        assert!(
+            ev(
+                &mut e,
+                &mut bad,
+                WatchEvent::Synced {
+                    revision: "1".into()
+                }
+            )
+            .synced
+        );
+        assert_eq!(e.len(), 3);
+        assert_eq!(bad.count(Kind::WorkloadEndpoint), 1);
+
+        // A relist that tells of a and b again, unchanged: nothing changes
+        // until its end, which removes c and forgets the unreadable d.
+        ev(&mut e, &mut bad, WatchEvent::Relisting);
+        for (n, node) in [("a", "me"), ("b", "other")] {
+            let f = ev(
+                &mut e,
+                &mut bad,
+                WatchEvent::Modified(wep(n, node, ip("10.0.0.1/32"))),
+            );
+            assert!(!f.changed, "{n} told again unchanged");
+        }
+        assert_eq!(e.len(), 3, "nothing is gone before the listing ends");
+        let f = ev(
+            &mut e,
+            &mut bad,
+            WatchEvent::Synced {
+                revision: "2".into(),
+            },
+        );
+        assert!(f.synced && f.changed);
+        let mut keys: Vec<&str> = e.keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["ns/a.eth0", "ns/b.eth0"]);
+        assert_eq!(bad.count(Kind::WorkloadEndpoint), 0);
+
+        // Without a listing under way, a Synced removes nothing.
+        ev(
+            &mut e,
+            &mut bad,
+            WatchEvent::Synced {
+                revision: "3".into(),
+            },
+        );
+        assert_eq!(e.len(), 2);
+    }
+
+    #[test]
+    fn a_relisting_of_pods_gives_the_endpoints_of_a_vanished_pod_their_own_labels() {
+        let mut e = Endpoints::for_node("me");
+        let mut bad = Unreadable::new(None);
+        let mut sweep = Sweep::default();
+        let mut eps = Sweep::default();
+        let mut w =
+            serde_json::to_value(wep("a", "other", serde_json::json!(["10.0.0.9/32"]))).unwrap();
+        w["metadata"]["labels"] = serde_json::json!({"app": "copy"});
+        let w: DynamicObject = serde_json::from_value(w).unwrap();
+        fold_endpoint(&mut e, WatchEvent::Modified(w), &mut bad, &mut eps);
+        fold_pod(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
+        fold_pod(
+            &mut e,
+            WatchEvent::Modified(pod("a", "pod")),
+            &mut bad,
+            &mut sweep,
+        );
+        fold_pod(
+            &mut e,
+            WatchEvent::Synced {
+                revision: "1".into(),
+            },
+            &mut bad,
+            &mut sweep,
+        );
+        assert_eq!(e.labels_of("ns/a.eth0").unwrap()["app"], "pod");
+        fold_pod(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
+        let f = fold_pod(
+            &mut e,
+            WatchEvent::Synced {
+                revision: "2".into(),
+            },
+            &mut bad,
+            &mut sweep,
+        );
+        assert!(f.changed);
+        assert_eq!(e.pod_keys().count(), 0);
+        assert_eq!(e.labels_of("ns/a.eth0").unwrap()["app"], "copy");
     }
 }
 

@@ -38,11 +38,13 @@ impl Watches {
             )
         };
         Watches {
-            endpoints: all(Kind::WorkloadEndpoint),
+            // felix holds every endpoint and Pod by key: the record is its
+            // own (see `fold::Sweep`), not a second copy in the watch.
+            endpoints: all(Kind::WorkloadEndpoint).unrecorded(),
             pools: all(Kind::IpPool),
             blocks: all(Kind::IpamBlock),
             nodes: all(Kind::Node),
-            pods: all(Kind::Pod),
+            pods: all(Kind::Pod).unrecorded(),
             namespaces: all(Kind::Namespace),
             kube_policies: all(Kind::KubeNetworkPolicy),
             tartan_policies: all(Kind::NetworkPolicy),
