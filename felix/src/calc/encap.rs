@@ -10,7 +10,7 @@
 //! its forwarding entry sends that MAC to the node's address over UDP.
 //! No tunnel address is allocated.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
 use ipnet::{IpNet, Ipv4Net};
@@ -160,7 +160,10 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
         }
     };
     // Blocks of other nodes.
-    let mut affine: Vec<(Ipv4Net, &str)> = Vec::new();
+    // Each node's blocks, so that an endpoint's address is looked for in
+    // its own node's few rather than in every block of the cluster (at
+    // 5,000 nodes, 150,000 endpoints against 5,000 blocks on every pass).
+    let mut affine: HashMap<&str, Vec<Ipv4Net>> = HashMap::new();
     for b in state.blocks.values() {
         if b.deleted {
             continue;
@@ -168,7 +171,7 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
         let (Some(owner), Some(IpNet::V4(net))) = (b.affine_node(), b.network()) else {
             continue;
         };
-        affine.push((net, owner));
+        affine.entry(owner).or_default().push(net);
         if owner == node {
             continue;
         }
@@ -185,8 +188,8 @@ pub fn remote(node: &str, state: &State, ipip_available: bool) -> (Routes, Tunne
             let IpAddr::V4(a) = a else { continue };
             let Some(pool) = pool_of(a) else { continue };
             let in_own_block = affine
-                .iter()
-                .any(|(net, owner)| *owner == r.node() && net.contains(&a));
+                .get(r.node())
+                .is_some_and(|nets| nets.iter().any(|net| net.contains(&a)));
             if in_own_block {
                 continue;
             }
