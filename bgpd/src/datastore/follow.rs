@@ -450,6 +450,12 @@ pub async fn follow_recording(
             break;
         };
         let mut dirty = seen.apply(kind, ev);
+        if !dirty {
+            // A kubelet's heartbeat, say: no rebuild, and no timer to wait
+            // for the rest of a burst (at 500 of them a second, one per
+            // event was most of their cost).
+            continue;
+        }
         // Take the rest of a burst before rebuilding.
         loop {
             match tokio::time::timeout(Duration::from_millis(2), rx.recv()).await {

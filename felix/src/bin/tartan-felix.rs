@@ -121,8 +121,10 @@ fn main() -> Result<()> {
                 .map(|n| (n, cli.pod_uid.filter(|u| !u.is_empty()))),
         }),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: felix's work is one loop over its watches, and every
+    // datastore event handed between two workers cost a thread wakeup
+    // (most of an idle felix's CPU under 500 Node heartbeats a second).
+    let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     rt.block_on(async {

@@ -399,6 +399,10 @@ impl Endpoints {
     /// 150,000 endpoints, some 4 MB less). Call once a listing is in.
     pub fn compact(&mut self) {
         self.remote = std::mem::take(&mut self.remote).into_iter().collect();
+        // The groups' address lists grew by doubling.
+        for g in self.groups.values_mut() {
+            g.addrs.shrink_to_fit();
+        }
     }
 
     /// `r`'s addresses into its group.

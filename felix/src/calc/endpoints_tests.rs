@@ -151,3 +151,46 @@ fn an_endpoint_moving_to_this_node_becomes_local_and_back() {
     assert_eq!((e.local().count(), e.remote().count()), (0, 1));
     assert_eq!(e.for_compile().len(), 1);
 }
+
+#[test]
+fn compacting_after_a_listing_keeps_every_endpoint_and_group_as_they_were() {
+    let mut e = Endpoints::for_node("n0");
+    for p in 0..200 {
+        let pod = format!("w{}-{p:03}", p % 3);
+        let ip = format!("10.1.{}.{}/32", p / 200, p % 200);
+        e.set(
+            &format!("ns/{pod}.eth0"),
+            Some((
+                wep(&format!("n{}", 1 + p % 7), &pod, &ip),
+                app(&format!("w{}", p % 3)),
+            )),
+        );
+    }
+    let view = |e: &Endpoints| {
+        let remote: Vec<(String, String, Vec<IpAddr>)> = e
+            .remote()
+            .map(|(k, r)| (k.to_string(), r.node().to_string(), r.addrs().collect()))
+            .collect();
+        let mut groups: Vec<(String, Vec<IpAddr>)> = e
+            .for_compile()
+            .iter()
+            .map(|g| {
+                let mut a = g.addrs.clone();
+                a.sort();
+                (g.labels["app"].clone(), a)
+            })
+            .collect();
+        groups.sort();
+        (remote, groups)
+    };
+    let before = view(&e);
+    e.compact();
+    assert_eq!(view(&e), before);
+    // And it goes on as before.
+    assert!(e.set("ns/w0-000.eth0", None));
+    assert!(e.set(
+        "ns/w0-000.eth0",
+        Some((wep("n1", "w0-000", "10.1.0.0/32"), app("w0")))
+    ));
+    assert_eq!(view(&e), before);
+}
