@@ -18,6 +18,7 @@ use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 use std::sync::Arc;
 
+use compact_str::CompactString;
 use ipnet::IpNet;
 use tartan_api::resources::WorkloadEndpointSpec;
 use tartan_policy::compile::{Endpoint, NamedPort};
@@ -69,12 +70,14 @@ type Likeness = (Same<str>, Same<Labels>, Same<[NamedPort]>);
 pub struct Endpoints {
     node: String,
     local: BTreeMap<String, Local>,
-    remote: BTreeMap<Box<str>, Remote>,
+    /// Keys of up to 24 bytes are kept in place, the B-tree's slot for a
+    /// pointer to a longer one taking the same node size.
+    remote: BTreeMap<CompactString, Remote>,
     /// Other nodes' endpoints merged by likeness (see the module's
     /// comment): no address appears twice unless two endpoints hold it.
     groups: HashMap<Likeness, Endpoint>,
     /// `namespace/name` of a Pod → its labels.
-    pods: HashMap<String, Arc<Labels>>,
+    pods: HashMap<CompactString, Arc<Labels>>,
     /// `namespace/pod` → the endpoints of that Pod whose names are not
     /// `<pod>.<interface>` (none, as the CNI plugin names them), and the
     /// other way.
@@ -130,7 +133,7 @@ impl Endpoints {
 
     /// Other nodes' endpoints, by key.
     pub fn remote(&self) -> impl Iterator<Item = (&str, &Remote)> {
-        self.remote.iter().map(|(k, r)| (&**k, r))
+        self.remote.iter().map(|(k, r)| (k.as_str(), r))
     }
 
     /// Every endpoint as the policy compiler takes them: this node's in
@@ -156,12 +159,12 @@ impl Endpoints {
         self.local
             .keys()
             .map(String::as_str)
-            .chain(self.remote.keys().map(|k| &**k))
+            .chain(self.remote.keys().map(CompactString::as_str))
     }
 
     /// The keys of every Pod whose labels are held.
     pub fn pod_keys(&self) -> impl Iterator<Item = &str> {
-        self.pods.keys().map(String::as_str)
+        self.pods.keys().map(CompactString::as_str)
     }
 
     /// The labels of Pod `key` (`namespace/name`), when it is seen.
@@ -232,7 +235,7 @@ impl Endpoints {
     pub fn set_pod(&mut self, key: &str, labels: Option<Labels>) -> bool {
         let labels = labels.map(|l| self.labels.intern(l));
         let old = match &labels {
-            Some(l) => self.pods.insert(key.to_string(), l.clone()),
+            Some(l) => self.pods.insert(key.into(), l.clone()),
             None => self.pods.remove(key),
         };
         if let Some(old) = old {
@@ -304,7 +307,7 @@ impl Endpoints {
         out.extend(
             self.remote
                 .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
-                .map(|(k, _)| &**k)
+                .map(|(k, _)| k.as_str())
                 .take_while(|k| k.starts_with(&prefix))
                 .filter(|k| ours(k))
                 .map(String::from),
@@ -344,7 +347,7 @@ impl Endpoints {
         let own = self.labels.intern(labels);
         let labels = self
             .pods
-            .get(&format!("{ns}/{}", w.pod))
+            .get(format!("{ns}/{}", w.pod).as_str())
             .cloned()
             .unwrap_or_else(|| own.clone());
         if local {

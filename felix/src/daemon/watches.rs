@@ -93,3 +93,40 @@ impl Synced {
         self.services.iter().all(|s| *s)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tartan_api::store::memory::MemoryStore;
+
+    #[tokio::test]
+    async fn endpoints_and_pods_are_watched_without_a_second_record() {
+        let mem = MemoryStore::new();
+        let wep = serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "WorkloadEndpoint",
+            "metadata": {"name": "p.eth0", "namespace": "ns"},
+            "spec": {"node": "n1", "pod": "p", "containerID": "c", "endpoint": "eth0",
+                     "interfaceName": "tarp", "ipNetworks": ["10.0.0.1/32"]}
+        });
+        mem.create(serde_json::from_value(wep).unwrap())
+            .await
+            .unwrap();
+        let store: Arc<dyn Datastore> = Arc::new(mem);
+        let mut w = Watches::open(&store, false);
+        let mut seen = Vec::new();
+        loop {
+            let ev = w.endpoints.next().await;
+            let synced = matches!(ev, WatchEvent::Synced { .. });
+            seen.push(ev);
+            if synced {
+                break;
+            }
+        }
+        assert!(matches!(seen[0], WatchEvent::Relisting), "{seen:?}");
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert_eq!(w.endpoints.remembered(), 0);
+        assert!(matches!(w.pods.next().await, WatchEvent::Relisting));
+        // The kinds felix keeps only part of keep their record.
+        assert!(matches!(w.nodes.next().await, WatchEvent::Synced { .. }));
+    }
+}
