@@ -64,7 +64,7 @@ pub async fn run(
     let proxy_health = cfg.proxy_health.filter(|_| cfg.services);
     let _servers = servers::spawn(cfg.health, proxy_health, &health);
     let _cni_token = cfg.cni_token.clone().map(|c| {
-        servers::AbortOnDrop(tokio::spawn(crate::cnitoken::refresh::run(
+        servers::AbortOnDrop(crate::serving::spawn(crate::cnitoken::refresh::run(
             c,
             health.clone(),
         )))

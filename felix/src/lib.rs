@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod dataplane;
 pub mod health;
 pub mod services;
+pub mod serving;
 pub mod unreadable;
 
 /// Route protocol of local routes (pods, blocks).

@@ -3,7 +3,8 @@
 //! compaction, Kubernetes 410 Gone) or the connection drops, resume — by
 //! relisting if need be — and hand the consumer only what changed since
 //! what it last saw. Each object's events reach the consumer once, in order;
-//! after a relist, objects that vanished in between come out as `Deleted`.
+//! after a relist, objects that vanished in between come out as `Deleted`
+//! (except from a watch whose consumer keeps the record, below).
 //!
 //! The consumer never sees store errors: the watch retries with backoff and
 //! logs. [`WatchEvent::Synced`] says the consumer's view now equals the
@@ -54,8 +55,10 @@ pub enum WatchEvent {
     },
     /// Only from a watch whose consumer keeps the record
     /// ([`Watch::unrecorded`]): a listing begins. Every object that exists
-    /// is told of (as `Modified`) before the next `Synced`; what the
-    /// consumer holds and is not told of again is gone.
+    /// (and passes the watch's predicate, if narrowed) is told of, as
+    /// `Modified`, before the next `Synced`; what the consumer holds and is
+    /// not told of again is gone. A listing that fails half-way starts
+    /// again with another `Relisting`: the consumer starts over.
     Relisting,
 }
 
@@ -113,7 +116,8 @@ struct Listing {
 }
 
 /// Start watching: the first events are the current objects as `Added`,
-/// then `Synced`, then changes.
+/// then `Synced`, then changes. (From an unrecorded watch, every listing is
+/// `Relisting`, the objects as `Modified`, then `Synced`.)
 pub fn watch(store: Arc<dyn Datastore>, scope: WatchScope) -> Watch {
     Watch {
         store,
@@ -161,7 +165,10 @@ impl Watch {
     /// This watch narrowed to the objects `keep` passes: the others are
     /// neither shown nor remembered. An object that stops passing (a
     /// change, or found so at a relist) is shown as `Deleted`, one that
-    /// starts passing as `Added`. `keep` must decide from the object alone.
+    /// starts passing as `Added`. (Unrecorded, an object that does not
+    /// pass is shown as `Deleted` on every change, and a listing leaves it
+    /// out for the consumer's sweep.) `keep` must decide from the object
+    /// alone.
     pub fn keeping(
         mut self,
         keep: impl Fn(&DynamicObject) -> bool + Send + Sync + 'static,

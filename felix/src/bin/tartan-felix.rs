@@ -124,6 +124,7 @@ fn main() -> Result<()> {
     // One thread: felix's work is one loop over its watches, and every
     // datastore event handed between two workers cost a thread wakeup
     // (most of an idle felix's CPU under 500 Node heartbeats a second).
+    // Its servers answer from a thread of their own (`serving`).
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -185,7 +185,8 @@ impl Endpoints {
         self.len() == 0
     }
 
-    /// How many distinct label sets are in use.
+    /// How many distinct label sets are held (by endpoints, Pods, or
+    /// looks not yet swept).
     pub fn label_sets(&self) -> usize {
         self.labels.len()
     }
@@ -280,6 +281,9 @@ impl Endpoints {
         let new = old.with_look(look);
         self.group_remove(key, &old);
         self.group_add(key, &new);
+        // Our copy goes before the stored one is released, so that a sweep
+        // that release starts sees the old look unused.
+        drop(old);
         if let Some(stored) = self.remote.insert(key.into(), new) {
             self.release(Record::Remote(stored));
         }

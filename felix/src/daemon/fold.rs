@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use compact_str::CompactString;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
 use tartan_api::resources::WorkloadEndpoint;
 use tartan_api::store::DynamicObject;
@@ -73,7 +75,7 @@ fn node_info(o: DynamicObject) -> Result<NodeInfo, String> {
 /// them again: what is left at `Synced` is gone. Held only while a
 /// listing runs.
 #[derive(Debug, Default)]
-pub(super) struct Sweep(Option<HashSet<Box<str>>>);
+pub(super) struct Sweep(Option<HashSet<CompactString>>);
 
 impl Sweep {
     /// The event, with the sweep it opens or closes: at `Relisting` the
@@ -85,13 +87,13 @@ impl Sweep {
         ev: &WatchEvent,
         bad: &mut Unreadable,
         kept: &mut E,
-        held: impl FnOnce(&E) -> Vec<Box<str>>,
+        held: impl FnOnce(&E) -> HashSet<CompactString>,
         mut gone: impl FnMut(&mut E, &str) -> bool,
     ) -> bool {
         match ev {
             WatchEvent::Relisting => {
-                let mut keys: HashSet<Box<str>> = held(kept).into_iter().collect();
-                keys.extend(bad.keys(T::KIND).map(Box::from));
+                let mut keys = held(kept);
+                keys.extend(bad.keys(T::KIND).map(CompactString::from));
                 self.0 = Some(keys);
                 false
             }
@@ -127,7 +129,7 @@ pub(super) fn fold_endpoint(
         &ev,
         bad,
         endpoints,
-        |e| e.keys().map(Box::from).collect(),
+        |e| e.keys().map(CompactString::from).collect(),
         |e, k| e.set(k, None),
     );
     let f = fold_set::<WorkloadEndpoint, _>(
@@ -162,7 +164,7 @@ pub(super) fn fold_pod(
         &ev,
         bad,
         endpoints,
-        |e| e.pod_keys().map(Box::from).collect(),
+        |e| e.pod_keys().map(CompactString::from).collect(),
         |e, k| e.set_pod(k, None),
     );
     let f = fold_set::<Pod, _>(

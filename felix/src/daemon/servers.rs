@@ -32,7 +32,7 @@ pub(super) fn spawn(
 ) -> Servers {
     let _health = health_addr.map(|addr| {
         let h = health.clone();
-        AbortOnDrop(tokio::spawn(async move {
+        AbortOnDrop(crate::serving::spawn(async move {
             if let Err(e) = crate::health::serve(addr, h).await {
                 warn!(%addr, error = %e, "health endpoint failed");
             }
@@ -40,7 +40,7 @@ pub(super) fn spawn(
     });
     let _proxy = proxy_addr.map(|addr| {
         let h = health.clone();
-        AbortOnDrop(tokio::spawn(async move {
+        AbortOnDrop(crate::serving::spawn(async move {
             if let Err(e) = crate::health::serve_proxy(addr, h).await {
                 error!(%addr, error = %e, "service proxy health endpoint failed; load balancers cannot probe this node");
             }

@@ -104,7 +104,8 @@ async fn answer(State(t): State<Shared>) -> Response {
 
 impl HealthChecks {
     /// Opens a listener for each new port, updates the answers of the
-    /// others and closes those no longer wanted. Needs a Tokio runtime.
+    /// others and closes those no longer wanted. The listeners run on
+    /// felix's serving thread ([`crate::serving`]).
     pub fn sync(&mut self, want: BTreeMap<u16, Target>) {
         self.listeners.retain(|port, _| want.contains_key(port));
         for (port, target) in want {
@@ -115,7 +116,8 @@ impl HealthChecks {
             let shared: Shared = Arc::new(Mutex::new(target));
             let app = Router::new().fallback(answer).with_state(shared.clone());
             let addr = SocketAddr::from(([0, 0, 0, 0], port));
-            let task = tokio::spawn(async move {
+            // Answered from the serving thread, also while a pass runs.
+            let task = crate::serving::spawn(async move {
                 match tokio::net::TcpListener::bind(addr).await {
                     Ok(l) => {
                         info!(%addr, "health-check node port open");
