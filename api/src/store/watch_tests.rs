@@ -430,14 +430,19 @@ async fn next_labels(w: &mut Watch, n: usize) -> Vec<String> {
     out
 }
 
+/// The test policies' `spec.order`, which the narrowed watches select by.
+fn order(o: &DynamicObject) -> u64 {
+    o.data["spec"]["order"].as_u64().unwrap_or(0)
+}
+
+fn set_order(mut o: DynamicObject, n: u32) -> DynamicObject {
+    o.data["spec"]["order"] = n.into();
+    o
+}
+
 #[tokio::test]
 async fn a_narrowed_watch_shows_and_remembers_only_what_passes() {
     let mem = MemoryStore::new();
-    let order = |o: &DynamicObject| o.data["spec"]["order"].as_u64().unwrap_or(0);
-    let set_order = |mut o: DynamicObject, n: u32| {
-        o.data["spec"]["order"] = n.into();
-        o
-    };
     let inside = mem.create(policy("a", "in", 1)).await.unwrap();
     let out = mem.create(policy("a", "out", 2)).await.unwrap();
     let leaves = mem.create(policy("a", "leaves", 1)).await.unwrap();
@@ -469,11 +474,6 @@ async fn a_narrowed_watch_shows_and_remembers_only_what_passes() {
 #[tokio::test]
 async fn an_unrecorded_watch_holds_nothing_and_tells_every_listing_whole() {
     let mem = MemoryStore::new();
-    let order = |o: &DynamicObject| o.data["spec"]["order"].as_u64().unwrap_or(0);
-    let set_order = |mut o: DynamicObject, n: u32| {
-        o.data["spec"]["order"] = n.into();
-        o
-    };
     let a = mem.create(policy("a", "a", 1)).await.unwrap();
     let b = mem.create(policy("a", "b", 1)).await.unwrap();
     mem.create(policy("a", "out", 2)).await.unwrap();

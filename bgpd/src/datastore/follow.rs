@@ -459,7 +459,7 @@ pub async fn follow_recording(
             }
         }
         // Not synced yet: the event that completes the sync is dirty.
-        if !dirty || !seen.all_synced() {
+        if !seen.all_synced() {
             continue;
         }
         let started = std::time::Instant::now();

@@ -81,63 +81,75 @@ impl Sweep {
     /// The event, with the sweep it opens or closes: at `Relisting` the
     /// sweep starts from `held` (what is kept and what is unreadable of
     /// `T`); at `Synced` what it has left comes out as deletions, each
-    /// handed to `gone`.
-    fn pass<T: Resource, E>(
+    /// handed to `set` as gone.
+    fn pass<T: Resource, S>(
         &mut self,
         ev: &WatchEvent,
         bad: &mut Unreadable,
-        kept: &mut E,
-        held: impl FnOnce(&E) -> HashSet<CompactString>,
-        mut gone: impl FnMut(&mut E, &str) -> bool,
+        endpoints: &mut Endpoints,
+        held: fn(&Endpoints) -> HashSet<CompactString>,
+        set: fn(&mut Endpoints, &str, Option<S>) -> bool,
     ) -> bool {
-        match ev {
-            WatchEvent::Relisting => {
-                let mut keys = held(kept);
+        match (ev, &mut self.0) {
+            (WatchEvent::Relisting, _) => {
+                let mut keys = held(endpoints);
                 keys.extend(bad.keys(T::KIND).map(CompactString::from));
                 self.0 = Some(keys);
                 false
             }
-            WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                if let Some(keys) = &mut self.0 {
-                    keys.remove(key(o).as_str());
-                }
+            (WatchEvent::Added(o) | WatchEvent::Modified(o), Some(keys)) => {
+                keys.remove(key(o).as_str());
                 false
             }
-            WatchEvent::Synced { .. } => {
+            (WatchEvent::Synced { .. }, Some(_)) => {
                 let mut changed = false;
                 for k in self.0.take().into_iter().flatten() {
                     bad.note(T::KIND, &k, Ok(()));
-                    changed |= gone(kept, &k);
+                    changed |= set(endpoints, &k, None);
                 }
                 changed
             }
-            WatchEvent::Deleted(_) => false,
+            _ => false,
         }
     }
 }
 
-/// A WorkloadEndpoint's event into `endpoints`, the object read once. The
-/// watch keeps no record (felix holds every endpoint by key): `sweep`
-/// tells what a listing no longer has.
+/// One event of a kind whose watch keeps no record (felix holds every
+/// object of it by key): `sweep` tells what a listing no longer has; each
+/// object is read once by `read` and handed to `set`, as in [`fold_set`].
+fn fold_swept<T: Resource, S>(
+    endpoints: &mut Endpoints,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    sweep: &mut Sweep,
+    held: fn(&Endpoints) -> HashSet<CompactString>,
+    read: fn(DynamicObject) -> Result<S, String>,
+    set: fn(&mut Endpoints, &str, Option<S>) -> bool,
+) -> Folded {
+    let swept = sweep.pass::<T, S>(&ev, bad, endpoints, held, set);
+    let f = fold_set::<T, S>(ev, bad, read, |k, s| set(endpoints, k, s));
+    Folded {
+        changed: f.changed || swept,
+        ..f
+    }
+}
+
+/// A WorkloadEndpoint's event into `endpoints`, the object read once.
 pub(super) fn fold_endpoint(
     endpoints: &mut Endpoints,
     ev: WatchEvent,
     bad: &mut Unreadable,
     sweep: &mut Sweep,
 ) -> Folded {
-    let swept = sweep.pass::<WorkloadEndpoint, _>(
-        &ev,
-        bad,
+    let f = fold_swept::<WorkloadEndpoint, _>(
         endpoints,
-        |e| e.keys().map(CompactString::from).collect(),
-        |e, k| e.set(k, None),
-    );
-    let f = fold_set::<WorkloadEndpoint, _>(
         ev,
         bad,
+        sweep,
+        |e| e.keys().map(CompactString::from).collect(),
         |o| from_dynamic::<WorkloadEndpoint>(o).map_err(|e| e.to_string()),
-        |k, w| {
-            endpoints.set(
+        |e, k, w| {
+            e.set(
                 k,
                 w.map(|w| (w.spec, w.metadata.labels.unwrap_or_default())),
             )
@@ -146,37 +158,25 @@ pub(super) fn fold_endpoint(
     if f.synced {
         endpoints.compact();
     }
-    Folded {
-        changed: f.changed || swept,
-        ..f
-    }
+    f
 }
 
-/// A Pod's event: its labels, which win over an endpoint's copy. The
-/// watch keeps no record, as for endpoints.
+/// A Pod's event: its labels, which win over an endpoint's copy.
 pub(super) fn fold_pod(
     endpoints: &mut Endpoints,
     ev: WatchEvent,
     bad: &mut Unreadable,
     sweep: &mut Sweep,
 ) -> Folded {
-    let swept = sweep.pass::<Pod, _>(
-        &ev,
-        bad,
+    fold_swept::<Pod, _>(
         endpoints,
-        |e| e.pod_keys().map(CompactString::from).collect(),
-        |e, k| e.set_pod(k, None),
-    );
-    let f = fold_set::<Pod, _>(
         ev,
         bad,
+        sweep,
+        |e| e.pod_keys().map(CompactString::from).collect(),
         |o| from_dynamic::<Pod>(o).map_err(|e| e.to_string()),
-        |k, p| endpoints.set_pod(k, p.map(|p| p.metadata.labels.unwrap_or_default())),
-    );
-    Folded {
-        changed: f.changed || swept,
-        ..f
-    }
+        |e, k, p| e.set_pod(k, p.map(|p| p.metadata.labels.unwrap_or_default())),
+    )
 }
 
 /// One event of a watch of `T`: each object read once by `read` (what
