@@ -20,7 +20,6 @@ mod watches;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::{Namespace, Service};
@@ -162,11 +161,9 @@ pub async fn run(
                 info!("felix stopping; the dataplane stays as it is");
                 return Ok(());
             }
-            // A burst of events is applied once, when it has passed.
-            () = tokio::time::sleep(Duration::from_millis(5)), if pending.due() => {
-                if !synced.routing_ready() {
-                    continue;
-                }
+            // A burst of events is applied once, when it has passed (see
+            // `Pending`); nothing is applied before routing is synced.
+            () = tokio::time::sleep_until(pending.deadline()), if pending.due() && synced.routing_ready() => {
                 dp.apply(
                     &cfg.node,
                     &state,

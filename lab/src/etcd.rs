@@ -192,6 +192,14 @@ impl EtcdCluster {
         self.wait_healthy(i, Duration::from_secs(30))
     }
 
+    /// The process id of member `i`, while it runs.
+    pub fn pid(&self, i: usize) -> Option<u32> {
+        self.members
+            .get(i)
+            .and_then(|m| m.daemon.as_ref())
+            .map(Daemon::pid)
+    }
+
     pub fn is_running(&self, i: usize) -> bool {
         self.members
             .get(i)

@@ -24,6 +24,7 @@
 //! [`WatchEvent::Relisting`] so that the consumer can tell what the
 //! listing no longer has.
 
+pub mod burst;
 mod record;
 
 use record::{Found, Record, record_key, split_key};

@@ -28,6 +28,8 @@ pub struct SizeFigures {
     /// CNI ADD (and its DEL) on the real node, heartbeats running.
     pub adds: Vec<Duration>,
     pub dels: Vec<Duration>,
+    /// CPU time per ADD and its DEL, seconds: [bgpd, felix, etcd].
+    pub add_cpu: [f64; 3],
     /// VmRSS and VmHWM at the end, KiB: [bgpd, felix].
     pub rss_kib: [u64; 2],
     pub hwm_kib: [u64; 2],

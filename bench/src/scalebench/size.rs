@@ -192,7 +192,11 @@ pub fn measure(
         ));
     }
 
-    // CNI ADDs (and DELs), heartbeats still running.
+    // CNI ADDs (and DELs), heartbeats still running; what the agents and
+    // etcd spend on each.
+    let watched = [bgpd.pid(), felix.pid(), lab.etcd.pid(0).unwrap_or(0)];
+    let cpu_at = || watched.map(|p| cpu_seconds(p).unwrap_or(0.0));
+    let cpu0 = cpu_at();
     for i in 0..o.adds {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("add-{i}"), "namespace": "default", "labels": {"app": "timed"}},
@@ -206,11 +210,19 @@ pub fn measure(
         cni.del(&call, Some(&r))?;
         f.dels.push(t.elapsed());
     }
+    let cpu1 = cpu_at();
+    for (k, c) in f.add_cpu.iter_mut().enumerate() {
+        *c = (cpu1[k] - cpu0[k]) / o.adds.max(1) as f64;
+    }
     if !f.adds.is_empty() {
         log(&format!(
-            "{n} nodes: CNI ADD p50 {:?}, p99 {:?}",
+            "{n} nodes: CNI ADD p50 {:?}, p99 {:?}, max {:?}; CPU per ADD and DEL: bgpd {:.1} ms, felix {:.1} ms, etcd {:.1} ms",
             quantile(&f.adds, 0.5),
-            quantile(&f.adds, 0.99)
+            quantile(&f.adds, 0.99),
+            f.adds.iter().max().copied().unwrap_or_default(),
+            f.add_cpu[0] * 1e3,
+            f.add_cpu[1] * 1e3,
+            f.add_cpu[2] * 1e3,
         ));
     }
     f.beat_failures = beats.failures.load(std::sync::atomic::Ordering::Relaxed);

@@ -29,6 +29,7 @@ use tartan_api::resources::{
 };
 use tartan_api::store::readable::{self, UnreadableLog};
 use tartan_api::store::typed::{Resource, from_dynamic};
+use tartan_api::store::watch::burst::Burst;
 use tartan_api::store::watch::{WatchEvent, watch};
 use tartan_api::store::{Datastore, DynamicObject, WatchScope};
 use tokio::sync::mpsc;
@@ -415,6 +416,11 @@ impl Seen {
     }
 }
 
+/// A rebuild waits this long after the last change of a burst…
+const BURST_QUIET: Duration = Duration::from_millis(2);
+/// …and at most this long after the first.
+const BURST_LIMIT: Duration = Duration::from_millis(100);
+
 /// Follow the store for `node`, sending each new configuration. Runs until
 /// the receiver is dropped.
 pub async fn follow(store: Arc<dyn Datastore>, node: String, out: mpsc::Sender<Config>) {
@@ -443,19 +449,24 @@ pub async fn follow_recording(
     let mut last: Option<Config> = None;
     let mut last_error: Option<String> = None;
     while let Some((kind, ev)) = events.next().await {
-        let mut dirty = seen.apply(kind, ev);
-        if !dirty {
+        if !seen.apply(kind, ev) {
             // A kubelet's heartbeat, say: no rebuild, and no timer to wait
             // for the rest of a burst (at 500 of them a second, one per
             // event was most of their cost).
             continue;
         }
-        // Take the rest of a burst before rebuilding.
-        loop {
-            match tokio::time::timeout(Duration::from_millis(2), events.next()).await {
-                Ok(Some((k, e))) => dirty |= seen.apply(k, e),
-                Ok(None) => break,
-                Err(_) => break,
+        // Take the rest of a burst before rebuilding: until 2 ms pass with
+        // no change, at most 100 ms; heartbeats in between put nothing off.
+        let mut burst = Burst::new(BURST_QUIET, BURST_LIMIT);
+        burst.mark(std::time::Instant::now());
+        while let Some(at) = burst.deadline() {
+            match tokio::time::timeout_at(at.into(), events.next()).await {
+                Ok(Some((k, e))) => {
+                    if seen.apply(k, e) {
+                        burst.mark(std::time::Instant::now());
+                    }
+                }
+                Ok(None) | Err(_) => break,
             }
         }
         // Not synced yet: the event that completes the sync is dirty.

@@ -3,22 +3,42 @@
 //! desired state to be computed again; the periodic check and a kernel
 //! event ask only for the kernel to be compared with the last result
 //! (computing from the whole cluster at every check made the idle cost
-//! grow with the cluster).
+//! grow with the cluster). A burst of such events is applied once: 5 ms
+//! after the last of them, and at most 100 ms after the first; events that
+//! change nothing (heartbeats) do not put the pass off.
+
+use std::time::{Duration, Instant};
+
+use tartan_api::store::watch::burst::Burst;
 
 use super::apply::{Checks, Pass};
 use super::fold::Folded;
 
-#[derive(Debug, Default)]
+/// A pass waits this long after the last event that asked for it.
+const QUIET: Duration = Duration::from_millis(5);
+/// And at most this long after the first.
+const LIMIT: Duration = Duration::from_millis(100);
+
+#[derive(Debug)]
 pub(super) struct Pending {
-    due: bool,
+    burst: Burst,
     pass: Pass,
+}
+
+impl Default for Pending {
+    fn default() -> Self {
+        Pending {
+            burst: Burst::new(QUIET, LIMIT),
+            pass: Pass::default(),
+        }
+    }
 }
 
 impl Pending {
     /// A watch event of something the calculation reads was folded.
     pub(super) fn folded(&mut self, f: Folded) {
         if f.changed {
-            self.due = true;
+            self.burst.mark(Instant::now());
             self.pass.changed = true;
         }
     }
@@ -26,18 +46,20 @@ impl Pending {
     /// The service proxy's own index changed (Services, EndpointSlices):
     /// a pass writes it, the rest of the desired state stays.
     pub(super) fn proxy_changed(&mut self, f: Folded) {
-        self.due |= f.changed;
+        if f.changed {
+            self.burst.mark(Instant::now());
+        }
     }
 
     /// Something of ours changed in the kernel: compare now.
     pub(super) fn kernel_event(&mut self) {
-        self.due = true;
+        self.burst.mark(Instant::now());
         self.pass.checks.kernel = true;
     }
 
     /// The periodic check.
     pub(super) fn tick(&mut self) {
-        self.due = true;
+        self.burst.mark(Instant::now());
         self.pass.checks = Checks {
             nat_present: true,
             republish: true,
@@ -46,12 +68,21 @@ impl Pending {
     }
 
     pub(super) fn due(&self) -> bool {
-        self.due
+        self.burst.is_open()
+    }
+
+    /// When the pass due is to run (an hour away when none is: the loop
+    /// does not poll that branch then).
+    pub(super) fn deadline(&self) -> tokio::time::Instant {
+        match self.burst.deadline() {
+            Some(d) => d.into(),
+            None => tokio::time::Instant::now() + Duration::from_secs(3600),
+        }
     }
 
     /// The pass due, and nothing pending after it.
     pub(super) fn take(&mut self) -> Pass {
-        self.due = false;
+        self.burst.close();
         std::mem::take(&mut self.pass)
     }
 }
@@ -178,6 +209,29 @@ mod tests {
         assert!(both.changed && both.checks.kernel);
         assert_eq!(routes, 3);
         assert_eq!(calc.recomputes(), 2);
+    }
+
+    #[test]
+    fn heartbeats_do_not_put_off_a_pass_that_a_change_asked_for() {
+        let mut s = state();
+        let mut bad = Unreadable::new(None);
+        let mut p = Pending::default();
+        p.folded(fold_node(&mut s.nodes, node_event(0), &mut bad));
+        p.take();
+        let before = tokio::time::Instant::now();
+        p.folded(Folded {
+            synced: false,
+            changed: true,
+        });
+        let after = tokio::time::Instant::now();
+        let due = p.deadline();
+        assert!(due >= before + QUIET && due <= after + QUIET, "{due:?}");
+        for beat in 1..=200 {
+            p.folded(fold_node(&mut s.nodes, node_event(beat), &mut bad));
+        }
+        assert_eq!(p.deadline(), due, "a heartbeat moved the pass");
+        assert!(p.take().changed);
+        assert!(!p.due());
     }
 
     #[test]

@@ -240,3 +240,51 @@ async fn the_watches_of_blocks_and_pods_pass_on_and_remember_only_this_nodes() {
     let mut nodes = watch_of(store, Kind::BgpPeer, "n1");
     assert!(matches!(nodes.next().await, WatchEvent::Synced { .. }));
 }
+
+/// A change that arrives amid a steady stream of heartbeats (one every
+/// millisecond, faster than the 2 ms a burst waits to go quiet) reaches
+/// the configuration within the burst's limit: heartbeats do not put the
+/// rebuild off.
+#[tokio::test(start_paused = true)]
+async fn a_change_amid_heartbeats_is_built_within_the_burst_limit() {
+    use tartan_api::store::memory::MemoryStore;
+    let unversioned = |beat: u32, ip: &str| {
+        let mut n = node(beat, ip, &[]);
+        n.metadata.resource_version = None;
+        n
+    };
+    let mem = Arc::new(MemoryStore::new());
+    let mut written = mem.create(unversioned(0, "10.0.0.1")).await.unwrap();
+    let store: Arc<dyn Datastore> = mem.clone();
+    let (tx, mut rx) = mpsc::channel(4);
+    let follower = tokio::spawn(follow(store, "n1".into(), tx));
+    let first = rx.recv().await.expect("the first configuration");
+    let ip = std::sync::Arc::new(std::sync::Mutex::new("10.0.0.1"));
+    let beats = {
+        let (mem, ip) = (mem.clone(), ip.clone());
+        tokio::spawn(async move {
+            for beat in 1.. {
+                let at = *ip.lock().unwrap();
+                let mut n = unversioned(beat, at);
+                n.metadata.resource_version = written.metadata.resource_version.take();
+                written = mem.update(n).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let changed = tokio::time::Instant::now();
+    *ip.lock().unwrap() = "10.0.0.9";
+    let next = tokio::time::timeout(Duration::from_secs(1), rx.recv())
+        .await
+        .expect("heartbeats kept the change from being built")
+        .expect("a configuration");
+    let waited = changed.elapsed();
+    assert_ne!(next, first);
+    assert!(
+        waited <= BURST_LIMIT + Duration::from_millis(5),
+        "built {waited:?} after the change"
+    );
+    beats.abort();
+    follower.abort();
+}
