@@ -13,7 +13,7 @@ use rtnetlink::packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteScope,
     RouteType,
 };
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use super::DataplaneError;
 use super::plan::{Grace, Plan, plan};
@@ -48,8 +48,17 @@ fn nl(e: rtnetlink::Error) -> DataplaneError {
 impl RouteDriver {
     /// `wait`: how long an unexpected route of ours is left alone.
     pub fn connect(wait: Duration) -> Result<Self, DataplaneError> {
-        let (conn, handle, _) =
-            rtnetlink::new_connection().map_err(|e| DataplaneError::Netlink(e.to_string()))?;
+        // With strict checking the kernel filters a dump by the request's
+        // table and protocol: a pass reads felix's own routes, not the
+        // thousands bgpd installed. A kernel without it (before 4.20)
+        // sends every route, and `ours` filters them here.
+        let (conn, handle, _) = match rtnetlink::new_connection_with_strict_check() {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(error = %e, "no strict netlink checking; reading every route at each pass");
+                rtnetlink::new_connection().map_err(|e| DataplaneError::Netlink(e.to_string()))?
+            }
+        };
         Ok(RouteDriver {
             handle,
             task: tokio::spawn(conn),
@@ -79,8 +88,8 @@ impl RouteDriver {
     ) -> Result<BTreeMap<IpNet, (Target, RouteMessage)>, DataplaneError> {
         let mut out = BTreeMap::new();
         for req in [
-            RouteMessageBuilder::<Ipv4Addr>::new().build(),
-            RouteMessageBuilder::<Ipv6Addr>::new().build(),
+            dump_request(RouteMessageBuilder::<Ipv4Addr>::new().build()),
+            dump_request(RouteMessageBuilder::<Ipv6Addr>::new().build()),
         ] {
             let mut s = self.handle.route().get(req).execute();
             while let Some(m) = s.try_next().await.map_err(nl)? {
@@ -201,6 +210,19 @@ impl RouteDriver {
     }
 }
 
+/// A dump of felix's routes in the main table, of every type (blackholes
+/// too). A strict kernel accepts in a dump request only a table, a
+/// protocol, a type and flags in the header, and no attribute but a table
+/// or an output interface.
+fn dump_request(mut m: RouteMessage) -> RouteMessage {
+    m.header.table = RouteHeader::RT_TABLE_MAIN;
+    m.header.protocol = RouteProtocol::from(ROUTE_PROTOCOL);
+    m.header.kind = RouteType::Unspec;
+    m.header.scope = RouteScope::Universe;
+    m.attributes.clear();
+    m
+}
+
 fn destination(m: &RouteMessage) -> Option<IpNet> {
     let addr: IpAddr = m.attributes.iter().find_map(|a| match a {
         RouteAttribute::Destination(RouteAddress::Inet(v)) => Some(IpAddr::V4(*v)),
@@ -255,4 +277,43 @@ fn route_message(
         }
     }
     Ok(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtnetlink::packet_route::AddressFamily;
+
+    #[test]
+    fn a_dump_asks_for_our_protocol_in_the_main_table_and_every_type() {
+        for (m, family) in [
+            (
+                RouteMessageBuilder::<Ipv4Addr>::new().build(),
+                AddressFamily::Inet,
+            ),
+            (
+                RouteMessageBuilder::<Ipv6Addr>::new().build(),
+                AddressFamily::Inet6,
+            ),
+        ] {
+            let r = dump_request(m);
+            assert_eq!(r.header.address_family, family);
+            assert_eq!(u8::from(r.header.protocol), ROUTE_PROTOCOL);
+            assert_eq!(r.header.table, RouteHeader::RT_TABLE_MAIN);
+            // A type would leave blackholes (or unicast routes) out; a
+            // scope, prefix length or attribute makes a strict kernel
+            // refuse the dump.
+            assert_eq!(r.header.kind, RouteType::Unspec);
+            assert_eq!(r.header.scope, RouteScope::Universe);
+            assert_eq!(
+                (
+                    r.header.destination_prefix_length,
+                    r.header.source_prefix_length,
+                    r.header.tos
+                ),
+                (0, 0, 0)
+            );
+            assert!(r.attributes.is_empty());
+        }
+    }
 }

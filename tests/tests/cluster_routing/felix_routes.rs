@@ -75,6 +75,35 @@ fn felix_keeps_pod_routes_and_block_blackholes() {
         (installed(&felix_http_get(node, "/metrics")) >= 1).then_some(())
     });
     assert!(counted.is_ok(), "{}", felix_http_get(node, "/metrics"));
+    // Each check reads its own routes back, blackholes included, beside
+    // routes of another protocol (bgpd's): none is written again.
+    for i in 0..50 {
+        node.ip(&[
+            "route",
+            "add",
+            &format!("10.87.{i}.0/26"),
+            "dev",
+            "lo",
+            "proto",
+            "201",
+        ])
+        .unwrap();
+    }
+    let settled = installed(&felix_http_get(node, "/metrics"));
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(
+        installed(&felix_http_get(node, "/metrics")),
+        settled,
+        "a check wrote a route the kernel already had:\n{}",
+        routes(node)
+    );
+    assert_eq!(
+        node.ip(&["route", "show", "proto", "201"])
+            .unwrap()
+            .lines()
+            .count(),
+        50
+    );
     // Services on (the default): the service table and kube-proxy's
     // health port are felix's (the contrast to `--services off` below).
     assert!(
