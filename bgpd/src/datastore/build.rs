@@ -105,7 +105,9 @@ pub enum BuildError {
 struct Peer<'a> {
     name: &'a str,
     bgp: NodeBgp,
-    labels: BTreeMap<String, String>,
+    /// Its labels are copied out only for a peerSelector to match (a
+    /// rebuild at 5,000 nodes copied every node's labels otherwise).
+    view: &'a NodeView,
 }
 
 fn node_name(n: &NodeView) -> &str {
@@ -202,7 +204,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             Some(Peer {
                 name: node_name(n),
                 bgp,
-                labels: n.labels(),
+                view: n,
             })
         })
         .collect();
@@ -365,7 +367,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             for p in &others {
                 if selects(
                     Some(sel),
-                    &p.labels,
+                    &p.view.labels(),
                     &format!("BGPPeer {name} peerSelector"),
                 ) {
                     let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream;
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use prometheus_client::metrics::histogram::Histogram;
@@ -81,15 +82,69 @@ fn named_node(kind: Kind, spec: &serde_json::Value) -> Option<&str> {
 
 /// What bgpd reads of a block or WorkloadEndpoint of its node, or None
 /// when it belongs to another node: a change outside it (an allocation
-/// in the block, a pod's labels) makes no rebuild.
-fn own_part(kind: Kind, node: &str, o: &DynamicObject) -> Option<serde_json::Value> {
+/// in the block, a pod's labels) makes no rebuild. Of an endpoint that is
+/// the addresses outside `mine`, the node's own blocks (only a borrowed
+/// address is announced on its own): a pod wired with an address of its
+/// node's block changes nothing bgpd announces (None, as for another
+/// node's). A change of the blocks themselves rebuilds from every
+/// endpoint.
+fn own_part(
+    kind: Kind,
+    node: &str,
+    o: &DynamicObject,
+    mine: &[IpNet],
+) -> Option<serde_json::Value> {
     let spec = o.data.get("spec")?;
-    (named_node(kind, spec)? == node).then(|| match kind {
-        Kind::IpamBlock => {
-            serde_json::json!([spec.get("cidr"), spec.get("affinity"), spec.get("deleted")])
+    if named_node(kind, spec)? != node {
+        return None;
+    }
+    match kind {
+        Kind::IpamBlock => Some(serde_json::json!([
+            spec.get("cidr"),
+            spec.get("affinity"),
+            spec.get("deleted")
+        ])),
+        _ => {
+            let nets = spec.get("ipNetworks").and_then(|v| v.as_array());
+            let borrowed: Vec<&serde_json::Value> = nets
+                .into_iter()
+                .flatten()
+                .filter(|v| {
+                    // Anything but an address inside a block of the node's
+                    // counts, unreadable text included.
+                    let host = v
+                        .as_str()
+                        .and_then(|t| t.parse::<IpNet>().ok())
+                        .map(|n| n.addr());
+                    !host.is_some_and(|a| mine.iter().any(|m| m.contains(&a)))
+                })
+                .collect();
+            // Not a list at all: kept whole, so that a change shows.
+            match nets {
+                Some(_) if borrowed.is_empty() => None,
+                Some(_) => Some(serde_json::json!(borrowed)),
+                None => Some(serde_json::json!([spec.get("ipNetworks")])),
+            }
         }
-        _ => serde_json::json!([spec.get("node"), spec.get("ipNetworks")]),
-    })
+    }
+}
+
+/// The networks of the blocks affine to `node` (not deleted) among the
+/// blocks kept.
+fn own_networks(node: &str, blocks: Option<&BTreeMap<String, DynamicObject>>) -> Vec<IpNet> {
+    blocks
+        .into_iter()
+        .flat_map(|m| m.values())
+        .filter_map(|o| {
+            let spec = o.data.get("spec")?;
+            if named_node(Kind::IpamBlock, spec)? != node
+                || spec.get("deleted").and_then(|d| d.as_bool()) == Some(true)
+            {
+                return None;
+            }
+            spec.get("cidr")?.as_str()?.parse().ok()
+        })
+        .collect()
 }
 
 /// Whether a block or WorkloadEndpoint may be this node's, which is what
@@ -295,8 +350,9 @@ impl Seen {
                 match readable::check(kind, &o) {
                     Ok(()) => {
                         self.bad.readable(kind, &k);
-                        let part = own_part(kind, &self.me, &o);
-                        (k, part.map(|p| (p, o)))
+                        let own = o.data.get("spec").and_then(|s| named_node(kind, s))
+                            == Some(self.me.as_str());
+                        (k, own.then_some(o))
                     }
                     Err(why) => {
                         self.bad.unreadable(kind, &k, &why);
@@ -317,15 +373,19 @@ impl Seen {
             // watches keep theirs.
             WatchEvent::Relisting => return false,
         };
+        let mine = match kind {
+            Kind::WorkloadEndpoint => own_networks(&self.me, self.objects.get(&Kind::IpamBlock)),
+            _ => Vec::new(),
+        };
+        let new_part = keep
+            .as_ref()
+            .and_then(|o| own_part(kind, &self.me, o, &mine));
         let m = self.objects.entry(kind).or_default();
-        match keep {
-            Some((part, o)) => {
-                let same = m.get(&k).and_then(|old| own_part(kind, &self.me, old)) == Some(part);
-                m.insert(k, o);
-                !same
-            }
-            None => m.remove(&k).is_some(),
-        }
+        let old = match keep {
+            Some(o) => m.insert(k, o),
+            None => m.remove(&k),
+        };
+        old.and_then(|o| own_part(kind, &self.me, &o, &mine)) != new_part
     }
 
     fn apply_whole(&mut self, kind: Kind, ev: WatchEvent) {

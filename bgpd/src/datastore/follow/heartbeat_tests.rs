@@ -182,19 +182,61 @@ fn own_blocks_and_pods_are_kept_and_only_what_is_announced_rebuilds() {
         Kind::IpamBlock,
         WatchEvent::Modified(block("b1", "10.244.0.0/26", "n1", 3))
     ));
+    let announced = build(&seen.inputs("n1")).unwrap().announce;
+    // Pods wired with addresses of the node's own block, and gone again:
+    // kept, but nothing announced changes, so no rebuild.
+    for i in 1..=3 {
+        let w = endpoint(&format!("own{i}"), "n1", &format!("10.244.0.{i}/32"));
+        assert!(!seen.apply(Kind::WorkloadEndpoint, WatchEvent::Added(w)));
+    }
+    assert!(!seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Deleted(endpoint("own3", "n1", "10.244.0.3/32"))
+    ));
+    assert_eq!(seen.inputs("n1").endpoints.len(), 2);
+    assert_eq!(build(&seen.inputs("n1")).unwrap().announce, announced);
     // A pod here with an address borrowed from another node's block.
     assert!(seen.apply(
         Kind::WorkloadEndpoint,
         WatchEvent::Added(endpoint("p", "n1", "10.244.1.9/32"))
     ));
     let inputs = seen.inputs("n1");
-    assert_eq!((inputs.blocks.len(), inputs.endpoints.len()), (1, 1));
-    // The block handed to another node leaves this node's view.
+    assert_eq!((inputs.blocks.len(), inputs.endpoints.len()), (1, 3));
+    assert_ne!(build(&seen.inputs("n1")).unwrap().announce, announced);
+    // Moved into the node's block: its /32 is withdrawn, a rebuild.
+    assert!(seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Modified(endpoint("p", "n1", "10.244.0.9/32"))
+    ));
+    assert_eq!(build(&seen.inputs("n1")).unwrap().announce, announced);
+    // Back out, then deleted: each a rebuild.
+    assert!(seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Modified(endpoint("p", "n1", "10.244.1.9/32"))
+    ));
+    assert!(seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Deleted(endpoint("p", "n1", "10.244.1.9/32"))
+    ));
+    // The block handed to another node leaves this node's view: its pods'
+    // addresses are borrowed from then on, announced one by one.
     assert!(seen.apply(
         Kind::IpamBlock,
         WatchEvent::Modified(block("b1", "10.244.0.0/26", "n2", 3))
     ));
     assert!(seen.inputs("n1").blocks.is_empty());
+    let hosts: Vec<String> = build(&seen.inputs("n1"))
+        .unwrap()
+        .announce
+        .iter()
+        .map(|a| a.prefix.to_string())
+        .collect();
+    assert_eq!(hosts, ["10.244.0.1/32", "10.244.0.2/32"]);
+    // And a pod's change in what was the node's block now rebuilds.
+    assert!(seen.apply(
+        Kind::WorkloadEndpoint,
+        WatchEvent::Deleted(endpoint("own2", "n1", "10.244.0.2/32"))
+    ));
 }
 
 #[tokio::test]
