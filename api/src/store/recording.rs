@@ -2,7 +2,10 @@
 //! asked, of which kind, the names it touched), so that a test can assert
 //! what a code path reads, for example that it never lists a whole kind.
 //! It can also yield before every call, to interleave concurrent writers,
-//! and counts compare-and-swap writes lost to another writer.
+//! or take a set time over each (a round trip, so that a test under
+//! tokio's paused clock can count how many a code path waits for one
+//! after another), and counts compare-and-swap writes lost to another
+//! writer.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,6 +42,7 @@ pub struct Recording {
     inner: Checked,
     calls: Mutex<Vec<Call>>,
     yielding: bool,
+    latency: Option<std::time::Duration>,
     conflicts: AtomicUsize,
 }
 
@@ -56,7 +60,16 @@ impl Recording {
             inner: Checked(Box::new(MemoryStore::new())),
             calls: Mutex::new(vec![]),
             yielding,
+            latency: None,
             conflicts: AtomicUsize::new(0),
+        }
+    }
+
+    /// Every call takes `latency` (tokio's clock) before it is answered.
+    pub fn with_latency(latency: std::time::Duration) -> Recording {
+        Recording {
+            latency: Some(latency),
+            ..Recording::new(false)
         }
     }
 
@@ -64,8 +77,15 @@ impl Recording {
         if self.yielding {
             tokio::task::yield_now().await;
         }
+        self.round_trip().await;
         let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
         calls.push(Call { call, kind, names });
+    }
+
+    async fn round_trip(&self) {
+        if let Some(d) = self.latency {
+            tokio::time::sleep(d).await;
+        }
     }
 
     /// The calls recorded since the last take.
@@ -128,6 +148,7 @@ impl Datastore for Recording {
         self.count(r)
     }
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
+        self.round_trip().await;
         self.inner.delete(key, resource_version).await
     }
     async fn watch_raw(

@@ -7,6 +7,7 @@
 //! claim, one to borrow from) or the IPAMHandle is missing are all blocks
 //! read.
 
+use futures::future::try_join_all;
 use sha2::{Digest, Sha256};
 use tartan_api::Kind;
 use tartan_api::resources::{BlockAffinity, IpamBlock, IpamHandle, block_name};
@@ -57,7 +58,7 @@ impl Ipam {
                 },
             )
             .await?;
-        let mut out: Vec<IpamBlock> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
         for o in listing.items {
             // An unreadable record is passed over; the full path reads
             // the blocks themselves.
@@ -70,14 +71,18 @@ impl Ipam {
             let Ok(cidr) = a.spec.cidr.parse() else {
                 continue;
             };
-            if let Some(b) = self.block_named(&block_name(&cidr)).await?
-                && b.spec.affine_node() == Some(node)
-                && !out.iter().any(|x| x.metadata.name == b.metadata.name)
-            {
-                out.push(b);
+            let name = block_name(&cidr);
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
-        Ok(out)
+        // The blocks are read together, kept in the affinities' order.
+        let found = try_join_all(names.iter().map(|n| self.block_named(n))).await?;
+        Ok(found
+            .into_iter()
+            .flatten()
+            .filter(|b| b.spec.affine_node() == Some(node))
+            .collect())
     }
 
     /// The block called `name`, if it exists.
@@ -105,16 +110,15 @@ impl Ipam {
         if h.spec.handle_id != handle || h.spec.block.is_empty() {
             return Ok(None);
         }
-        let mut out = Vec::new();
+        let mut names = Vec::new();
         for cidr in h.spec.block.keys() {
             let Ok(net) = cidr.parse() else {
                 return Ok(None);
             };
-            if let Some(b) = self.block_named(&block_name(&net)).await? {
-                out.push(b);
-            }
+            names.push(block_name(&net));
         }
-        Ok(Some(out))
+        let found = try_join_all(names.iter().map(|n| self.block_named(n))).await?;
+        Ok(Some(found.into_iter().flatten().collect()))
     }
 
     /// An ADD that reads only this node's blocks and the handle's: the
@@ -125,12 +129,18 @@ impl Ipam {
         handle: &str,
         secondary: &std::collections::BTreeMap<String, String>,
     ) -> Result<Option<Allocation>, IpamError> {
-        let mut blocks = self.own_blocks().await?;
-        for b in self.handle_blocks(handle).await?.into_iter().flatten() {
-            if !blocks.iter().any(|x| x.metadata.name == b.metadata.name) {
-                blocks.push(b);
+        // This node's blocks, the handle's, the pools and reservations:
+        // independent reads, in flight together.
+        let blocks = async {
+            let (mut blocks, held) =
+                tokio::try_join!(self.own_blocks(), self.handle_blocks(handle))?;
+            for b in held.into_iter().flatten() {
+                if !blocks.iter().any(|x| x.metadata.name == b.metadata.name) {
+                    blocks.push(b);
+                }
             }
-        }
+            Ok(blocks)
+        };
         let mut snap: Snapshot = self.snapshot_with(blocks).await?;
         let plan = self.plan(&snap)?;
         let mut got = Vec::new();

@@ -26,20 +26,24 @@ pub(super) struct Snapshot {
 impl Ipam {
     /// Everything, every block included.
     pub(super) async fn snapshot(&self) -> Result<Snapshot, IpamError> {
-        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let blocks = async {
+            let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+            Ok(blocks)
+        };
         self.snapshot_with(blocks).await
     }
 
-    /// Pools, reservations and the node's labels, with `blocks` (all of
-    /// them, or the few an ADD of the common case reads).
+    /// Pools, reservations and the node's labels, with the blocks `blocks`
+    /// reads (all of them, or the few an ADD of the common case reads).
+    /// The reads are independent: they are in flight together.
     pub(super) async fn snapshot_with(
         &self,
-        blocks: Vec<IpamBlock>,
+        blocks: impl std::future::Future<Output = Result<Vec<IpamBlock>, IpamError>>,
     ) -> Result<Snapshot, IpamError> {
-        // Two independent reads, in flight together.
-        let (pools, reservations) = tokio::try_join!(
-            self.store.list_typed::<IpPool>(None),
-            self.store.list_typed::<IpReservation>(None),
+        let (pools, reservations, blocks) = tokio::try_join!(
+            async { Ok::<_, IpamError>(self.store.list_typed::<IpPool>(None).await?) },
+            async { Ok::<_, IpamError>(self.store.list_typed::<IpReservation>(None).await?) },
+            blocks,
         )?;
         // The node's labels, only when a pool selects nodes by them.
         let node_labels = if pools::any_node_selector(&pools.0) {
