@@ -110,6 +110,7 @@ async fn watch_recovers_from_410_and_stays_exact() {
         WatchScope {
             kind: Kind::NetworkPolicy,
             namespace: None,
+            metadata_only: false,
         },
     );
 
@@ -215,6 +216,7 @@ async fn recorded_watch_stream_maps_to_raw_events() {
             &WatchScope {
                 kind: Kind::IpPool,
                 namespace: None,
+                metadata_only: false,
             },
             "1200",
         )

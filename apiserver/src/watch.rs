@@ -102,6 +102,7 @@ pub async fn watch(
     let scope = WatchScope {
         kind: route.kind,
         namespace: route.namespace.clone(),
+        metadata_only: false,
     };
     let kind = route.kind;
     let raw = store.watch_raw(&scope, &from).await;

@@ -101,6 +101,7 @@ pub async fn run(opts: &StoreBenchOptions) -> Result<StoreBenchResult> {
         WatchScope {
             kind: Kind::IpPool,
             namespace: None,
+            metadata_only: false,
         },
     );
     let mut obj = store.create(example(Kind::IpPool, "watched")).await?;

@@ -98,6 +98,7 @@ pub async fn follow(
             WatchScope {
                 kind,
                 namespace: None,
+                metadata_only: false,
             },
         )
     };

@@ -169,6 +169,12 @@ pub enum RawEvent {
 pub struct WatchScope {
     pub kind: Kind,
     pub namespace: Option<String>,
+    /// The consumer reads only the metadata and type of each changed
+    /// object and the shape of its other fields
+    /// ([`shape::metadata_from_slice`]): a backend may decode just that
+    /// (etcd does, for each event after the listing) or give the object
+    /// whole. Listings are whole.
+    pub metadata_only: bool,
 }
 
 /// The calls every backend implements. Conventions:

@@ -62,6 +62,101 @@ fn from_map(mut map: Map<String, Value>) -> serde_json::Result<DynamicObject> {
     })
 }
 
+/// As [`from_slice`], for a consumer that reads only the metadata (and
+/// the type) of an object and of the rest only what shape each top-level
+/// field has: every other field that is an object or a list is read over
+/// but kept empty (`{}`, `[]`), a scalar is kept. A kubelet's heartbeat
+/// rewrites a Node's whole status; felix and bgpd read its metadata, and
+/// building the status tree was most of their cost per heartbeat. Input
+/// that is not a JSON object reads as with [`from_slice`].
+pub fn metadata_from_slice(bytes: &[u8]) -> serde_json::Result<DynamicObject> {
+    match serde_json::from_slice::<Outline>(bytes) {
+        Ok(Outline(map)) => from_map(map),
+        Err(_) => from_slice(bytes),
+    }
+}
+
+/// A JSON object with its metadata and type whole and every other field
+/// as a [`Skeleton`].
+struct Outline(Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for Outline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Outline;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Outline, A::Error> {
+                let mut out = Map::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    let v = match k.as_str() {
+                        "metadata" | "apiVersion" | "kind" => m.next_value::<Value>()?,
+                        _ => m.next_value::<Skeleton>()?.0,
+                    };
+                    out.insert(k, v);
+                }
+                Ok(Outline(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// A JSON value read through, kept as its shape: an object or a list
+/// empty, a scalar as it is.
+struct Skeleton(Value);
+
+impl<'de> serde::Deserialize<'de> for Skeleton {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Skeleton;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::from(n)))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::from(n)))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::from(n)))
+            }
+            fn visit_str<E>(self, t: &str) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::String(t.to_string())))
+            }
+            fn visit_string<E>(self, t: String) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::String(t)))
+            }
+            fn visit_unit<E>(self) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::Null))
+            }
+            fn visit_none<E>(self) -> Result<Skeleton, E> {
+                Ok(Skeleton(Value::Null))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Skeleton, A::Error> {
+                while a.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Skeleton(Value::Array(Vec::new())))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Skeleton, A::Error> {
+                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Skeleton(Value::Object(Map::new())))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 /// `o` as JSON, as `serde_json::to_value(o)` writes it (a key of `data`
 /// that names a field of its own wins, as there).
 pub fn to_value(o: DynamicObject) -> serde_json::Result<Value> {

@@ -140,8 +140,67 @@ fn object() -> impl Strategy<Value = Value> {
         })
 }
 
+/// `v` with every top-level field but the metadata and the type reduced
+/// to its shape, as [`metadata_from_slice`] reads it.
+fn outline(v: &Value) -> Value {
+    let Value::Object(m) = v else {
+        return v.clone();
+    };
+    let shape = |x: &Value| match x {
+        Value::Object(_) => json!({}),
+        Value::Array(_) => json!([]),
+        other => other.clone(),
+    };
+    Value::Object(
+        m.iter()
+            .map(|(k, x)| match k.as_str() {
+                "metadata" | "apiVersion" | "kind" => (k.clone(), x.clone()),
+                _ => (k.clone(), shape(x)),
+            })
+            .collect(),
+    )
+}
+
+/// The metadata-only reading of `v` is the full reading of its outline.
+fn outlines(v: &Value) {
+    let bytes = serde_json::to_vec(v).unwrap();
+    match (metadata_from_slice(&bytes), from_value(outline(v))) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b, "{v}"),
+        (Err(_), Err(_)) => {}
+        (a, b) => panic!("{v}: metadata-only {a:?}, full {b:?}"),
+    }
+}
+
+#[test]
+fn a_heartbeat_reads_as_its_metadata_and_the_shape_of_the_rest() {
+    let v = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1", "resourceVersion": "7",
+                     "labels": {"rack": "a"}, "annotations": {"x": "y"}},
+        "spec": {"podCIDR": "10.0.0.0/24", "taints": [{"key": "k"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+        "odd": 3, "text": "t", "none": null, "list": [1, 2]
+    });
+    let o = metadata_from_slice(&serde_json::to_vec(&v).unwrap()).unwrap();
+    let full = from_value(v.clone()).unwrap();
+    assert_eq!((o.types, o.metadata), (full.types, full.metadata));
+    assert_eq!(
+        o.data,
+        json!({"spec": {}, "status": {}, "odd": 3, "text": "t", "none": null, "list": []})
+    );
+    // Not JSON, or not an object: as the full reading.
+    assert!(metadata_from_slice(b"{\"spec\": {").is_err());
+    assert!(metadata_from_slice(b"[1]").is_err() && from_slice(b"[1]").is_err());
+    outlines(&v);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_object_reads_metadata_only_as_its_outline(v in object()) {
+        outlines(&v);
+    }
 
     #[test]
     fn every_object_reads_and_writes_as_with_serde(v in object()) {

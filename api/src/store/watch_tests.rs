@@ -23,6 +23,7 @@ fn scope() -> WatchScope {
     WatchScope {
         kind: Kind::NetworkPolicy,
         namespace: None,
+        metadata_only: false,
     }
 }
 

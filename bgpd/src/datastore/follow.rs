@@ -167,6 +167,8 @@ fn watch_of(store: Arc<dyn Datastore>, kind: Kind, node: &str) -> tartan_api::st
         WatchScope {
             kind,
             namespace: namespace_of(kind),
+            // Of a Node, bgpd reads the metadata only (`nodes::from_metadata`).
+            metadata_only: kind == Kind::Node,
         },
     );
     if !own_only(kind) {

@@ -34,6 +34,8 @@ impl Watches {
                 WatchScope {
                     kind,
                     namespace: None,
+                    // Of a Node, felix reads the annotations only.
+                    metadata_only: kind == Kind::Node,
                 },
             )
         };

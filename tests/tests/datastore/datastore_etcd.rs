@@ -34,6 +34,7 @@ impl Watcher {
                 WatchScope {
                     kind,
                     namespace: None,
+                    metadata_only: false,
                 },
             );
             let mut c = ViewChecker::default();
@@ -242,6 +243,7 @@ async fn raw_watch_from_a_compacted_revision_is_expired() {
     let scope = WatchScope {
         kind: Kind::IpPool,
         namespace: None,
+        metadata_only: false,
     };
     // Before compaction, the history is there: five puts after `first`.
     let mut raw = store.watch_raw(&scope, &first.to_string()).await.unwrap();
@@ -533,4 +535,43 @@ async fn three_member_cluster_keeps_working_with_a_member_killed() {
     }
     let (consumer, _) = watcher.finish(revision).await;
     assert_eq!(consumer.view, want, "the watch missed changes");
+}
+
+/// A watch for a consumer that reads metadata only (felix's and bgpd's of
+/// Nodes) gets each changed Node's metadata whole and its spec and status
+/// as their shape; the same watch without the wish gets them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_only_watch_reads_each_change_as_its_metadata() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let mut node = example(Kind::Node, "n1");
+    node.data["spec"] = serde_json::json!({"podCIDR": "10.0.0.0/24"});
+    node.data["status"] = serde_json::json!({"conditions": [{"type": "Ready", "status": "True"}]});
+    let o = store.create(node).await.unwrap();
+    let first = version(&o);
+    let beat = store.update(modified(&o, 1)).await.unwrap();
+    for metadata_only in [true, false] {
+        let scope = WatchScope {
+            kind: Kind::Node,
+            namespace: None,
+            metadata_only,
+        };
+        let mut raw = store.watch_raw(&scope, &first.to_string()).await.unwrap();
+        let got = loop {
+            match tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut raw))
+                .await
+            {
+                Ok(Some(Ok(RawEvent::Put(o)))) => break o,
+                Ok(Some(Ok(RawEvent::Progress(_)))) => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert_eq!(got.metadata, beat.metadata);
+        if metadata_only {
+            assert_eq!(got.data["spec"], serde_json::json!({}));
+            assert_eq!(got.data["status"], serde_json::json!({}));
+        } else {
+            assert_eq!(got.data, beat.data);
+        }
+    }
 }

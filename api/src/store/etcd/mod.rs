@@ -90,7 +90,18 @@ fn endpoint_url(e: &str) -> String {
 
 /// The stored object at `kv`, with resourceVersion set.
 pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
-    let mut obj: DynamicObject = crate::store::shape::from_slice(kv.value()).map_err(|e| {
+    decode_as(kind, kv, false)
+}
+
+/// As [`decode`]; with `metadata_only`, the rest of the object read as its
+/// shape ([`crate::store::shape::metadata_from_slice`]).
+fn decode_as(kind: Kind, kv: &KeyValue, metadata_only: bool) -> Result<DynamicObject> {
+    let read = if metadata_only {
+        crate::store::shape::metadata_from_slice
+    } else {
+        crate::store::shape::from_slice
+    };
+    let mut obj: DynamicObject = read(kv.value()).map_err(|e| {
         StoreError::BadObject(format!(
             "etcd key {} does not hold a {kind} object: {e}",
             String::from_utf8_lossy(kv.key())
@@ -120,8 +131,12 @@ pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
 /// one unreadable value (written by hand, say) neither hides every other
 /// object nor is itself hidden. `None` only for a key that names no object
 /// of `kind` (logged).
-pub(crate) fn decode_or_placeholder(kind: Kind, kv: &KeyValue) -> Option<DynamicObject> {
-    match decode(kind, kv) {
+pub(crate) fn decode_or_placeholder(
+    kind: Kind,
+    kv: &KeyValue,
+    metadata_only: bool,
+) -> Option<DynamicObject> {
+    match decode_as(kind, kv, metadata_only) {
         Ok(o) => Some(o),
         Err(e) => match keys::parse(kind, kv.key()) {
             Some((namespace, name)) => {
@@ -286,9 +301,8 @@ impl Datastore for EtcdStore {
             .await
             .map_err(map_err)?;
         match resp.kvs().first() {
-            Some(kv) => {
-                decode_or_placeholder(key.kind, kv).ok_or_else(|| StoreError::NotFound(key.clone()))
-            }
+            Some(kv) => decode_or_placeholder(key.kind, kv, false)
+                .ok_or_else(|| StoreError::NotFound(key.clone())),
             None => Err(StoreError::NotFound(key.clone())),
         }
     }
@@ -304,7 +318,7 @@ impl Datastore for EtcdStore {
             pages
                 .kvs
                 .into_iter()
-                .filter_map(|kv| decode_or_placeholder(kind, &kv)),
+                .filter_map(|kv| decode_or_placeholder(kind, &kv, false)),
         );
         Ok(Listing {
             items,
@@ -332,7 +346,7 @@ impl Datastore for EtcdStore {
         let items = pages
             .kvs
             .iter()
-            .filter_map(|kv| decode_or_placeholder(kind, kv))
+            .filter_map(|kv| decode_or_placeholder(kind, kv, false))
             .filter(|o| narrow.matches(o))
             .collect();
         Ok(Listing {
@@ -367,7 +381,7 @@ impl Datastore for EtcdStore {
         let mut items = Vec::with_capacity(kvs.len());
         items.extend(
             kvs.into_iter()
-                .filter_map(|kv| decode_or_placeholder(kind, &kv)),
+                .filter_map(|kv| decode_or_placeholder(kind, &kv, false)),
         );
         Ok(ListPage {
             items,

@@ -35,20 +35,20 @@ pub(super) async fn open(
         stream,
         VecDeque::<Result<RawEvent>>::new(),
         false,
-        scope.kind,
+        (scope.kind, scope.metadata_only),
     );
     Ok(futures::stream::unfold(
         state,
-        |(mut stream, mut ready, mut done, kind)| async move {
+        |(mut stream, mut ready, mut done, read)| async move {
             loop {
                 if let Some(item) = ready.pop_front() {
-                    return Some((item, (stream, ready, done, kind)));
+                    return Some((item, (stream, ready, done, read)));
                 }
                 if done {
                     return None;
                 }
                 match stream.message().await {
-                    Ok(Some(resp)) => done = translate(kind, &resp, &mut ready),
+                    Ok(Some(resp)) => done = translate(read, &resp, &mut ready),
                     Ok(None) => {
                         ready.push_back(Err(StoreError::Unavailable(
                             "etcd closed the watch".into(),
@@ -67,7 +67,11 @@ pub(super) async fn open(
 }
 
 /// Turn one watch response into events; true when the watch is over.
-fn translate(kind: Kind, resp: &WatchResponse, out: &mut VecDeque<Result<RawEvent>>) -> bool {
+fn translate(
+    (kind, metadata_only): (Kind, bool),
+    resp: &WatchResponse,
+    out: &mut VecDeque<Result<RawEvent>>,
+) -> bool {
     if resp.canceled() {
         if resp.compact_revision() > 0 {
             out.push_back(Err(StoreError::Expired(
@@ -93,7 +97,7 @@ fn translate(kind: Kind, resp: &WatchResponse, out: &mut VecDeque<Result<RawEven
         let Some(kv) = ev.kv() else { continue };
         match ev.event_type() {
             EventType::Put => {
-                if let Some(o) = decode_or_placeholder(kind, kv) {
+                if let Some(o) = decode_or_placeholder(kind, kv, metadata_only) {
                     out.push_back(Ok(RawEvent::Put(o)));
                 }
             }
