@@ -33,7 +33,7 @@ impl Default for ScaleBenchOptions {
             pods_per_node: 30,
             heartbeat: Duration::from_secs(10),
             window: Duration::from_secs(30),
-            adds: 40,
+            adds: 500,
             new_blocks: 30,
             services: 0,
             endpoints: 10,
