@@ -96,7 +96,7 @@ impl<'de> serde::Deserialize<'de> for Outline {
                 while let Some(k) = m.next_key::<String>()? {
                     let v = match k.as_str() {
                         "metadata" | "apiVersion" | "kind" => m.next_value::<Value>()?,
-                        _ => m.next_value::<Skeleton>()?.0,
+                        _ => m.next_value::<Skeleton<true>>()?.0,
                     };
                     out.insert(k, v);
                 }
@@ -107,53 +107,60 @@ impl<'de> serde::Deserialize<'de> for Outline {
     }
 }
 
-/// A JSON value read through, kept as its shape: an object or a list
-/// empty, a scalar as it is.
-struct Skeleton(Value);
+/// A JSON value read through, kept as its shape when `KEEP`: an object or
+/// a list empty, a scalar as it is. Without `KEEP` (what is inside an
+/// object or a list) nothing is kept, but text is still checked as the
+/// full reading checks it (valid UTF-8, no lone surrogate escape; serde's
+/// `IgnoredAny` skips it unchecked): what is not readable whole is not
+/// readable as an outline either.
+struct Skeleton<const KEEP: bool>(Value);
 
-impl<'de> serde::Deserialize<'de> for Skeleton {
+impl<'de, const KEEP: bool> serde::Deserialize<'de> for Skeleton<KEEP> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Skeleton;
+        use serde::de::{MapAccess, SeqAccess};
+        struct V<const KEEP: bool>;
+        fn kept<const KEEP: bool>(v: impl FnOnce() -> Value) -> Skeleton<KEEP> {
+            Skeleton(if KEEP { v() } else { Value::Null })
+        }
+        impl<'de, const KEEP: bool> serde::de::Visitor<'de> for V<KEEP> {
+            type Value = Skeleton<KEEP>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a JSON value")
             }
-            fn visit_bool<E>(self, b: bool) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::Bool(b)))
+            fn visit_bool<E>(self, b: bool) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::Bool(b)))
             }
-            fn visit_i64<E>(self, n: i64) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::from(n)))
+            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::from(n)))
             }
-            fn visit_u64<E>(self, n: u64) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::from(n)))
+            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::from(n)))
             }
-            fn visit_f64<E>(self, n: f64) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::from(n)))
+            fn visit_f64<E>(self, n: f64) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::from(n)))
             }
-            fn visit_str<E>(self, t: &str) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::String(t.to_string())))
+            fn visit_str<E>(self, t: &str) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::String(t.to_string())))
             }
-            fn visit_string<E>(self, t: String) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::String(t)))
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::Null))
             }
-            fn visit_unit<E>(self) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::Null))
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(kept(|| Value::Null))
             }
-            fn visit_none<E>(self) -> Result<Skeleton, E> {
-                Ok(Skeleton(Value::Null))
+            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Self::Value, A::Error> {
+                while a.next_element::<Skeleton<false>>()?.is_some() {}
+                Ok(kept(|| Value::Array(Vec::new())))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Skeleton, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Skeleton(Value::Array(Vec::new())))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Skeleton, A::Error> {
-                while m.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Skeleton(Value::Object(Map::new())))
+            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Self::Value, A::Error> {
+                while m
+                    .next_entry::<Skeleton<false>, Skeleton<false>>()?
+                    .is_some()
+                {}
+                Ok(kept(|| Value::Object(Map::new())))
             }
         }
-        d.deserialize_any(V)
+        d.deserialize_any(V::<KEEP>)
     }
 }
 

@@ -190,6 +190,15 @@ fn a_heartbeat_reads_as_its_metadata_and_the_shape_of_the_rest() {
     );
     // Not JSON, or not an object: as the full reading.
     assert!(metadata_from_slice(b"{\"spec\": {").is_err());
+    // Text the full reading refuses deep in the status is refused too.
+    for bad in [
+        &b"{\"status\": {\"a\": [\"\\ud800\"]}}"[..],
+        &b"{\"status\": {\"\xff\": 1}}"[..],
+        &b"{\"status\": [\"\xc3\"]}"[..],
+    ] {
+        assert!(from_slice(bad).is_err(), "{bad:?}");
+        assert!(metadata_from_slice(bad).is_err(), "{bad:?}");
+    }
     assert!(metadata_from_slice(b"[1]").is_err() && from_slice(b"[1]").is_err());
     outlines(&v);
 }

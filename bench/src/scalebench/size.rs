@@ -194,7 +194,11 @@ pub fn measure(
 
     // CNI ADDs (and DELs), heartbeats still running; what the agents and
     // etcd spend on each.
-    let watched = [bgpd.pid(), felix.pid(), lab.etcd.pid(0).unwrap_or(0)];
+    let watched = [
+        bgpd.pid(),
+        felix.pid(),
+        lab.etcd.pid(0).context("etcd is not running")?,
+    ];
     let cpu_at = || watched.map(|p| cpu_seconds(p).unwrap_or(0.0));
     let cpu0 = cpu_at();
     for i in 0..o.adds {

@@ -105,9 +105,9 @@ pub enum BuildError {
 struct Peer<'a> {
     name: &'a str,
     bgp: NodeBgp,
-    /// Its labels are copied out only for a peerSelector to match (a
-    /// rebuild at 5,000 nodes copied every node's labels otherwise).
-    view: &'a NodeView,
+    /// Its labels, copied out only when a BGPPeer has a peerSelector to
+    /// match (a rebuild at 5,000 nodes copied every node's otherwise).
+    labels: Option<BTreeMap<String, String>>,
 }
 
 fn node_name(n: &NodeView) -> &str {
@@ -188,6 +188,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     };
 
     // The other nodes with a usable BGP address.
+    let selecting = inp.peers.values().any(|p| p.peer_selector.is_some());
     let others: Vec<Peer> = inp
         .nodes
         .iter()
@@ -204,7 +205,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             Some(Peer {
                 name: node_name(n),
                 bgp,
-                view: n,
+                labels: selecting.then(|| n.labels()),
             })
         })
         .collect();
@@ -367,7 +368,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             for p in &others {
                 if selects(
                     Some(sel),
-                    &p.view.labels(),
+                    p.labels.as_ref().unwrap_or(&BTreeMap::new()),
                     &format!("BGPPeer {name} peerSelector"),
                 ) {
                     let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();

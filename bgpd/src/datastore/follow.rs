@@ -142,7 +142,9 @@ fn own_networks(node: &str, blocks: Option<&BTreeMap<String, DynamicObject>>) ->
             {
                 return None;
             }
-            spec.get("cidr")?.as_str()?.parse().ok()
+            // Read as the announcement reads a block's network: a CIDR with
+            // host bits set is no network of the node's.
+            tartan_api::resources::common::parse_network(spec.get("cidr")?.as_str()?).ok()
         })
         .collect()
 }
@@ -151,7 +153,7 @@ fn own_networks(node: &str, blocks: Option<&BTreeMap<String, DynamicObject>>) ->
 /// bgpd's watch of them passes on: one whose spec names another node is
 /// not, so that bgpd holds nothing per pod of the rest of the cluster
 /// (150,000 records at 5,000 nodes). One that names no node it can read
-/// is passed on, to be reported unreadable or dropped as [`own_part`]
+/// is passed on, to be reported unreadable or dropped as `apply_own`
 /// decides.
 fn maybe_own(kind: Kind, node: &str, o: &DynamicObject) -> bool {
     o.data
@@ -520,12 +522,19 @@ pub async fn follow_recording(
         // Take the rest of a burst before rebuilding: until 2 ms pass with
         // no change, at most 100 ms; heartbeats in between put nothing off.
         let mut burst = Burst::new(BURST_QUIET, BURST_LIMIT);
-        burst.mark(std::time::Instant::now());
+        // Marked on tokio's clock, the one the wait runs on.
+        let now = || tokio::time::Instant::now().into_std();
+        burst.mark(now());
         while let Some(at) = burst.deadline() {
+            // A backlog of events that are always ready would otherwise
+            // keep the wait below from ever timing out.
+            if now() >= at {
+                break;
+            }
             match tokio::time::timeout_at(at.into(), events.next()).await {
                 Ok(Some((k, e))) => {
                     if seen.apply(k, e) {
-                        burst.mark(std::time::Instant::now());
+                        burst.mark(now());
                     }
                 }
                 Ok(None) | Err(_) => break,

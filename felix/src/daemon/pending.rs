@@ -14,6 +14,11 @@ use tartan_api::store::watch::burst::Burst;
 use super::apply::{Checks, Pass};
 use super::fold::Folded;
 
+/// Now on tokio's clock, the one the loop waits on.
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
+}
+
 /// A pass waits this long after the last event that asked for it.
 const QUIET: Duration = Duration::from_millis(5);
 /// And at most this long after the first.
@@ -38,7 +43,7 @@ impl Pending {
     /// A watch event of something the calculation reads was folded.
     pub(super) fn folded(&mut self, f: Folded) {
         if f.changed {
-            self.burst.mark(Instant::now());
+            self.burst.mark(now());
             self.pass.changed = true;
         }
     }
@@ -47,19 +52,19 @@ impl Pending {
     /// a pass writes it, the rest of the desired state stays.
     pub(super) fn proxy_changed(&mut self, f: Folded) {
         if f.changed {
-            self.burst.mark(Instant::now());
+            self.burst.mark(now());
         }
     }
 
     /// Something of ours changed in the kernel: compare now.
     pub(super) fn kernel_event(&mut self) {
-        self.burst.mark(Instant::now());
+        self.burst.mark(now());
         self.pass.checks.kernel = true;
     }
 
     /// The periodic check.
     pub(super) fn tick(&mut self) {
-        self.burst.mark(Instant::now());
+        self.burst.mark(now());
         self.pass.checks = Checks {
             nat_present: true,
             republish: true,
