@@ -11,29 +11,33 @@ fn serde_read(bytes: &[u8]) -> serde_json::Result<DynamicObject> {
     serde_json::from_slice(bytes)
 }
 
+type Read = serde_json::Result<DynamicObject>;
+
+/// Two readings of `v` give the same object, or both refuse; the objects.
+fn same(v: &Value, what: &str, a: Read, b: Read) -> Option<(DynamicObject, DynamicObject)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(a, b, "{v}");
+            Some((a, b))
+        }
+        (Err(_), Err(_)) => None,
+        (a, b) => panic!("{v}: {what} {a:?}, the other {b:?}"),
+    }
+}
+
 /// Both readings agree: the same object, or both refuse.
 fn agree(v: &Value) {
     let bytes = serde_json::to_vec(v).unwrap();
-    match (from_slice(&bytes), serde_read(&bytes)) {
-        (Ok(a), Ok(b)) => {
-            assert_eq!(a, b, "{v}");
-            let (x, y) = (
-                to_value(a.clone()).unwrap(),
-                serde_json::to_value(&b).unwrap(),
-            );
-            assert_eq!(x, y, "{v}");
-        }
-        (Err(_), Err(_)) => {}
-        (a, b) => panic!("{v}: one-pass {a:?}, serde {b:?}"),
+    if let Some((a, b)) = same(v, "one-pass", from_slice(&bytes), serde_read(&bytes)) {
+        let (x, y) = (to_value(a).unwrap(), serde_json::to_value(&b).unwrap());
+        assert_eq!(x, y, "{v}");
     }
-    match (
+    same(
+        v,
+        "one-pass",
         from_value(v.clone()),
         serde_json::from_value::<DynamicObject>(v.clone()),
-    ) {
-        (Ok(a), Ok(b)) => assert_eq!(a, b, "{v}"),
-        (Err(_), Err(_)) => {}
-        (a, b) => panic!("{v}: one-pass {a:?}, serde {b:?}"),
-    }
+    );
 }
 
 #[test]
@@ -164,11 +168,12 @@ fn outline(v: &Value) -> Value {
 /// The metadata-only reading of `v` is the full reading of its outline.
 fn outlines(v: &Value) {
     let bytes = serde_json::to_vec(v).unwrap();
-    match (metadata_from_slice(&bytes), from_value(outline(v))) {
-        (Ok(a), Ok(b)) => assert_eq!(a, b, "{v}"),
-        (Err(_), Err(_)) => {}
-        (a, b) => panic!("{v}: metadata-only {a:?}, full {b:?}"),
-    }
+    same(
+        v,
+        "metadata-only",
+        metadata_from_slice(&bytes),
+        from_value(outline(v)),
+    );
 }
 
 #[test]

@@ -522,8 +522,7 @@ pub async fn follow_recording(
         // Take the rest of a burst before rebuilding: until 2 ms pass with
         // no change, at most 100 ms; heartbeats in between put nothing off.
         let mut burst = Burst::new(BURST_QUIET, BURST_LIMIT);
-        // Marked on tokio's clock, the one the wait runs on.
-        let now = || tokio::time::Instant::now().into_std();
+        let now = tokio::time::Instant::now;
         burst.mark(now());
         while let Some(at) = burst.deadline() {
             // A backlog of events that are always ready would otherwise
@@ -531,7 +530,7 @@ pub async fn follow_recording(
             if now() >= at {
                 break;
             }
-            match tokio::time::timeout_at(at.into(), events.next()).await {
+            match tokio::time::timeout_at(at, events.next()).await {
                 Ok(Some((k, e))) => {
                     if seen.apply(k, e) {
                         burst.mark(now());

@@ -7,17 +7,12 @@
 //! after the last of them, and at most 100 ms after the first; events that
 //! change nothing (heartbeats) do not put the pass off.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tartan_api::store::watch::burst::Burst;
 
 use super::apply::{Checks, Pass};
 use super::fold::Folded;
-
-/// Now on tokio's clock, the one the loop waits on.
-fn now() -> Instant {
-    tokio::time::Instant::now().into_std()
-}
 
 /// A pass waits this long after the last event that asked for it.
 const QUIET: Duration = Duration::from_millis(5);
@@ -43,7 +38,7 @@ impl Pending {
     /// A watch event of something the calculation reads was folded.
     pub(super) fn folded(&mut self, f: Folded) {
         if f.changed {
-            self.burst.mark(now());
+            self.burst.mark(tokio::time::Instant::now());
             self.pass.changed = true;
         }
     }
@@ -52,19 +47,19 @@ impl Pending {
     /// a pass writes it, the rest of the desired state stays.
     pub(super) fn proxy_changed(&mut self, f: Folded) {
         if f.changed {
-            self.burst.mark(now());
+            self.burst.mark(tokio::time::Instant::now());
         }
     }
 
     /// Something of ours changed in the kernel: compare now.
     pub(super) fn kernel_event(&mut self) {
-        self.burst.mark(now());
+        self.burst.mark(tokio::time::Instant::now());
         self.pass.checks.kernel = true;
     }
 
     /// The periodic check.
     pub(super) fn tick(&mut self) {
-        self.burst.mark(now());
+        self.burst.mark(tokio::time::Instant::now());
         self.pass.checks = Checks {
             nat_present: true,
             republish: true,
@@ -79,10 +74,9 @@ impl Pending {
     /// When the pass due is to run (an hour away when none is: the loop
     /// does not poll that branch then).
     pub(super) fn deadline(&self) -> tokio::time::Instant {
-        match self.burst.deadline() {
-            Some(d) => d.into(),
-            None => tokio::time::Instant::now() + Duration::from_secs(3600),
-        }
+        self.burst
+            .deadline()
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(3600))
     }
 
     /// The pass due, and nothing pending after it.

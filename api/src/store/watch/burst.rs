@@ -4,7 +4,10 @@
 //! kubelet's heartbeat) do not move the moment: at 500 of them a second, a
 //! quiet spell restarted by each would almost never pass.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock: the one its consumers wait on (and pause in tests).
+use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
 pub struct Burst {
