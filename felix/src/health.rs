@@ -41,6 +41,8 @@ pub struct Health {
     pub applies: Counter,
     pub apply_failures: Counter,
     pub routes_installed: Counter,
+    /// Passes that read this node's routes back from the kernel.
+    pub route_reads: Counter,
     pub routes_removed: Counter,
     pub routes_desired: Gauge,
     pub routes_waiting: Gauge,
@@ -91,6 +93,7 @@ impl Health {
             applies: Counter::default(),
             apply_failures: Counter::default(),
             routes_installed: Counter::default(),
+            route_reads: Counter::default(),
             routes_removed: Counter::default(),
             routes_desired: Gauge::default(),
             routes_waiting: Gauge::default(),
@@ -132,6 +135,11 @@ impl Health {
             "routes_installed",
             "Routes installed or replaced",
             h.routes_installed.clone(),
+        );
+        registry.register(
+            "route_reads",
+            "Passes that read this node's routes back from the kernel (the first, a periodic check, a kernel event that removed one, a pass after a failure); other passes compare with what was read and written since",
+            h.route_reads.clone(),
         );
         registry.register(
             "routes_removed",

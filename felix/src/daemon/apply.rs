@@ -40,8 +40,8 @@ pub(super) struct Checks {
     /// Forget the MAC last published, so that a Node still lacking it
     /// gets it again.
     pub(super) republish: bool,
-    /// Read the policy and service tables and the tunnels back from the
-    /// kernel.
+    /// Read the policy and service tables, the tunnels and the routes back
+    /// from the kernel.
     pub(super) kernel: bool,
 }
 
@@ -195,13 +195,16 @@ impl Dataplane {
         health.applies.inc();
         health.routes_desired.set(want.len() as i64);
         let started = std::time::Instant::now();
-        let applied = self.routes.apply(want).await;
+        let applied = self.routes.apply(want, checks.kernel).await;
         health
             .route_apply_seconds
             .observe(started.elapsed().as_secs_f64());
         match applied {
             Ok(a) => {
                 health.routes_installed.inc_by(a.installed as u64);
+                if a.read {
+                    health.route_reads.inc();
+                }
                 health.routes_removed.inc_by(a.removed as u64);
                 health.routes_waiting.set(a.waiting as i64);
                 health.set_ready(true);

@@ -1,5 +1,12 @@
 //! Routes in the kernel: read ours (protocol 202, main table), apply a
 //! [`Plan`](super::plan::Plan). Routes are replaced, never flushed.
+//!
+//! The kernel's routes are read back only at a check (the periodic one, or
+//! after a kernel event that removed a route of ours); between checks a
+//! pass compares with what was last read and what felix has written since,
+//! less the routes whose interface has gone or gone down (the kernel drops
+//! those without telling). So a pass for one pod costs the writes for that
+//! pod, not a walk of a routing table that holds the whole cluster.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -8,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::TryStreamExt;
 use ipnet::IpNet;
 use rtnetlink::RouteMessageBuilder;
-use rtnetlink::packet_route::link::LinkAttribute;
+use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags};
 use rtnetlink::packet_route::route::{
     RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteScope,
     RouteType,
@@ -26,13 +33,37 @@ pub struct Applied {
     pub installed: usize,
     pub removed: usize,
     pub waiting: usize,
+    /// The pass read our routes back from the kernel.
+    pub read: bool,
 }
+
+/// An interface as a pass sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    pub name: String,
+    /// Administratively up: the kernel keeps no IPv4 route through a
+    /// device that is down.
+    pub up: bool,
+}
+
+/// A route of ours: what it does and the message that removes it.
+#[derive(Debug, Clone)]
+struct Held {
+    target: Target,
+    msg: RouteMessage,
+}
+
+/// Our routes in the kernel as felix knows them.
+type View = BTreeMap<IpNet, Held>;
 
 pub struct RouteDriver {
     handle: rtnetlink::Handle,
     task: tokio::task::JoinHandle<()>,
     grace: Grace,
     wait: Duration,
+    /// What was last read, with felix's writes since; `None`: read the
+    /// kernel at the next pass (the first one, or after a failure).
+    view: Option<View>,
 }
 
 impl Drop for RouteDriver {
@@ -64,10 +95,11 @@ impl RouteDriver {
             task: tokio::spawn(conn),
             grace: Grace::default(),
             wait,
+            view: None,
         })
     }
 
-    async fn links(&self) -> Result<HashMap<u32, String>, DataplaneError> {
+    async fn links(&self) -> Result<HashMap<u32, Link>, DataplaneError> {
         let mut s = self.handle.link().get().execute();
         let mut out = HashMap::new();
         while let Some(m) = s.try_next().await.map_err(nl)? {
@@ -75,17 +107,15 @@ impl RouteDriver {
                 LinkAttribute::IfName(n) => Some(n.clone()),
                 _ => None,
             }) {
-                out.insert(m.header.index, name);
+                let up = m.header.flags.contains(LinkFlags::Up);
+                out.insert(m.header.index, Link { name, up });
             }
         }
         Ok(out)
     }
 
     /// Our routes in the main table, as targets, with their messages.
-    async fn ours(
-        &self,
-        links: &HashMap<u32, String>,
-    ) -> Result<BTreeMap<IpNet, (Target, RouteMessage)>, DataplaneError> {
+    async fn ours(&self, links: &HashMap<u32, Link>) -> Result<View, DataplaneError> {
         let mut out = BTreeMap::new();
         for req in [
             dump_request(RouteMessageBuilder::<Ipv4Addr>::new().build()),
@@ -115,7 +145,7 @@ impl RouteDriver {
                             _ => None,
                         });
                         match oif.and_then(|i| links.get(&i)) {
-                            Some(name) => Some(name.clone()),
+                            Some(link) => Some(link.name.clone()),
                             None => continue,
                         }
                     } else {
@@ -128,24 +158,60 @@ impl RouteDriver {
                         _ => None,
                     });
                     match oif.and_then(|i| links.get(&i)) {
-                        Some(name) => Target::Device(name.clone()),
+                        Some(link) => Target::Device(link.name.clone()),
                         None => continue,
                     }
                 };
-                out.insert(dst, (target, m));
+                out.insert(dst, Held { target, msg: m });
             }
         }
         Ok(out)
     }
 
-    /// Make the kernel's routes of ours equal `desired`.
-    pub async fn apply(&mut self, desired: &Routes) -> Result<Applied, DataplaneError> {
+    /// Make the kernel's routes of ours equal `desired`. `check`: read
+    /// them back from the kernel first (otherwise the view kept since the
+    /// last read is compared, unless there is none).
+    pub async fn apply(
+        &mut self,
+        desired: &Routes,
+        check: bool,
+    ) -> Result<Applied, DataplaneError> {
         let links = self.links().await?;
-        let names: HashSet<String> = links.values().cloned().collect();
-        let by_name: HashMap<&str, u32> = links.iter().map(|(i, n)| (n.as_str(), *i)).collect();
-        let ours = self.ours(&links).await?;
+        let mut applied = Applied::default();
+        let mut view = match self.view.take() {
+            Some(mut view) if !check => {
+                forget_gone(&mut view, &links);
+                view
+            }
+            _ => {
+                applied.read = true;
+                self.ours(&links).await?
+            }
+        };
+        // Kept only if every write went as expected; otherwise the next
+        // pass reads the kernel again.
+        let sure = self.write(desired, &links, &mut view, &mut applied).await?;
+        if sure {
+            self.view = Some(view);
+        }
+        Ok(applied)
+    }
+
+    /// Writes the difference between `desired` and `view`, keeping `view`
+    /// equal to what the kernel then has. False if the kernel did not have
+    /// what `view` said.
+    async fn write(
+        &mut self,
+        desired: &Routes,
+        links: &HashMap<u32, Link>,
+        view: &mut View,
+        applied: &mut Applied,
+    ) -> Result<bool, DataplaneError> {
+        let names: HashSet<String> = links.values().map(|l| l.name.clone()).collect();
+        let by_name: HashMap<&str, u32> =
+            links.iter().map(|(i, l)| (l.name.as_str(), *i)).collect();
         let actual: BTreeMap<IpNet, Target> =
-            ours.iter().map(|(k, (t, _))| (*k, t.clone())).collect();
+            view.iter().map(|(k, h)| (*k, h.target.clone())).collect();
         let Plan {
             install,
             remove,
@@ -158,15 +224,13 @@ impl RouteDriver {
             Instant::now(),
             self.wait,
         );
-        let mut applied = Applied {
-            waiting: waiting.len(),
-            ..Applied::default()
-        };
+        applied.waiting = waiting.len();
+        let mut sure = true;
         for (dst, target) in install {
             let msg = route_message(dst, &target, &by_name)?;
             self.handle
                 .route()
-                .add(msg)
+                .add(msg.clone())
                 .replace()
                 .execute()
                 .await
@@ -175,23 +239,28 @@ impl RouteDriver {
                     detail: e.to_string(),
                 })?;
             info!(route = %dst, ?target, "route installed");
+            view.insert(dst, Held { target, msg });
             applied.installed += 1;
         }
         for dst in remove {
-            let Some((_, msg)) = ours.get(&dst) else {
+            let Some(held) = view.remove(&dst) else {
                 continue;
             };
-            match self.handle.route().del(msg.clone()).execute().await {
+            match self.handle.route().del(held.msg).execute().await {
                 Ok(()) => {
                     info!(route = %dst, "route removed");
                     applied.removed += 1;
                 }
-                // Gone already (its interface went with the pod).
+                // Gone already (its interface went with the pod), or not as
+                // the view had it: read the kernel again at the next pass.
                 Err(rtnetlink::Error::NetlinkError(m))
                     if matches!(
                         m.raw_code().abs(),
                         libc::ESRCH | libc::ENOENT | libc::ENODEV
-                    ) => {}
+                    ) =>
+                {
+                    sure = false;
+                }
                 Err(e) => {
                     return Err(DataplaneError::Refused {
                         what: format!("remove {dst}"),
@@ -206,8 +275,22 @@ impl RouteDriver {
                 "routes waiting for their interfaces"
             );
         }
-        Ok(applied)
+        Ok(sure)
     }
+}
+
+/// Drops from `view` the routes through an interface that is gone or
+/// down: the kernel removes those itself, and tells no one. Blackholes
+/// name no interface and stay. Returns how many went.
+fn forget_gone(view: &mut View, links: &HashMap<u32, Link>) -> usize {
+    let before = view.len();
+    view.retain(|_, held| {
+        held.msg.attributes.iter().all(|a| match a {
+            RouteAttribute::Oif(i) => links.get(i).is_some_and(|l| l.up),
+            _ => true,
+        })
+    });
+    before - view.len()
 }
 
 /// A dump of felix's routes in the main table, of every type (blackholes
@@ -315,5 +398,61 @@ mod tests {
             );
             assert!(r.attributes.is_empty());
         }
+    }
+
+    fn held(dst: &str, target: Target, oif: Option<u32>) -> (IpNet, Held) {
+        let dst: IpNet = dst.parse().unwrap();
+        let mut by_name = HashMap::new();
+        if let (Some(i), Some(name)) = (oif, target.device()) {
+            by_name.insert(name, i);
+        }
+        let mut msg = route_message(dst, &target, &by_name).unwrap();
+        if let (Some(i), None) = (oif, target.device()) {
+            // As the kernel reports a route via a gateway: with the
+            // interface it chose.
+            msg.attributes.push(RouteAttribute::Oif(i));
+        }
+        (dst, Held { target, msg })
+    }
+
+    #[test]
+    fn routes_through_an_interface_gone_or_down_leave_the_view() {
+        let dev = |n: &str| Target::Device(n.to_string());
+        let via = Target::Via {
+            gateway: "192.168.1.2".parse().unwrap(),
+            device: None,
+        };
+        let mut view: View = [
+            held("10.0.0.1/32", dev("tara"), Some(7)),
+            // The pod's interface made again: same name, a new index.
+            held("10.0.0.2/32", dev("tarb"), Some(8)),
+            held("10.0.0.3/32", dev("tarc"), Some(9)),
+            held("10.0.0.0/26", Target::Blackhole, None),
+            held("10.0.1.0/26", via.clone(), Some(2)),
+            held("10.0.2.0/26", via, Some(3)),
+            held("fd00::1/128", dev("tard"), Some(10)),
+        ]
+        .into_iter()
+        .collect();
+        let link = |name: &str, up: bool| Link {
+            name: name.into(),
+            up,
+        };
+        let links: HashMap<u32, Link> = [
+            (7, link("tara", true)),
+            (18, link("tarb", true)),
+            (9, link("tarc", false)),
+            (2, link("eth0", true)),
+            (3, link("eth1", false)),
+            (10, link("tard", true)),
+        ]
+        .into();
+        assert_eq!(forget_gone(&mut view, &links), 3);
+        let kept: Vec<String> = view.keys().map(|k| k.to_string()).collect();
+        assert_eq!(
+            kept,
+            ["10.0.0.0/26", "10.0.0.1/32", "10.0.1.0/26", "fd00::1/128"]
+        );
+        assert_eq!(forget_gone(&mut view, &links), 0);
     }
 }

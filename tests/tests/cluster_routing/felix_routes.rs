@@ -329,3 +329,91 @@ fn netlink_events_repair_drift_between_checks() {
     }
     rt.del(&call, Some(&r)).unwrap();
 }
+
+/// felix's counter `name` (its `_total` for a counter), which must be there.
+fn metric(ns: &Netns, name: &str) -> u64 {
+    let m = felix_http_get(ns, "/metrics");
+    m.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in:\n{m}"))
+}
+
+/// Between checks felix compares with the routes it last read and has
+/// written since: pods come and go without their passes reading the
+/// kernel's table (with bgpd's thousands of routes in it, that read was
+/// most of a pass). A route removed by hand is read back at once (the
+/// kernel says so); a pod interface made again under the same name gets
+/// its route from the next pass, as the kernel dropped the old one
+/// without a word.
+#[test]
+fn passes_between_checks_do_not_read_the_route_table() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.82.0.0/16");
+    let node = &lab.underlay.node(0).netns;
+    // No periodic check during the test.
+    let _felix = start_felix(&lab, "3600", &[]);
+    let rt = lab.plain(0);
+    let mut pods = Vec::new();
+    // A pod added, its route in: its address and host interface.
+    let mut add = |name: &str| {
+        let (pod, call) = lab.pod("default", name).unwrap();
+        let r = rt.add(&call).unwrap();
+        let addr = r["ips"][0]["address"].as_str().unwrap();
+        let addr = addr.trim_end_matches("/32").to_string();
+        let host = r["interfaces"][0]["name"].as_str().unwrap().to_string();
+        wait_route(node, &format!("{addr} dev {host}"), true);
+        pods.push((pod, call, r));
+        (addr, host)
+    };
+    let (a, host_a) = add("a");
+    wait_for("felix ready", Duration::from_secs(10), || {
+        felix_http_get(node, "/readyz")
+            .starts_with("HTTP/1.0 200")
+            .then_some(())
+    })
+    .unwrap();
+    let reads = metric(node, "tartan_felix_route_reads_total");
+    assert!(reads >= 1);
+    let passes = metric(node, "tartan_felix_route_applies_total");
+    let (b, _) = add("b");
+    let (c, host_c) = add("c");
+    let (d, _) = add("d");
+    let (_, call_b, r_b) = pods.remove(1);
+    rt.del(&call_b, Some(&r_b)).unwrap();
+    wait_route(node, &format!("{b} "), false);
+    // felix has seen b's endpoint go (a pass ran for it).
+    wait_for("passes for the pods", Duration::from_secs(10), || {
+        (metric(node, "tartan_felix_route_applies_total") >= passes + 3).then_some(())
+    })
+    .unwrap();
+    assert_eq!(
+        metric(node, "tartan_felix_route_reads_total"),
+        reads,
+        "a pass for a pod read the route table"
+    );
+
+    // a's interface deleted and made again by hand: the kernel dropped
+    // its route silently; the next pass (for another pod) puts it back
+    // through the new interface.
+    node.ip(&["link", "del", &host_a]).unwrap();
+    node.ip(&[
+        "link", "add", &host_a, "type", "veth", "peer", "name", "tmp82a",
+    ])
+    .unwrap();
+    node.ip(&["link", "set", &host_a, "up"]).unwrap();
+    assert!(!routes(node).contains(&format!("{a} dev")));
+    let (_, call_d, r_d) = pods.pop().unwrap();
+    rt.del(&call_d, Some(&r_d)).unwrap();
+    wait_route(node, &format!("{d} "), false);
+    wait_route(node, &format!("{a} dev {host_a}"), true);
+    assert_eq!(metric(node, "tartan_felix_route_reads_total"), reads);
+
+    // Removed by hand: the kernel says so, and felix reads and repairs.
+    node.ip(&["route", "del", &c]).unwrap();
+    wait_route(node, &format!("{c} dev {host_c}"), true);
+    assert_eq!(metric(node, "tartan_felix_route_reads_total"), reads + 1);
+    for (_, call, r) in &pods {
+        rt.del(call, Some(r)).unwrap();
+    }
+}
