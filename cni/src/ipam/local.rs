@@ -76,13 +76,16 @@ impl Ipam {
                 names.push(name);
             }
         }
-        // The blocks are read together, kept in the affinities' order.
+        // Kept in the affinities' order.
+        let mut found = self.blocks_named(&names).await?;
+        found.retain(|b| b.spec.affine_node() == Some(node));
+        Ok(found)
+    }
+
+    /// The blocks of these names that exist, read together, in order.
+    async fn blocks_named(&self, names: &[String]) -> Result<Vec<IpamBlock>, IpamError> {
         let found = try_join_all(names.iter().map(|n| self.block_named(n))).await?;
-        Ok(found
-            .into_iter()
-            .flatten()
-            .filter(|b| b.spec.affine_node() == Some(node))
-            .collect())
+        Ok(found.into_iter().flatten().collect())
     }
 
     /// The block called `name`, if it exists.
@@ -117,8 +120,7 @@ impl Ipam {
             };
             names.push(block_name(&net));
         }
-        let found = try_join_all(names.iter().map(|n| self.block_named(n))).await?;
-        Ok(Some(found.into_iter().flatten().collect()))
+        Ok(Some(self.blocks_named(&names).await?))
     }
 
     /// An ADD that reads only this node's blocks and the handle's: the

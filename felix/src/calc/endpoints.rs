@@ -21,7 +21,7 @@ use std::sync::Arc;
 use compact_str::CompactString;
 use ipnet::IpNet;
 use tartan_api::resources::WorkloadEndpointSpec;
-use tartan_policy::compile::{Endpoint, NamedPort};
+use tartan_policy::compile::{Endpoint, Families, NamedPort};
 use tracing::warn;
 
 use super::intern::Interner;
@@ -76,6 +76,10 @@ pub struct Endpoints {
     /// Other nodes' endpoints merged by likeness (see the module's
     /// comment): no address appears twice unless two endpoints hold it.
     groups: HashMap<Likeness, Endpoint>,
+    /// The groups' addresses counted by family (IPv4, IPv6): the compiler
+    /// writes rules for a family only if some endpoint has it, and a count
+    /// answers that without looking at every address.
+    grouped: [usize; 2],
     /// `namespace/name` of a Pod → its labels.
     pods: HashMap<CompactString, Arc<Labels>>,
     /// `namespace/pod` → the endpoints of that Pod whose names are not
@@ -144,6 +148,15 @@ impl Endpoints {
             .map(|r| &r.ep)
             .chain(self.groups.values())
             .collect()
+    }
+
+    /// The IP families the endpoints have addresses of: this node's
+    /// looked at, the others' counted.
+    pub fn families(&self) -> Families {
+        let mut f = Families::of(&self.local.values().map(|r| &r.ep).collect::<Vec<_>>());
+        f.v4 |= self.grouped[0] > 0;
+        f.v6 |= self.grouped[1] > 0;
+        f
     }
 
     /// The labels endpoint `key` is selected by.
@@ -431,7 +444,10 @@ impl Endpoints {
             ports: look.ports.clone(),
             interface: None,
         });
-        g.addrs.extend(r.addrs());
+        for a in r.addrs() {
+            g.addrs.push(a);
+            self.grouped[usize::from(a.is_ipv6())] += 1;
+        }
     }
 
     /// `r`'s addresses out of its group, and the group gone with its last.
@@ -450,6 +466,7 @@ impl Endpoints {
             for a in r.addrs() {
                 if let Some(i) = g.addrs.iter().position(|x| *x == a) {
                     g.addrs.swap_remove(i);
+                    self.grouped[usize::from(a.is_ipv6())] -= 1;
                 }
             }
             if g.addrs.is_empty() {

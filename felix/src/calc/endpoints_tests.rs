@@ -194,3 +194,65 @@ fn compacting_after_a_listing_keeps_every_endpoint_and_group_as_they_were() {
     ));
     assert_eq!(view(&e), before);
 }
+
+/// One change of the endpoint index, as the watches deliver them.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Endpoint `pod` set on node `node` with addresses from `addrs`
+    /// (bit 0: an IPv4 one, bit 1: an IPv6 one) and labels `app`.
+    Set {
+        pod: u8,
+        node: u8,
+        addrs: u8,
+        app: u8,
+    },
+    Remove(u8),
+    /// The Pod's own labels seen (or gone).
+    Pod {
+        pod: u8,
+        app: Option<u8>,
+    },
+}
+
+fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+    use proptest::prelude::*;
+    prop_oneof![
+        4 => (0u8..12, 0u8..3, 0u8..4, 0u8..3).prop_map(|(pod, node, addrs, app)| Op::Set { pod, node, addrs, app }),
+        2 => (0u8..12).prop_map(Op::Remove),
+        1 => (0u8..12, proptest::option::of(0u8..3)).prop_map(|(pod, app)| Op::Pod { pod, app }),
+    ]
+}
+
+proptest::proptest! {
+    /// The families counted as endpoints come, move, change and go are
+    /// those a look at every address finds.
+    #[test]
+    fn counted_families_are_those_of_every_address(ops in proptest::collection::vec(op(), 1..60)) {
+        let mut e = Endpoints::for_node("n0");
+        for op in ops {
+            match op {
+                Op::Set { pod, node, addrs, app: a } => {
+                    let name = format!("p{pod}");
+                    let mut w = wep(&format!("n{node}"), &name, "10.0.0.1/32");
+                    w.ip_networks.clear();
+                    if addrs & 1 != 0 {
+                        w.ip_networks.push(format!("10.0.1.{pod}/32"));
+                    }
+                    if addrs & 2 != 0 {
+                        w.ip_networks.push(format!("fd00::{pod}/128"));
+                    }
+                    e.set(&format!("ns/{name}.eth0"), Some((w, app(&a.to_string()))));
+                }
+                Op::Remove(pod) => {
+                    e.set(&format!("ns/p{pod}.eth0"), None);
+                }
+                Op::Pod { pod, app: a } => {
+                    e.set_pod(&format!("ns/p{pod}"), a.map(|a| app(&format!("pod{a}"))));
+                }
+            }
+            proptest::prop_assert_eq!(e.families(), Families::of(&e.for_compile()));
+        }
+        e.compact();
+        proptest::prop_assert_eq!(e.families(), Families::of(&e.for_compile()));
+    }
+}

@@ -54,7 +54,8 @@ pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCa
         .iter()
         .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.clone()))
         .collect();
-    compile::compile_cached(cache, policies, &endpoints, &namespaces)
+    let families = state.endpoints.families();
+    compile::compile_cached_with(cache, policies, &endpoints, families, &namespaces)
 }
 
 #[cfg(test)]

@@ -111,7 +111,9 @@ pub fn possible_in(r: &Rule, v6: bool) -> bool {
 /// The addresses of endpoints, memoised per compile.
 pub struct Resolver<'a> {
     namespaces: &'a NamespaceLabels,
-    by_namespace: BTreeMap<&'a str, Vec<&'a Endpoint>>,
+    /// Made at the first selector confined to a namespace: a compile with
+    /// none (no policy at all) does not sort the cluster's endpoints.
+    by_namespace: Option<BTreeMap<&'a str, Vec<&'a Endpoint>>>,
     all: Vec<&'a Endpoint>,
     selected: HashMap<(EndpointSel, bool), Intervals>,
     /// Named port → (protocol, port) → the addresses that number it so.
@@ -123,15 +125,10 @@ impl<'a> Resolver<'a> {
         endpoints: &'a [E],
         namespaces: &'a NamespaceLabels,
     ) -> Resolver<'a> {
-        let all: Vec<&Endpoint> = endpoints.iter().map(Borrow::borrow).collect();
-        let mut by_namespace: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
-        for &ep in &all {
-            by_namespace.entry(&*ep.namespace).or_default().push(ep);
-        }
         Resolver {
             namespaces,
-            by_namespace,
-            all,
+            by_namespace: None,
+            all: endpoints.iter().map(Borrow::borrow).collect(),
             selected: HashMap::new(),
             named: HashMap::new(),
         }
@@ -141,7 +138,19 @@ impl<'a> Resolver<'a> {
     pub fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
         // A selector in one namespace need only look at that namespace.
         let pool: &[&Endpoint] = match &sel.namespaces {
-            Namespaces::Named(n) => self.by_namespace.get(n.as_str()).map_or(&[], Vec::as_slice),
+            Namespaces::Named(n) => {
+                let all = &self.all;
+                self.by_namespace
+                    .get_or_insert_with(|| {
+                        let mut by: BTreeMap<&str, Vec<&Endpoint>> = BTreeMap::new();
+                        for &ep in all {
+                            by.entry(&*ep.namespace).or_default().push(ep);
+                        }
+                        by
+                    })
+                    .get(n.as_str())
+                    .map_or(&[], Vec::as_slice)
+            }
             Namespaces::Selected(_) => &self.all,
         };
         pool.iter()

@@ -259,11 +259,51 @@ pub fn compile<'a, E: Borrow<Endpoint>>(
     )
 }
 
+/// The IP families some endpoint has an address of: the families rules
+/// and sets are written for (a pod without an IPv6 address sends and
+/// receives no IPv6 packet, so rules for it would be dead weight).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Families {
+    pub v4: bool,
+    pub v6: bool,
+}
+
+impl Families {
+    /// Found by looking at every address (until both are seen).
+    pub fn of<E: Borrow<Endpoint>>(endpoints: &[E]) -> Families {
+        let mut f = Families::default();
+        for a in endpoints.iter().flat_map(|e| e.borrow().addrs.iter()) {
+            if a.is_ipv6() {
+                f.v6 = true;
+            } else {
+                f.v4 = true;
+            }
+            if f.v4 && f.v6 {
+                break;
+            }
+        }
+        f
+    }
+}
+
 /// [`compile`], reusing the policies in `cache` that are unchanged.
 pub fn compile_cached<'a, E: Borrow<Endpoint>>(
     cache: &mut CompileCache,
     policies: impl IntoIterator<Item = &'a Policy>,
     endpoints: &[E],
+    namespaces: &NamespaceLabels,
+) -> Ruleset {
+    let families = Families::of(endpoints);
+    compile_cached_with(cache, policies, endpoints, families, namespaces)
+}
+
+/// [`compile_cached`] given the endpoints' [`Families`] (a caller that
+/// keeps count need not have every address looked at on each compile).
+pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
+    cache: &mut CompileCache,
+    policies: impl IntoIterator<Item = &'a Policy>,
+    endpoints: &[E],
+    families: Families,
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
     let mut sorted: Vec<&Policy> = policies.into_iter().collect();
@@ -284,7 +324,7 @@ pub fn compile_cached<'a, E: Borrow<Endpoint>>(
         }
     }
     let mut rs = Ruleset::default();
-    let mut needs = Needs::for_endpoints(endpoints);
+    let mut needs = Needs::for_families(families);
     let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
     let mut runs: Runs = BTreeMap::new();
     let mut profiles: HashMap<String, CachedProfile> = HashMap::new();

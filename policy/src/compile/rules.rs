@@ -2,7 +2,6 @@
 //! of rules each written as one set lookup (see [`super::merge`]), and
 //! rules written as they are, with the sets they refer to. Pure.
 
-use std::borrow::Borrow;
 use std::collections::BTreeSet;
 
 use ipnet::IpNet;
@@ -10,7 +9,7 @@ use nftables::expr::{Expression, MetaKey};
 use nftables::stmt::Statement;
 
 use super::stmt::*;
-use super::{Endpoint, merge, named_port_set, selector_set};
+use super::{Families, merge, named_port_set, selector_set};
 use crate::ir::{Addrs, Cond, EndpointSel, Policy, Rule, Side};
 use crate::model::Action;
 
@@ -26,19 +25,12 @@ pub(super) struct Needs {
 }
 
 impl Needs {
-    pub(super) fn for_endpoints<E: Borrow<Endpoint>>(endpoints: &[E]) -> Needs {
-        let mut families = Vec::new();
-        for v6 in [false, true] {
-            if endpoints
-                .iter()
-                .map(Borrow::borrow)
-                .any(|e| e.addrs.iter().any(|a| a.is_ipv6() == v6))
-            {
-                families.push(v6);
-            }
-        }
+    pub(super) fn for_families(f: Families) -> Needs {
         Needs {
-            families,
+            families: [(f.v4, false), (f.v6, true)]
+                .into_iter()
+                .filter_map(|(has, v6)| has.then_some(v6))
+                .collect(),
             ..Needs::default()
         }
     }
