@@ -13,6 +13,7 @@
 mod figures;
 mod objects;
 mod options;
+mod probe;
 mod reflector;
 mod report;
 mod sample;
