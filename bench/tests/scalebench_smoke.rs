@@ -26,9 +26,9 @@ fn scale_bench_runs_at_a_tiny_size() -> Result<()> {
     // The kubelets post: 12 Nodes a second (a loaded machine may lag).
     assert!(s.beat_rate > 3.0, "{s:?}");
     assert_eq!((s.convergence.len(), s.adds.len(), s.dels.len()), (3, 3, 3));
-    // The datastore was read beside the ADDs, each read answered.
+    // The datastore's round trips were timed, each answered.
     assert!(
-        !s.store_reads.is_empty() && s.store_read_failures == 0,
+        !s.store_reads.is_empty() && !s.store_writes.is_empty() && s.store_failures == 0,
         "{s:?}"
     );
     assert!(s.rss_kib.iter().all(|k| *k > 0), "{s:?}");

@@ -30,7 +30,7 @@ use tartan_api::store::Datastore;
 use tracing::info;
 
 use crate::calc::state::{BlockInfo, State};
-use crate::dataplane::events::KernelEvents;
+use crate::dataplane::events::{KernelEvents, take_check};
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::TunnelDriver;
 use crate::health::Health;
@@ -72,7 +72,7 @@ pub async fn run(
     let mut synced = Synced::default();
     // Endpoints and Pods: what a relisting no longer has.
     let mut sweeps: [Sweep; 2] = Default::default();
-    let mut dp = Dataplane::new(&cfg.node, routes, tunnels, &health);
+    let mut dp = Dataplane::new(&cfg.node, routes, events.news.clone(), tunnels, &health);
     if !cfg.services {
         crate::dataplane::services::remove_left_table();
     }
@@ -152,7 +152,13 @@ pub async fn run(
                 synced.nodes |= f.synced;
                 pending.folded(f);
             }
-            Some(()) = events.rx.recv() => pending.kernel_event(),
+            Some(()) = events.rx.recv() => {
+                if take_check(&events.news) {
+                    pending.kernel_event();
+                } else {
+                    pending.route_event();
+                }
+            }
             _ = tick.tick() => {
                 health.pass();
                 pending.tick();

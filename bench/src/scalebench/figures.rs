@@ -28,10 +28,11 @@ pub struct SizeFigures {
     /// CNI ADD (and its DEL) on the real node, heartbeats running.
     pub adds: Vec<Duration>,
     pub dels: Vec<Duration>,
-    /// A datastore read over a connection of its own, every 10 ms while
-    /// the ADDs ran.
+    /// The datastore's round trips after the ADDs, heartbeats running: a
+    /// read and a compare-and-swap write by turns, every 10 ms.
     pub store_reads: Vec<Duration>,
-    pub store_read_failures: u64,
+    pub store_writes: Vec<Duration>,
+    pub store_failures: u64,
     /// CPU time per ADD and its DEL, seconds: [bgpd, felix, etcd].
     pub add_cpu: [f64; 3],
     /// VmRSS and VmHWM at the end, KiB: [bgpd, felix].

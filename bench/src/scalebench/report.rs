@@ -62,14 +62,14 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
     );
     let _ = writeln!(
         md,
-        "CPU is the agents' CPU time (their own and their waited-for children's, `nft` for felix) from /proc over {:.0} s windows, as a share of one core: first with nothing changing, then with the heartbeats. Convergence: a reflector's UPDATE for a new block handed to TCP until `ip monitor route` in the node shows the route ({} blocks, one at a time, heartbeats running). CNI ADD: the `tartan` plugin on the real node, {} ADDs one at a time (each followed by its DEL), heartbeats running; CPU per ADD is the CPU time bgpd, felix and etcd spent while they ran, heartbeats included, divided by their number; a datastore read is one read of a small object every 10 ms meanwhile, over a connection of its own, as the plugin reads. Memory: `VmRSS` (and `VmHWM`, the peak) at the end.\n",
+        "CPU is the agents' CPU time (their own and their waited-for children's, `nft` for felix) from /proc over {:.0} s windows, as a share of one core: first with nothing changing, then with the heartbeats. Convergence: a reflector's UPDATE for a new block handed to TCP until `ip monitor route` in the node shows the route ({} blocks, one at a time, heartbeats running). CNI ADD: the `tartan` plugin on the real node, {} ADDs one at a time (each followed by its DEL), heartbeats running; CPU per ADD is the CPU time bgpd, felix and etcd spent while they ran, heartbeats included, divided by their number. Datastore round trips: after the ADDs, heartbeats running, for 10 s, a read of a small object and a compare-and-swap write of another by turns every 10 ms over a connection of their own; an ADD makes several in a row (from a new process), so its tail holds theirs further out than their p99. Memory: `VmRSS` (and `VmHWM`, the peak) at the end.\n",
         o.window.as_secs_f64(),
         o.new_blocks,
         o.adds
     );
     let _ = writeln!(
         md,
-        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s | new block p50 / p99 | CNI ADD p50 / p99 | a datastore read p50 / p99 | CPU per ADD: bgpd / felix / etcd | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s | new block p50 / p99 | CNI ADD p50 / p99 | datastore read, write p50 / p99 | CPU per ADD: bgpd / felix / etcd | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &f.sizes {
         if let Some(e) = &s.error {
@@ -84,7 +84,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         }
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} | {} / {} | {} / {} | {} / {} | {:.1} / {:.1} / {:.1} ms | {} ({}) | {} ({}) |",
+            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} | {} / {} | {} / {} | {} / {}, {} / {} | {:.1} / {:.1} / {:.1} ms | {} ({}) | {} ({}) |",
             s.nodes,
             s.workloads,
             s.populate.as_secs_f64(),
@@ -100,6 +100,8 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
             ms(quantile(&s.adds, 0.99)),
             ms(quantile(&s.store_reads, 0.5)),
             ms(quantile(&s.store_reads, 0.99)),
+            ms(quantile(&s.store_writes, 0.5)),
+            ms(quantile(&s.store_writes, 0.99)),
             s.add_cpu[0] * 1e3,
             s.add_cpu[1] * 1e3,
             s.add_cpu[2] * 1e3,
@@ -147,11 +149,11 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
                 s.nodes
             );
         }
-        if s.store_read_failures > 0 {
+        if s.store_failures > 0 {
             let _ = writeln!(
                 md,
-                "\nAt {} nodes {} of the timed datastore reads failed (left out of the figure).",
-                s.nodes, s.store_read_failures
+                "\nAt {} nodes {} of the timed datastore round trips failed (left out of the figure).",
+                s.nodes, s.store_failures
             );
         }
         if s.beat_failures > 0 {

@@ -17,7 +17,7 @@ use tartan_lab::tempdir::TempDir;
 use super::figures::SizeFigures;
 use super::objects::*;
 use super::options::ScaleBenchOptions;
-use super::probe::Probe;
+use super::probe;
 use super::reflector::Reflector;
 use super::sample::*;
 use super::writer::{Heartbeats, create_indexed, now};
@@ -202,11 +202,6 @@ pub fn measure(
         lab.etcd.pid(0).context("etcd is not running")?,
     ];
     let cpu_at = || watched.map(|p| cpu_seconds(p).unwrap_or(0.0));
-    let probe = Probe::start(
-        rt,
-        &lab.etcd.datastore_spec(),
-        ObjectKey::new(tartan_api::Kind::Node, None, &me),
-    )?;
     let cpu0 = cpu_at();
     for i in 0..o.adds {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -222,25 +217,35 @@ pub fn measure(
         f.dels.push(t.elapsed());
     }
     let cpu1 = cpu_at();
-    let timed = probe.stop(rt)?;
-    f.store_reads = timed.reads;
-    f.store_read_failures = timed.failed;
     for (k, c) in f.add_cpu.iter_mut().enumerate() {
         *c = (cpu1[k] - cpu0[k]) / o.adds.max(1) as f64;
     }
     if !f.adds.is_empty() {
         log(&format!(
-            "{n} nodes: CNI ADD p50 {:?}, p99 {:?}, max {:?}; a datastore read meanwhile p50 {:?}, p99 {:?}; CPU per ADD and DEL: bgpd {:.1} ms, felix {:.1} ms, etcd {:.1} ms",
+            "{n} nodes: CNI ADD p50 {:?}, p99 {:?}, max {:?}; CPU per ADD and DEL: bgpd {:.1} ms, felix {:.1} ms, etcd {:.1} ms",
             quantile(&f.adds, 0.5),
             quantile(&f.adds, 0.99),
             f.adds.iter().max().copied().unwrap_or_default(),
-            quantile(&f.store_reads, 0.5),
-            quantile(&f.store_reads, 0.99),
             f.add_cpu[0] * 1e3,
             f.add_cpu[1] * 1e3,
             f.add_cpu[2] * 1e3,
         ));
     }
+    // The datastore's own round trips, heartbeats still running.
+    let timed = probe::run(
+        rt,
+        &lab.etcd.datastore_spec(),
+        ObjectKey::new(tartan_api::Kind::Node, None, &me),
+        PROBE_SPAN,
+    )?;
+    log(&format!(
+        "{n} nodes: datastore round trips, heartbeats running: read p50 {:?}, p99 {:?}; write p50 {:?}, p99 {:?}",
+        quantile(&timed.reads, 0.5),
+        quantile(&timed.reads, 0.99),
+        quantile(&timed.writes, 0.5),
+        quantile(&timed.writes, 0.99),
+    ));
+    (f.store_reads, f.store_writes, f.store_failures) = (timed.reads, timed.writes, timed.failed);
     f.beat_failures = beats.failures.load(std::sync::atomic::Ordering::Relaxed);
     beats.stop(rt);
     for (i, p) in pids.iter().enumerate() {
@@ -269,6 +274,9 @@ fn addresses(r: &Value) -> Vec<Ipv4Addr> {
         .filter_map(|ip| ip["address"].as_str()?.split('/').next()?.parse().ok())
         .collect()
 }
+
+/// How long the datastore's round trips are timed.
+const PROBE_SPAN: Duration = Duration::from_secs(10);
 
 /// bgpd and felix on node 0 with their production settings (felix's
 /// periodic check every 5 s), logging warnings.

@@ -14,6 +14,7 @@ use crate::calc::desired::Calc;
 use crate::calc::encap;
 use crate::calc::nat::Nat;
 use crate::calc::state::State;
+use crate::dataplane::events::{SharedNews, take_routes};
 use crate::dataplane::nft::Written;
 use crate::dataplane::policy::PolicyDriver;
 use crate::dataplane::routes::RouteDriver;
@@ -48,6 +49,8 @@ pub(super) struct Checks {
 /// The drivers and what each last wrote, kept from one pass to the next.
 pub(super) struct Dataplane {
     routes: RouteDriver,
+    /// What the kernel's events say happened to the routes.
+    news: SharedNews,
     tunnels: TunnelDriver,
     policy: PolicyDriver,
     /// The desired state, computed again only when the state changed.
@@ -71,6 +74,7 @@ impl Dataplane {
     pub(super) fn new(
         node: &str,
         routes: RouteDriver,
+        news: SharedNews,
         tunnels: TunnelDriver,
         health: &Health,
     ) -> Dataplane {
@@ -78,6 +82,7 @@ impl Dataplane {
         proxy.conntrack_deleted = health.conntrack_deleted.clone();
         Dataplane {
             routes,
+            news,
             tunnels,
             policy: PolicyDriver::default(),
             calc: Calc::default(),
@@ -195,16 +200,15 @@ impl Dataplane {
         health.applies.inc();
         health.routes_desired.set(want.len() as i64);
         let started = std::time::Instant::now();
-        let applied = self.routes.apply(want, checks.kernel).await;
+        let news = take_routes(&self.news);
+        let applied = self.routes.apply(want, checks.kernel, &news).await;
+        health.route_reads.inc_by(self.routes.take_reads());
         health
             .route_apply_seconds
             .observe(started.elapsed().as_secs_f64());
         match applied {
             Ok(a) => {
                 health.routes_installed.inc_by(a.installed as u64);
-                if a.read {
-                    health.route_reads.inc();
-                }
                 health.routes_removed.inc_by(a.removed as u64);
                 health.routes_waiting.set(a.waiting as i64);
                 health.set_ready(true);

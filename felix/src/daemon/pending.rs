@@ -51,6 +51,12 @@ impl Pending {
         }
     }
 
+    /// A route of ours went in the kernel: a pass puts it back, from
+    /// what the event said (nothing read, nothing computed again).
+    pub(super) fn route_event(&mut self) {
+        self.burst.mark(tokio::time::Instant::now());
+    }
+
     /// Something of ours changed in the kernel: compare now.
     pub(super) fn kernel_event(&mut self) {
         self.burst.mark(tokio::time::Instant::now());
@@ -208,6 +214,16 @@ mod tests {
         assert!(both.changed && both.checks.kernel);
         assert_eq!(routes, 3);
         assert_eq!(calc.recomputes(), 2);
+    }
+
+    #[test]
+    fn a_route_deleted_asks_for_a_pass_that_neither_computes_nor_checks() {
+        let mut p = Pending::default();
+        assert!(!p.due());
+        p.route_event();
+        assert!(p.due());
+        assert_eq!(p.take(), Pass::default());
+        assert!(!p.due());
     }
 
     #[test]

@@ -1,12 +1,15 @@
 //! Routes in the kernel: read ours (protocol 202, main table), apply a
 //! [`Plan`](super::plan::Plan). Routes are replaced, never flushed.
 //!
-//! The kernel's routes are read back only at a check (the periodic one, or
-//! after a kernel event that removed a route of ours); between checks a
-//! pass compares with what was last read and what felix has written since,
-//! less the routes whose interface has gone or gone down (the kernel drops
-//! those without telling). So a pass for one pod costs the writes for that
-//! pod, not a walk of a routing table that holds the whole cluster.
+//! The kernel's routes are read back only at a check (the first pass, the
+//! periodic one, a change of a tunnel device) or when the kernel may have
+//! dropped routes without naming them (an IPv4 address removed). Between
+//! checks a pass compares with what was last read and what felix has
+//! written since, less what the kernel's events say went: routes of ours
+//! deleted, and routes through an interface that went down or away (the
+//! kernel drops those without a deletion event). So a pass for one pod
+//! costs the writes for that pod, not a walk of a routing table that
+//! holds the whole cluster.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -23,6 +26,7 @@ use rtnetlink::packet_route::route::{
 use tracing::{debug, info, warn};
 
 use super::DataplaneError;
+use super::events::RouteNews;
 use super::plan::{Grace, Plan, plan};
 use crate::ROUTE_PROTOCOL;
 use crate::calc::routes::{Routes, Target};
@@ -64,6 +68,8 @@ pub struct RouteDriver {
     /// What was last read, with felix's writes since; `None`: read the
     /// kernel at the next pass (the first one, or after a failure).
     view: Option<View>,
+    /// Reads of the kernel's routes not yet taken by [`Self::take_reads`].
+    reads: u64,
 }
 
 impl Drop for RouteDriver {
@@ -96,6 +102,7 @@ impl RouteDriver {
             grace: Grace::default(),
             wait,
             view: None,
+            reads: 0,
         })
     }
 
@@ -169,22 +176,28 @@ impl RouteDriver {
     }
 
     /// Make the kernel's routes of ours equal `desired`. `check`: read
-    /// them back from the kernel first (otherwise the view kept since the
-    /// last read is compared, unless there is none).
+    /// them back from the kernel first; otherwise the view kept since the
+    /// last read is compared, corrected by `news` (unless there is none,
+    /// or the news asks for a read).
     pub async fn apply(
         &mut self,
         desired: &Routes,
         check: bool,
+        news: &RouteNews,
     ) -> Result<Applied, DataplaneError> {
         let links = self.links().await?;
         let mut applied = Applied::default();
         let mut view = match self.view.take() {
-            Some(mut view) if !check => {
-                forget_gone(&mut view, &links);
+            Some(mut view) if !check && !news.reread => {
+                for dst in &news.deleted {
+                    view.remove(dst);
+                }
+                forget_gone(&mut view, &links, &news.links_down);
                 view
             }
             _ => {
                 applied.read = true;
+                self.reads += 1;
                 self.ours(&links).await?
             }
         };
@@ -197,6 +210,12 @@ impl RouteDriver {
         Ok(applied)
     }
 
+    /// The reads of the kernel's routes since the last call, failed
+    /// passes' included.
+    pub fn take_reads(&mut self) -> u64 {
+        std::mem::take(&mut self.reads)
+    }
+
     /// Writes the difference between `desired` and `view`, keeping `view`
     /// equal to what the kernel then has. False if the kernel did not have
     /// what `view` said.
@@ -207,7 +226,14 @@ impl RouteDriver {
         view: &mut View,
         applied: &mut Applied,
     ) -> Result<bool, DataplaneError> {
-        let names: HashSet<String> = links.values().map(|l| l.name.clone()).collect();
+        // A route through an interface that is down waits for it to come
+        // up (the kernel refuses it until then): the CNI plugin brings a
+        // pod's up after its record is written.
+        let names: HashSet<String> = links
+            .values()
+            .filter(|l| l.up)
+            .map(|l| l.name.clone())
+            .collect();
         let by_name: HashMap<&str, u32> =
             links.iter().map(|(i, l)| (l.name.as_str(), *i)).collect();
         let actual: BTreeMap<IpNet, Target> =
@@ -239,6 +265,12 @@ impl RouteDriver {
                     detail: e.to_string(),
                 })?;
             info!(route = %dst, ?target, "route installed");
+            // A route via a gateway with no device of ours goes out of the
+            // interface the kernel picks; only a reading tells which, and
+            // so when the kernel drops it with that interface.
+            if matches!(target, Target::Via { device: None, .. }) {
+                sure = false;
+            }
             view.insert(dst, Held { target, msg });
             applied.installed += 1;
         }
@@ -280,13 +312,15 @@ impl RouteDriver {
 }
 
 /// Drops from `view` the routes through an interface that is gone or
-/// down: the kernel removes those itself, and tells no one. Blackholes
-/// name no interface and stay. Returns how many went.
-fn forget_gone(view: &mut View, links: &HashMap<u32, Link>) -> usize {
+/// down, or went down since the last pass (`went_down`, from the kernel's
+/// events: it may be up again): the kernel removes those itself, and
+/// tells no one. Blackholes name no interface and stay. Returns how many
+/// went.
+fn forget_gone(view: &mut View, links: &HashMap<u32, Link>, went_down: &HashSet<u32>) -> usize {
     let before = view.len();
     view.retain(|_, held| {
         held.msg.attributes.iter().all(|a| match a {
-            RouteAttribute::Oif(i) => links.get(i).is_some_and(|l| l.up),
+            RouteAttribute::Oif(i) => links.get(i).is_some_and(|l| l.up) && !went_down.contains(i),
             _ => true,
         })
     });
@@ -447,12 +481,15 @@ mod tests {
             (10, link("tard", true)),
         ]
         .into();
-        assert_eq!(forget_gone(&mut view, &links), 3);
+        assert_eq!(forget_gone(&mut view, &links, &HashSet::new()), 3);
         let kept: Vec<String> = view.keys().map(|k| k.to_string()).collect();
         assert_eq!(
             kept,
             ["10.0.0.0/26", "10.0.0.1/32", "10.0.1.0/26", "fd00::1/128"]
         );
-        assert_eq!(forget_gone(&mut view, &links), 0);
+        assert_eq!(forget_gone(&mut view, &links, &HashSet::new()), 0);
+        // Down and up again between two passes: up now, its routes gone.
+        assert_eq!(forget_gone(&mut view, &links, &HashSet::from([7])), 1);
+        assert!(!view.contains_key(&"10.0.0.1/32".parse().unwrap()));
     }
 }
