@@ -138,7 +138,7 @@ impl Health {
         );
         registry.register(
             "route_reads",
-            "Passes that read this node's routes back from the kernel (the first, a periodic check, a kernel event that removed one, a pass after a failure); other passes compare with what was read and written since",
+            "Passes that read this node's routes back from the kernel (the first, a periodic check, a tunnel device changed, an IPv4 address removed, netlink events lost, a pass after a failure or a surprise); other passes compare with what was read and written since, corrected by the kernel's events",
             h.route_reads.clone(),
         );
         registry.register(
@@ -153,7 +153,7 @@ impl Health {
         );
         registry.register(
             "routes_waiting",
-            "Desired routes whose interface does not exist yet",
+            "Desired routes whose interface does not exist yet or is down",
             h.routes_waiting.clone(),
         );
         registry.register(

@@ -10,9 +10,9 @@
 //! went down or away and the IPv4 addresses removed, after which the
 //! kernel drops routes without a deletion event of its own.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::StreamExt;
 use ipnet::IpNet;
@@ -27,7 +27,7 @@ use rtnetlink::packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, 
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::sys::{AsyncSocket, SocketAddr};
 use tokio::sync::mpsc;
-use tracing::debug;
+use tracing::{debug, error, warn};
 
 use super::DataplaneError;
 use crate::ROUTE_PROTOCOL;
@@ -39,16 +39,19 @@ const PREFIX: &str = "tartan.";
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct RouteNews {
     /// Destinations of routes of ours (main table) deleted.
-    pub deleted: Vec<IpNet>,
+    pub deleted: BTreeSet<IpNet>,
     /// Interfaces that went down or away: the kernel dropped the IPv4
     /// routes through them without a deletion event.
     pub links_down: HashSet<u32>,
     /// Something the kernel may have dropped routes for without naming
     /// them (an IPv4 address removed): read them back.
     pub reread: bool,
-    /// A tunnel device or VXLAN entry of felix's changed: compare
-    /// everything with the kernel.
+    /// A tunnel device or VXLAN entry of felix's changed, or events were
+    /// lost: compare everything with the kernel.
     pub check: bool,
+    /// The listener stopped: no news can be trusted to come, so every
+    /// pass reads.
+    pub deaf: bool,
 }
 
 /// Shared between the listener and the passes.
@@ -60,28 +63,27 @@ impl RouteNews {
         RouteNews {
             deleted: std::mem::take(&mut self.deleted),
             links_down: std::mem::take(&mut self.links_down),
-            reread: std::mem::take(&mut self.reread),
+            reread: std::mem::take(&mut self.reread) || self.deaf,
             check: false,
+            deaf: self.deaf,
         }
     }
 }
 
-/// Takes the news for a route pass; if the listener died holding the
-/// lock, the pass reads the kernel.
+/// Nothing under the lock panics; were it poisoned, the news is still
+/// whole.
+fn lock(news: &SharedNews) -> MutexGuard<'_, RouteNews> {
+    news.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes the news for a route pass.
 pub fn take_routes(news: &SharedNews) -> RouteNews {
-    match news.lock() {
-        Ok(mut n) => n.take_routes(),
-        Err(_) => RouteNews {
-            reread: true,
-            ..RouteNews::default()
-        },
-    }
+    lock(news).take_routes()
 }
 
 /// Whether the events since the last call ask for a whole check (taken).
 pub fn take_check(news: &SharedNews) -> bool {
-    news.lock()
-        .map_or(true, |mut n| std::mem::take(&mut n.check))
+    std::mem::take(&mut lock(news).check)
 }
 
 /// Wakes felix on kernel events that may undo its work. Dropping it stops
@@ -136,7 +138,9 @@ pub fn note(m: &RouteNetlinkMessage, news: &mut RouteNews) -> bool {
                 return false;
             }
             match destination(r) {
-                Some(dst) => news.deleted.push(dst),
+                Some(dst) => {
+                    news.deleted.insert(dst);
+                }
                 None => news.reread = true,
             }
             true
@@ -178,10 +182,15 @@ impl KernelEvents {
             rtnetlink::new_connection().map_err(|e| DataplaneError::Netlink(e.to_string()))?;
         let groups =
             RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE | RTMGRP_NEIGH | RTMGRP_IPV4_IFADDR;
-        conn.socket_mut()
-            .socket_mut()
-            .bind(&SocketAddr::new(0, groups))
+        let sock = conn.socket_mut().socket_mut();
+        sock.bind(&SocketAddr::new(0, groups))
             .map_err(|e| DataplaneError::Netlink(format!("join netlink groups: {e}")))?;
+        // bgpd's routes come through here too (a session's thousands at
+        // once): room for a burst while a pass runs. A full buffer loses
+        // events, which the listener notices (below).
+        if let Err(e) = sock.set_rx_buf_sz(4usize << 20) {
+            warn!(error = %e, "netlink event buffer left at its default size");
+        }
         let conn = tokio::spawn(conn);
         // One pending wake-up is enough: a burst of events is one pass.
         let (tx, rx) = mpsc::channel(1);
@@ -189,17 +198,31 @@ impl KernelEvents {
         let kept = news.clone();
         let task = tokio::spawn(async move {
             while let Some((msg, _)) = messages.next().await {
-                if let NetlinkPayload::InnerMessage(m) = &msg.payload {
-                    let wake = match kept.lock() {
-                        Ok(mut news) => note(m, &mut news),
-                        Err(_) => return,
-                    };
-                    if wake {
-                        debug!(event = ?std::mem::discriminant(m), "kernel event; checking the dataplane");
-                        let _ = tx.try_send(());
+                let wake = match &msg.payload {
+                    NetlinkPayload::InnerMessage(m) => {
+                        let wake = note(m, &mut lock(&kept));
+                        if wake {
+                            debug!(event = ?std::mem::discriminant(m), "kernel event; checking the dataplane");
+                        }
+                        wake
                     }
+                    // The buffer was full: events were lost. Compare
+                    // everything with the kernel.
+                    NetlinkPayload::Overrun(_) => {
+                        warn!("netlink events lost; reading the dataplane back");
+                        let mut news = lock(&kept);
+                        (news.reread, news.check) = (true, true);
+                        true
+                    }
+                    _ => false,
+                };
+                if wake {
+                    let _ = tx.try_send(());
                 }
             }
+            error!("netlink events no longer arrive; every pass reads the routes back");
+            lock(&kept).deaf = true;
+            let _ = tx.try_send(());
         });
         Ok(KernelEvents {
             task,
@@ -253,7 +276,10 @@ mod tests {
             &RouteNetlinkMessage::DelRoute(other_table),
             &mut news
         ));
-        assert_eq!(news.deleted, ["10.0.0.7/32".parse::<IpNet>().unwrap()]);
+        assert_eq!(
+            news.deleted,
+            BTreeSet::from(["10.0.0.7/32".parse::<IpNet>().unwrap()])
+        );
         assert!(!news.check && !news.reread);
 
         // A pod's interface made (down), brought up, deleted: noted, no
@@ -298,5 +324,27 @@ mod tests {
         a.header.family = AddressFamily::Inet;
         assert!(note(&RouteNetlinkMessage::DelAddress(a), &mut news));
         assert!(news.reread);
+    }
+
+    #[test]
+    fn a_pass_takes_the_route_news_and_reads_for_ever_once_the_listener_stops() {
+        let news = SharedNews::default();
+        {
+            let mut n = lock(&news);
+            n.deleted.insert("10.0.0.7/32".parse().unwrap());
+            n.links_down.insert(7);
+            n.check = true;
+        }
+        let taken = take_routes(&news);
+        assert_eq!(taken.links_down, HashSet::from([7]));
+        assert_eq!(taken.deleted.len(), 1);
+        assert!(!taken.reread && !taken.check);
+        assert!(take_check(&news), "the check stays for the loop");
+        assert!(!take_check(&news));
+        assert_eq!(take_routes(&news), RouteNews::default());
+        lock(&news).deaf = true;
+        for _ in 0..2 {
+            assert!(take_routes(&news).reread);
+        }
     }
 }

@@ -14,7 +14,8 @@ pub struct Plan {
     pub install: Vec<(IpNet, Target)>,
     /// Routes of ours to remove.
     pub remove: Vec<IpNet>,
-    /// Desired routes whose interface does not exist (yet): left for later.
+    /// Desired routes whose interface does not exist (yet) or is down:
+    /// left for later.
     pub waiting: Vec<IpNet>,
 }
 
@@ -27,7 +28,7 @@ pub struct Grace {
 }
 
 /// Compare. `actual` holds only our routes (protocol 202); `links` the
-/// names of the interfaces that exist. A pod route of ours that is not
+/// names of the interfaces that exist and are up. A pod route of ours that is not
 /// desired is removed once it has been unexpected for `grace`; any other
 /// route of ours at once.
 pub fn plan(

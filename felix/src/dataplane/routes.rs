@@ -37,8 +37,6 @@ pub struct Applied {
     pub installed: usize,
     pub removed: usize,
     pub waiting: usize,
-    /// The pass read our routes back from the kernel.
-    pub read: bool,
 }
 
 /// An interface as a pass sees it.
@@ -185,7 +183,14 @@ impl RouteDriver {
         check: bool,
         news: &RouteNews,
     ) -> Result<Applied, DataplaneError> {
-        let links = self.links().await?;
+        let links = match self.links().await {
+            Ok(l) => l,
+            Err(e) => {
+                // `news` was taken for this pass: read at the next one.
+                self.view = None;
+                return Err(e);
+            }
+        };
         let mut applied = Applied::default();
         let mut view = match self.view.take() {
             Some(mut view) if !check && !news.reread => {
@@ -196,7 +201,6 @@ impl RouteDriver {
                 view
             }
             _ => {
-                applied.read = true;
                 self.reads += 1;
                 self.ours(&links).await?
             }

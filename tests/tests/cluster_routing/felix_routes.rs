@@ -393,13 +393,18 @@ fn passes_between_checks_do_not_read_the_route_table() {
     let (c, host_c, pod) = add("c");
     pods.push(pod);
     let (d, _, (_pod_d, call_d, r_d)) = add("d");
+    // felix has seen d: its block's blackhole and a, b, c, d.
+    let desired = |n: u64| {
+        wait_for("felix's pass", Duration::from_secs(10), || {
+            (metric(node, "tartan_felix_routes_desired") == n).then_some(())
+        })
+        .unwrap()
+    };
+    desired(5);
     rt.del(&call_b, Some(&r_b)).unwrap();
     wait_route(node, &format!("{b} "), false);
-    // felix has seen b's endpoint go: its block's blackhole and a, c, d.
-    wait_for("b's pass", Duration::from_secs(10), || {
-        (metric(node, "tartan_felix_routes_desired") == 4).then_some(())
-    })
-    .unwrap();
+    // felix has seen b's endpoint go.
+    desired(4);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(reads(), first, "a pass for a pod read the route table");
 
