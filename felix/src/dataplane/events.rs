@@ -11,7 +11,6 @@
 //! kernel drops routes without a deletion event of its own.
 
 use std::collections::{BTreeSet, HashSet};
-use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::StreamExt;
@@ -23,13 +22,14 @@ use rtnetlink::packet_core::NetlinkPayload;
 use rtnetlink::packet_route::address::AddressMessage;
 use rtnetlink::packet_route::link::{LinkAttribute, LinkFlags, LinkMessage};
 use rtnetlink::packet_route::neighbour::NeighbourState;
-use rtnetlink::packet_route::route::{RouteAddress, RouteAttribute, RouteHeader, RouteMessage};
+use rtnetlink::packet_route::route::{RouteAttribute, RouteHeader, RouteMessage};
 use rtnetlink::packet_route::{AddressFamily, RouteNetlinkMessage};
 use rtnetlink::sys::{AsyncSocket, SocketAddr};
 use tokio::sync::mpsc;
 use tracing::{debug, error, warn};
 
 use super::DataplaneError;
+use super::routes::destination;
 use crate::ROUTE_PROTOCOL;
 
 /// Devices felix makes and watches.
@@ -108,15 +108,6 @@ fn ours(link: &LinkMessage) -> bool {
         .any(|a| matches!(a, LinkAttribute::IfName(n) if n.starts_with(PREFIX)))
 }
 
-fn destination(r: &RouteMessage) -> Option<IpNet> {
-    let addr: IpAddr = r.attributes.iter().find_map(|a| match a {
-        RouteAttribute::Destination(RouteAddress::Inet(v)) => Some(IpAddr::V4(*v)),
-        RouteAttribute::Destination(RouteAddress::Inet6(v)) => Some(IpAddr::V6(*v)),
-        _ => None,
-    })?;
-    IpNet::new(addr, r.header.destination_prefix_length).ok()
-}
-
 fn main_table(r: &RouteMessage) -> bool {
     let table = r.attributes.iter().find_map(|a| match a {
         RouteAttribute::Table(t) => Some(*t),
@@ -145,23 +136,16 @@ pub fn note(m: &RouteNetlinkMessage, news: &mut RouteNews) -> bool {
             }
             true
         }
-        RouteNetlinkMessage::DelLink(l) => {
-            news.links_down.insert(l.header.index);
-            if ours(l) {
-                news.check = true;
-            }
-            ours(l)
-        }
-        RouteNetlinkMessage::NewLink(l) => {
-            // Down now: the routes through it went. Coming up asks for
-            // nothing (the periodic check puts back what waited for it).
-            if !l.header.flags.contains(LinkFlags::Up) {
+        RouteNetlinkMessage::DelLink(l) | RouteNetlinkMessage::NewLink(l) => {
+            // Gone or down now: the routes through it went. Coming up asks
+            // for nothing (the periodic check puts back what waited for it).
+            let gone = matches!(m, RouteNetlinkMessage::DelLink(_));
+            if gone || !l.header.flags.contains(LinkFlags::Up) {
                 news.links_down.insert(l.header.index);
             }
-            if ours(l) {
-                news.check = true;
-            }
-            ours(l)
+            let ours = ours(l);
+            news.check |= ours;
+            ours
         }
         RouteNetlinkMessage::DelAddress(a) if ipv4(a) => {
             news.reread = true;
@@ -237,7 +221,7 @@ impl KernelEvents {
 mod tests {
     use super::*;
     use rtnetlink::packet_route::neighbour::NeighbourMessage;
-    use rtnetlink::packet_route::route::RouteProtocol;
+    use rtnetlink::packet_route::route::{RouteAddress, RouteProtocol};
     use std::net::Ipv4Addr;
 
     fn route(proto: u8, dst: Ipv4Addr, len: u8) -> RouteMessage {

@@ -3,7 +3,8 @@
 //!
 //! The kernel's routes are read back only at a check (the first pass, the
 //! periodic one, a change of a tunnel device) or when the kernel may have
-//! dropped routes without naming them (an IPv4 address removed). Between
+//! dropped routes without naming them (an IPv4 address removed, events
+//! lost; see [`super::events`]). Between
 //! checks a pass compares with what was last read and what felix has
 //! written since, less what the kernel's events say went: routes of ours
 //! deleted, and routes through an interface that went down or away (the
@@ -344,7 +345,8 @@ fn dump_request(mut m: RouteMessage) -> RouteMessage {
     m
 }
 
-fn destination(m: &RouteMessage) -> Option<IpNet> {
+/// A route's destination, from its message.
+pub(super) fn destination(m: &RouteMessage) -> Option<IpNet> {
     let addr: IpAddr = m.attributes.iter().find_map(|a| match a {
         RouteAttribute::Destination(RouteAddress::Inet(v)) => Some(IpAddr::V4(*v)),
         RouteAttribute::Destination(RouteAddress::Inet6(v)) => Some(IpAddr::V6(*v)),
