@@ -28,6 +28,16 @@ pub struct CniLab {
     pub store: Arc<dyn Datastore>,
 }
 
+impl Drop for CniLab {
+    /// The nodes' IPAM lock files and kept block names go with the lab.
+    fn drop(&mut self) {
+        let spec = self.etcd.datastore_spec();
+        for i in 0..self.underlay.nodes.len() {
+            tartan_cni::plugin::lock::forget(&Self::node_name(i), &spec);
+        }
+    }
+}
+
 impl CniLab {
     /// `nodes` node namespaces named `node-1`… in the datastore.
     pub fn new(nodes: usize) -> Result<Self> {

@@ -125,17 +125,55 @@ impl Ipam {
 
     /// An ADD that reads only this node's blocks and the handle's: the
     /// allocation when every family found its address there (already
-    /// held, or free in a block of this node's), `None` otherwise.
+    /// held, or free in a block of this node's), `None` otherwise. The
+    /// node's blocks are the ones remembered when they have room (read
+    /// with the other reads), else those its affinities name.
     pub(super) async fn allocate_locally(
         &self,
+        handle: &str,
+        secondary: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Option<Allocation>, IpamError> {
+        let node = self.cfg.node.as_str();
+        let kept = self.remembered();
+        if !kept.is_empty() {
+            let mine = async {
+                let mut found = self.blocks_named(&kept).await?;
+                found.retain(|b| b.spec.affine_node() == Some(node));
+                Ok(found)
+            };
+            if let Some(a) = self.allocate_among(mine, handle, secondary).await? {
+                return Ok(Some(a));
+            }
+            debug!(
+                handle,
+                "no room in the blocks remembered; reading this node's affinities"
+            );
+        }
+        let listed = async {
+            let blocks = self.own_blocks().await?;
+            let names: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| b.metadata.name.clone())
+                .collect();
+            if names != kept {
+                self.remember(&names);
+            }
+            Ok(blocks)
+        };
+        self.allocate_among(listed, handle, secondary).await
+    }
+
+    /// [`Ipam::allocate_locally`] with this node's blocks read by `mine`.
+    async fn allocate_among(
+        &self,
+        mine: impl std::future::Future<Output = Result<Vec<IpamBlock>, IpamError>>,
         handle: &str,
         secondary: &std::collections::BTreeMap<String, String>,
     ) -> Result<Option<Allocation>, IpamError> {
         // This node's blocks, the handle's, the pools and reservations:
         // independent reads, in flight together.
         let blocks = async {
-            let (mut blocks, held) =
-                tokio::try_join!(self.own_blocks(), self.handle_blocks(handle))?;
+            let (mut blocks, held) = tokio::try_join!(mine, self.handle_blocks(handle))?;
             for b in held.into_iter().flatten() {
                 if !blocks.iter().any(|x| x.metadata.name == b.metadata.name) {
                     blocks.push(b);

@@ -179,3 +179,124 @@ async fn an_add_with_room_waits_for_three_round_trips_before_its_handle() {
     i.release("net.new").await.unwrap();
     assert!(rounds(t) <= 4, "{} rounds: {:#?}", rounds(t), rec.take());
 }
+
+/// A file for the block names IPAM keeps, removed when dropped.
+struct Kept(std::path::PathBuf);
+
+impl Kept {
+    fn new() -> Kept {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        Kept(std::env::temp_dir().join(format!("tartan-ipam-kept-{}-{n}", std::process::id())))
+    }
+
+    fn config(&self, node: &str) -> IpamConfig {
+        let mut c = IpamConfig::new(node);
+        c.remember = Some(self.0.clone());
+        c
+    }
+
+    fn names(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.0)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// With the node's block names kept from the last call, an ADD reads its
+/// blocks together with its other reads: two round trips before the
+/// handle's write instead of three, and no listing of affinities.
+#[tokio::test(start_paused = true)]
+async fn an_add_with_its_blocks_remembered_waits_for_two_round_trips() {
+    const RTT: std::time::Duration = std::time::Duration::from_millis(10);
+    let rec = cluster_in(Recording::with_latency(RTT)).await;
+    let s: Arc<dyn Datastore> = rec.clone();
+    let kept = Kept::new();
+    let i = Ipam::new(s.clone(), kept.config("n1"));
+    let rounds = |t: tokio::time::Instant| t.elapsed().as_millis() / RTT.as_millis();
+    // Nothing kept yet: the affinities are listed, and their blocks kept.
+    let t = tokio::time::Instant::now();
+    i.assign("net.a", &Default::default()).await.unwrap();
+    assert_eq!(rounds(t), 4, "{:#?}", rec.take());
+    assert_eq!(kept.names(), vec!["10-10-0-0-30"]);
+    rec.take_reads();
+    let t = tokio::time::Instant::now();
+    let a = i.allocate("net.b", &Default::default()).await.unwrap();
+    assert_eq!(rounds(t), 2, "{:#?}", rec.take());
+    assert_eq!(a.addresses[0].to_string(), "10.10.0.3/32");
+    let reads = rec.take_reads();
+    assert_block_reads(&reads, &["10-10-0-0-30"]);
+    assert!(
+        !reads.iter().any(|r| r.kind == Kind::BlockAffinity),
+        "read affinities: {reads:#?}"
+    );
+}
+
+/// A name kept that is not (or no longer) one of the node's blocks is
+/// not taken from; the affinities are listed and the names kept again.
+#[tokio::test]
+async fn a_remembered_block_of_another_node_is_not_taken_from() {
+    use tartan_api::resources::IpamBlock;
+    let rec = cluster().await;
+    let s: Arc<dyn Datastore> = rec.clone();
+    let n2_blocks = || async {
+        let (all, _) = s.list_typed::<IpamBlock>(None).await.unwrap();
+        all.into_iter()
+            .filter(|b| b.spec.affine_node() == Some("n2"))
+            .collect::<Vec<_>>()
+    };
+    let before = n2_blocks().await;
+    let names: Vec<String> = before
+        .iter()
+        .filter_map(|b| b.metadata.name.clone())
+        .collect();
+    let kept = Kept::new();
+    std::fs::write(&kept.0, format!("{}\nnot/a name\n", names.join("\n"))).unwrap();
+    let i = Ipam::new(s.clone(), kept.config("n1"));
+    let got = i.assign("net.new", &Default::default()).await.unwrap();
+    assert_eq!(got[0].to_string(), "10.10.0.2/32");
+    let after = n2_blocks().await;
+    assert_eq!(
+        before.iter().map(|b| &b.spec).collect::<Vec<_>>(),
+        after.iter().map(|b| &b.spec).collect::<Vec<_>>()
+    );
+    assert_eq!(kept.names(), vec!["10-10-0-0-30"]);
+}
+
+/// A block the node claims is kept at once, so the ADD after it reads it
+/// without listing anything.
+#[tokio::test]
+async fn a_claimed_block_is_remembered() {
+    let rec = cluster().await;
+    let s: Arc<dyn Datastore> = rec.clone();
+    let kept = Kept::new();
+    let i = Ipam::new(s.clone(), kept.config("n1"));
+    for h in ["net.a", "net.b"] {
+        i.assign(h, &Default::default()).await.unwrap();
+    }
+    // n1's block is full: this ADD claims another.
+    let c = i.assign("net.c", &Default::default()).await.unwrap();
+    let names = kept.names();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"10-10-0-0-30".to_string()));
+    rec.take_reads();
+    let d = i.assign("net.d", &Default::default()).await.unwrap();
+    let reads = rec.take_reads();
+    assert!(
+        !reads.iter().any(|r| matches!(r.kind, Kind::BlockAffinity)
+            || r.call == "list" && r.kind == Kind::IpamBlock),
+        "{reads:#?}"
+    );
+    let allowed: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_block_reads(&reads, &allowed);
+    assert_ne!(c, d);
+}

@@ -65,13 +65,18 @@ impl Ipam {
         match self.store.create_typed(&IpamBlock::new(&name, spec)).await {
             Ok(b) => {
                 info!(block = %cidr, node, "claimed a block");
+                self.remember_also(&name);
                 self.ensure_affinity(cidr).await?;
                 Ok(Some(b))
             }
             Err(StoreError::AlreadyExists(_)) => {
                 // Another ADD on this node may have just claimed it.
                 let b = self.store.get_typed::<IpamBlock>(None, &name).await?;
-                Ok((b.spec.affine_node() == Some(node.as_str())).then_some(b))
+                let mine = b.spec.affine_node() == Some(node.as_str());
+                if mine {
+                    self.remember_also(&name);
+                }
+                Ok(mine.then_some(b))
             }
             Err(e) => Err(e.into()),
         }

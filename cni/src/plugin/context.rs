@@ -67,6 +67,7 @@ impl Context {
                 cooldown: ipam_conf
                     .release_cooldown_seconds
                     .map_or(DEFAULT_COOLDOWN, Duration::from_secs),
+                remember: Some(super::lock::node_file(&node, spec, "blocks")),
             },
         );
         Ok(Context {

@@ -8,7 +8,7 @@ mod check;
 mod context;
 mod del;
 mod gc;
-mod lock;
+pub mod lock;
 mod status;
 pub mod workload;
 

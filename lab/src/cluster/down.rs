@@ -86,6 +86,12 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
     {
         detached::stop(p, Duration::from_secs(3));
     }
+    // Each node's IPAM lock and the block names its plugin keeps.
+    if let Some(st) = &st {
+        for n in &st.nodes {
+            tartan_cni::plugin::lock::forget(&n.name, &st.datastore);
+        }
+    }
     let mut removed = 0;
     let list = ip(&["netns", "list"]).unwrap_or_default();
     let node_prefix = format!("{name}-node-");
