@@ -7,13 +7,13 @@
 //! claim, one to borrow from) or the IPAMHandle is missing are all blocks
 //! read.
 
-use futures::future::try_join_all;
+use futures::future::{join_all, try_join_all};
 use sha2::{Digest, Sha256};
 use tartan_api::Kind;
 use tartan_api::resources::{BlockAffinity, IpamBlock, IpamHandle, block_name};
 use tartan_api::store::typed::{TypedStore, from_dynamic};
 use tartan_api::store::{Narrow, StoreError};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::assign::allocation;
 use super::block::Shortage;
@@ -126,41 +126,75 @@ impl Ipam {
     /// An ADD that reads only this node's blocks and the handle's: the
     /// allocation when every family found its address there (already
     /// held, or free in a block of this node's), `None` otherwise. The
-    /// node's blocks are the ones remembered when they have room (read
-    /// with the other reads), else those its affinities name.
+    /// node's blocks are the ones whose names are kept (read with the
+    /// other reads) when they have room, else those its affinities name.
     pub(super) async fn allocate_locally(
         &self,
         handle: &str,
         secondary: &std::collections::BTreeMap<String, String>,
     ) -> Result<Option<Allocation>, IpamError> {
-        let node = self.cfg.node.as_str();
         let kept = self.remembered();
-        if !kept.is_empty() {
-            let mine = async {
-                let mut found = self.blocks_named(&kept).await?;
-                found.retain(|b| b.spec.affine_node() == Some(node));
-                Ok(found)
+        if kept.is_empty() {
+            // Nothing kept: the affinities are listed with the other reads.
+            let listed = async {
+                let blocks = self.own_blocks().await?;
+                let names = names_of(&blocks);
+                if !names.is_empty() {
+                    self.remember(&names);
+                }
+                Ok(blocks)
             };
-            if let Some(a) = self.allocate_among(mine, handle, secondary).await? {
-                return Ok(Some(a));
-            }
-            debug!(
-                handle,
-                "no room in the blocks remembered; reading this node's affinities"
-            );
+            return self.allocate_among(listed, handle, secondary).await;
         }
-        let listed = async {
-            let blocks = self.own_blocks().await?;
-            let names: Vec<String> = blocks
-                .iter()
-                .filter_map(|b| b.metadata.name.clone())
-                .collect();
-            if names != kept {
-                self.remember(&names);
+        if let Some(a) = self
+            .allocate_among(self.kept_blocks(&kept), handle, secondary)
+            .await?
+        {
+            return Ok(Some(a));
+        }
+        // No room there: the blocks the affinities name, with the kept ones
+        // still this node's (a block claimed whose affinity was not written,
+        // perhaps holding an address this call just took for one family).
+        let mut blocks = self.own_blocks().await?;
+        let listed = names_of(&blocks);
+        let extra: Vec<String> = kept
+            .iter()
+            .filter(|n| !listed.contains(n))
+            .cloned()
+            .collect();
+        blocks.extend(self.kept_blocks(&extra).await?);
+        let names = names_of(&blocks);
+        if same_names(&names, &kept) {
+            // The blocks just found without room: claim or borrow.
+            debug!(handle, "no room in this node's blocks; reading every block");
+            return Ok(None);
+        }
+        debug!(
+            handle,
+            "no room in the blocks kept; trying those this node's affinities name"
+        );
+        self.remember(&names);
+        self.allocate_among(async { Ok(blocks) }, handle, secondary)
+            .await
+    }
+
+    /// The blocks of `names` that exist and are this node's. One that
+    /// cannot be read is passed over (logged): the names are a hint, and
+    /// the affinities are listed when what is found has no room.
+    async fn kept_blocks(&self, names: &[String]) -> Result<Vec<IpamBlock>, IpamError> {
+        let node = self.cfg.node.as_str();
+        let found = join_all(names.iter().map(|n| self.block_named(n))).await;
+        let mut out = Vec::new();
+        for (name, r) in names.iter().zip(found) {
+            match r {
+                Ok(Some(b)) if b.spec.affine_node() == Some(node) => out.push(b),
+                Ok(_) => {}
+                Err(e) => {
+                    warn!(block = %name, error = %e, "cannot read a block whose name this node kept; passing it over");
+                }
             }
-            Ok(blocks)
-        };
-        self.allocate_among(listed, handle, secondary).await
+        }
+        Ok(out)
     }
 
     /// [`Ipam::allocate_locally`] with this node's blocks read by `mine`.
@@ -203,6 +237,21 @@ impl Ipam {
         }
         Ok(Some(allocation(handle, &snap, got)))
     }
+}
+
+/// The names of `blocks`, in order.
+fn names_of(blocks: &[IpamBlock]) -> Vec<String> {
+    blocks
+        .iter()
+        .filter_map(|b| b.metadata.name.clone())
+        .collect()
+}
+
+/// Whether `a` and `b` name the same blocks.
+fn same_names(a: &[String], b: &[String]) -> bool {
+    let a: std::collections::BTreeSet<&String> = a.iter().collect();
+    let b: std::collections::BTreeSet<&String> = b.iter().collect();
+    a == b
 }
 
 #[cfg(test)]

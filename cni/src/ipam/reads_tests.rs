@@ -300,3 +300,66 @@ async fn a_claimed_block_is_remembered() {
     assert_block_reads(&reads, &allowed);
     assert_ne!(c, d);
 }
+
+/// When the kept blocks have no room, the affinities are listed; a kept
+/// block that is still the node's stays kept even when no affinity names
+/// it (claimed, its affinity not yet written), so what an earlier try
+/// took there is found again.
+#[tokio::test]
+async fn the_listing_keeps_the_kept_blocks_still_the_nodes() {
+    use tartan_api::resources::BlockAffinity;
+    let rec = cluster().await;
+    let s: Arc<dyn Datastore> = rec.clone();
+    let kept = Kept::new();
+    let mut cfg = kept.config("n1");
+    cfg.cooldown = std::time::Duration::ZERO;
+    let i = Ipam::new(s.clone(), cfg);
+    // n1's first block full (.1 is taken already), then a second claimed
+    // and filled.
+    for h in ["net.a", "net.b", "net.c", "net.d", "net.e", "net.f"] {
+        i.assign(h, &Default::default()).await.unwrap();
+    }
+    let names = kept.names();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let second = names.iter().find(|n| *n != "10-10-0-0-30").unwrap().clone();
+    let (mine, _) = s.list_typed::<BlockAffinity>(None).await.unwrap();
+    let gone = mine
+        .iter()
+        .find(|a| a.spec.node == "n1" && a.metadata.name.as_deref() != Some("n1.10-10-0-0-30"))
+        .unwrap();
+    s.delete_typed::<BlockAffinity>(None, gone.metadata.name.as_deref().unwrap(), None)
+        .await
+        .unwrap();
+    // Room in the first block again; only the second (full) is kept.
+    i.release("net.a").await.unwrap();
+    std::fs::write(&kept.0, format!("{second}\n")).unwrap();
+    let got = i.assign("net.g", &Default::default()).await.unwrap();
+    assert_eq!(got[0].to_string(), "10.10.0.2/32");
+    let mut now = kept.names();
+    now.sort();
+    let mut want = vec!["10-10-0-0-30".to_string(), second];
+    want.sort();
+    assert_eq!(now, want);
+}
+
+/// When the affinities name just the blocks kept, which had no room, the
+/// ADD goes straight to claiming: it does not read them all again.
+#[tokio::test]
+async fn a_listing_that_finds_only_the_kept_blocks_goes_on_to_claim() {
+    let rec = cluster().await;
+    let s: Arc<dyn Datastore> = rec.clone();
+    let kept = Kept::new();
+    let i = Ipam::new(s.clone(), kept.config("n1"));
+    for h in ["net.a", "net.b"] {
+        i.assign(h, &Default::default()).await.unwrap();
+    }
+    rec.take_reads();
+    i.assign("net.c", &Default::default()).await.unwrap();
+    let reads = rec.take_reads();
+    let handle_reads = reads
+        .iter()
+        .filter(|r| r.kind == Kind::IpamHandle && r.call == "get")
+        .count();
+    assert_eq!(handle_reads, 1, "{reads:#?}");
+    assert_eq!(kept.names().len(), 2);
+}

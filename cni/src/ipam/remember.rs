@@ -75,8 +75,11 @@ fn write(path: &Path, names: &[String]) -> io::Result<()> {
     tmp.push(format!(".{}", std::process::id()));
     let mut text = names.join("\n");
     text.push('\n');
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]

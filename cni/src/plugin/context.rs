@@ -67,7 +67,11 @@ impl Context {
                 cooldown: ipam_conf
                     .release_cooldown_seconds
                     .map_or(DEFAULT_COOLDOWN, Duration::from_secs),
-                remember: Some(super::lock::node_file(&node, spec, "blocks")),
+                remember: Some(super::lock::node_file(
+                    &node,
+                    &super::lock::store_identity(spec, conf.kubeconfig.as_deref()),
+                    "blocks",
+                )),
             },
         );
         Ok(Context {
@@ -81,8 +85,11 @@ impl Context {
 
     /// This node's IPAM lock, held until dropped.
     pub async fn ipam_lock(&self) -> super::lock::NodeLock {
-        let store = self.conf.datastore().unwrap_or_default();
-        super::lock::take(&self.node, store, self.conf.datastore_timeout() * 2).await
+        let store = super::lock::store_identity(
+            self.conf.datastore().unwrap_or_default(),
+            self.conf.kubeconfig.as_deref(),
+        );
+        super::lock::take(&self.node, &store, self.conf.datastore_timeout() * 2).await
     }
 
     /// This attachment's IPAM handle.

@@ -15,9 +15,19 @@ use tracing::warn;
 /// Where the lock files live.
 pub const LOCK_DIR: &str = "/run/tartan";
 
+/// What tells one datastore from another in the names of a node's files:
+/// the datastore setting, and the kubeconfig that reaches it (every
+/// Kubernetes datastore is `kubernetes`; clusters sharing a host, as the
+/// lab's do, have their own kubeconfigs).
+pub fn store_identity(datastore: &str, kubeconfig: Option<&str>) -> String {
+    match kubeconfig {
+        Some(k) => format!("{datastore} {k}"),
+        None => datastore.to_string(),
+    }
+}
+
 /// This node's file of kind `ext` (the lock, the block names IPAM keeps)
-/// for the datastore `store`: clusters sharing a host (the lab's) get
-/// their own.
+/// for the datastore `store` (a [`store_identity`]).
 pub fn node_file(node: &str, store: &str, ext: &str) -> PathBuf {
     let digest = Sha256::digest(store.as_bytes());
     let tag: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
@@ -39,8 +49,13 @@ pub struct NodeLock(#[allow(dead_code)] Option<Flock<File>>);
 /// lock file cannot be used, carry on without it (correctness does not
 /// depend on it).
 pub async fn take(node: &str, store: &str, limit: Duration) -> NodeLock {
-    let path = node_file(node, store, "lock");
-    let file = std::fs::create_dir_all(LOCK_DIR).and_then(|()| {
+    take_at(node_file(node, store, "lock"), limit).await
+}
+
+/// The lock of the file `path`, waiting at most `limit`.
+async fn take_at(path: PathBuf, limit: Duration) -> NodeLock {
+    let dir = path.parent().map(PathBuf::from).unwrap_or_default();
+    let file = std::fs::create_dir_all(dir).and_then(|()| {
         OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -83,28 +98,44 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_second_taker_waits_for_the_first() {
-        let node = format!("locktest-{}", std::process::id());
-        let store = "etcd://lock.test:2379";
+    async fn a_free_lock_is_taken_at_once_and_a_second_taker_waits() {
+        let dir = std::env::temp_dir().join(format!("tartan-locktest-{}", std::process::id()));
         struct Gone(PathBuf);
         impl Drop for Gone {
             fn drop(&mut self) {
-                let _ = std::fs::remove_file(&self.0);
+                let _ = std::fs::remove_dir_all(&self.0);
             }
         }
-        let _gone = Gone(node_file(&node, store, "lock"));
-        let first = take(&node, store, Duration::from_secs(1)).await;
+        let _gone = Gone(dir.clone());
+        let path = dir.join("ipam-n1-00000000.lock");
+        // With no time to wait, only the attempt that does not wait
+        // can take it.
+        let first = take_at(path.clone(), Duration::ZERO).await;
         assert!(first.0.is_some(), "a free lock is taken at once");
         // Busy: not taken within the limit (the caller goes on without).
-        let none = take(&node, store, Duration::from_millis(100)).await;
+        let none = take_at(path.clone(), Duration::from_millis(100)).await;
         assert!(none.0.is_none());
         // Taken once the first lets go.
         let second = tokio::spawn({
-            let node = node.clone();
-            async move { take(&node, store, Duration::from_secs(30)).await }
+            let path = path.clone();
+            async move { take_at(path, Duration::from_secs(30)).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(first);
         assert!(second.await.unwrap().0.is_some());
+    }
+
+    #[test]
+    fn clusters_on_one_host_have_files_of_their_own() {
+        let a = store_identity("kubernetes", Some("/run/lab-a/kubeconfig"));
+        let b = store_identity("kubernetes", Some("/run/lab-b/kubeconfig"));
+        assert_ne!(
+            node_file("node-1", &a, "blocks"),
+            node_file("node-1", &b, "blocks")
+        );
+        assert_eq!(
+            store_identity("etcd://10.0.0.1:2379", None),
+            "etcd://10.0.0.1:2379"
+        );
     }
 }

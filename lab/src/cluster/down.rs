@@ -89,7 +89,12 @@ pub fn down(name: &str, say: &mut dyn FnMut(&str)) -> Result<()> {
     // Each node's IPAM lock and the block names its plugin keeps.
     if let Some(st) = &st {
         for n in &st.nodes {
-            tartan_cni::plugin::lock::forget(&n.name, &st.datastore);
+            let kubeconfig = super::apiserver::cni_kubeconfig(st, &n.name);
+            let store = tartan_cni::plugin::lock::store_identity(
+                &st.datastore,
+                kubeconfig.as_deref().and_then(|k| k.to_str()),
+            );
+            tartan_cni::plugin::lock::forget(&n.name, &store);
         }
     }
     let mut removed = 0;
