@@ -191,10 +191,12 @@ impl Kept {
         Kept(std::env::temp_dir().join(format!("tartan-ipam-kept-{}-{n}", std::process::id())))
     }
 
-    fn config(&self, node: &str) -> IpamConfig {
-        let mut c = IpamConfig::new(node);
+    /// n1's IPAM, keeping its block names here.
+    fn ipam(&self, s: &Arc<dyn Datastore>, cooldown: std::time::Duration) -> Ipam {
+        let mut c = IpamConfig::new("n1");
         c.remember = Some(self.0.clone());
-        c
+        c.cooldown = cooldown;
+        Ipam::new(s.clone(), c)
     }
 
     fn names(&self) -> Vec<String> {
@@ -203,6 +205,13 @@ impl Kept {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+}
+
+/// Assign each of `handles` in turn.
+async fn assign_all(i: &Ipam, handles: &[&str]) {
+    for h in handles {
+        i.assign(h, &Default::default()).await.unwrap();
     }
 }
 
@@ -221,7 +230,7 @@ async fn an_add_with_its_blocks_remembered_waits_for_two_round_trips() {
     let rec = cluster_in(Recording::with_latency(RTT)).await;
     let s: Arc<dyn Datastore> = rec.clone();
     let kept = Kept::new();
-    let i = Ipam::new(s.clone(), kept.config("n1"));
+    let i = kept.ipam(&s, super::DEFAULT_COOLDOWN);
     let rounds = |t: tokio::time::Instant| t.elapsed().as_millis() / RTT.as_millis();
     // Nothing kept yet: the affinities are listed, and their blocks kept.
     let t = tokio::time::Instant::now();
@@ -261,7 +270,7 @@ async fn a_remembered_block_of_another_node_is_not_taken_from() {
         .collect();
     let kept = Kept::new();
     std::fs::write(&kept.0, format!("{}\nnot/a name\n", names.join("\n"))).unwrap();
-    let i = Ipam::new(s.clone(), kept.config("n1"));
+    let i = kept.ipam(&s, super::DEFAULT_COOLDOWN);
     let got = i.assign("net.new", &Default::default()).await.unwrap();
     assert_eq!(got[0].to_string(), "10.10.0.2/32");
     let after = n2_blocks().await;
@@ -279,10 +288,8 @@ async fn a_claimed_block_is_remembered() {
     let rec = cluster().await;
     let s: Arc<dyn Datastore> = rec.clone();
     let kept = Kept::new();
-    let i = Ipam::new(s.clone(), kept.config("n1"));
-    for h in ["net.a", "net.b"] {
-        i.assign(h, &Default::default()).await.unwrap();
-    }
+    let i = kept.ipam(&s, super::DEFAULT_COOLDOWN);
+    assign_all(&i, &["net.a", "net.b"]).await;
     // n1's block is full: this ADD claims another.
     let c = i.assign("net.c", &Default::default()).await.unwrap();
     let names = kept.names();
@@ -311,14 +318,11 @@ async fn the_listing_keeps_the_kept_blocks_still_the_nodes() {
     let rec = cluster().await;
     let s: Arc<dyn Datastore> = rec.clone();
     let kept = Kept::new();
-    let mut cfg = kept.config("n1");
-    cfg.cooldown = std::time::Duration::ZERO;
-    let i = Ipam::new(s.clone(), cfg);
+    let i = kept.ipam(&s, std::time::Duration::ZERO);
     // n1's first block full (.1 is taken already), then a second claimed
     // and filled.
-    for h in ["net.a", "net.b", "net.c", "net.d", "net.e", "net.f"] {
-        i.assign(h, &Default::default()).await.unwrap();
-    }
+    let handles = ["net.a", "net.b", "net.c", "net.d", "net.e", "net.f"];
+    assign_all(&i, &handles).await;
     let names = kept.names();
     assert_eq!(names.len(), 2, "{names:?}");
     let second = names.iter().find(|n| *n != "10-10-0-0-30").unwrap().clone();
@@ -349,10 +353,8 @@ async fn a_listing_that_finds_only_the_kept_blocks_goes_on_to_claim() {
     let rec = cluster().await;
     let s: Arc<dyn Datastore> = rec.clone();
     let kept = Kept::new();
-    let i = Ipam::new(s.clone(), kept.config("n1"));
-    for h in ["net.a", "net.b"] {
-        i.assign(h, &Default::default()).await.unwrap();
-    }
+    let i = kept.ipam(&s, super::DEFAULT_COOLDOWN);
+    assign_all(&i, &["net.a", "net.b"]).await;
     rec.take_reads();
     i.assign("net.c", &Default::default()).await.unwrap();
     let reads = rec.take_reads();

@@ -62,24 +62,23 @@ impl Ipam {
         spec.affinity = Some(format!("host:{node}"));
         spec.strict_affinity = self.cfg.strict_affinity;
         let name = block_name(cidr);
-        match self.store.create_typed(&IpamBlock::new(&name, spec)).await {
-            Ok(b) => {
-                info!(block = %cidr, node, "claimed a block");
-                self.remember_also(&name);
-                self.ensure_affinity(cidr).await?;
-                Ok(Some(b))
-            }
+        let (b, claimed) = match self.store.create_typed(&IpamBlock::new(&name, spec)).await {
+            Ok(b) => (b, true),
+            // Another ADD on this node may have just claimed it.
             Err(StoreError::AlreadyExists(_)) => {
-                // Another ADD on this node may have just claimed it.
-                let b = self.store.get_typed::<IpamBlock>(None, &name).await?;
-                let mine = b.spec.affine_node() == Some(node.as_str());
-                if mine {
-                    self.remember_also(&name);
-                }
-                Ok(mine.then_some(b))
+                (self.store.get_typed::<IpamBlock>(None, &name).await?, false)
             }
-            Err(e) => Err(e.into()),
+            Err(e) => return Err(e.into()),
+        };
+        if b.spec.affine_node() != Some(node.as_str()) {
+            return Ok(None);
         }
+        self.remember_also(&name);
+        if claimed {
+            info!(block = %cidr, node, "claimed a block");
+            self.ensure_affinity(cidr).await?;
+        }
+        Ok(Some(b))
     }
 
     /// Record this node's claim on `cidr`, labelled with the node so that

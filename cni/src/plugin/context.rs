@@ -16,6 +16,8 @@ pub struct Context {
     pub node: String,
     pub store: Arc<dyn Datastore>,
     pub ipam: Ipam,
+    /// The datastore as the node's local files are named for it.
+    files: String,
 }
 
 impl Context {
@@ -52,6 +54,7 @@ impl Context {
             // nothing else reads the environment concurrently.
             unsafe { std::env::set_var("KUBECONFIG", k) };
         }
+        let files = super::lock::store_identity(spec, conf.kubeconfig.as_deref());
         let store = connect(spec, Some(conf.datastore_timeout()))
             .await
             .map_err(store_error)?;
@@ -67,11 +70,7 @@ impl Context {
                 cooldown: ipam_conf
                     .release_cooldown_seconds
                     .map_or(DEFAULT_COOLDOWN, Duration::from_secs),
-                remember: Some(super::lock::node_file(
-                    &node,
-                    &super::lock::store_identity(spec, conf.kubeconfig.as_deref()),
-                    "blocks",
-                )),
+                remember: Some(super::lock::node_file(&node, &files, "blocks")),
             },
         );
         Ok(Context {
@@ -80,16 +79,13 @@ impl Context {
             node,
             store,
             ipam,
+            files,
         })
     }
 
     /// This node's IPAM lock, held until dropped.
     pub async fn ipam_lock(&self) -> super::lock::NodeLock {
-        let store = super::lock::store_identity(
-            self.conf.datastore().unwrap_or_default(),
-            self.conf.kubeconfig.as_deref(),
-        );
-        super::lock::take(&self.node, &store, self.conf.datastore_timeout() * 2).await
+        super::lock::take(&self.node, &self.files, self.conf.datastore_timeout() * 2).await
     }
 
     /// This attachment's IPAM handle.
