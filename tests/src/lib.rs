@@ -6,6 +6,7 @@
 //! (see README.md).
 
 pub mod bins;
+pub mod cni_files;
 pub mod cnilab;
 pub mod faults;
 pub mod felix;
@@ -18,6 +19,7 @@ pub mod services;
 pub mod standin;
 
 pub use bins::{lab_bin, target_bin};
+pub use cni_files::PluginFiles;
 pub use cnilab::{cni_lab, cni_lab_with_pool, daemons_and_a_pod_each, runtime_with};
 pub use felix::felix_http_get;
 pub use gate::{FileGuard, one_file_at_a_time};

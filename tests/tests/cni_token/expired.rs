@@ -29,7 +29,7 @@ fn an_expired_token_fails_the_plugin() {
     })
     .unwrap();
 
-    let rt = runtime(&api, &path);
+    let (rt, _files) = runtime(&api, &path);
     let (_ns, call) = pod(&api, "late");
     let err = rt
         .add(&call)

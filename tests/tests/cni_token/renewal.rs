@@ -136,7 +136,7 @@ fn the_plugin_keeps_wiring_pods_while_tokens_expire() {
     wait("felix writes the plugin's kubeconfig", &daemon, &mut || {
         path.exists()
     });
-    let rt = runtime(&api, &path);
+    let (rt, _files) = runtime(&api, &path);
     let start = Instant::now();
     let mut wired = 0usize;
     let mut slowest = Duration::ZERO;

@@ -10,6 +10,7 @@ use tartan_api::kind::Kind;
 use tartan_apiserver::{ApiServer, Policy};
 use tartan_lab::cni::{Call, Runtime};
 use tartan_lab::netns::Netns;
+use tartan_tests::PluginFiles;
 use tartan_tests::standin::StandIn;
 
 /// Whether the machine can run these tests, or why not.
@@ -57,15 +58,19 @@ pub fn pod_object(api: &StandIn, ns: &str, name: &str) -> String {
     o.metadata.uid.unwrap()
 }
 
-/// The container runtime of node-1, its plugins reading `kubeconfig`.
-pub fn runtime(api: &StandIn, kubeconfig: &Path) -> Runtime {
+/// The container runtime of node-1, its plugins reading `kubeconfig`;
+/// and the files its plugins keep on the host, removed when dropped (bind
+/// it for the whole test).
+pub fn runtime(api: &StandIn, kubeconfig: &Path) -> (Runtime, PluginFiles) {
     let conflist = json!({"cniVersion": "1.1.0", "name": "cnitoken", "plugins": [{
         "type": "tartan", "datastore": "kubernetes",
         "kubeconfig": kubeconfig.display().to_string(), "nodename": "node-1",
         "logFile": api.dir.join("cni.log").display().to_string(), "logLevel": "debug",
         "ipam": {"type": "tartan-ipam", "releaseCooldownSeconds": 0, "ipv4Pools": ["pool"]}
     }]});
-    Runtime::new(conflist).in_netns(api.netns.name())
+    let rt = Runtime::new(conflist).in_netns(api.netns.name());
+    let files = PluginFiles::of(&rt);
+    (rt, files)
 }
 
 /// A pod's sandbox namespace and the CNI call that wires it (its Pod

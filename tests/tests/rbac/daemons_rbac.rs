@@ -42,7 +42,7 @@ use tartan_apiserver::{Policy, service_account_user};
 use tartan_lab::Daemon;
 use tartan_lab::cni::Runtime;
 use tartan_tests::standin::{StandIn, wait_until};
-use tartan_tests::target_bin;
+use tartan_tests::{PluginFiles, target_bin};
 
 use crate::scene::{annotation, key, node_3_blocks, of_node, pod, seed, seed_pools};
 use crate::verdict::{Unused, judge};
@@ -351,12 +351,14 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     let (_pb, b) = pod("b");
     let (_pb2, b2) = pod("b");
     let on1 = runtime("node-1", "pool-a");
+    let on3 = runtime("node-3", "pool-b");
+    // The files the plugins keep on the host go with the test, also when
+    // it fails.
+    let _files = [PluginFiles::of(&on1), PluginFiles::of(&on3)];
     on1.add(&a)
         .unwrap_or_else(|e| panic!("ADD a: {e}\n{}", cni_log()));
-    runtime("node-3", "pool-b")
-        .add(&b)
+    on3.add(&b)
         .unwrap_or_else(|e| panic!("ADD b: {e}\n{}", cni_log()));
-    let on3 = runtime("node-3", "pool-b");
     on3.add(&b2)
         .unwrap_or_else(|e| panic!("ADD b again: {e}\n{}", cni_log()));
     on1.del(&a, None)
