@@ -575,3 +575,78 @@ async fn a_metadata_only_watch_reads_each_change_as_its_metadata() {
         }
     }
 }
+
+/// The Range calls etcd has answered, from its metrics.
+fn ranges(etcd: &EtcdCluster) -> u64 {
+    use std::io::{Read, Write};
+    let addr = &etcd.client_endpoints()[0];
+    let mut s = std::net::TcpStream::connect(addr).expect("etcd metrics");
+    write!(
+        s,
+        "GET /metrics HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .filter(|l| {
+            l.starts_with("grpc_server_handled_total{") && l.contains("grpc_method=\"Range\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// An update of an object this client has just read or written is one
+/// transaction, with no read of the stored value first (a CNI ADD's
+/// compare-and-swap of the block it has just read). The identity fields
+/// stay the stored ones all the same, and a value kept from before another
+/// writer's change is read again and refused as a conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_after_a_read_reads_nothing_more() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let other = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let created = store.create(example(Kind::IpPool, "p")).await.unwrap();
+    let before = ranges(&etcd);
+    let after_create = store.update(modified(&created, 1)).await.unwrap();
+    let mut forged = modified(&after_create, 2);
+    forged.metadata.uid = Some("forged".into());
+    forged.metadata.generation = Some(40);
+    let after_update = store.update(forged).await.unwrap();
+    assert_eq!(
+        ranges(&etcd),
+        before,
+        "an update after a create or an update read the store"
+    );
+    assert_eq!(after_update.metadata.uid, created.metadata.uid);
+    assert_eq!(
+        after_update.metadata.generation,
+        created.metadata.generation
+    );
+    let key = ObjectKey::of(&created).unwrap();
+    let stored = other.get(&key).await.unwrap();
+    assert_eq!(stored.metadata.uid, created.metadata.uid);
+    assert_eq!(stored.metadata.generation, created.metadata.generation);
+
+    // Another client: its read, then its update, which reads nothing more.
+    let read = ranges(&etcd);
+    let mut respecced = modified(&stored, 3);
+    respecced.data["spec"]["natOutgoing"] = serde_json::json!(false);
+    let by_other = other.update(respecced).await.unwrap();
+    assert_eq!(ranges(&etcd), read, "an update after a get read the store");
+    assert_eq!(
+        by_other.metadata.generation,
+        Some(created.metadata.generation.unwrap() + 1)
+    );
+
+    // The first client's value is now stale: its update is refused.
+    let stale = store.update(modified(&after_update, 4)).await;
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
+    assert_eq!(
+        other.get(&key).await.unwrap().metadata.resource_version,
+        by_other.metadata.resource_version
+    );
+}

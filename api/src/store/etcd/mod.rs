@@ -10,8 +10,10 @@
 //! (and are retried by [`crate::store::retry`]).
 
 pub mod keys;
+mod recent;
 mod watch;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,6 +35,8 @@ use crate::kind::Kind;
 pub struct EtcdStore {
     client: Client,
     endpoints: Vec<String>,
+    /// Values just read or written, for updates that follow ([`recent`]).
+    recent: Arc<Mutex<recent::Recent>>,
 }
 
 /// Keys per read when listing (see [`EtcdStore::list_pages`]).
@@ -96,27 +100,38 @@ pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
 /// As [`decode`]; with `metadata_only`, the rest of the object read as its
 /// shape ([`crate::store::shape::metadata_from_slice`]).
 fn decode_as(kind: Kind, kv: &KeyValue, metadata_only: bool) -> Result<DynamicObject> {
+    decode_value(kind, kv.key(), kv.value(), kv.mod_revision(), metadata_only)
+}
+
+/// [`decode_as`] of a value stored at `key` at `mod_revision`.
+fn decode_value(
+    kind: Kind,
+    key: &[u8],
+    value: &[u8],
+    mod_revision: i64,
+    metadata_only: bool,
+) -> Result<DynamicObject> {
     let read = if metadata_only {
         crate::store::shape::metadata_from_slice
     } else {
         crate::store::shape::from_slice
     };
-    let mut obj: DynamicObject = read(kv.value()).map_err(|e| {
+    let mut obj: DynamicObject = read(value).map_err(|e| {
         StoreError::BadObject(format!(
             "etcd key {} does not hold a {kind} object: {e}",
-            String::from_utf8_lossy(kv.key())
+            String::from_utf8_lossy(key)
         ))
     })?;
-    let (namespace, name) = keys::parse(kind, kv.key()).ok_or_else(|| {
+    let (namespace, name) = keys::parse(kind, key).ok_or_else(|| {
         StoreError::BadObject(format!(
             "etcd key {} is not a {kind} key",
-            String::from_utf8_lossy(kv.key())
+            String::from_utf8_lossy(key)
         ))
     })?;
     // The key is the truth for identity, whatever the value says.
     obj.metadata.name = Some(name);
     obj.metadata.namespace = namespace;
-    obj.metadata.resource_version = Some(kv.mod_revision().to_string());
+    obj.metadata.resource_version = Some(mod_revision.to_string());
     if obj.types.is_none() {
         obj.types = Some(::kube::core::TypeMeta {
             api_version: kind.api_version(),
@@ -159,6 +174,22 @@ pub(crate) fn decode_or_placeholder(
             }
         },
     }
+}
+
+/// An update's identity fields from the stored object `stored` (kept as
+/// the writer gave them when the stored value does not read): its uid and
+/// creation time, and its generation, one more when the spec changes.
+fn carry_identity(obj: &mut DynamicObject, stored: Option<DynamicObject>) {
+    let Some(stored) = stored else { return };
+    obj.metadata.uid = stored.metadata.uid;
+    obj.metadata.creation_timestamp = stored.metadata.creation_timestamp;
+    let spec_changed = stored.data.get("spec") != obj.data.get("spec");
+    let generation = stored.metadata.generation.unwrap_or(1);
+    obj.metadata.generation = Some(if spec_changed {
+        generation + 1
+    } else {
+        generation
+    });
 }
 
 fn encode(obj: &DynamicObject) -> Result<Vec<u8>> {
@@ -209,7 +240,25 @@ impl EtcdStore {
         Ok(EtcdStore {
             client,
             endpoints: endpoints.to_vec(),
+            recent: Arc::default(),
         })
+    }
+
+    /// The value kept at `key` ([`recent`]) if it is at `revision`.
+    fn kept_at(&self, key: &[u8], revision: i64) -> Option<Arc<[u8]>> {
+        self.recent.lock().ok()?.at(key, revision)
+    }
+
+    fn keep(&self, key: &[u8], revision: i64, value: &[u8]) {
+        if let Ok(mut r) = self.recent.lock() {
+            r.keep(key, revision, value);
+        }
+    }
+
+    fn forget(&self, key: &[u8]) {
+        if let Ok(mut r) = self.recent.lock() {
+            r.forget(key);
+        }
     }
 
     /// The underlying client, for harness work (compaction, status).
@@ -301,8 +350,11 @@ impl Datastore for EtcdStore {
             .await
             .map_err(map_err)?;
         match resp.kvs().first() {
-            Some(kv) => decode_or_placeholder(key.kind, kv, false)
-                .ok_or_else(|| StoreError::NotFound(key.clone())),
+            Some(kv) => {
+                self.keep(kv.key(), kv.mod_revision(), kv.value());
+                decode_or_placeholder(key.kind, kv, false)
+                    .ok_or_else(|| StoreError::NotFound(key.clone()))
+            }
             None => Err(StoreError::NotFound(key.clone())),
         }
     }
@@ -400,13 +452,14 @@ impl Datastore for EtcdStore {
         let value = encode(&obj)?;
         let txn = Txn::new()
             .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k, value, None)]);
+            .and_then([TxnOp::put(k.clone(), value.clone(), None)]);
         let resp = self.txn(txn).await?;
         if !resp.succeeded() {
             return Err(StoreError::AlreadyExists(key));
         }
         let rev = put_revision(&resp)
             .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+        self.keep(k.as_bytes(), rev, &value);
         obj.metadata.resource_version = Some(rev.to_string());
         Ok(obj)
     }
@@ -417,8 +470,34 @@ impl Datastore for EtcdStore {
         let expected = key.expected_version(&obj)?;
         let rev = parse_rv(&key, &expected)?;
         obj.metadata.namespace = key.namespace.clone();
-        // Identity fields are the stored object's, not the writer's: read
-        // them under the same compare so they cannot be changed by update.
+        // Identity fields are the stored object's, not the writer's: taken
+        // from the value this process holds at that revision, compared in
+        // the same transaction (one round trip), or else read first.
+        let kept = self.kept_at(k.as_bytes(), rev);
+        if let Some(old) = kept {
+            let mut fast = obj.clone();
+            carry_identity(
+                &mut fast,
+                decode_value(key.kind, k.as_bytes(), &old, rev, false).ok(),
+            );
+            let value = encode(&fast)?;
+            let txn = Txn::new()
+                .when([
+                    Compare::mod_revision(k.clone(), CompareOp::Equal, rev),
+                    Compare::value(k.clone(), CompareOp::Equal, old.to_vec()),
+                ])
+                .and_then([TxnOp::put(k.clone(), value.clone(), None)]);
+            let resp = self.txn(txn).await?;
+            if resp.succeeded() {
+                let rev = put_revision(&resp)
+                    .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+                self.keep(k.as_bytes(), rev, &value);
+                fast.metadata.resource_version = Some(rev.to_string());
+                return Ok(fast);
+            }
+            // Changed since, or not the value kept: read it, as below.
+            self.forget(k.as_bytes());
+        }
         let old = self
             .client
             .kv_client()
@@ -431,22 +510,12 @@ impl Datastore for EtcdStore {
         if old_kv.mod_revision() != rev {
             return Err(StoreError::Conflict { key, expected });
         }
-        if let Ok(stored) = decode(key.kind, old_kv) {
-            obj.metadata.uid = stored.metadata.uid;
-            obj.metadata.creation_timestamp = stored.metadata.creation_timestamp;
-            let spec_changed = stored.data.get("spec") != obj.data.get("spec");
-            let generation = stored.metadata.generation.unwrap_or(1);
-            obj.metadata.generation = Some(if spec_changed {
-                generation + 1
-            } else {
-                generation
-            });
-        }
+        carry_identity(&mut obj, decode(key.kind, old_kv).ok());
         let value = encode(&obj)?;
         let txn = Txn::new()
             .when([Compare::mod_revision(k.clone(), CompareOp::Equal, rev)])
-            .and_then([TxnOp::put(k.clone(), value, None)])
-            .or_else([TxnOp::get(k, None)]);
+            .and_then([TxnOp::put(k.clone(), value.clone(), None)])
+            .or_else([TxnOp::get(k.clone(), None)]);
         let resp = self.txn(txn).await?;
         if !resp.succeeded() {
             return match current(&resp) {
@@ -456,12 +525,14 @@ impl Datastore for EtcdStore {
         }
         let rev = put_revision(&resp)
             .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+        self.keep(k.as_bytes(), rev, &value);
         obj.metadata.resource_version = Some(rev.to_string());
         Ok(obj)
     }
 
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {
         let k = keys::key(key)?;
+        self.forget(k.as_bytes());
         let compare = match resource_version {
             Some(rv) => Compare::mod_revision(k.clone(), CompareOp::Equal, parse_rv(key, rv)?),
             None => Compare::create_revision(k.clone(), CompareOp::Greater, 0),
