@@ -2,7 +2,10 @@
 //! JSON without its resourceVersion; the key's `mod_revision` is the
 //! resourceVersion, and the store revision of a read is the listing's
 //! revision. Writes that must not race are etcd transactions comparing the
-//! key's revision, so compare-and-swap costs one round trip.
+//! key's revision. An update carries the stored object's identity fields
+//! over, so it reads the stored value first, unless this client has just
+//! read or written that value (see `recent.rs`): then compare-and-swap costs
+//! one round trip.
 //!
 //! The client is given every endpoint of the cluster; its channel balances
 //! over them and reconnects by itself when members go away and come back.
