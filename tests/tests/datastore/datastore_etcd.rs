@@ -578,16 +578,8 @@ async fn a_metadata_only_watch_reads_each_change_as_its_metadata() {
 
 /// The Range calls etcd has answered, from its metrics.
 fn ranges(etcd: &EtcdCluster) -> u64 {
-    use std::io::{Read, Write};
-    let addr = &etcd.client_endpoints()[0];
-    let mut s = std::net::TcpStream::connect(addr).expect("etcd metrics");
-    write!(
-        s,
-        "GET /metrics HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
+    let addr = etcd.client_endpoints()[0].parse().expect("an address");
+    let (_, text) = tartan_lab::cluster::controllers::get(addr, "/metrics").expect("etcd metrics");
     text.lines()
         .filter(|l| {
             l.starts_with("grpc_server_handled_total{") && l.contains("grpc_method=\"Range\"")

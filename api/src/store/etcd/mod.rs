@@ -95,13 +95,9 @@ fn endpoint_url(e: &str) -> String {
     }
 }
 
-/// The stored object at `kv`, with resourceVersion set.
-pub(crate) fn decode(kind: Kind, kv: &KeyValue) -> Result<DynamicObject> {
-    decode_as(kind, kv, false)
-}
-
-/// As [`decode`]; with `metadata_only`, the rest of the object read as its
-/// shape ([`crate::store::shape::metadata_from_slice`]).
+/// The stored object at `kv`, with resourceVersion set; with
+/// `metadata_only`, the rest of the object read as its shape
+/// ([`crate::store::shape::metadata_from_slice`]).
 fn decode_as(kind: Kind, kv: &KeyValue, metadata_only: bool) -> Result<DynamicObject> {
     decode_value(kind, kv.key(), kv.value(), kv.mod_revision(), metadata_only)
 }
@@ -144,7 +140,7 @@ fn decode_value(
     Ok(obj)
 }
 
-/// [`decode`], or for a value that is not an object of `kind` a
+/// [`decode_as`], or for a value that is not an object of `kind` a
 /// placeholder naming the object and why (see [`crate::store::readable`]):
 /// one unreadable value (written by hand, say) neither hides every other
 /// object nor is itself hidden. `None` only for a key that names no object
@@ -245,6 +241,56 @@ impl EtcdStore {
             endpoints: endpoints.to_vec(),
             recent: Arc::default(),
         })
+    }
+
+    /// `obj` over the value `old` stored at `k` at revision `rev`, the
+    /// stored identity fields carried over; the transaction compares the
+    /// revision and, with `same_value`, the value too. `Ok(Err(now))`: the
+    /// compare failed, `now` being what is stored instead (if anything).
+    async fn write_over(
+        &self,
+        key: &ObjectKey,
+        k: &str,
+        mut obj: DynamicObject,
+        rev: i64,
+        old: &[u8],
+        same_value: bool,
+    ) -> Result<std::result::Result<DynamicObject, Option<KeyValue>>> {
+        obj.metadata.namespace = key.namespace.clone();
+        carry_identity(
+            &mut obj,
+            decode_value(key.kind, k.as_bytes(), old, rev, false).ok(),
+        );
+        let value = encode(&obj)?;
+        let mut when = vec![Compare::mod_revision(k, CompareOp::Equal, rev)];
+        if same_value {
+            when.push(Compare::value(k, CompareOp::Equal, old));
+        }
+        let txn = Txn::new()
+            .when(when)
+            .and_then([TxnOp::put(k, value.clone(), None)])
+            .or_else([TxnOp::get(k, None)]);
+        let resp = self.txn(txn).await?;
+        if !resp.succeeded() {
+            return Ok(Err(current(&resp)));
+        }
+        self.written(k, &resp, &value, obj).map(Ok)
+    }
+
+    /// `obj`, put at `k` as `value` by `resp`'s transaction: kept, and
+    /// given the revision it was written at.
+    fn written(
+        &self,
+        k: &str,
+        resp: &TxnResponse,
+        value: &[u8],
+        mut obj: DynamicObject,
+    ) -> Result<DynamicObject> {
+        let rev = put_revision(resp)
+            .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
+        self.keep(k.as_bytes(), rev, value);
+        obj.metadata.resource_version = Some(rev.to_string());
+        Ok(obj)
     }
 
     /// The value kept at `key` ([`recent`]) if it is at `revision`.
@@ -460,43 +506,23 @@ impl Datastore for EtcdStore {
         if !resp.succeeded() {
             return Err(StoreError::AlreadyExists(key));
         }
-        let rev = put_revision(&resp)
-            .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
-        self.keep(k.as_bytes(), rev, &value);
-        obj.metadata.resource_version = Some(rev.to_string());
-        Ok(obj)
+        self.written(&k, &resp, &value, obj)
     }
 
-    async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
         let key = ObjectKey::of(&obj)?;
         let k = keys::key(&key)?;
         let expected = key.expected_version(&obj)?;
         let rev = parse_rv(&key, &expected)?;
-        obj.metadata.namespace = key.namespace.clone();
         // Identity fields are the stored object's, not the writer's: taken
         // from the value this process holds at that revision, compared in
         // the same transaction (one round trip), or else read first.
-        let kept = self.kept_at(k.as_bytes(), rev);
-        if let Some(old) = kept {
-            let mut fast = obj.clone();
-            carry_identity(
-                &mut fast,
-                decode_value(key.kind, k.as_bytes(), &old, rev, false).ok(),
-            );
-            let value = encode(&fast)?;
-            let txn = Txn::new()
-                .when([
-                    Compare::mod_revision(k.clone(), CompareOp::Equal, rev),
-                    Compare::value(k.clone(), CompareOp::Equal, old.to_vec()),
-                ])
-                .and_then([TxnOp::put(k.clone(), value.clone(), None)]);
-            let resp = self.txn(txn).await?;
-            if resp.succeeded() {
-                let rev = put_revision(&resp)
-                    .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
-                self.keep(k.as_bytes(), rev, &value);
-                fast.metadata.resource_version = Some(rev.to_string());
-                return Ok(fast);
+        if let Some(old) = self.kept_at(k.as_bytes(), rev) {
+            if let Ok(done) = self
+                .write_over(&key, &k, obj.clone(), rev, &old, true)
+                .await?
+            {
+                return Ok(done);
             }
             // Changed since, or not the value kept: read it, as below.
             self.forget(k.as_bytes());
@@ -513,24 +539,14 @@ impl Datastore for EtcdStore {
         if old_kv.mod_revision() != rev {
             return Err(StoreError::Conflict { key, expected });
         }
-        carry_identity(&mut obj, decode(key.kind, old_kv).ok());
-        let value = encode(&obj)?;
-        let txn = Txn::new()
-            .when([Compare::mod_revision(k.clone(), CompareOp::Equal, rev)])
-            .and_then([TxnOp::put(k.clone(), value.clone(), None)])
-            .or_else([TxnOp::get(k.clone(), None)]);
-        let resp = self.txn(txn).await?;
-        if !resp.succeeded() {
-            return match current(&resp) {
-                Some(_) => Err(StoreError::Conflict { key, expected }),
-                None => Err(StoreError::NotFound(key)),
-            };
+        match self
+            .write_over(&key, &k, obj, rev, old_kv.value(), false)
+            .await?
+        {
+            Ok(done) => Ok(done),
+            Err(Some(_)) => Err(StoreError::Conflict { key, expected }),
+            Err(None) => Err(StoreError::NotFound(key)),
         }
-        let rev = put_revision(&resp)
-            .ok_or_else(|| StoreError::Backend("etcd put returned no revision".into()))?;
-        self.keep(k.as_bytes(), rev, &value);
-        obj.metadata.resource_version = Some(rev.to_string());
-        Ok(obj)
     }
 
     async fn delete(&self, key: &ObjectKey, resource_version: Option<&str>) -> Result<()> {

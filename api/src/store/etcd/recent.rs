@@ -11,7 +11,7 @@
 //! Only single reads and writes are kept, never listings or watches, and
 //! only a few: the least recently kept go first.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// At most this many values are kept...
@@ -19,8 +19,7 @@ const MAX_ENTRIES: usize = 128;
 /// ...of at most this many bytes together; a larger value is not kept.
 const MAX_BYTES: usize = 1 << 20;
 
-/// One value kept: when (its place in [`Recent::order`]), its revision
-/// and its bytes.
+/// One value kept: when (a count of keeps), its revision and its bytes.
 struct Kept {
     when: u64,
     revision: i64,
@@ -30,9 +29,6 @@ struct Kept {
 #[derive(Default)]
 pub(super) struct Recent {
     kept: HashMap<Vec<u8>, Kept>,
-    /// Keys in the order kept, each with when; an entry whose key was
-    /// kept again since is stale and skipped.
-    order: VecDeque<(Vec<u8>, u64)>,
     bytes: usize,
     next: u64,
 }
@@ -64,21 +60,18 @@ impl Recent {
                 value,
             },
         );
-        self.order.push_back((key.to_vec(), when));
+        // A search for the oldest: the few kept are cheaper to walk than
+        // an order to maintain beside them.
         while self.kept.len() > MAX_ENTRIES || self.bytes > MAX_BYTES {
-            let Some((k, w)) = self.order.pop_front() else {
+            let Some(oldest) = self
+                .kept
+                .iter()
+                .min_by_key(|(_, e)| e.when)
+                .map(|(k, _)| k.clone())
+            else {
                 break;
             };
-            if self.kept.get(&k).is_some_and(|e| e.when == w) {
-                self.forget(&k);
-            }
-        }
-        // Stale places pile up when the same keys are kept again and
-        // again: drop them once they outnumber the live ones.
-        if self.order.len() > 2 * MAX_ENTRIES {
-            let kept = &self.kept;
-            self.order
-                .retain(|(k, w)| kept.get(k).is_some_and(|e| e.when == *w));
+            self.forget(&oldest);
         }
     }
 
@@ -118,11 +111,10 @@ mod tests {
         let mut r = Recent::default();
         for i in 0..(MAX_ENTRIES as i64 + 10) {
             r.keep(format!("k{i}").as_bytes(), i, b"v");
-            // The same key kept again and again leaves no pile of places.
+            // A key kept again and again is recent, whenever first kept.
             r.keep(b"hot", i, b"h");
         }
         assert_eq!(r.len(), MAX_ENTRIES);
-        assert!(r.order.len() <= 2 * MAX_ENTRIES + 1);
         assert!(r.at(b"hot", MAX_ENTRIES as i64 + 9).is_some());
         assert_eq!(r.at(b"k0", 0), None, "the oldest went first");
         let last = MAX_ENTRIES as i64 + 9;
