@@ -265,6 +265,21 @@ impl EtcdCluster {
         post_json(addr, "/v3/maintenance/status", "{}").context("etcd status")
     }
 
+    /// How many calls of gRPC `method` (`Range`, `Txn`, …) the first
+    /// running member has answered, from its `/metrics`.
+    pub fn handled(&self, method: &str) -> Result<u64> {
+        let (code, text) = exchange(self.running_member()?, "GET", "/metrics", "")?;
+        if code != 200 {
+            bail!("/metrics: HTTP {code}");
+        }
+        let label = format!("grpc_method=\"{method}\"");
+        Ok(text
+            .lines()
+            .filter(|l| l.starts_with("grpc_server_handled_total{") && l.contains(&label))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum::<f64>() as u64)
+    }
+
     fn running_member(&self) -> Result<SocketAddr> {
         self.members
             .iter()

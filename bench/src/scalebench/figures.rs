@@ -22,6 +22,8 @@ pub struct SizeFigures {
     pub cpu_beats: [f64; 2],
     /// Node updates written per second during the heartbeat window.
     pub beat_rate: f64,
+    /// etcd reads (Range calls) per Node update in that window.
+    pub beat_reads: f64,
     pub beat_failures: u64,
     /// A reflector's UPDATE written until the route was in the kernel.
     pub convergence: Vec<Duration>,

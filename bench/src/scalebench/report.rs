@@ -29,7 +29,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
     );
     let _ = writeln!(
         md,
-        "One real node ({} `tartan-bgpd` and `tartan-felix` with their default settings, in a network namespace) in an etcd datastore populated as an N-node cluster: N Nodes, each but the real one with a /26 block and its BlockAffinity and {} pods as WorkloadEndpoints; every Node's status posted again every {} s as kubelets do (spread evenly over the interval, {} writers). The route-reflector topology: no node mesh, and the real node peering over iBGP with two simulated reflectors (the project's BGP generator), each carrying every other node's block (ORIGINATOR_ID the node, CLUSTER_LIST the reflector; the same NEXT_HOP from both, an address on the node's link, so that the kernel can install the route). {}{}{}\n",
+        "One real node ({} `tartan-bgpd` and `tartan-felix` with their default settings, in a network namespace) in an etcd datastore populated as an N-node cluster: N Nodes, each but the real one with a /26 block and its BlockAffinity and {} pods as WorkloadEndpoints; every Node's status posted again every {} s as kubelets do (spread evenly over the interval, {} writers), each post one etcd transaction from the value last written, as a kube-apiserver makes it from its watch cache (each writer reads its Nodes once when it starts). The route-reflector topology: no node mesh, and the real node peering over iBGP with two simulated reflectors (the project's BGP generator), each carrying every other node's block (ORIGINATOR_ID the node, CLUSTER_LIST the reflector; the same NEXT_HOP from both, an address on the node's link, so that the kernel can install the route). {}{}{}\n",
         if cfg!(debug_assertions) {
             "debug-build"
         } else {
@@ -69,7 +69,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
     );
     let _ = writeln!(
         md,
-        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s | new block p50 / p99 | CNI ADD p50 / p99 | datastore read, write p50 / p99 | CPU per ADD: bgpd / felix / etcd | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s (etcd reads each) | new block p50 / p99 | CNI ADD p50 / p99 | datastore read, write p50 / p99 | CPU per ADD: bgpd / felix / etcd | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &f.sizes {
         if let Some(e) = &s.error {
@@ -84,7 +84,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         }
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} | {} / {} | {} / {} | {} / {}, {} / {} | {:.1} / {:.1} / {:.1} ms | {} ({}) | {} ({}) |",
+            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} ({:.2}) | {} / {} | {} / {} | {} / {}, {} / {} | {:.1} / {:.1} / {:.1} ms | {} ({}) | {} ({}) |",
             s.nodes,
             s.workloads,
             s.populate.as_secs_f64(),
@@ -94,6 +94,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
             pct(s.cpu_idle[1]),
             pct(s.cpu_beats[1]),
             s.beat_rate,
+            s.beat_reads,
             ms(quantile(&s.convergence, 0.5)),
             ms(quantile(&s.convergence, 0.99)),
             ms(quantile(&s.adds, 0.5)),

@@ -1,6 +1,9 @@
 //! Writing the simulated cluster into the datastore: many objects from
 //! several writers at once, and the kubelets' heartbeats (each Node's
 //! Ready condition posted again every interval) while a size is measured.
+//! The heartbeats go through a store that keeps every Node it read or
+//! wrote, as an API server's watch cache holds them: one etcd transaction
+//! per post.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -116,6 +119,16 @@ async fn beat(
     writes: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
 ) {
+    // Each Node read once first, as a kubelet does when it starts: a
+    // store that keeps what it reads then posts each status in one
+    // transaction from the first beat on.
+    for obj in share.iter_mut() {
+        if let Ok(key) = tartan_api::store::ObjectKey::of(obj)
+            && let Ok(fresh) = store.get(&key).await
+        {
+            *obj = fresh;
+        }
+    }
     let gap = every / share.len().max(1) as u32;
     let start = Instant::now();
     let mut k: u64 = 0;

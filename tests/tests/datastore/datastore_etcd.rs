@@ -578,14 +578,61 @@ async fn a_metadata_only_watch_reads_each_change_as_its_metadata() {
 
 /// The Range calls etcd has answered, from its metrics.
 fn ranges(etcd: &EtcdCluster) -> u64 {
-    let addr = etcd.client_endpoints()[0].parse().expect("an address");
-    let (_, text) = tartan_lab::cluster::controllers::get(addr, "/metrics").expect("etcd metrics");
-    text.lines()
-        .filter(|l| {
-            l.starts_with("grpc_server_handled_total{") && l.contains("grpc_method=\"Range\"")
-        })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    etcd.handled("Range").expect("etcd metrics")
+}
+
+/// A store told to keep more values (the scale bench's kubelets, standing
+/// in for an API server's watch cache) updates each of many objects in
+/// one transaction; the default few would have let the first ones go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_keeping_more_updates_many_objects_reading_nothing() {
+    const N: usize = 200;
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let wide = EtcdStore::connect(&etcd.client_endpoints())
+        .await
+        .unwrap()
+        .keeping(N + 10, 4 << 20);
+    let narrow = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let mut made = Vec::new();
+    for i in 0..N {
+        made.push(
+            wide.create(example(Kind::IpPool, &format!("w{i}")))
+                .await
+                .unwrap(),
+        );
+        narrow
+            .create(example(Kind::IpPool, &format!("n{i}")))
+            .await
+            .unwrap();
+    }
+    let before = ranges(&etcd);
+    for m in &made {
+        wide.update(modified(m, 1)).await.unwrap();
+    }
+    assert_eq!(
+        ranges(&etcd),
+        before,
+        "an update of one of {N} kept read the store"
+    );
+
+    // The default bounds let the first go: its update reads the value.
+    let first = narrow
+        .get(&ObjectKey::new(Kind::IpPool, None, "n0"))
+        .await
+        .unwrap();
+    for i in 1..N {
+        narrow
+            .get(&ObjectKey::new(Kind::IpPool, None, &format!("n{i}")))
+            .await
+            .unwrap();
+    }
+    let before = ranges(&etcd);
+    narrow.update(modified(&first, 1)).await.unwrap();
+    assert_eq!(
+        ranges(&etcd),
+        before + 1,
+        "the default bounds kept {N} values"
+    );
 }
 
 /// An update of an object this client has just read or written is one
@@ -631,12 +678,15 @@ async fn an_update_after_a_read_reads_nothing_more() {
         Some(created.metadata.generation.unwrap() + 1)
     );
 
-    // The first client's value is now stale: its update is refused.
+    // The first client's value is now stale: its update is refused, from
+    // what its transaction found instead, with no read more.
+    let read = ranges(&etcd);
     let stale = store.update(modified(&after_update, 4)).await;
     assert!(
         matches!(stale, Err(StoreError::Conflict { .. })),
         "{stale:?}"
     );
+    assert_eq!(ranges(&etcd), read, "a conflict read the store again");
     assert_eq!(
         other.get(&key).await.unwrap().metadata.resource_version,
         by_other.metadata.resource_version

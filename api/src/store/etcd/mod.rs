@@ -243,6 +243,16 @@ impl EtcdStore {
         })
     }
 
+    /// This store with its kept values ([`recent`]) bounded to `entries`
+    /// values of `bytes` together instead of the default few: for a writer
+    /// that updates many keys in turn, as an API server does from the
+    /// watch cache that holds every object. Values kept so far are not
+    /// carried over.
+    pub fn keeping(mut self, entries: usize, bytes: usize) -> Self {
+        self.recent = Arc::new(Mutex::new(recent::Recent::bounded(entries, bytes)));
+        self
+    }
+
     /// `obj` over the value `old` stored at `k` at revision `rev`, the
     /// stored identity fields carried over; the transaction compares the
     /// revision and, with `same_value`, the value too. `Ok(Err(now))`: the
@@ -517,23 +527,31 @@ impl Datastore for EtcdStore {
         // Identity fields are the stored object's, not the writer's: taken
         // from the value this process holds at that revision, compared in
         // the same transaction (one round trip), or else read first.
-        if let Some(old) = self.kept_at(k.as_bytes(), rev) {
-            if let Ok(done) = self
+        let old_kv = match self.kept_at(k.as_bytes(), rev) {
+            Some(old) => match self
                 .write_over(&key, &k, obj.clone(), rev, &old, true)
                 .await?
             {
-                return Ok(done);
+                Ok(done) => return Ok(done),
+                // The transaction's other branch read what is stored now:
+                // changed since (a conflict), gone, or at this revision
+                // but not the value kept; then written over as below.
+                Err(now) => {
+                    self.forget(k.as_bytes());
+                    now
+                }
+            },
+            None => {
+                let mut old = self
+                    .client
+                    .kv_client()
+                    .get(k.clone(), None)
+                    .await
+                    .map_err(map_err)?;
+                old.take_kvs().into_iter().next()
             }
-            // Changed since, or not the value kept: read it, as below.
-            self.forget(k.as_bytes());
-        }
-        let old = self
-            .client
-            .kv_client()
-            .get(k.clone(), None)
-            .await
-            .map_err(map_err)?;
-        let Some(old_kv) = old.kvs().first() else {
+        };
+        let Some(old_kv) = old_kv else {
             return Err(StoreError::NotFound(key));
         };
         if old_kv.mod_revision() != rev {

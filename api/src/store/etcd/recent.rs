@@ -9,14 +9,17 @@
 //! fails the compare and the update reads the stored value as before.
 //!
 //! Only single reads and writes are kept, never listings or watches, and
-//! only a few: the least recently kept go first.
+//! by default only a few: the least recently kept go first. A writer that
+//! updates many keys in turn (the scale bench's kubelets, standing in for
+//! an API server whose watch cache holds every object) sets larger bounds.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// At most this many values are kept...
+/// By default at most this many values are kept...
 const MAX_ENTRIES: usize = 128;
-/// ...of at most this many bytes together; a larger value is not kept.
+/// ...of at most this many bytes together; a value over an eighth of the
+/// bytes is not kept.
 const MAX_BYTES: usize = 1 << 20;
 
 /// One value kept: when (a count of keeps), its revision and its bytes.
@@ -26,14 +29,34 @@ struct Kept {
     value: Arc<[u8]>,
 }
 
-#[derive(Default)]
 pub(super) struct Recent {
     kept: HashMap<Vec<u8>, Kept>,
     bytes: usize,
     next: u64,
+    max_entries: usize,
+    max_bytes: usize,
+}
+
+impl Default for Recent {
+    fn default() -> Self {
+        Recent::bounded(MAX_ENTRIES, MAX_BYTES)
+    }
 }
 
 impl Recent {
+    /// Keeping at most `entries` values of at most `bytes` together. The
+    /// oldest is found by a walk over all kept, so the bounds are meant
+    /// to hold the working set, not to be exceeded at every keep.
+    pub(super) fn bounded(entries: usize, bytes: usize) -> Self {
+        Recent {
+            kept: HashMap::new(),
+            bytes: 0,
+            next: 0,
+            max_entries: entries,
+            max_bytes: bytes,
+        }
+    }
+
     /// The value at `key` if the one kept is at `revision`.
     pub(super) fn at(&self, key: &[u8], revision: i64) -> Option<Arc<[u8]>> {
         match self.kept.get(key) {
@@ -45,7 +68,7 @@ impl Recent {
     /// Keep `value`, stored at `key` at `revision`.
     pub(super) fn keep(&mut self, key: &[u8], revision: i64, value: &[u8]) {
         self.forget(key);
-        if value.len() > MAX_BYTES / 8 {
+        if value.len() > self.max_bytes / 8 || self.max_entries == 0 {
             return;
         }
         let when = self.next;
@@ -62,7 +85,7 @@ impl Recent {
         );
         // A search for the oldest: the few kept are cheaper to walk than
         // an order to maintain beside them.
-        while self.kept.len() > MAX_ENTRIES || self.bytes > MAX_BYTES {
+        while self.kept.len() > self.max_entries || self.bytes > self.max_bytes {
             let Some(oldest) = self
                 .kept
                 .iter()
@@ -131,5 +154,23 @@ mod tests {
             r.bytes,
             r.kept.values().map(|e| e.value.len()).sum::<usize>()
         );
+    }
+
+    #[test]
+    fn larger_bounds_keep_more_and_none_keep_nothing() {
+        let mut r = Recent::bounded(1000, 1 << 20);
+        for i in 0..1000 {
+            r.keep(format!("k{i}").as_bytes(), i, b"v");
+        }
+        assert_eq!(r.len(), 1000);
+        assert!(r.at(b"k0", 0).is_some(), "nothing went while within bounds");
+        r.keep(b"one more", 1, b"v");
+        assert_eq!(r.len(), 1000);
+        assert_eq!(r.at(b"k0", 0), None, "the oldest went first");
+
+        let mut none = Recent::bounded(0, 1 << 20);
+        none.keep(b"k", 1, b"v");
+        assert_eq!(none.at(b"k", 1), None);
+        assert_eq!(none.bytes, 0);
     }
 }
