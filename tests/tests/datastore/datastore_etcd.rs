@@ -581,6 +581,58 @@ fn ranges(etcd: &EtcdCluster) -> u64 {
     etcd.handled("Range").expect("etcd metrics")
 }
 
+/// A Node watch runs over a paced connection of its own, to one member:
+/// with each member stopped in turn (so the watch's own among them), the
+/// watch resumes on another and its consumer misses nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_watch_follows_each_member_stopped_in_turn() {
+    let mut etcd = EtcdCluster::three().expect("start three etcd members");
+    let store = client(&etcd, None).await;
+    let watcher = Watcher::start(store.clone(), Kind::Node);
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (store, done) = (store.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut written = Vec::new();
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let o = store
+                    .create(example(Kind::Node, &format!("node-{i}")))
+                    .await
+                    .expect("create");
+                written.push(o);
+                i += 1;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            written
+        })
+    };
+    for m in 0..3 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        etcd.stop(m).unwrap();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        etcd.start(m).unwrap();
+        etcd.wait_healthy(m, Duration::from_secs(30)).unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let written = tokio::time::timeout(Duration::from_secs(120), writer)
+        .await
+        .expect("writes stalled")
+        .unwrap();
+    let (want, revision) = store_view(store.as_ref(), Kind::Node).await;
+    assert_eq!(
+        want.len(),
+        written.len(),
+        "a write that succeeded is missing"
+    );
+    for o in &written {
+        assert_eq!(want.get(&place(o)), Some(&version(o)), "{:?}", place(o));
+    }
+    let (consumer, _) = watcher.finish(revision).await;
+    assert_eq!(consumer.view, want, "the watch missed changes");
+}
+
 /// A store told to keep more values (the scale bench's kubelets, standing
 /// in for an API server's watch cache) updates each of many objects in
 /// one transaction; the default few would have let the first ones go.

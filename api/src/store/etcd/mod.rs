@@ -13,6 +13,7 @@
 //! (and are retried by [`crate::store::retry`]).
 
 pub mod keys;
+mod paced;
 mod recent;
 mod watch;
 
@@ -38,6 +39,8 @@ use crate::kind::Kind;
 pub struct EtcdStore {
     client: Client,
     endpoints: Vec<String>,
+    /// The endpoints as URLs, for the paced watch connections ([`paced`]).
+    urls: Vec<String>,
     /// Values just read or written, for updates that follow ([`recent`]).
     recent: Arc<Mutex<recent::Recent>>,
 }
@@ -61,6 +64,14 @@ fn next_key(key: &[u8]) -> Vec<u8> {
 
 /// How long one call may take before it counts as the store being away.
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// HTTP/2 pings: their interval, and how long an answer may take.
+const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(10), Duration::from_secs(5));
+
+/// Kinds watched over a paced connection of their own ([`paced`]): those
+/// whose changes are mostly heartbeats.
+const PACED_KINDS: &[Kind] = &[Kind::Node];
 
 pub(crate) fn map_err(e: etcd_client::Error) -> StoreError {
     use etcd_client::Error as E;
@@ -230,15 +241,16 @@ impl EtcdStore {
         }
         let urls: Vec<String> = endpoints.iter().map(|e| endpoint_url(e)).collect();
         let opts = ConnectOptions::new()
-            .with_connect_timeout(Duration::from_secs(3))
+            .with_connect_timeout(CONNECT_TIMEOUT)
             .with_timeout(CALL_TIMEOUT)
-            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive(KEEP_ALIVE.0, KEEP_ALIVE.1)
             .with_keep_alive_while_idle(true)
             .with_require_leader(true);
         let client = Client::connect(&urls, Some(opts)).await.map_err(map_err)?;
         Ok(EtcdStore {
             client,
             endpoints: endpoints.to_vec(),
+            urls,
             recent: Arc::default(),
         })
     }
@@ -596,7 +608,15 @@ impl Datastore for EtcdStore {
         scope: &WatchScope,
         revision: &str,
     ) -> Result<BoxStream<'static, Result<RawEvent>>> {
-        watch::open(self.client.clone(), scope.clone(), revision).await
+        let client = if PACED_KINDS.contains(&scope.kind) {
+            match paced::connect(&self.urls, CONNECT_TIMEOUT, KEEP_ALIVE, true).await {
+                Some(client) => client?,
+                None => self.client.clone(),
+            }
+        } else {
+            self.client.clone()
+        };
+        watch::open(client, scope.clone(), revision).await
     }
 
     fn describe(&self) -> String {

@@ -31,18 +31,20 @@ pub(super) async fn open(
         // key alone (see `WatchEvent::Deleted`).
         .with_progress_notify();
     let stream = client.watch(prefix, Some(opts)).await.map_err(map_err)?;
+    // The client is kept with the stream: a watch's own connection
+    // ([`super::paced`]) lives as long as the watch, and no longer.
     let state = (
-        stream,
+        (stream, client),
         VecDeque::<Result<RawEvent>>::new(),
         false,
         (scope.kind, scope.metadata_only),
     );
     Ok(futures::stream::unfold(
         state,
-        |(mut stream, mut ready, mut done, read)| async move {
+        |((mut stream, client), mut ready, mut done, read)| async move {
             loop {
                 if let Some(item) = ready.pop_front() {
-                    return Some((item, (stream, ready, done, read)));
+                    return Some((item, ((stream, client), ready, done, read)));
                 }
                 if done {
                     return None;
