@@ -8,6 +8,8 @@ use super::fsm::Negotiated;
 use super::machine::{Action, Cause, Event, Fsm, OPEN_WAIT, Outgoing, Timer};
 use crate::wire::{self, DecodeOptions, Notification};
 use std::net::SocketAddr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -18,6 +20,74 @@ pub struct Connection {
     pub writer: OwnedWriteHalf,
     pub local: SocketAddr,
     pub remote: SocketAddr,
+    /// A second descriptor of the socket, for closing it gently (`Drop`).
+    linger: Option<OwnedFd>,
+}
+
+/// How long a closed connection is read (and what arrives thrown away)
+/// while waiting for the peer to close its side.
+const LINGER: Duration = Duration::from_secs(10);
+
+/// At most this many sockets linger at once; past it they close at once.
+const MAX_LINGERING: usize = 256;
+
+static LINGERING: AtomicUsize = AtomicUsize::new(0);
+
+/// Closing a socket whose received bytes were not all read makes the
+/// kernel send a RST and drop what it has not yet sent: a NOTIFICATION
+/// written just before could be lost with it, and where the RST is lost
+/// too (a lossy path) the peer keeps a session that no longer exists
+/// until its next KEEPALIVE draws a RST, refusing new connections as
+/// collisions meanwhile. So the write side is shut (FIN after what was
+/// written) and the socket kept open, read and discarded, until the peer
+/// closes its side or `LINGER` passes; the kernel meanwhile retransmits
+/// what the peer has not acknowledged.
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let Some(fd) = self.linger.take() else { return };
+        let socket = std::net::TcpStream::from(fd);
+        let _ = socket.shutdown(std::net::Shutdown::Write);
+        if let Ok(rt) = tokio::runtime::Handle::try_current()
+            && LINGERING.fetch_add(1, Ordering::Relaxed) < MAX_LINGERING
+        {
+            rt.spawn(async move {
+                drain(socket, LINGER).await;
+                LINGERING.fetch_sub(1, Ordering::Relaxed);
+            });
+        } else {
+            // Over the bound the count was raised all the same.
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Closes a connection from a neighbor that is not wanted now, as a
+/// connection is closed (see `Drop for Connection`).
+pub fn close_gently(stream: TcpStream) {
+    drop(Connection::new(stream));
+}
+
+/// Reads and discards until the peer closes, the socket fails, or `limit`.
+async fn drain(socket: std::net::TcpStream, limit: Duration) {
+    // The descriptor shares the original's non-blocking file description.
+    let Ok(stream) = TcpStream::from_std(socket) else {
+        return;
+    };
+    let mut buf = [0u8; 4096];
+    let _ = tokio::time::timeout(limit, async {
+        loop {
+            match stream.readable().await {
+                Err(_) => return,
+                Ok(()) => match stream.try_read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(_) => return,
+                },
+            }
+        }
+    })
+    .await;
 }
 
 /// A connection whose machine has reached Established.
@@ -46,12 +116,14 @@ impl Connection {
         let local = stream.local_addr()?;
         let remote = stream.peer_addr()?;
         stream.set_nodelay(true)?;
+        let linger = stream.as_fd().try_clone_to_owned().ok();
         let (r, w) = stream.into_split();
         Ok(Connection {
             reader: FramedReader::new(r),
             writer: w,
             local,
             remote,
+            linger,
         })
     }
 

@@ -14,6 +14,8 @@ pub mod machine;
 mod peer;
 
 #[cfg(test)]
+mod linger_tests;
+#[cfg(test)]
 mod tests;
 
 pub use counters::PeerCounters;

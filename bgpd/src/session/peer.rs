@@ -7,7 +7,7 @@ use super::counters::PeerCounters;
 use super::established::{self, Ended, SessionIo};
 use super::events::{PeerCommand, PeerEvent, PeerId};
 use super::fsm::{LocalParams, State, keep_incoming};
-use super::handshake::{Connection, Opened, SessionError, handshake};
+use super::handshake::{Connection, Opened, SessionError, close_gently, handshake};
 use super::machine::{Action, Cause, Event, Fsm, Timer};
 use crate::bfd::{BfdStatus, State as BfdState};
 use crate::config::Neighbor;
@@ -151,7 +151,9 @@ impl PeerTask {
 
     /// RFC 5882 3.2 (Tartan's choice): with BFD configured, the session is
     /// neither dialled nor accepted until BFD is Up. Connections from the
-    /// peer meanwhile are closed. False: the task is to stop.
+    /// peer meanwhile are closed, gently: a reset lost on a lossy path
+    /// would leave the peer waiting in OpenSent on a connection that is
+    /// gone. False: the task is to stop.
     async fn wait_for_bfd(&mut self) -> bool {
         let Some(rx) = self.bfd.as_mut() else {
             return true;
@@ -165,7 +167,7 @@ impl PeerTask {
             tokio::select! {
                 () = established::bfd_up(Some(&mut *rx)) => return true,
                 s = self.incoming.recv() => match s {
-                    Some(stream) => drop(stream),
+                    Some(stream) => close_gently(stream),
                     None => return false,
                 },
                 c = self.commands.recv() => match c {
