@@ -26,6 +26,7 @@ fn scale_bench_runs_at_a_tiny_size() -> Result<()> {
     // The kubelets post: 12 Nodes a second (a loaded machine may lag).
     assert!(s.beat_rate > 3.0, "{s:?}");
     assert_eq!((s.convergence.len(), s.adds.len(), s.dels.len()), (3, 3, 3));
+    assert_eq!(s.add_starts.len(), 3);
     // The datastore's round trips were timed, each answered.
     assert!(
         !s.store_reads.is_empty() && !s.store_writes.is_empty() && s.store_failures == 0,

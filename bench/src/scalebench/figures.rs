@@ -29,6 +29,8 @@ pub struct SizeFigures {
     pub convergence: Vec<Duration>,
     /// CNI ADD (and its DEL) on the real node, heartbeats running.
     pub adds: Vec<Duration>,
+    /// When each ADD started, from the first ADD's start.
+    pub add_starts: Vec<Duration>,
     pub dels: Vec<Duration>,
     /// The datastore's round trips after the ADDs, heartbeats running: a
     /// read and a compare-and-swap write by turns, every 10 ms.

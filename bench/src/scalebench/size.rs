@@ -209,6 +209,7 @@ pub fn measure(
     ];
     let cpu_at = || watched.map(|p| cpu_seconds(p).unwrap_or(0.0));
     let cpu0 = cpu_at();
+    let first = Instant::now();
     for i in 0..o.adds {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": format!("add-{i}"), "namespace": "default", "labels": {"app": "timed"}},
@@ -218,6 +219,7 @@ pub fn measure(
         let t = Instant::now();
         let r = cni.add(&call).with_context(|| format!("timed ADD {i}"))?;
         f.adds.push(t.elapsed());
+        f.add_starts.push(t - first);
         let t = Instant::now();
         cni.del(&call, Some(&r))?;
         f.dels.push(t.elapsed());
@@ -235,6 +237,10 @@ pub fn measure(
             f.add_cpu[0] * 1e3,
             f.add_cpu[1] * 1e3,
             f.add_cpu[2] * 1e3,
+        ));
+        log(&format!(
+            "{n} nodes: slowest ADDs: {}",
+            slowest(&f.adds, &f.add_starts, 8)
         ));
     }
     // The datastore's own round trips, heartbeats still running.
@@ -269,6 +275,24 @@ pub fn measure(
         let _ = cni.del(call, None);
     }
     Ok(())
+}
+
+/// The `k` longest of `times`, each with when it started.
+fn slowest(times: &[Duration], starts: &[Duration], k: usize) -> String {
+    let mut order: Vec<usize> = (0..times.len().min(starts.len())).collect();
+    order.sort_by(|a, b| times[*b].cmp(&times[*a]));
+    order
+        .iter()
+        .take(k)
+        .map(|&i| {
+            format!(
+                "{:.1} ms at +{:.2} s",
+                times[i].as_secs_f64() * 1e3,
+                starts[i].as_secs_f64()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The IPv4 addresses of a CNI result.
