@@ -47,17 +47,17 @@ impl Drop for Connection {
         let Some(fd) = self.linger.take() else { return };
         let socket = std::net::TcpStream::from(fd);
         let _ = socket.shutdown(std::net::Shutdown::Write);
-        if let Ok(rt) = tokio::runtime::Handle::try_current()
-            && LINGERING.fetch_add(1, Ordering::Relaxed) < MAX_LINGERING
-        {
-            rt.spawn(async move {
-                drain(socket, LINGER).await;
-                LINGERING.fetch_sub(1, Ordering::Relaxed);
-            });
-        } else {
-            // Over the bound the count was raised all the same.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if LINGERING.fetch_add(1, Ordering::Relaxed) >= MAX_LINGERING {
             LINGERING.fetch_sub(1, Ordering::Relaxed);
+            return;
         }
+        rt.spawn(async move {
+            drain(socket).await;
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+        });
     }
 }
 
@@ -67,14 +67,14 @@ pub fn close_gently(stream: TcpStream) {
     drop(Connection::new(stream));
 }
 
-/// Reads and discards until the peer closes, the socket fails, or `limit`.
-async fn drain(socket: std::net::TcpStream, limit: Duration) {
+/// Reads and discards until the peer closes, the socket fails, or `LINGER`.
+async fn drain(socket: std::net::TcpStream) {
     // The descriptor shares the original's non-blocking file description.
     let Ok(stream) = TcpStream::from_std(socket) else {
         return;
     };
     let mut buf = [0u8; 4096];
-    let _ = tokio::time::timeout(limit, async {
+    let _ = tokio::time::timeout(LINGER, async {
         loop {
             match stream.readable().await {
                 Err(_) => return,
