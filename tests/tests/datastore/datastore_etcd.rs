@@ -553,43 +553,136 @@ async fn the_watch_saw_every_write(
     assert_eq!(consumer.view, want, "the watch missed changes");
 }
 
+/// The raw events of `scope` after `from` up to the first deletion.
+async fn raw_until_deleted(store: &EtcdStore, scope: &WatchScope, from: u64) -> Vec<RawEvent> {
+    let mut raw = store.watch_raw(scope, &from.to_string()).await.unwrap();
+    let mut got = Vec::new();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut raw))
+            .await
+        {
+            Ok(Some(Ok(RawEvent::Progress(_)))) => {}
+            Ok(Some(Ok(ev @ RawEvent::Deleted(_)))) => {
+                got.push(ev);
+                return got;
+            }
+            Ok(Some(Ok(ev))) => got.push(ev),
+            other => panic!("unexpected {other:?} after {got:?}"),
+        }
+    }
+}
+
+fn scope_of_nodes(metadata_only: bool) -> WatchScope {
+    WatchScope {
+        kind: Kind::Node,
+        namespace: None,
+        metadata_only,
+    }
+}
+
+/// A Node as a kubelet posts it, its Ready condition's heartbeat at `at`.
+fn beating(o: &DynamicObject, at: &str) -> DynamicObject {
+    let mut o = o.clone();
+    o.data["status"] = serde_json::json!({"conditions": [
+        {"type": "Ready", "status": "True", "lastHeartbeatTime": at}]});
+    o
+}
+
 /// A watch for a consumer that reads metadata only (felix's and bgpd's of
-/// Nodes) gets each changed Node's metadata whole and its spec and status
-/// as their shape; the same watch without the wish gets them whole.
+/// Nodes) gets each change of a Node's metadata, its spec and status as
+/// their shape, and nothing at all for a write that changes only the
+/// status (a kubelet's heartbeat): etcd sends it nothing. The same watch
+/// without the wish gets every write whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_metadata_only_watch_reads_each_change_as_its_metadata() {
+async fn a_metadata_only_watch_of_nodes_gets_each_metadata_change_and_no_heartbeat() {
     let etcd = EtcdCluster::single().expect("start etcd");
     let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
     let mut node = example(Kind::Node, "n1");
     node.data["spec"] = serde_json::json!({"podCIDR": "10.0.0.0/24"});
-    node.data["status"] = serde_json::json!({"conditions": [{"type": "Ready", "status": "True"}]});
-    let o = store.create(node).await.unwrap();
+    let o = store
+        .create(beating(&node, "2026-01-01T00:00:00Z"))
+        .await
+        .unwrap();
     let first = version(&o);
-    let beat = store.update(modified(&o, 1)).await.unwrap();
-    for metadata_only in [true, false] {
-        let scope = WatchScope {
-            kind: Kind::Node,
-            namespace: None,
-            metadata_only,
-        };
-        let mut raw = store.watch_raw(&scope, &first.to_string()).await.unwrap();
-        let got = loop {
-            match tokio::time::timeout(Duration::from_secs(10), futures::StreamExt::next(&mut raw))
-                .await
-            {
-                Ok(Some(Ok(RawEvent::Put(o)))) => break o,
-                Ok(Some(Ok(RawEvent::Progress(_)))) => {}
-                other => panic!("unexpected {other:?}"),
-            }
-        };
-        assert_eq!(got.metadata, beat.metadata);
-        if metadata_only {
+    let beat = store
+        .update(beating(&o, "2026-01-01T00:00:10Z"))
+        .await
+        .unwrap();
+    let relabeled = store.update(modified(&beat, 1)).await.unwrap();
+    let beat2 = store
+        .update(beating(&relabeled, "2026-01-01T00:00:20Z"))
+        .await
+        .unwrap();
+    store
+        .delete(&ObjectKey::of(&beat2).unwrap(), None)
+        .await
+        .unwrap();
+
+    let whole = raw_until_deleted(&store, &scope_of_nodes(false), first).await;
+    let puts: Vec<&DynamicObject> = whole
+        .iter()
+        .filter_map(|e| match e {
+            RawEvent::Put(o) => Some(o),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(puts, vec![&beat, &relabeled, &beat2], "{whole:?}");
+
+    let outline = raw_until_deleted(&store, &scope_of_nodes(true), first).await;
+    match outline.as_slice() {
+        [RawEvent::Put(got), RawEvent::Deleted(gone)] => {
+            assert_eq!(got.metadata, relabeled.metadata);
             assert_eq!(got.data["spec"], serde_json::json!({}));
             assert_eq!(got.data["status"], serde_json::json!({}));
-        } else {
-            assert_eq!(got.data, beat.data);
+            assert_eq!(gone.metadata.name.as_deref(), Some("n1"));
         }
+        other => panic!("a metadata-only watch got {other:?}"),
     }
+}
+
+/// A Node put into etcd by hand, past the store, has no outline: the
+/// store's next write of it, a heartbeat included, writes one, and from
+/// then on a metadata-only watch tells of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_without_an_outline_gets_one_at_its_next_write() {
+    let etcd = EtcdCluster::single().expect("start etcd");
+    let store = EtcdStore::connect(&etcd.client_endpoints()).await.unwrap();
+    let node = beating(&example(Kind::Node, "n2"), "2026-01-01T00:00:00Z");
+    let key = "/tartan/k8s/nodes/n2";
+    let put = store
+        .client()
+        .kv_client()
+        .put(key, serde_json::to_vec(&node).unwrap(), None)
+        .await
+        .unwrap();
+    let first = put.header().unwrap().revision() as u64;
+    let k = ObjectKey::of(&node).unwrap();
+    let stored = store.get(&k).await.unwrap();
+    let beat = store
+        .update(beating(&stored, "2026-01-01T00:00:10Z"))
+        .await
+        .unwrap();
+    // A second heartbeat: its outline is the one just written.
+    store
+        .update(beating(&beat, "2026-01-01T00:00:20Z"))
+        .await
+        .unwrap();
+    store.delete(&k, None).await.unwrap();
+    let outline = raw_until_deleted(&store, &scope_of_nodes(true), first).await;
+    match outline.as_slice() {
+        [RawEvent::Put(got), RawEvent::Deleted(_)] => {
+            assert_eq!(got.metadata, beat.metadata);
+        }
+        other => panic!("a metadata-only watch got {other:?}"),
+    }
+    // Deleting the Node deleted its outline.
+    let left = store
+        .client()
+        .kv_client()
+        .get("/tartan/outlines/k8s/nodes/n2", None)
+        .await
+        .unwrap();
+    assert_eq!(left.count(), 0, "{left:?}");
 }
 
 /// The Range calls etcd has answered, from its metrics.

@@ -45,13 +45,41 @@ pub fn key(k: &ObjectKey) -> Result<String, StoreError> {
     }
 }
 
+/// Where the outlines of objects of the kinds that have them are kept
+/// (see `super::outline`): the object's key with [`ROOT`] replaced by
+/// this. No kind's segment is `outlines`, so no kind's prefix holds them.
+pub const OUTLINE_ROOT: &str = "/tartan/outlines/";
+
+/// The key of the outline of the object at `key` (a key from [`key`]).
+pub fn outline_key(key: &str) -> String {
+    match key.strip_prefix(ROOT) {
+        Some(rest) => format!("{OUTLINE_ROOT}{rest}"),
+        None => format!("{OUTLINE_ROOT}{key}"),
+    }
+}
+
+/// The prefix holding the outlines of every object of `kind` (or of
+/// `kind` in `namespace`).
+pub fn outline_prefix(kind: Kind, namespace: Option<&str>) -> String {
+    outline_key(&prefix(kind, namespace))
+}
+
 /// The namespace and name an etcd key under `kind`'s prefix stands for.
 pub fn parse(kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
+    parse_under(ROOT, kind, raw)
+}
+
+/// The namespace and name the outline key `raw` of `kind` stands for.
+pub fn parse_outline(kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
+    parse_under(OUTLINE_ROOT, kind, raw)
+}
+
+fn parse_under(root: &str, kind: Kind, raw: &[u8]) -> Option<(Option<String>, String)> {
     let s = std::str::from_utf8(raw).ok()?;
     // `prefix(kind, None)` matched piece by piece: this runs for every
     // object read and every watch event, so it builds no string.
     let rest = s
-        .strip_prefix(ROOT)?
+        .strip_prefix(root)?
         .strip_prefix(kind.info().key_segment)?
         .strip_prefix('/')?;
     if kind.info().namespaced {
@@ -146,6 +174,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn outline_keys_are_apart_from_every_kind_and_parse_back() {
+        for kind in Kind::all() {
+            assert!(
+                !OUTLINE_ROOT.starts_with(&prefix(kind, None)),
+                "{kind}'s prefix holds the outlines"
+            );
+            let ns = kind.info().namespaced.then_some("ns1");
+            let o = outline_key(&key(&ObjectKey::new(kind, ns, "o1")).unwrap());
+            assert!(o.starts_with(&outline_prefix(kind, ns)), "{o}");
+            let want = Some((ns.map(String::from), "o1".to_string()));
+            assert_eq!(parse_outline(kind, o.as_bytes()), want, "{o}");
+            for other in Kind::all() {
+                assert_eq!(parse(other, o.as_bytes()), None, "{other} read {o}");
+            }
+        }
+        assert_eq!(
+            outline_key("/tartan/k8s/nodes/n1"),
+            "/tartan/outlines/k8s/nodes/n1"
+        );
     }
 
     #[test]

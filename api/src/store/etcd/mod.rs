@@ -13,6 +13,7 @@
 //! (and are retried by [`crate::store::retry`]).
 
 pub mod keys;
+mod outline;
 mod paced;
 mod recent;
 mod watch;
@@ -73,6 +74,23 @@ const KEEP_ALIVE: (Duration, Duration) = (Duration::from_secs(10), Duration::fro
 /// whose changes are mostly heartbeats.
 const PACED_KINDS: &[Kind] = &[Kind::Node];
 
+/// Kinds whose objects have an outline key beside their own ([`outline`]):
+/// those that kubelets rewrite every few seconds while what the agents
+/// read of them stays the same.
+const OUTLINED_KINDS: &[Kind] = &[Kind::Node];
+
+/// How a value read from etcd is read into an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// Whole, from the object's own key.
+    Whole,
+    /// As its metadata and the shape of the rest
+    /// ([`crate::store::shape::metadata_from_slice`]), from its own key.
+    Metadata,
+    /// From its outline key ([`outline`]), which holds only that.
+    Outline,
+}
+
 pub(crate) fn map_err(e: etcd_client::Error) -> StoreError {
     use etcd_client::Error as E;
     match e {
@@ -106,11 +124,18 @@ fn endpoint_url(e: &str) -> String {
     }
 }
 
-/// The stored object at `kv`, with resourceVersion set; with
-/// `metadata_only`, the rest of the object read as its shape
-/// ([`crate::store::shape::metadata_from_slice`]).
-fn decode_as(kind: Kind, kv: &KeyValue, metadata_only: bool) -> Result<DynamicObject> {
-    decode_value(kind, kv.key(), kv.value(), kv.mod_revision(), metadata_only)
+/// The stored object at `kv`, read as `read` says, with resourceVersion
+/// set.
+fn decode_as(kind: Kind, kv: &KeyValue, read: Read) -> Result<DynamicObject> {
+    decode_value(kind, kv.key(), kv.value(), kv.mod_revision(), read)
+}
+
+/// The namespace and name of the object `key` (read as `read`) is of.
+fn parse_key(kind: Kind, key: &[u8], read: Read) -> Option<(Option<String>, String)> {
+    match read {
+        Read::Outline => keys::parse_outline(kind, key),
+        Read::Whole | Read::Metadata => keys::parse(kind, key),
+    }
 }
 
 /// [`decode_as`] of a value stored at `key` at `mod_revision`.
@@ -119,20 +144,19 @@ fn decode_value(
     key: &[u8],
     value: &[u8],
     mod_revision: i64,
-    metadata_only: bool,
+    read: Read,
 ) -> Result<DynamicObject> {
-    let read = if metadata_only {
-        crate::store::shape::metadata_from_slice
-    } else {
-        crate::store::shape::from_slice
+    let reader = match read {
+        Read::Whole => crate::store::shape::from_slice,
+        Read::Metadata | Read::Outline => crate::store::shape::metadata_from_slice,
     };
-    let mut obj: DynamicObject = read(value).map_err(|e| {
+    let mut obj: DynamicObject = reader(value).map_err(|e| {
         StoreError::BadObject(format!(
             "etcd key {} does not hold a {kind} object: {e}",
             String::from_utf8_lossy(key)
         ))
     })?;
-    let (namespace, name) = keys::parse(kind, key).ok_or_else(|| {
+    let (namespace, name) = parse_key(kind, key, read).ok_or_else(|| {
         StoreError::BadObject(format!(
             "etcd key {} is not a {kind} key",
             String::from_utf8_lossy(key)
@@ -159,11 +183,11 @@ fn decode_value(
 pub(crate) fn decode_or_placeholder(
     kind: Kind,
     kv: &KeyValue,
-    metadata_only: bool,
+    read: Read,
 ) -> Option<DynamicObject> {
-    match decode_as(kind, kv, metadata_only) {
+    match decode_as(kind, kv, read) {
         Ok(o) => Some(o),
-        Err(e) => match keys::parse(kind, kv.key()) {
+        Err(e) => match parse_key(kind, kv.key(), read) {
             Some((namespace, name)) => {
                 let key = ObjectKey {
                     kind,
@@ -281,16 +305,20 @@ impl EtcdStore {
         obj.metadata.namespace = key.namespace.clone();
         carry_identity(
             &mut obj,
-            decode_value(key.kind, k.as_bytes(), old, rev, false).ok(),
+            decode_value(key.kind, k.as_bytes(), old, rev, Read::Whole).ok(),
         );
         let value = encode(&obj)?;
         let mut when = vec![Compare::mod_revision(k, CompareOp::Equal, rev)];
         if same_value {
             when.push(Compare::value(k, CompareOp::Equal, old));
         }
+        let mut then = vec![TxnOp::put(k, value.clone(), None)];
+        if let Some(o) = outline::of(key.kind, k, &value)? {
+            then.push(o.put_if_changed());
+        }
         let txn = Txn::new()
             .when(when)
-            .and_then([TxnOp::put(k, value.clone(), None)])
+            .and_then(then)
             .or_else([TxnOp::get(k, None)]);
         let resp = self.txn(txn).await?;
         if !resp.succeeded() {
@@ -423,7 +451,7 @@ impl Datastore for EtcdStore {
         match resp.kvs().first() {
             Some(kv) => {
                 self.keep(kv.key(), kv.mod_revision(), kv.value());
-                decode_or_placeholder(key.kind, kv, false)
+                decode_or_placeholder(key.kind, kv, Read::Whole)
                     .ok_or_else(|| StoreError::NotFound(key.clone()))
             }
             None => Err(StoreError::NotFound(key.clone())),
@@ -441,7 +469,7 @@ impl Datastore for EtcdStore {
             pages
                 .kvs
                 .into_iter()
-                .filter_map(|kv| decode_or_placeholder(kind, &kv, false)),
+                .filter_map(|kv| decode_or_placeholder(kind, &kv, Read::Whole)),
         );
         Ok(Listing {
             items,
@@ -469,7 +497,7 @@ impl Datastore for EtcdStore {
         let items = pages
             .kvs
             .iter()
-            .filter_map(|kv| decode_or_placeholder(kind, kv, false))
+            .filter_map(|kv| decode_or_placeholder(kind, kv, Read::Whole))
             .filter(|o| narrow.matches(o))
             .collect();
         Ok(Listing {
@@ -504,7 +532,7 @@ impl Datastore for EtcdStore {
         let mut items = Vec::with_capacity(kvs.len());
         items.extend(
             kvs.into_iter()
-                .filter_map(|kv| decode_or_placeholder(kind, &kv, false)),
+                .filter_map(|kv| decode_or_placeholder(kind, &kv, Read::Whole)),
         );
         Ok(ListPage {
             items,
@@ -521,9 +549,13 @@ impl Datastore for EtcdStore {
         obj.metadata.creation_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::now()));
         obj.metadata.generation = Some(1);
         let value = encode(&obj)?;
+        let mut then = vec![TxnOp::put(k.clone(), value.clone(), None)];
+        if let Some(o) = outline::of(key.kind, &k, &value)? {
+            then.push(o.put());
+        }
         let txn = Txn::new()
             .when([Compare::create_revision(k.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(k.clone(), value.clone(), None)]);
+            .and_then(then);
         let resp = self.txn(txn).await?;
         if !resp.succeeded() {
             return Err(StoreError::AlreadyExists(key));
@@ -586,9 +618,11 @@ impl Datastore for EtcdStore {
             Some(rv) => Compare::mod_revision(k.clone(), CompareOp::Equal, parse_rv(key, rv)?),
             None => Compare::create_revision(k.clone(), CompareOp::Greater, 0),
         };
+        let mut then = vec![TxnOp::delete(k.clone(), None)];
+        then.extend(outline::delete(key.kind, &k));
         let txn = Txn::new()
             .when([compare])
-            .and_then([TxnOp::delete(k.clone(), None)])
+            .and_then(then)
             .or_else([TxnOp::get(k, None)]);
         let resp = self.txn(txn).await?;
         if resp.succeeded() {
@@ -608,7 +642,14 @@ impl Datastore for EtcdStore {
         scope: &WatchScope,
         revision: &str,
     ) -> Result<BoxStream<'static, Result<RawEvent>>> {
-        let client = if PACED_KINDS.contains(&scope.kind) {
+        let read = match (scope.metadata_only, outline::kept_for(scope.kind)) {
+            (true, true) => Read::Outline,
+            (true, false) => Read::Metadata,
+            (false, _) => Read::Whole,
+        };
+        // An outline changes only when what its readers read does: it has
+        // no heartbeats to pace.
+        let client = if PACED_KINDS.contains(&scope.kind) && read != Read::Outline {
             match paced::connect(&self.urls, CONNECT_TIMEOUT, KEEP_ALIVE, true).await {
                 Some(client) => client?,
                 None => self.client.clone(),
@@ -616,7 +657,7 @@ impl Datastore for EtcdStore {
         } else {
             self.client.clone()
         };
-        watch::open(client, scope.clone(), revision).await
+        watch::open(client, scope.clone(), revision, read).await
     }
 
     fn describe(&self) -> String {

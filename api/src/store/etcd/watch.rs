@@ -1,5 +1,6 @@
 //! etcd's watch as the raw event stream the generic watch layer resumes:
-//! puts and deletes under one kind's (or one namespace's) prefix, progress
+//! puts and deletes under one kind's (or one namespace's) prefix (or that
+//! of their outlines, see [`super::outline`]), progress
 //! notifications as [`RawEvent::Progress`], compaction as
 //! [`StoreError::Expired`], and a broken connection as an error that ends
 //! the stream.
@@ -10,7 +11,7 @@ use etcd_client::{Client, EventType, WatchOptions, WatchResponse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
-use super::{decode_or_placeholder, keys, map_err};
+use super::{Read, decode_or_placeholder, keys, map_err, parse_key};
 use crate::kind::Kind;
 use crate::store::{DynamicObject, RawEvent, Result, StoreError, WatchScope};
 
@@ -18,11 +19,15 @@ pub(super) async fn open(
     mut client: Client,
     scope: WatchScope,
     revision: &str,
+    read: Read,
 ) -> Result<BoxStream<'static, Result<RawEvent>>> {
     let from: i64 = revision.parse().map_err(|_| {
         StoreError::BadObject(format!("etcd revision {revision:?} is not a number"))
     })?;
-    let prefix = keys::prefix(scope.kind, scope.namespace.as_deref());
+    let prefix = match read {
+        Read::Outline => keys::outline_prefix(scope.kind, scope.namespace.as_deref()),
+        Read::Whole | Read::Metadata => keys::prefix(scope.kind, scope.namespace.as_deref()),
+    };
     let opts = WatchOptions::new()
         .with_range(keys::range_end(&prefix))
         .with_start_revision(from + 1)
@@ -37,7 +42,7 @@ pub(super) async fn open(
         (stream, client),
         VecDeque::<Result<RawEvent>>::new(),
         false,
-        (scope.kind, scope.metadata_only),
+        (scope.kind, read),
     );
     Ok(futures::stream::unfold(
         state,
@@ -70,7 +75,7 @@ pub(super) async fn open(
 
 /// Turn one watch response into events; true when the watch is over.
 fn translate(
-    (kind, metadata_only): (Kind, bool),
+    (kind, read): (Kind, Read),
     resp: &WatchResponse,
     out: &mut VecDeque<Result<RawEvent>>,
 ) -> bool {
@@ -99,12 +104,12 @@ fn translate(
         let Some(kv) = ev.kv() else { continue };
         match ev.event_type() {
             EventType::Put => {
-                if let Some(o) = decode_or_placeholder(kind, kv, metadata_only) {
+                if let Some(o) = decode_or_placeholder(kind, kv, read) {
                     out.push_back(Ok(RawEvent::Put(o)));
                 }
             }
             EventType::Delete => {
-                let Some((namespace, name)) = keys::parse(kind, kv.key()) else {
+                let Some((namespace, name)) = parse_key(kind, kv.key(), read) else {
                     continue;
                 };
                 let mut obj = DynamicObject::new(&name, &kind.api_resource());
