@@ -192,6 +192,13 @@ impl EtcdCluster {
         self.wait_healthy(i, Duration::from_secs(30))
     }
 
+    /// The type of the filesystem that holds the members' data (`tmpfs`,
+    /// `ext4`, ...): the directory is made under the temporary directory,
+    /// `TMPDIR` if set, and a write's latency is mostly etcd's fsync there.
+    pub fn data_filesystem(&self) -> String {
+        crate::mounts::filesystem_here(self.data.path())
+    }
+
     /// The process id of member `i`, while it runs.
     pub fn pid(&self, i: usize) -> Option<u32> {
         self.members
@@ -329,7 +336,6 @@ fn as_u64(v: &serde_json::Value) -> Option<u64> {
     v.as_u64().or_else(|| v.as_str()?.parse().ok())
 }
 
-/// POST a JSON body to etcd's HTTP gateway and return the JSON answer.
 /// Standard base64 with padding, as etcd's JSON gateway takes bytes.
 fn base64(bytes: &[u8]) -> String {
     const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -352,6 +358,7 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
+/// POST a JSON body to etcd's HTTP gateway and return the JSON answer.
 fn post_json(addr: SocketAddr, path: &str, body: &str) -> Result<serde_json::Value> {
     let (code, payload) = exchange(addr, "POST", path, body)?;
     if code != 200 {

@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod cni;
 pub mod cnilab;
 pub mod etcd;
+pub mod mounts;
 pub mod netns;
 pub mod netpol;
 pub mod peers;

@@ -5,6 +5,8 @@ use std::time::Duration;
 #[derive(Debug, Default)]
 pub struct SizeFigures {
     pub nodes: usize,
+    /// The filesystem type under etcd's data (`tmpfs`, `ext4`, ...).
+    pub etcd_storage: String,
     /// WorkloadEndpoints of the simulated nodes.
     pub workloads: usize,
     /// Objects written before the daemons started.
@@ -39,6 +41,8 @@ pub struct SizeFigures {
     pub store_failures: u64,
     /// CPU time per ADD and its DEL, seconds: [bgpd, felix, etcd].
     pub add_cpu: [f64; 3],
+    /// The whole machine's CPU while the ADDs ran.
+    pub add_machine: super::machine::MachineCpu,
     /// VmRSS and VmHWM at the end, KiB: [bgpd, felix].
     pub rss_kib: [u64; 2],
     pub hwm_kib: [u64; 2],

@@ -11,6 +11,7 @@
 //! (all of one node's agents together).
 
 mod figures;
+mod machine;
 mod objects;
 mod options;
 mod probe;

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 
 use super::figures::{Figures, SizeFigures};
+use super::machine::share;
 use super::options::ScaleBenchOptions;
 use crate::bgpload::Environment;
 use crate::storebench::quantile;
@@ -18,6 +19,27 @@ fn mib(kib: u64) -> String {
 
 fn pct(x: f64) -> String {
     format!("{:.2} %", x * 100.0)
+}
+
+/// The filesystems etcd's data was on, each named once in size order.
+fn storage(f: &Figures) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for s in &f.sizes {
+        if !s.etcd_storage.is_empty() && !seen.contains(&s.etcd_storage.as_str()) {
+            seen.push(&s.etcd_storage);
+        }
+    }
+    match seen.as_slice() {
+        [] => "a filesystem not recorded".to_string(),
+        [one] => format!("`{one}`"),
+        many => format!(
+            "{} (by size)",
+            many.iter()
+                .map(|t| format!("`{t}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) -> String {
@@ -62,20 +84,21 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
     );
     let _ = writeln!(
         md,
-        "CPU is the agents' CPU time (their own and their waited-for children's, `nft` for felix) from /proc over {:.0} s windows, as a share of one core: first with nothing changing, then with the heartbeats. Convergence: a reflector's UPDATE for a new block handed to TCP until `ip monitor route` in the node shows the route ({} blocks, one at a time, heartbeats running). CNI ADD: the `tartan` plugin on the real node, {} ADDs one at a time (each followed by its DEL), heartbeats running; CPU per ADD is the CPU time bgpd, felix and etcd spent while they ran, heartbeats included, divided by their number. Datastore round trips: after the ADDs, heartbeats running, for 10 s, a read of a small object and a compare-and-swap write of another by turns every 10 ms over a connection of their own; an ADD makes several in a row (from a new process), so its tail holds theirs further out than their p99. Memory: `VmRSS` (and `VmHWM`, the peak) at the end.\n",
+        "CPU is the agents' CPU time (their own and their waited-for children's, `nft` for felix) from /proc over {:.0} s windows, as a share of one core: first with nothing changing, then with the heartbeats. Convergence: a reflector's UPDATE for a new block handed to TCP until `ip monitor route` in the node shows the route ({} blocks, one at a time, heartbeats running). CNI ADD: the `tartan` plugin on the real node, {} ADDs one at a time (each followed by its DEL), heartbeats running; CPU per ADD is the CPU time bgpd, felix and etcd spent while they ran, heartbeats included, divided by their number; beside it the whole machine's cores over the same time: the busy share of all of them (/proc/stat) and the share of the time in which some runnable task waited for one (`some` of /proc/pressure/cpu). Datastore round trips: after the ADDs, heartbeats running, for 10 s, a read of a small object and a compare-and-swap write of another by turns every 10 ms over a connection of their own; an ADD makes several in a row (from a new process), so its tail holds theirs further out than their p99. etcd keeps its data on {} (under the temporary directory, `TMPDIR` if set): a write waits for its fsync there. Memory: `VmRSS` (and `VmHWM`, the peak) at the end.\n",
         o.window.as_secs_f64(),
         o.new_blocks,
-        o.adds
+        o.adds,
+        storage(f),
     );
     let _ = writeln!(
         md,
-        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s (etcd reads each) | new block p50 / p99 | CNI ADD p50 / p99 | datastore read, write p50 / p99 | CPU per ADD: bgpd / felix / etcd | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| nodes | pods (endpoints) | store written | routes in | bgpd CPU idle → heartbeats | felix CPU idle → heartbeats | Node updates/s (etcd reads each) | new block p50 / p99 | CNI ADD p50 / p99 | datastore read, write p50 / p99 | CPU per ADD: bgpd / felix / etcd | machine during ADDs: cores busy / some task waiting | bgpd RSS (peak) | felix RSS (peak) |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &f.sizes {
         if let Some(e) = &s.error {
             let _ = writeln!(
                 md,
-                "| {} | {} | not measured: {} |||||||||||",
+                "| {} | {} | not measured: {} ||||||||||||",
                 s.nodes,
                 s.workloads,
                 e.lines().next().unwrap_or_default()
@@ -84,7 +107,7 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         }
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} ({:.2}) | {} / {} | {} / {} | {} / {}, {} / {} | {:.1} / {:.1} / {:.1} ms | {} ({}) | {} ({}) |",
+            "| {} | {} | {:.1} s | {:.1} s | {} → {} | {} → {} | {:.0} ({:.2}) | {} / {} | {} / {} | {} / {}, {} / {} | {:.1} / {:.1} / {:.1} ms | {} / {} | {} ({}) | {} ({}) |",
             s.nodes,
             s.workloads,
             s.populate.as_secs_f64(),
@@ -106,6 +129,8 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
             s.add_cpu[0] * 1e3,
             s.add_cpu[1] * 1e3,
             s.add_cpu[2] * 1e3,
+            share(s.add_machine.busy),
+            share(s.add_machine.waited),
             mib(s.rss_kib[0]),
             mib(s.hwm_kib[0]),
             mib(s.rss_kib[1]),
@@ -166,4 +191,31 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Figures, SizeFigures, storage};
+
+    fn on(fs: &[&str]) -> Figures {
+        Figures {
+            sizes: fs
+                .iter()
+                .map(|t| SizeFigures {
+                    etcd_storage: t.to_string(),
+                    ..Default::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_report_names_each_filesystem_etcd_was_on_once() {
+        assert_eq!(storage(&on(&["tmpfs", "tmpfs"])), "`tmpfs`");
+        assert_eq!(
+            storage(&on(&["ext4", "tmpfs", "ext4"])),
+            "`ext4`, `tmpfs` (by size)"
+        );
+        assert_eq!(storage(&on(&[""])), "a filesystem not recorded");
+    }
 }

@@ -16,6 +16,7 @@ use tartan_lab::process::Daemon;
 use tartan_lab::tempdir::TempDir;
 
 use super::figures::SizeFigures;
+use super::machine::{CpuMark, share};
 use super::objects::*;
 use super::options::ScaleBenchOptions;
 use super::probe;
@@ -36,6 +37,8 @@ pub fn measure(
 ) -> Result<()> {
     // Namespace 0 is the real node, 1 and 2 the reflectors.
     let lab = CniLab::new(3)?;
+    f.etcd_storage = lab.etcd.data_filesystem();
+    log(&format!("{n} nodes: etcd's data on {}", f.etcd_storage));
     let (rt, store) = (&lab.rt, &lab.store);
     let me = CniLab::node_name(0);
     let node_ns = lab.underlay.node(0).netns.name().to_string();
@@ -209,6 +212,7 @@ pub fn measure(
     ];
     let cpu_at = || watched.map(|p| cpu_seconds(p).unwrap_or(0.0));
     let cpu0 = cpu_at();
+    let machine0 = CpuMark::now();
     let first = Instant::now();
     for i in 0..o.adds {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
@@ -225,6 +229,7 @@ pub fn measure(
         f.dels.push(t.elapsed());
     }
     let cpu1 = cpu_at();
+    f.add_machine = machine0.until(&CpuMark::now());
     for (k, c) in f.add_cpu.iter_mut().enumerate() {
         *c = (cpu1[k] - cpu0[k]) / o.adds.max(1) as f64;
     }
@@ -237,6 +242,11 @@ pub fn measure(
             f.add_cpu[0] * 1e3,
             f.add_cpu[1] * 1e3,
             f.add_cpu[2] * 1e3,
+        ));
+        log(&format!(
+            "{n} nodes: while the ADDs ran, the machine's cores were {} busy and some task waited for one {} of the time",
+            share(f.add_machine.busy),
+            share(f.add_machine.waited),
         ));
         log(&format!(
             "{n} nodes: slowest ADDs: {}",
