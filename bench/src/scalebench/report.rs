@@ -21,6 +21,42 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", x * 100.0)
 }
 
+/// The goals' ratios of the largest size: memory against the smallest
+/// size of at least 100 nodes below it (the goal's base; none when the
+/// run has no such size), CNI ADD against the smallest size.
+fn ratios(ok: &[&SizeFigures], first: &SizeFigures, last: &SizeFigures) -> String {
+    let ratio = |a: u64, b: u64| {
+        if b == 0 {
+            f64::NAN
+        } else {
+            a as f64 / b as f64
+        }
+    };
+    let q = |v: &[std::time::Duration], p| quantile(v, p).as_secs_f64();
+    let memory = match ok.iter().find(|s| s.nodes >= 100 && s.nodes < last.nodes) {
+        Some(base) => format!(
+            "{} nodes against {}: resident memory bgpd ×{:.2}, felix ×{:.2} (goal < 2).",
+            last.nodes,
+            base.nodes,
+            ratio(last.rss_kib[0], base.rss_kib[0]),
+            ratio(last.rss_kib[1], base.rss_kib[1]),
+        ),
+        None => format!(
+            "No size of 100 nodes or more below {} to hold its memory against.",
+            last.nodes
+        ),
+    };
+    format!(
+        "{memory} Against {} nodes: CNI ADD p50 ×{:.2}, p99 ×{:.2} (goal ≤ 1.5). Heartbeat CPU (with heartbeats minus without) bgpd {} and felix {} at {} nodes.",
+        first.nodes,
+        q(&last.adds, 0.5) / q(&first.adds, 0.5),
+        q(&last.adds, 0.99) / q(&first.adds, 0.99),
+        pct(last.cpu_beats[0] - last.cpu_idle[0]),
+        pct(last.cpu_beats[1] - last.cpu_idle[1]),
+        last.nodes,
+    )
+}
+
 /// The filesystems etcd's data was on, each named once in size order.
 fn storage(f: &Figures) -> String {
     let mut seen: Vec<&str> = Vec::new();
@@ -138,34 +174,10 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         );
     }
     let ok: Vec<&SizeFigures> = f.sizes.iter().filter(|s| s.error.is_none()).collect();
-    // Memory is held against the 100-node cluster (the goal's), CNI ADD
-    // against the smallest.
-    let base = ok.iter().find(|s| s.nodes >= 100).or(ok.first());
-    if let (Some(first), Some(base), Some(last)) = (ok.first(), base, ok.last())
+    if let (Some(first), Some(last)) = (ok.first(), ok.last())
         && ok.len() > 1
     {
-        let ratio = |a: u64, b: u64| {
-            if b == 0 {
-                f64::NAN
-            } else {
-                a as f64 / b as f64
-            }
-        };
-        let q = |v: &[std::time::Duration], p| quantile(v, p).as_secs_f64();
-        let _ = writeln!(
-            md,
-            "\n{} nodes against {}: resident memory bgpd ×{:.2}, felix ×{:.2} (goal < 2). Against {} nodes: CNI ADD p50 ×{:.2}, p99 ×{:.2} (goal ≤ 1.5). Heartbeat CPU (with heartbeats minus without) bgpd {} and felix {} at {} nodes.",
-            last.nodes,
-            base.nodes,
-            ratio(last.rss_kib[0], base.rss_kib[0]),
-            ratio(last.rss_kib[1], base.rss_kib[1]),
-            first.nodes,
-            q(&last.adds, 0.5) / q(&first.adds, 0.5),
-            q(&last.adds, 0.99) / q(&first.adds, 0.99),
-            pct(last.cpu_beats[0] - last.cpu_idle[0]),
-            pct(last.cpu_beats[1] - last.cpu_idle[1]),
-            last.nodes,
-        );
+        let _ = writeln!(md, "\n{}", ratios(&ok, first, last));
     }
     for s in &f.sizes {
         if s.never_quiet {
@@ -195,7 +207,8 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
 
 #[cfg(test)]
 mod tests {
-    use super::{Figures, SizeFigures, storage};
+    use super::{Figures, SizeFigures, ratios, storage};
+    use std::time::Duration;
 
     fn on(fs: &[&str]) -> Figures {
         Figures {
@@ -217,5 +230,36 @@ mod tests {
             "`ext4`, `tmpfs` (by size)"
         );
         assert_eq!(storage(&on(&[""])), "a filesystem not recorded");
+    }
+
+    fn size(nodes: usize, rss: u64, add_ms: u64) -> SizeFigures {
+        SizeFigures {
+            nodes,
+            rss_kib: [rss, 2 * rss],
+            adds: vec![Duration::from_millis(add_ms); 10],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn memory_is_held_against_a_smaller_size_of_at_least_100_nodes() {
+        let (a, b, c) = (size(3, 10, 10), size(100, 100, 12), size(5000, 150, 15));
+        let r = ratios(&[&a, &b, &c], &a, &c);
+        assert!(
+            r.starts_with("5000 nodes against 100: resident memory bgpd ×1.50, felix ×1.50"),
+            "{r}"
+        );
+        assert!(
+            r.contains("Against 3 nodes: CNI ADD p50 ×1.50, p99 ×1.50"),
+            "{r}"
+        );
+        // A quick run (3 and 5,000 nodes) has no base for memory: it does
+        // not hold the largest size against itself.
+        let r = ratios(&[&a, &c], &a, &c);
+        assert!(
+            r.starts_with("No size of 100 nodes or more below 5000"),
+            "{r}"
+        );
+        assert!(!r.contains("×1.00"), "{r}");
     }
 }
