@@ -21,10 +21,15 @@ fn pct(x: f64) -> String {
     format!("{:.2} %", x * 100.0)
 }
 
-/// The goals' ratios of the largest size: memory against the smallest
-/// size of at least 100 nodes below it (the goal's base; none when the
-/// run has no such size), CNI ADD against the smallest size.
-fn ratios(ok: &[&SizeFigures], first: &SizeFigures, last: &SizeFigures) -> String {
+/// The goals' ratios of the largest of the sizes measured (`ok`, in
+/// order): memory against the smallest size of at least 100 nodes below
+/// it (the goal's base; none when the run has no such size), CNI ADD
+/// against the smallest size. `None` with fewer than two sizes.
+fn ratios(ok: &[&SizeFigures]) -> Option<String> {
+    let (&first, &last) = (ok.first()?, ok.last()?);
+    if ok.len() < 2 {
+        return None;
+    }
     let ratio = |a: u64, b: u64| {
         if b == 0 {
             f64::NAN
@@ -46,7 +51,7 @@ fn ratios(ok: &[&SizeFigures], first: &SizeFigures, last: &SizeFigures) -> Strin
             last.nodes
         ),
     };
-    format!(
+    Some(format!(
         "{memory} Against {} nodes: CNI ADD p50 ×{:.2}, p99 ×{:.2} (goal ≤ 1.5). Heartbeat CPU (with heartbeats minus without) bgpd {} and felix {} at {} nodes.",
         first.nodes,
         q(&last.adds, 0.5) / q(&first.adds, 0.5),
@@ -54,7 +59,7 @@ fn ratios(ok: &[&SizeFigures], first: &SizeFigures, last: &SizeFigures) -> Strin
         pct(last.cpu_beats[0] - last.cpu_idle[0]),
         pct(last.cpu_beats[1] - last.cpu_idle[1]),
         last.nodes,
-    )
+    ))
 }
 
 /// The filesystems etcd's data was on, each named once in size order.
@@ -174,10 +179,8 @@ pub fn render_markdown(env: &Environment, o: &ScaleBenchOptions, f: &Figures) ->
         );
     }
     let ok: Vec<&SizeFigures> = f.sizes.iter().filter(|s| s.error.is_none()).collect();
-    if let (Some(first), Some(last)) = (ok.first(), ok.last())
-        && ok.len() > 1
-    {
-        let _ = writeln!(md, "\n{}", ratios(&ok, first, last));
+    if let Some(r) = ratios(&ok) {
+        let _ = writeln!(md, "\n{r}");
     }
     for s in &f.sizes {
         if s.never_quiet {
@@ -244,7 +247,7 @@ mod tests {
     #[test]
     fn memory_is_held_against_a_smaller_size_of_at_least_100_nodes() {
         let (a, b, c) = (size(3, 10, 10), size(100, 100, 12), size(5000, 150, 15));
-        let r = ratios(&[&a, &b, &c], &a, &c);
+        let r = ratios(&[&a, &b, &c]).unwrap();
         assert!(
             r.starts_with("5000 nodes against 100: resident memory bgpd ×1.50, felix ×1.50"),
             "{r}"
@@ -255,11 +258,12 @@ mod tests {
         );
         // A quick run (3 and 5,000 nodes) has no base for memory: it does
         // not hold the largest size against itself.
-        let r = ratios(&[&a, &c], &a, &c);
+        let r = ratios(&[&a, &c]).unwrap();
         assert!(
             r.starts_with("No size of 100 nodes or more below 5000"),
             "{r}"
         );
         assert!(!r.contains("×1.00"), "{r}");
+        assert_eq!(ratios(&[&c]), None);
     }
 }

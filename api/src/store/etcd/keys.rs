@@ -52,10 +52,7 @@ pub const OUTLINE_ROOT: &str = "/tartan/outlines/";
 
 /// The key of the outline of the object at `key` (a key from [`key`]).
 pub fn outline_key(key: &str) -> String {
-    match key.strip_prefix(ROOT) {
-        Some(rest) => format!("{OUTLINE_ROOT}{rest}"),
-        None => format!("{OUTLINE_ROOT}{key}"),
-    }
+    format!("{OUTLINE_ROOT}{}", key.strip_prefix(ROOT).unwrap_or(key))
 }
 
 /// The prefix holding the outlines of every object of `kind` (or of

@@ -130,6 +130,15 @@ fn decode_as(kind: Kind, kv: &KeyValue, read: Read) -> Result<DynamicObject> {
     decode_value(kind, kv.key(), kv.value(), kv.mod_revision(), read)
 }
 
+/// The prefix of the keys a watch reading as `read` watches: the objects'
+/// own, or their outlines'.
+fn prefix_for(read: Read, kind: Kind, namespace: Option<&str>) -> String {
+    match read {
+        Read::Outline => keys::outline_prefix(kind, namespace),
+        Read::Whole | Read::Metadata => keys::prefix(kind, namespace),
+    }
+}
+
 /// The namespace and name of the object `key` (read as `read`) is of.
 fn parse_key(kind: Kind, key: &[u8], read: Read) -> Option<(Option<String>, String)> {
     match read {

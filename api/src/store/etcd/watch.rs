@@ -11,7 +11,7 @@ use etcd_client::{Client, EventType, WatchOptions, WatchResponse};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
-use super::{Read, decode_or_placeholder, keys, map_err, parse_key};
+use super::{Read, decode_or_placeholder, keys, map_err, parse_key, prefix_for};
 use crate::kind::Kind;
 use crate::store::{DynamicObject, RawEvent, Result, StoreError, WatchScope};
 
@@ -24,10 +24,7 @@ pub(super) async fn open(
     let from: i64 = revision.parse().map_err(|_| {
         StoreError::BadObject(format!("etcd revision {revision:?} is not a number"))
     })?;
-    let prefix = match read {
-        Read::Outline => keys::outline_prefix(scope.kind, scope.namespace.as_deref()),
-        Read::Whole | Read::Metadata => keys::prefix(scope.kind, scope.namespace.as_deref()),
-    };
+    let prefix = prefix_for(read, scope.kind, scope.namespace.as_deref());
     let opts = WatchOptions::new()
         .with_range(keys::range_end(&prefix))
         .with_start_revision(from + 1)
