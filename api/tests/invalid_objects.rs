@@ -572,6 +572,19 @@ fn kubernetes_kinds_are_checked_as_the_api_server_does() {
     // A Node's other annotations are not Tartan's.
     let n = parse(&node("    example.com/anything: '!!'"));
     assert_eq!(validate(&n), Ok(()));
+    // A headless Service needs no ports, whether `clusterIP` or, with it
+    // left out, `clusterIPs[0]` says so; another Service does.
+    for (spec, ok) in [
+        ("{clusterIP: None}", true),
+        ("{clusterIPs: [None]}", true),
+        ("{clusterIPs: [10.96.0.9]}", false),
+        ("{}", false),
+    ] {
+        let s = parse(&format!(
+            "{{apiVersion: v1, kind: Service, metadata: {{name: h, namespace: default}}, spec: {spec}}}"
+        ));
+        assert_eq!(validate(&s).is_ok(), ok, "{spec}: {:?}", validate(&s));
+    }
 }
 
 fn good_objects() -> Vec<String> {

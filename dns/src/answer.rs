@@ -4,7 +4,8 @@
 //!
 //! | name (relative to the zone) | records |
 //! |---|---|
-//! | (apex) | SOA |
+//! | (apex) | SOA, NS `ns.dns.<zone>` |
+//! | `ns.dns` | A/AAAA of the cluster IPs of `kube-system/kube-dns` |
 //! | `dns-version` | TXT `"1.1.0"` |
 //! | `<svc>.<ns>.svc` | A/AAAA of the cluster IPs; of the ready endpoints when headless; CNAME when ExternalName |
 //! | `<host>.<svc>.<ns>.svc` | A/AAAA of a headless Service's endpoint by hostname (or dashed address) |
@@ -19,10 +20,10 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use hickory_proto::op::{Query, ResponseCode};
-use hickory_proto::rr::rdata::{A, AAAA, CNAME, PTR, SOA, SRV, TXT};
+use hickory_proto::rr::rdata::{A, AAAA, CNAME, NS, PTR, SOA, SRV, TXT};
 use hickory_proto::rr::{DNSClass, Name, RData, Record, RecordType};
 
-use crate::model::{ServiceKind, endpoint_label, undashed};
+use crate::model::{ServiceKind, ServiceRec, endpoint_label, undashed};
 use crate::records::Records;
 
 /// The version of the specification served at `dns-version.<zone>`.
@@ -55,11 +56,15 @@ impl Zone {
         })
     }
 
+    /// `rel` (dot-separated labels) under the zone. The labels are taken
+    /// as they are, not checked as host names: an endpoint named by its
+    /// dashed IPv6 address (`--5` for `::5`) has a label that starts with
+    /// a dash.
     fn abs(&self, rel: &str) -> Option<Name> {
         if rel.is_empty() {
             return Some(self.domain.clone());
         }
-        let mut n = Name::from_ascii(rel)
+        let mut n = Name::from_labels(rel.split('.').map(str::as_bytes))
             .ok()?
             .append_domain(&self.domain)
             .ok()?;
@@ -67,9 +72,24 @@ impl Zone {
         Some(n)
     }
 
+    /// The SOA given with negative answers about reverse names of known
+    /// addresses: that of `in-addr.arpa.` or `ip6.arpa.`, as a server
+    /// answering for those zones gives it.
+    fn reverse_soa(&self, addr: IpAddr) -> Record {
+        let owner = match addr {
+            IpAddr::V4(_) => "in-addr.arpa.",
+            IpAddr::V6(_) => "ip6.arpa.",
+        };
+        let mut soa = self.soa();
+        if let Ok(name) = Name::from_ascii(owner) {
+            soa.name = name;
+        }
+        soa
+    }
+
     /// The zone's SOA record.
     pub fn soa(&self) -> Record {
-        let mname = self.abs("ns.dns").unwrap_or_else(|| self.domain.clone());
+        let mname = self.abs(NAME_SERVER).unwrap_or_else(|| self.domain.clone());
         let rname = self
             .abs("hostmaster")
             .unwrap_or_else(|| self.domain.clone());
@@ -96,6 +116,10 @@ pub struct Answer {
     pub answers: Vec<Record>,
     pub authorities: Vec<Record>,
     pub additionals: Vec<Record>,
+    /// A CNAME answered (an ExternalName Service's) whose target is
+    /// outside the zone: the rest of the chain is the forwarder's to
+    /// resolve, for the same type.
+    pub follow: Option<Name>,
 }
 
 /// The records at a name the zone holds: `None` when the name does not
@@ -103,13 +127,23 @@ pub struct Answer {
 /// non-terminal such as `svc.<zone>`).
 type AtName = Option<Vec<RData>>;
 
+/// CNAMEs followed inside the zone before the chain is cut (ExternalName
+/// Services naming one another in a loop).
+const MAX_CHAIN: usize = 8;
+
 /// The answer for `q` if its name is ours (inside the zone, or a reverse
 /// name of an address we know); `None` otherwise (forward it).
+///
+/// A CNAME (an ExternalName Service) answers every type and is followed,
+/// as a server follows a chain it holds (RFC 1034 4.3.2): through the
+/// zone, its target's records of the asked type are added (the rcode is
+/// that of the chain's last name, RFC 6604); a target outside the zone
+/// is left in [`Answer::follow`].
 pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
     let name = q.name().to_lowercase();
-    let (at, authoritative_zone) = if zone.domain.zone_of(&name) {
+    let (at, reverse) = if zone.domain.zone_of(&name) {
         let rel = relative_labels(&name, &zone.domain)?;
-        (in_zone(records, zone, &rel), true)
+        (in_zone(records, zone, &rel), None)
     } else {
         let addr = reverse_address(&name)?;
         let names = records.ptr(addr)?;
@@ -118,7 +152,7 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
             .filter_map(|n| zone.abs(&n.relative(addr)))
             .map(|n| RData::PTR(PTR(n)))
             .collect();
-        (Some(rdata), false)
+        (Some(rdata), Some(addr))
     };
     if q.query_class() != DNSClass::IN && q.query_class() != DNSClass::ANY {
         return Some(Answer {
@@ -126,14 +160,12 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
             answers: vec![],
             authorities: vec![],
             additionals: vec![],
+            follow: None,
         });
     }
-    let soa = || {
-        if authoritative_zone {
-            vec![zone.soa()]
-        } else {
-            vec![]
-        }
+    let soa = || match reverse {
+        None => vec![zone.soa()],
+        Some(addr) => vec![zone.reverse_soa(addr)],
     };
     let Some(rdata) = at else {
         return Some(Answer {
@@ -141,35 +173,76 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
             answers: vec![],
             authorities: soa(),
             additionals: vec![],
+            follow: None,
         });
     };
     let qtype = q.query_type();
-    let cname = rdata.iter().find(|r| matches!(r, RData::CNAME(_)));
-    let chosen: Vec<RData> = match cname {
-        // A CNAME answers every type (the resolver follows it).
-        Some(c) => vec![c.clone()],
-        None => rdata
-            .into_iter()
-            .filter(|r| qtype == RecordType::ANY || r.record_type() == qtype)
-            .collect(),
-    };
     let ttl = zone.ttl;
-    let answers: Vec<Record> = chosen
-        .into_iter()
-        .map(|r| Record::from_rdata(q.name().clone(), ttl, r))
-        .collect();
+    let mut answers = Vec::new();
+    let mut owner = q.name().clone();
+    let mut rdata = rdata;
+    let mut rcode = ResponseCode::NoError;
+    let mut follow = None;
+    for hop in 0.. {
+        let cname = rdata.iter().find_map(|r| match r {
+            RData::CNAME(c) => Some(c.0.clone()),
+            _ => None,
+        });
+        let Some(target) = cname else {
+            answers.extend(
+                rdata
+                    .into_iter()
+                    .filter(|r| qtype == RecordType::ANY || r.record_type() == qtype)
+                    .map(|r| Record::from_rdata(owner.clone(), ttl, r)),
+            );
+            break;
+        };
+        answers.push(Record::from_rdata(
+            owner.clone(),
+            ttl,
+            RData::CNAME(CNAME(target.clone())),
+        ));
+        // Asked for the CNAME itself (or for anything): the chain is not
+        // followed. Nor past its length limit.
+        if matches!(qtype, RecordType::CNAME | RecordType::ANY) || hop + 1 >= MAX_CHAIN {
+            break;
+        }
+        let target = target.to_lowercase();
+        if !zone.domain.zone_of(&target) {
+            follow = Some(target);
+            break;
+        }
+        let next =
+            relative_labels(&target, &zone.domain).and_then(|rel| in_zone(records, zone, &rel));
+        match next {
+            Some(more) => {
+                rdata = more;
+                owner = target;
+            }
+            None => {
+                rcode = ResponseCode::NXDomain;
+                break;
+            }
+        }
+    }
     let mut additionals = Vec::new();
     for r in &answers {
         if let RData::SRV(srv) = &r.data {
             additionals.extend(addresses_of(records, zone, &srv.target));
         }
     }
-    let authorities = if answers.is_empty() { soa() } else { vec![] };
+    let negative = rcode == ResponseCode::NXDomain
+        || (follow.is_none()
+            && !answers
+                .iter()
+                .any(|r| r.record_type() == qtype || qtype == RecordType::ANY));
+    let authorities = if negative { soa() } else { vec![] };
     Some(Answer {
-        rcode: ResponseCode::NoError,
+        rcode,
         answers,
         authorities,
         additionals,
+        follow,
     })
 }
 
@@ -191,8 +264,11 @@ fn addresses_of(records: &Records, zone: &Zone, target: &Name) -> Vec<Record> {
 }
 
 /// The labels of `name` left of `zone`, lower case, left to right.
+///
+/// Every label counts, a leading `*` too (`Name::num_labels` leaves it
+/// out): `*.<zone>` is a name below the apex, not the apex.
 fn relative_labels(name: &Name, zone: &Name) -> Option<Vec<String>> {
-    let n = usize::from(name.num_labels()).checked_sub(usize::from(zone.num_labels()))?;
+    let n = name.iter().count().checked_sub(zone.iter().count())?;
     Some(
         name.iter()
             .take(n)
@@ -211,7 +287,11 @@ fn address(ip: IpAddr) -> RData {
 fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
     let labels: Vec<&str> = rel.iter().map(String::as_str).collect();
     match labels.as_slice() {
-        [] => Some(vec![zone.soa().data.clone()]),
+        [] => Some(vec![
+            zone.soa().data.clone(),
+            RData::NS(NS(zone.abs(NAME_SERVER)?)),
+        ]),
+        ["ns", "dns"] => Some(name_server_addresses(records)),
         ["dns-version"] => Some(vec![RData::TXT(TXT::new(vec![SPEC_VERSION.into()]))]),
         ["svc"] | ["pod"] => Some(vec![]),
         [ns, "svc"] | [ns, "pod"] => records.namespace_exists(ns).then(Vec::new),
@@ -223,7 +303,7 @@ fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
         }
         [svc, ns, "svc"] => service_name(records, ns, svc),
         [proto, svc, ns, "svc"] if proto.starts_with('_') => {
-            let s = records.service(ns, svc)?;
+            let s = named(records, ns, svc)?;
             let proto = &proto[1..];
             s.ports
                 .iter()
@@ -238,8 +318,37 @@ fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
     }
 }
 
-fn service_name(records: &Records, ns: &str, svc: &str) -> AtName {
+/// The Service `ns/svc` if it has a name: a headless one only while it
+/// has ready endpoints (without, the specification answers NXDOMAIN for
+/// it and so for every name under it).
+fn named<'a>(records: &'a Records, ns: &str, svc: &str) -> Option<&'a ServiceRec> {
     let s = records.service(ns, svc)?;
+    if s.kind == ServiceKind::Headless && records.endpoints(ns, svc).is_empty() {
+        return None;
+    }
+    Some(s)
+}
+
+/// The name server the apex's NS record names (also the SOA's MNAME).
+const NAME_SERVER: &str = "ns.dns";
+
+/// The cluster DNS Service, whose addresses are the name server's.
+const DNS_SERVICE: (&str, &str) = ("kube-system", "kube-dns");
+
+/// The addresses of [`NAME_SERVER`]: the cluster IPs of [`DNS_SERVICE`]
+/// (none while it has none: the name exists, without addresses).
+fn name_server_addresses(records: &Records) -> Vec<RData> {
+    match records
+        .service(DNS_SERVICE.0, DNS_SERVICE.1)
+        .map(|s| &s.kind)
+    {
+        Some(ServiceKind::ClusterIp(ips)) => ips.iter().map(|ip| address(*ip)).collect(),
+        _ => vec![],
+    }
+}
+
+fn service_name(records: &Records, ns: &str, svc: &str) -> AtName {
+    let s = named(records, ns, svc)?;
     Some(match &s.kind {
         ServiceKind::ClusterIp(ips) => ips.iter().map(|ip| address(*ip)).collect(),
         ServiceKind::ExternalName(target) => {
@@ -282,7 +391,7 @@ fn endpoint_name(records: &Records, ns: &str, svc: &str, host: &str) -> AtName {
 }
 
 fn srv(records: &Records, zone: &Zone, ns: &str, svc: &str, port: &str, proto: &str) -> AtName {
-    let s = records.service(ns, svc)?;
+    let s = named(records, ns, svc)?;
     let base = format!("{svc}.{ns}.svc");
     let mut out = Vec::new();
     match &s.kind {
@@ -301,8 +410,11 @@ fn srv(records: &Records, zone: &Zone, ns: &str, svc: &str, port: &str, proto: &
                 for p in e.ports().iter().filter(|p| p.is(port, proto)) {
                     for a in e.addresses() {
                         let label = endpoint_label(e.hostname().map(|h| &**h), a);
-                        if seen.insert((label.clone(), p.port)) {
-                            let target = zone.abs(&format!("{label}.{base}"))?;
+                        // A label that cannot be a name (over 63 bytes)
+                        // leaves out its endpoint, not the others.
+                        if seen.insert((label.clone(), p.port))
+                            && let Some(target) = zone.abs(&format!("{label}.{base}"))
+                        {
                             out.push(RData::SRV(SRV::new(0, 100, p.port, target)));
                         }
                     }

@@ -390,3 +390,298 @@ fn service_deleted_is_gone_and_unallocated_cluster_ip_has_no_name() {
     let n = format!("pending.{NS}.svc.cluster.local.");
     assert_eq!(ask(&r, &n, RecordType::A).rcode, ResponseCode::NXDomain);
 }
+
+#[test]
+fn a_headless_service_without_ready_endpoints_is_nxdomain() {
+    let mut r = cluster();
+    // No slice at all.
+    add_service(
+        &mut r,
+        &service(
+            "empty",
+            json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    // A slice whose only endpoint is not ready.
+    add_service(
+        &mut r,
+        &service(
+            "unready",
+            json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    add_slice(
+        &mut r,
+        &slice(
+            "unready-1",
+            "unready",
+            "IPv4",
+            json!([{"addresses": ["10.244.9.9"], "conditions": {"ready": false}}]),
+        ),
+    );
+    for svc in ["empty", "unready"] {
+        for (n, t) in [
+            (format!("{svc}.{NS}.svc.cluster.local."), RecordType::A),
+            (format!("{svc}.{NS}.svc.cluster.local."), RecordType::AAAA),
+            (
+                format!("_http._tcp.{svc}.{NS}.svc.cluster.local."),
+                RecordType::SRV,
+            ),
+            (
+                format!("_tcp.{svc}.{NS}.svc.cluster.local."),
+                RecordType::SRV,
+            ),
+        ] {
+            let a = ask(&r, &n, t);
+            assert_eq!(a.rcode, ResponseCode::NXDomain, "{n} {t}");
+            assert_eq!(a.authorities[0].record_type(), RecordType::SOA);
+        }
+    }
+    // Its unready endpoint counts once the Service publishes it.
+    add_service(
+        &mut r,
+        &service(
+            "unready",
+            json!({"clusterIP": "None", "publishNotReadyAddresses": true,
+                   "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    let n = format!("unready.{NS}.svc.cluster.local.");
+    assert_eq!(data(&ask(&r, &n, RecordType::A)), vec!["10.244.9.9"]);
+}
+
+#[test]
+fn the_tolerate_unready_annotation_makes_unready_endpoints_ready() {
+    let mut r = cluster();
+    let mut s = service(
+        "dns-test-service",
+        json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+    );
+    s.metadata.annotations = Some(
+        [(
+            crate::model::TOLERATE_UNREADY.to_string(),
+            "true".to_string(),
+        )]
+        .into(),
+    );
+    add_service(&mut r, &s);
+    let n = format!("dns-test-service.{NS}.svc.cluster.local.");
+    assert_eq!(
+        data(&ask(&r, &n, RecordType::A)),
+        vec!["10.244.1.10", "10.244.2.20", "10.244.3.30"]
+    );
+    // Any other value is not `true`.
+    s.metadata.annotations = Some(
+        [(
+            crate::model::TOLERATE_UNREADY.to_string(),
+            "yes".to_string(),
+        )]
+        .into(),
+    );
+    add_service(&mut r, &s);
+    assert_eq!(ask(&r, &n, RecordType::A).answers.len(), 2);
+}
+
+#[test]
+fn cluster_ips_none_without_cluster_ip_is_headless() {
+    let mut r = cluster();
+    add_service(
+        &mut r,
+        &service(
+            "dns-test-service",
+            json!({"clusterIPs": ["None"], "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    let n = format!("dns-test-service.{NS}.svc.cluster.local.");
+    assert_eq!(
+        data(&ask(&r, &n, RecordType::A)),
+        vec!["10.244.1.10", "10.244.2.20"]
+    );
+}
+
+#[test]
+fn an_external_name_inside_the_zone_is_followed() {
+    let mut r = cluster();
+    add_service(
+        &mut r,
+        &service(
+            "alias",
+            json!({"type": "ExternalName",
+                   "externalName": format!("test-service-2.{NS}.svc.cluster.local")}),
+        ),
+    );
+    let n = format!("alias.{NS}.svc.cluster.local.");
+    let target = format!("test-service-2.{NS}.svc.cluster.local.");
+    let a = ask(&r, &n, RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NoError);
+    assert_eq!(data(&a), vec![target.clone(), "10.96.10.20".to_string()]);
+    assert_eq!(a.answers[1].name.to_ascii(), target);
+    assert!(a.authorities.is_empty());
+    assert_eq!(a.follow, None);
+    assert_eq!(data(&ask(&r, &n, RecordType::AAAA))[1], "fd00:96::14");
+    // Asked for the CNAME itself: not followed.
+    assert_eq!(data(&ask(&r, &n, RecordType::CNAME)), vec![target.clone()]);
+    // The target exists without the type: NODATA after the CNAME.
+    let a = ask(&r, &n, RecordType::TXT);
+    assert_eq!(a.rcode, ResponseCode::NoError);
+    assert_eq!(data(&a), vec![target]);
+    assert_eq!(a.authorities[0].record_type(), RecordType::SOA);
+    // A target that does not exist: the CNAME, and NXDOMAIN for it.
+    add_service(
+        &mut r,
+        &service(
+            "dangling",
+            json!({"type": "ExternalName", "externalName": format!("gone.{NS}.svc.cluster.local")}),
+        ),
+    );
+    let a = ask(
+        &r,
+        &format!("dangling.{NS}.svc.cluster.local."),
+        RecordType::A,
+    );
+    assert_eq!(a.rcode, ResponseCode::NXDomain);
+    assert_eq!(a.answers.len(), 1);
+    assert_eq!(a.authorities[0].record_type(), RecordType::SOA);
+}
+
+#[test]
+fn external_names_in_a_loop_are_cut() {
+    let mut r = cluster();
+    for (me, other) in [("ping", "pong"), ("pong", "ping")] {
+        add_service(
+            &mut r,
+            &service(
+                me,
+                json!({"type": "ExternalName",
+                       "externalName": format!("{other}.{NS}.svc.cluster.local")}),
+            ),
+        );
+    }
+    let a = ask(&r, &format!("ping.{NS}.svc.cluster.local."), RecordType::A);
+    assert_eq!(a.answers.len(), MAX_CHAIN);
+    assert!(
+        a.answers
+            .iter()
+            .all(|r| r.record_type() == RecordType::CNAME)
+    );
+    assert_eq!(a.follow, None);
+}
+
+#[test]
+fn an_external_name_outside_the_zone_is_left_to_the_forwarder() {
+    let r = cluster();
+    let n = format!("dns-test-service-3.{NS}.svc.cluster.local.");
+    let a = ask(&r, &n, RecordType::A);
+    assert_eq!(data(&a), vec!["foo.example.com."]);
+    assert_eq!(
+        a.follow,
+        Some(Name::from_ascii("foo.example.com.").unwrap())
+    );
+    assert!(a.authorities.is_empty());
+    assert_eq!(ask(&r, &n, RecordType::CNAME).follow, None);
+}
+
+#[test]
+fn a_wildcard_name_is_not_the_apex() {
+    let r = cluster();
+    for t in [RecordType::A, RecordType::SOA, RecordType::NS] {
+        let a = ask(&r, "*.cluster.local.", t);
+        assert_eq!(a.rcode, ResponseCode::NXDomain, "{t}");
+        assert!(a.answers.is_empty(), "{t}");
+    }
+    let a = ask(&r, &format!("*.{NS}.svc.cluster.local."), RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NXDomain);
+}
+
+#[test]
+fn endpoints_named_by_dashed_ipv6_addresses_starting_with_a_dash() {
+    let mut r = cluster();
+    add_service(
+        &mut r,
+        &service(
+            "six",
+            json!({"clusterIP": "None", "ports": [{"name": "http", "port": 80}]}),
+        ),
+    );
+    add_slice(
+        &mut r,
+        &slice(
+            "six-1",
+            "six",
+            "IPv6",
+            json!([
+                {"addresses": ["::5"], "conditions": {"ready": true}},
+                {"addresses": ["fd00::7"], "conditions": {"ready": true}},
+            ]),
+        ),
+    );
+    let a = ask(
+        &r,
+        &format!("_http._tcp.six.{NS}.svc.cluster.local."),
+        RecordType::SRV,
+    );
+    // The first label of each target, as sent (text escapes the dash).
+    let first = |r: &hickory_proto::rr::Record| match &r.data {
+        RData::SRV(s) => String::from_utf8_lossy(s.target.iter().next().unwrap()).to_string(),
+        RData::PTR(p) => String::from_utf8_lossy(p.0.iter().next().unwrap()).to_string(),
+        other => panic!("{other:?}"),
+    };
+    let firsts: Vec<String> = a.answers.iter().map(first).collect();
+    assert_eq!(firsts, vec!["--5", "fd00--7"]);
+    let q = Query::query(
+        Name::from_labels(
+            ["--5", "six", NS, "svc", "cluster", "local"]
+                .iter()
+                .map(|l| l.as_bytes()),
+        )
+        .unwrap(),
+        RecordType::AAAA,
+    );
+    let a = answer(&r, &zone(), &q).unwrap();
+    assert_eq!(data(&a), vec!["::5"]);
+    // Its reverse name is kept too.
+    let v6 = "5.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.ip6.arpa.";
+    let a = ask(&r, v6, RecordType::PTR);
+    assert_eq!(a.answers.iter().map(first).collect::<Vec<_>>(), vec!["--5"]);
+}
+
+#[test]
+fn a_reverse_name_without_the_type_carries_its_zones_soa() {
+    let r = cluster();
+    let a = ask(&r, "20.10.96.10.in-addr.arpa.", RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NoError);
+    assert!(a.answers.is_empty());
+    assert_eq!(a.authorities.len(), 1);
+    assert_eq!(a.authorities[0].record_type(), RecordType::SOA);
+    assert_eq!(a.authorities[0].name.to_ascii(), "in-addr.arpa.");
+    let v6 = "4.1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.6.9.0.0.0.0.d.f.ip6.arpa.";
+    let a = ask(&r, v6, RecordType::TXT);
+    assert_eq!(a.authorities[0].name.to_ascii(), "ip6.arpa.");
+}
+
+#[test]
+fn the_apex_names_its_name_server_and_that_name_has_the_dns_services_address() {
+    let mut r = cluster();
+    let a = ask(&r, "cluster.local.", RecordType::NS);
+    assert_eq!(data(&a), vec!["ns.dns.cluster.local."]);
+    // Before the DNS Service exists the name has no address (NODATA).
+    let a = ask(&r, "ns.dns.cluster.local.", RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NoError);
+    assert!(a.answers.is_empty());
+    r.set_namespace("kube-system", true);
+    let dns: Service = serde_json::from_value(json!({
+        "metadata": {"name": "kube-dns", "namespace": "kube-system"},
+        "spec": {"clusterIP": "10.96.0.10", "ports": [{"name": "dns", "port": 53, "protocol": "UDP"}]},
+    }))
+    .unwrap();
+    r.set_service(
+        &("kube-system".into(), "kube-dns".into()),
+        ServiceRec::from_service(&dns),
+    );
+    assert_eq!(
+        data(&ask(&r, "ns.dns.cluster.local.", RecordType::A)),
+        vec!["10.96.0.10"]
+    );
+    // The apex's SOA is still its only SOA.
+    assert_eq!(ask(&r, "cluster.local.", RecordType::SOA).answers.len(), 1);
+}

@@ -5,9 +5,14 @@
 //! - Not a query (QR set): dropped, so two servers never loop.
 //! - Undecodable, or not exactly one question: FORMERR (if the header has an id).
 //! - Opcode other than QUERY: NOTIMP.
-//! - EDNS version above 0: BADVERS. An EDNS request gets an OPT back.
+//! - EDNS version above 0: BADVERS. An EDNS request gets an OPT back,
+//!   with the request's DO bit.
+//! - Zone transfers (AXFR, IXFR), of any zone: REFUSED.
+//! - An ExternalName's CNAME to a name outside the zone is followed
+//!   through the forwarder (see [`Handler::follow`]).
 //! - UDP answers larger than the client's limit (512, or its EDNS payload
-//!   size up to 4096) are cut to the header and question with TC set, so
+//!   size up to 4096) lose their additional section (no TC) if that is
+//!   enough, else are cut to the header and question with TC set, so
 //!   the client asks again over TCP.
 //! - A UDP reply from the records is kept ([`ReplyCache`]) and sent again,
 //!   with the new ID, for the same request bytes until the records change.
@@ -21,7 +26,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
-use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, ResponseCode};
+use hickory_proto::op::{Edns, Message, MessageType, Metadata, OpCode, Query, ResponseCode};
 use hickory_proto::rr::RecordType;
 use prometheus_client::metrics::counter::Counter;
 
@@ -112,6 +117,8 @@ impl Handler {
         if let Some(e) = &request.edns {
             let mut edns = Edns::new();
             edns.set_max_payload(MAX_UDP);
+            // RFC 3225 3: the DO bit is copied into the response.
+            edns.set_dnssec_ok(e.flags().dnssec_ok);
             resp.set_edns(edns);
             if e.version() > 0 {
                 resp.metadata.response_code = ResponseCode::BADVERS;
@@ -127,6 +134,11 @@ impl Handler {
             return self.finish(resp, Some(&request), transport);
         }
         let q = &request.queries[0];
+        // No zone transfers, of the cluster zone or any other.
+        if matches!(q.query_type(), RecordType::AXFR | RecordType::IXFR) {
+            resp.metadata.response_code = ResponseCode::Refused;
+            return self.finish(resp, Some(&request), transport);
+        }
         let (local, generation) = {
             let records = self.read_records();
             (answer(&records, &self.zone, q), records.generation())
@@ -137,6 +149,9 @@ impl Handler {
             resp.add_answers(a.answers);
             resp.add_authorities(a.authorities);
             resp.add_additionals(a.additionals);
+            if let Some(target) = a.follow {
+                return self.follow(resp, &request, req, target, transport).await;
+            }
             let (out, counter) = self.encode(resp, Some(&request), transport);
             if transport == Transport::Udp
                 && let Some(bytes) = &out
@@ -144,7 +159,7 @@ impl Handler {
                 self.keep(&self.replies, generation, req, bytes, counter, None);
             }
             return out;
-        } else if !forwardable(q) || matches!(q.query_type(), RecordType::AXFR | RecordType::IXFR) {
+        } else if !forwardable(q) {
             resp.metadata.response_code = ResponseCode::Refused;
         } else if let Some(f) = &self.forwarder {
             match f.resolve(q).await {
@@ -171,6 +186,48 @@ impl Handler {
             resp.metadata.response_code = ResponseCode::ServFail;
         }
         self.finish(resp, Some(&request), transport)
+    }
+
+    /// `resp` ends in a CNAME to `target`, outside the zone: the
+    /// forwarder's answer for `target` (same type) is added, as CoreDNS
+    /// resolves an ExternalName Service's target, so that a stub resolver
+    /// gets the addresses in one reply. The rcode becomes the target's
+    /// (RFC 6604). Without a forwarder, or when it fails, the CNAME is sent
+    /// alone. The reply depends on the upstream's TTLs, so it is kept as
+    /// a forwarded one, never with the records' replies.
+    async fn follow(
+        &self,
+        mut resp: Message,
+        request: &Message,
+        req: &[u8],
+        target: hickory_proto::rr::Name,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
+        let Some(f) = &self.forwarder else {
+            return self.finish(resp, Some(request), transport);
+        };
+        let qtype = request
+            .queries
+            .first()
+            .map_or(RecordType::A, |q| q.query_type());
+        let Ok(e) = f.resolve(&Query::query(target, qtype)).await else {
+            return self.finish(resp, Some(request), transport);
+        };
+        let now = Instant::now();
+        let (an, ns, ad) = e.aged(now);
+        resp.metadata.response_code = e.rcode;
+        resp.add_answers(an);
+        resp.authorities = ns;
+        resp.add_additionals(ad);
+        let (out, counter) = self.encode(resp, Some(request), transport);
+        if transport == Transport::Udp
+            && e.remaining(now) >= 1
+            && let Some(bytes) = &out
+        {
+            let hit = Some(self.metrics.cache_hits.clone());
+            self.keep(&self.forwarded, clock_second(now), req, bytes, counter, hit);
+        }
+        out
     }
 
     /// Keep the encoded UDP reply to `req` in `cache` at `generation`.
@@ -251,6 +308,18 @@ impl Handler {
         };
         if bytes.len() <= limit {
             return (Some(bytes), counter);
+        }
+        // RFC 2181 9: additional records that do not fit are left out
+        // without setting TC; only answers or authorities that do not fit
+        // truncate.
+        if !resp.additionals.is_empty() {
+            let mut lean = resp.clone();
+            lean.additionals.clear();
+            if let Ok(b) = lean.to_vec()
+                && b.len() <= limit
+            {
+                return (Some(b), counter);
+            }
         }
         if transport == Transport::Udp {
             self.metrics.truncated.inc();

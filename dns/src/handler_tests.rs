@@ -249,3 +249,58 @@ fn a_repeated_udp_question_is_answered_from_kept_bytes_until_the_records_change(
     assert!(run(&h, &req, Transport::Tcp).is_some());
     assert_eq!(h.replies.len(), 1);
 }
+
+#[test]
+fn zone_transfers_of_the_cluster_zone_are_refused() {
+    let h = handler(cluster());
+    for t in [RecordType::AXFR, RecordType::IXFR] {
+        for transport in [Transport::Tcp, Transport::Udp] {
+            let m = run(&h, &query("cluster.local.", t, None), transport).unwrap();
+            assert_eq!(m.metadata.response_code, ResponseCode::Refused, "{t}");
+            assert!(m.answers.is_empty() && m.authorities.is_empty(), "{t}");
+        }
+    }
+}
+
+#[test]
+fn the_do_bit_is_copied_into_the_response() {
+    let h = handler(cluster());
+    for dnssec_ok in [true, false] {
+        let mut m = Message::query();
+        m.add_query(Query::query(
+            Name::from_ascii("kubernetes.default.svc.cluster.local.").unwrap(),
+            RecordType::A,
+        ));
+        let mut e = Edns::new();
+        e.set_max_payload(1232);
+        e.set_dnssec_ok(dnssec_ok);
+        m.set_edns(e);
+        let r = run(&h, &m.to_vec().unwrap(), Transport::Udp).unwrap();
+        assert_eq!(r.edns.unwrap().flags().dnssec_ok, dnssec_ok);
+    }
+}
+
+#[test]
+fn additional_records_that_do_not_fit_are_left_out_without_truncation() {
+    let h = handler(big_headless(7));
+    let name = format!("_http._tcp.big.{NS}.svc.cluster.local.");
+    // Whole (over TCP), the reply is larger than plain DNS's 512 bytes...
+    let whole = rt_handle(&h, &query(&name, RecordType::SRV, None), Transport::Tcp);
+    assert!(whole.len() > 512, "{} bytes", whole.len());
+    let m = Message::from_vec(&whole).unwrap();
+    assert_eq!((m.answers.len(), m.additionals.len()), (7, 7));
+    // ...but its answers fit: sent without the additionals, TC clear.
+    let m = run(&h, &query(&name, RecordType::SRV, None), Transport::Udp).unwrap();
+    assert!(!m.metadata.truncation);
+    assert_eq!(m.answers.len(), 7);
+    assert!(m.additionals.is_empty());
+    assert!(!h.metrics.encode().contains("tartan_dns_truncated_total 1"));
+}
+
+fn rt_handle(h: &Handler, req: &[u8], t: Transport) -> Vec<u8> {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(h.handle(req, t))
+        .unwrap()
+}

@@ -189,7 +189,7 @@ impl ServiceRec {
                 return None;
             }
             ServiceKind::ExternalName(lower(target).into())
-        } else if spec.cluster_ip.as_deref() == Some("None") {
+        } else if headless(spec) {
             ServiceKind::Headless
         } else {
             let mut ips: Vec<IpAddr> = spec
@@ -209,8 +209,32 @@ impl ServiceRec {
         Some(ServiceRec {
             kind,
             ports,
-            publish_not_ready: spec.publish_not_ready_addresses.unwrap_or(false),
+            publish_not_ready: spec.publish_not_ready_addresses.unwrap_or(false)
+                || svc
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(TOLERATE_UNREADY))
+                    .is_some_and(|v| v == "true"),
         })
+    }
+}
+
+/// The annotation that, set to `true`, makes a Service's unready
+/// endpoints ready for DNS (the specification's definition of ready, besides
+/// `publishNotReadyAddresses`).
+pub const TOLERATE_UNREADY: &str = "service.alpha.kubernetes.io/tolerate-unready-endpoints";
+
+/// `clusterIP: None`, or with no `clusterIP` given the first of
+/// `clusterIPs` `None` (the API server defaults the one from the other).
+fn headless(spec: &k8s_openapi::api::core::v1::ServiceSpec) -> bool {
+    match spec.cluster_ip.as_deref() {
+        Some("") | None => spec
+            .cluster_ips
+            .as_ref()
+            .and_then(|ips| ips.first())
+            .is_some_and(|ip| ip == "None"),
+        Some(ip) => ip == "None",
     }
 }
 
@@ -344,11 +368,22 @@ pub fn endpoint_label(hostname: Option<&str>, addr: IpAddr) -> String {
     }
 }
 
-/// An address with its separators as dashes.
+/// An address with its separators as dashes. An IPv6 address whose
+/// usual text ends in dotted IPv4 (`::ffff:10.1.2.3`) is written in its
+/// eight groups instead (`0-0-0-0-0-ffff-a01-203`), so that the label
+/// holds no dot.
 pub fn dashed(addr: IpAddr) -> String {
     match addr {
         IpAddr::V4(a) => a.to_string().replace('.', "-"),
-        IpAddr::V6(a) => a.to_string().replace(':', "-"),
+        IpAddr::V6(a) => {
+            let text = a.to_string();
+            if text.contains('.') {
+                let groups: Vec<String> = a.segments().iter().map(|g| format!("{g:x}")).collect();
+                groups.join("-")
+            } else {
+                text.replace(':', "-")
+            }
+        }
     }
 }
 
@@ -377,9 +412,17 @@ mod tests {
 
     #[test]
     fn dashed_addresses_round_trip() {
-        for a in ["10.0.0.1", "fd00::1", "2001:db8::a:b"] {
+        for a in [
+            "10.0.0.1",
+            "fd00::1",
+            "2001:db8::a:b",
+            "::5",
+            "::ffff:10.1.2.3",
+        ] {
             assert_eq!(undashed(&dashed(ip(a))), Some(ip(a)), "{a}");
+            assert!(!dashed(ip(a)).contains('.'), "{a}");
         }
+        assert_eq!(dashed(ip("::ffff:10.1.2.3")), "0-0-0-0-0-ffff-a01-203");
         assert_eq!(undashed("web"), None);
         assert_eq!(undashed("1-2-3"), None);
     }

@@ -331,6 +331,54 @@ async fn forwarding_caches_and_coalesces_identical_questions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_external_name_outside_the_zone_is_answered_with_its_targets_addresses() {
+    let (up, count, task) = upstream(Duration::ZERO).await;
+    let store = store().await;
+    for (name, target) in [("ext", "www.example.org"), ("gone", "missing.example.org")] {
+        store
+            .create_typed(&svc(
+                name,
+                json!({"type": "ExternalName", "externalName": target}),
+            ))
+            .await
+            .unwrap();
+    }
+    let r = start(config(vec![up], 0.0), store).await.unwrap();
+    until_ready(&r).await;
+    for _ in 0..2 {
+        // The second time from the kept reply: the same answer.
+        let m = udp_ask(r.dns, "ext.default.svc.cluster.local.", RecordType::A).await;
+        assert_eq!(m.metadata.response_code, ResponseCode::NoError);
+        assert!(m.metadata.authoritative);
+        let got: Vec<(String, String)> = m
+            .answers
+            .iter()
+            .map(|a| (a.name.to_ascii(), a.data.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    "ext.default.svc.cluster.local.".to_string(),
+                    "www.example.org.".to_string()
+                ),
+                ("www.example.org.".to_string(), "192.0.2.1".to_string()),
+            ]
+        );
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    // Asked for the CNAME: nothing goes upstream.
+    let m = udp_ask(r.dns, "ext.default.svc.cluster.local.", RecordType::CNAME).await;
+    assert_eq!(m.answers.len(), 1);
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    // A target that does not exist: the CNAME with the target's NXDOMAIN.
+    let m = udp_ask(r.dns, "gone.default.svc.cluster.local.", RecordType::A).await;
+    assert_eq!(m.metadata.response_code, ResponseCode::NXDomain);
+    assert_eq!(m.answers.len(), 1);
+    task.abort();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_upstream_is_servfail() {
     // A port nothing listens on: the ICMP error or the timeout.
     let dead = UdpSocket::bind("127.0.0.1:0").await.unwrap();

@@ -20,7 +20,18 @@ pub(super) fn check(s: &Service, p: &mut Problems) {
     ) {
         p.add("spec.type", e);
     }
-    let headless = spec.cluster_ip.as_deref() == Some("None");
+    // Headless by `clusterIP`, or by `clusterIPs[0]` when `clusterIP` is
+    // left out (the API server fills the one from the other).
+    let headless = match spec.cluster_ip.as_deref() {
+        None | Some("") => {
+            spec.cluster_ips
+                .as_ref()
+                .and_then(|v| v.first())
+                .map(String::as_str)
+                == Some("None")
+        }
+        Some(ip) => ip == "None",
+    };
     let ports = spec.ports.as_deref().unwrap_or_default();
     if ports.is_empty() && kind != "ExternalName" && !headless {
         p.add("spec.ports", "Required value");

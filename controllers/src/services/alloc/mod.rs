@@ -214,11 +214,16 @@ pub fn allocate_in(
                     ));
                 }
             }
-        } else if let Some(ip) = given_cluster_ip_spec(sp)
-            && sp.cluster_ips.as_ref().is_none_or(Vec::is_empty)
-        {
-            sp.cluster_ip = Some(ip.clone());
-            sp.cluster_ips = Some(vec![ip]);
+        } else if let Some(ip) = given_cluster_ip_spec(sp) {
+            // As the API server normalizes a Service: `clusterIP` from
+            // `clusterIPs[0]` and `clusterIPs` from `clusterIP`, whichever
+            // was left out (`None` for a headless one too).
+            if sp.cluster_ip.as_deref().is_none_or(str::is_empty) {
+                sp.cluster_ip = Some(ip.clone());
+            }
+            if sp.cluster_ips.as_ref().is_none_or(Vec::is_empty) {
+                sp.cluster_ips = Some(vec![ip]);
+            }
         }
         if node_ports {
             for p in sp.ports.iter_mut().flatten() {

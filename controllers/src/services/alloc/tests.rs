@@ -75,6 +75,27 @@ fn headless_and_external_name_get_no_cluster_ip() {
 }
 
 #[test]
+fn cluster_ip_and_cluster_ips_are_each_filled_from_the_other() {
+    let mut given_ips = web();
+    given_ips["clusterIPs"] = json!(["10.96.0.9"]);
+    let mut headless = web();
+    headless["clusterIPs"] = json!(["None"]);
+    let mut given_ip = web();
+    given_ip["clusterIP"] = json!("10.96.0.8");
+    let a = allocate(
+        &ranges(),
+        &[],
+        &[svc("a", given_ips), svc("h", headless), svc("b", given_ip)],
+    )
+    .unwrap();
+    for (s, want) in a.iter().zip(["10.96.0.9", "None", "10.96.0.8"]) {
+        let sp = s.spec.as_ref().unwrap();
+        assert_eq!(sp.cluster_ip.as_deref(), Some(want));
+        assert_eq!(sp.cluster_ips, Some(vec![want.to_string()]));
+    }
+}
+
+#[test]
 fn a_taken_cluster_ip_is_refused() {
     let stored = allocate(&ranges(), &[], &[svc("a", web())]).unwrap();
     let mut s = web();
