@@ -76,7 +76,7 @@ fn slice(svc: &str, base: [u8; 2], n: usize) -> SliceInfo {
         ports: [("dns".to_string(), (UDP, TARGET))].into(),
         endpoints: (0..n)
             .map(|i| EndpointInfo {
-                addrs: [addr(base, i)].into(),
+                addr: addr(base, i),
                 local: false,
                 ready: true,
                 serving: true,

@@ -40,9 +40,7 @@ use crate::unreadable::Unreadable;
 pub use config::Config;
 
 use apply::Dataplane;
-use fold::{
-    Sweep, converted, fold, fold_endpoint, fold_into, fold_node, fold_pod, fold_policy, read_noting,
-};
+use fold::{Sweep, converted, fold, fold_endpoint, fold_node, fold_pod, fold_policy, fold_proxied};
 use pending::Pending;
 use watches::{Synced, Watches};
 
@@ -115,16 +113,15 @@ pub async fn run(
                 pending.folded(f);
             }
             ev = watches::next_of(&mut w.services) => {
-                let f = fold_into(ev, |k, o| {
-                    let info = o.and_then(|o| read_noting::<Service>(&mut bad, k, o)).and_then(|s| ServiceInfo::from_service(&s));
+                let f = fold_proxied(ev, &mut bad, |s: Service| ServiceInfo::from_service(&s), |k, info| {
                     dp.proxy.index.set_service(k, info)
                 });
                 synced.services[0] |= f.synced;
                 pending.proxy_changed(f);
             }
             ev = watches::next_of(&mut w.slices) => {
-                let f = fold_into(ev, |k, o| {
-                    let info = o.and_then(|o| read_noting::<EndpointSlice>(&mut bad, k, o)).and_then(|s| SliceInfo::from_slice(&s, dp.proxy.index.node()));
+                let node = dp.proxy.index.node().to_string();
+                let f = fold_proxied(ev, &mut bad, |s: EndpointSlice| SliceInfo::from_slice(&s, &node), |k, info| {
                     dp.proxy.index.set_slice(k, info)
                 });
                 synced.services[1] |= f.synced;

@@ -230,6 +230,118 @@ fn service_proxy_writes_per_service_differences() {
     });
 }
 
+/// `ip ARGS`, which must succeed.
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ip {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The node's own connections to a ClusterIP: to a port the Service
+/// declares they are DNATed to an endpoint; to any other port they are
+/// refused at once (TCP reset, ICMP port unreachable) instead of leaving
+/// by the default route, where they would hang.
+#[test]
+fn a_cluster_ip_refuses_ports_its_service_does_not_declare() {
+    use std::io::ErrorKind;
+    use std::net::{SocketAddr, TcpStream, UdpSocket};
+    use std::time::Duration;
+    in_new_netns(|| {
+        // A default route into a device that goes nowhere: what is not
+        // refused here hangs.
+        ip(&["link", "set", "lo", "up"]);
+        ip(&[
+            "link", "add", "out0", "type", "veth", "peer", "name", "out1",
+        ]);
+        ip(&["addr", "add", "192.168.7.2/24", "dev", "out0"]);
+        ip(&["link", "set", "out0", "up"]);
+        ip(&["link", "set", "out1", "up"]);
+        ip(&["route", "add", "default", "via", "192.168.7.1"]);
+        let mut p = web_proxy(&["10.0.1.5"]);
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "cluster_ips"]);
+        assert!(listing.contains("10.96.0.10"), "{listing}");
+        let connect = |port: u16| {
+            let to: SocketAddr = format!("10.96.0.10:{port}").parse().unwrap();
+            TcpStream::connect_timeout(&to, Duration::from_millis(1500))
+                .map(|_| ())
+                .map_err(|e| e.kind())
+        };
+        assert_eq!(connect(81), Err(ErrorKind::ConnectionRefused));
+        // The declared port is DNATed (to an endpoint nothing answers
+        // for), not refused.
+        assert_eq!(connect(80), Err(ErrorKind::TimedOut));
+        // Rejected in `output`, a datagram's send itself fails; had it
+        // left, nothing would say so.
+        let send = |port: u16| {
+            let udp = UdpSocket::bind("0.0.0.0:0").unwrap();
+            udp.connect(format!("10.96.0.10:{port}")).unwrap();
+            udp.send(b"x").map(|_| ()).map_err(|e| e.kind())
+        };
+        assert_eq!(send(53), Err(ErrorKind::PermissionDenied));
+        assert_eq!(send(80), Err(ErrorKind::PermissionDenied), "no UDP 80");
+        // The Service gone: its ClusterIP is no longer held.
+        p.index.set_service("x/web", None);
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        assert_eq!(p.sync(true).unwrap(), Written::Nothing);
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "cluster_ips"]);
+        assert!(!listing.contains("10.96.0.10"), "{listing}");
+    });
+}
+
+/// A NodePort without endpoints refuses new connections only: the
+/// replies to the node's own connection made from that port as its
+/// local port pass (kube-proxy checks `ct state new`).
+#[test]
+fn a_reply_to_the_nodes_connection_from_a_node_port_is_not_refused() {
+    use nix::sys::socket::{
+        AddressFamily, SockFlag, SockType, SockaddrIn, bind, connect, setsockopt, socket, sockopt,
+    };
+    use nix::sys::time::TimeVal;
+    use std::io::ErrorKind;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
+    use std::time::Duration;
+    in_new_netns(|| {
+        ip(&["link", "set", "lo", "up"]);
+        ip(&["addr", "add", "192.168.7.2/32", "dev", "lo"]);
+        ip(&["addr", "add", "192.168.7.3/32", "dev", "lo"]);
+        let p = web_proxy(&[]);
+        let listing = nft(&["list", "set", "ip", "tartan-svc", "reject_np"]);
+        assert!(listing.contains("tcp . 30080"), "{listing}");
+        let server = TcpListener::bind("192.168.7.3:9000").unwrap();
+        // From 192.168.7.2:30080: the server's SYN-ACK is to a NodePort.
+        let fd = socket(
+            AddressFamily::Inet,
+            SockType::Stream,
+            SockFlag::empty(),
+            None,
+        )
+        .unwrap();
+        setsockopt(&fd, sockopt::ReuseAddr, &true).unwrap();
+        setsockopt(&fd, sockopt::SendTimeout, &TimeVal::new(2, 0)).unwrap();
+        bind(fd.as_raw_fd(), &SockaddrIn::new(192, 168, 7, 2, 30080)).unwrap();
+        connect(fd.as_raw_fd(), &SockaddrIn::new(192, 168, 7, 3, 9000)).expect("the reply passes");
+        let mut client = TcpStream::from(fd);
+        let (mut accepted, _) = server.accept().unwrap();
+        std::io::Write::write_all(&mut accepted, b"ok").unwrap();
+        let mut got = [0u8; 2];
+        std::io::Read::read_exact(&mut client, &mut got).unwrap();
+        assert_eq!(&got, b"ok");
+        // A new connection to the NodePort is still refused.
+        let to = "192.168.7.2:30080".parse().unwrap();
+        let refused = TcpStream::connect_timeout(&to, Duration::from_millis(1500)).map(|_| ());
+        assert_eq!(
+            refused.map_err(|e| e.kind()),
+            Err(ErrorKind::ConnectionRefused)
+        );
+        drop(p);
+    });
+}
+
 /// Give `x/web` the endpoints `ips` and check the change went over
 /// netlink.
 fn endpoints_over_netlink(p: &mut tartan_felix::dataplane::services::ServiceProxy, ips: &[&str]) {

@@ -93,7 +93,7 @@ pub(super) fn slice_info(service: &str, eps: &[(Ipv4Addr, String)]) -> SliceInfo
         endpoints: eps
             .iter()
             .map(|(a, n)| EndpointInfo {
-                addrs: [*a].into(),
+                addr: *a,
                 local: n == NODE,
                 ready: true,
                 serving: true,

@@ -101,10 +101,10 @@ pub(super) fn size_runs(
         .context("no Service")?
         .slice;
     let mut replaced = base.clone();
-    replaced.endpoints[per / 2].addrs = [Ipv4Addr::new(10, 200, 0, 2)].into();
+    replaced.endpoints[per / 2].addr = Ipv4Addr::new(10, 200, 0, 2);
     let mut added = base.clone();
     let mut extra = base.endpoints[0].clone();
-    extra.addrs = [Ipv4Addr::new(10, 200, 0, 3)].into();
+    extra.addr = Ipv4Addr::new(10, 200, 0, 3);
     added.endpoints.push(extra);
     let key = slice_key(mid);
     for r in 0..o.runs {

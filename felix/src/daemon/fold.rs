@@ -289,46 +289,25 @@ pub(super) fn converted(
     r.map_err(|e| format!("does not convert: {e}"))
 }
 
-/// The typed object, or `None` (reported to `bad`) when it does not read:
-/// an unreadable Service or EndpointSlice counts as absent.
-pub(super) fn read_noting<T: Resource>(
-    bad: &mut Unreadable,
-    key: &str,
-    o: DynamicObject,
-) -> Option<T> {
-    let got = from_dynamic::<T>(o).map_err(|e| e.to_string());
-    bad.note(
-        T::KIND,
-        key,
-        got.as_ref().map(|_| ()).map_err(String::as_str),
-    );
-    got.ok()
-}
-
-/// Hand one watch event to `set` as (key, object or `None` when gone).
-pub(super) fn fold_into(
+/// One event of a Service or EndpointSlice watch, handed to `set` as
+/// (key, what the proxy keeps or `None`): `read` gives what the proxy
+/// keeps of a readable `T` (`None` for one it leaves alone). As for any
+/// kind but a policy, an object that does not read is reported to `bad`
+/// and keeps its last readable version: an unreadable update must not
+/// take a working Service's rules away. One never readable is not
+/// served; a deletion deletes.
+pub(super) fn fold_proxied<T: Resource, S>(
     ev: WatchEvent,
-    mut set: impl FnMut(&str, Option<DynamicObject>) -> bool,
+    bad: &mut Unreadable,
+    read: impl FnOnce(T) -> Option<S>,
+    set: impl FnOnce(&str, Option<S>) -> bool,
 ) -> Folded {
-    match ev {
-        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-            let k = key(&o);
-            Folded {
-                synced: false,
-                changed: set(&k, Some(o)),
-            }
-        }
-        WatchEvent::Deleted(o) => Folded {
-            synced: false,
-            changed: set(&key(&o), None),
-        },
-        WatchEvent::Synced { .. } => Folded {
-            synced: true,
-            changed: true,
-        },
-        // Services and slices are watched with their record kept.
-        WatchEvent::Relisting => Folded::default(),
-    }
+    fold_set::<T, Option<S>>(
+        ev,
+        bad,
+        |o| from_dynamic::<T>(o).map(read).map_err(|e| e.to_string()),
+        |k, s| set(k, s.flatten()),
+    )
 }
 
 #[cfg(test)]
@@ -713,5 +692,115 @@ mod node_tests {
         assert!(fold_one(&mut m, &mut bad, o));
         assert_eq!(m["/n1"], NodeInfo::default());
         assert_eq!(bad.count(Kind::Node), 0);
+    }
+}
+
+#[cfg(test)]
+mod proxy_tests {
+    use super::*;
+    use crate::services::index::ServiceIndex;
+    use crate::services::{SERVICE_NAME_LABEL, ServiceInfo, SliceInfo, TCP};
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use std::net::Ipv4Addr;
+    use tartan_api::Kind;
+
+    fn svc(ports: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "x"},
+            "spec": {"clusterIP": "10.96.5.5", "ports": ports}
+        }))
+        .unwrap()
+    }
+
+    fn slice(endpoints: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-1", "namespace": "x",
+                         "labels": {SERVICE_NAME_LABEL: "web"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints
+        }))
+        .unwrap()
+    }
+
+    fn fold_svc(ix: &mut ServiceIndex, bad: &mut Unreadable, ev: WatchEvent) -> Folded {
+        fold_proxied(
+            ev,
+            bad,
+            |s: Service| ServiceInfo::from_service(&s),
+            |k, i| ix.set_service(k, i),
+        )
+    }
+
+    fn fold_slice(ix: &mut ServiceIndex, bad: &mut Unreadable, ev: WatchEvent) -> Folded {
+        fold_proxied(
+            ev,
+            bad,
+            |s: EndpointSlice| SliceInfo::from_slice(&s, "n1"),
+            |k, i| ix.set_slice(k, i),
+        )
+    }
+
+    const FE: (Ipv4Addr, u8, u16) = (Ipv4Addr::new(10, 96, 5, 5), TCP, 80);
+
+    /// Whether the ClusterIP's port 80 goes to endpoints, is refused, or
+    /// is not in the table.
+    fn served(ix: &mut ServiceIndex) -> &'static str {
+        let t = ix.update();
+        if t.frontends.contains_key(&FE) {
+            "endpoints"
+        } else if t.reject_fe.contains(&FE) {
+            "reject"
+        } else {
+            "absent"
+        }
+    }
+
+    #[test]
+    fn an_unreadable_service_update_keeps_the_last_readable_version() {
+        let mut ix = ServiceIndex::new("n1");
+        let mut bad = Unreadable::new(None);
+        let good = || svc(serde_json::json!([{"port": 80, "targetPort": 8080}]));
+        let broken = || svc(serde_json::json!("not a list"));
+        // Never readable: not served.
+        assert!(!fold_svc(&mut ix, &mut bad, WatchEvent::Added(broken())).changed);
+        assert_eq!(bad.count(Kind::Service), 1);
+        assert_eq!(served(&mut ix), "absent");
+        assert!(fold_svc(&mut ix, &mut bad, WatchEvent::Modified(good())).changed);
+        assert_eq!(bad.count(Kind::Service), 0);
+        assert_eq!(served(&mut ix), "reject");
+        // Unreadable update: counted, and the rules stay.
+        assert!(!fold_svc(&mut ix, &mut bad, WatchEvent::Modified(broken())).changed);
+        assert_eq!(bad.count(Kind::Service), 1);
+        assert_eq!(bad.keys(Kind::Service).collect::<Vec<_>>(), ["x/web"]);
+        assert_eq!(served(&mut ix), "reject");
+        // A deletion still deletes, and is no longer counted.
+        assert!(fold_svc(&mut ix, &mut bad, WatchEvent::Deleted(broken())).changed);
+        assert_eq!(bad.count(Kind::Service), 0);
+        assert_eq!(served(&mut ix), "absent");
+    }
+
+    #[test]
+    fn an_unreadable_slice_update_keeps_the_last_readable_version() {
+        let mut ix = ServiceIndex::new("n1");
+        let mut bad = Unreadable::new(None);
+        let s = svc(serde_json::json!([{"port": 80, "targetPort": 8080}]));
+        fold_svc(&mut ix, &mut bad, WatchEvent::Added(s));
+        let good = || slice(serde_json::json!([{"addresses": ["10.244.0.5"]}]));
+        let broken = || slice(serde_json::json!({"not": "a list"}));
+        assert!(!fold_slice(&mut ix, &mut bad, WatchEvent::Added(broken())).changed);
+        assert_eq!(bad.count(Kind::EndpointSlice), 1);
+        assert_eq!(served(&mut ix), "reject");
+        assert!(fold_slice(&mut ix, &mut bad, WatchEvent::Modified(good())).changed);
+        assert_eq!(served(&mut ix), "endpoints");
+        assert!(!fold_slice(&mut ix, &mut bad, WatchEvent::Modified(broken())).changed);
+        assert_eq!(bad.count(Kind::EndpointSlice), 1);
+        assert_eq!(served(&mut ix), "endpoints");
+        assert!(fold_slice(&mut ix, &mut bad, WatchEvent::Deleted(broken())).changed);
+        assert_eq!(bad.count(Kind::EndpointSlice), 0);
+        assert_eq!(served(&mut ix), "reject");
     }
 }

@@ -38,6 +38,7 @@ pub const WRITTEN: &[&str] = &[
     "reject_np",
     "drop_np",
     "hairpin",
+    "cluster_ips",
 ];
 
 fn frontend(fe: &(Ipv4Addr, u8, u16)) -> Vec<u8> {
@@ -123,4 +124,5 @@ pub fn write(t: &SvcNft, s: &mut Stream) {
     set(s, "hairpin", &t.hairpin, |a| {
         concat(&[&a.octets(), &a.octets()])
     });
+    set(s, "cluster_ips", &t.cluster_ips, |a| a.octets().to_vec());
 }

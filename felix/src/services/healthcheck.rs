@@ -59,7 +59,7 @@ pub fn targets(
             .filter(|s| s.service == *key)
             .flat_map(|s| s.endpoints.iter())
             .filter(|e| e.ready && e.local)
-            .flat_map(|e| e.addrs.iter().copied())
+            .map(|e| e.addr)
             .collect();
         out.insert(
             port,
@@ -146,7 +146,7 @@ mod tests {
     /// A slice's endpoint as the proxy of `me` reads it.
     fn ep(ip: &str, node: &str, ready: bool, me: &str) -> super::super::EndpointInfo {
         super::super::EndpointInfo {
-            addrs: [ip.parse().unwrap()].into(),
+            addr: ip.parse().unwrap(),
             local: node == me,
             ready,
             serving: true,

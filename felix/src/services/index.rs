@@ -253,19 +253,23 @@ impl ServiceIndex {
     /// whole table is recomputed and compared, since which of them wins
     /// is decided there.
     pub fn consistent(&self) -> bool {
-        let mut sum = [0usize; 12];
+        let mut sum = [0usize; 13];
         let mut pickers: BTreeMap<Picker, usize> = BTreeMap::new();
         let mut frontends = HashSet::new();
         let mut node_ports = HashSet::new();
+        let mut cluster_ips = HashSet::new();
         let mut shared = false;
         for key in self.services.keys() {
             let part = self.part_of(key);
-            let (fe, np) = part.claims();
+            let (fe, np, ips) = part.claims();
             for f in fe {
                 shared |= !frontends.insert(f);
             }
             for p in np {
                 shared |= !node_ports.insert(p);
+            }
+            for ip in ips {
+                shared |= !cluster_ips.insert(ip);
             }
             shared |= !self.table.holds(&part);
             for (s, n) in sum.iter_mut().zip(part.entries()) {

@@ -2,13 +2,15 @@
 //! nftables table `ip tartan-svc` ([`render`]). Which addresses a node
 //! answers for a Service and where each goes is computed here, purely.
 //!
-//! - Frontends: the ClusterIP, `externalIPs` and LoadBalancer ingress IPs,
-//!   each with every service port (TCP, UDP, SCTP); NodePorts on the
-//!   node's own addresses (not loopback).
-//! - Backends: the Service's EndpointSlices' endpoints that are ready; when
-//!   none is, those serving while terminating. With a `Local` traffic
-//!   policy the choice is made among this node's endpoints alone (KEP-1669):
-//!   a node whose only local endpoint is terminating uses it.
+//! - Frontends: the ClusterIP, `externalIPs` and LoadBalancer ingress IPs
+//!   (not those with `ipMode: Proxy`), each with every service port (TCP,
+//!   UDP, SCTP); NodePorts on the node's own addresses (not loopback).
+//! - Backends: the Service's EndpointSlices' endpoints (each by its first
+//!   address, their ports by name, as kube-proxy reads them) that are
+//!   ready; when none is, those serving while terminating. With a
+//!   `Local` traffic policy the choice is made among this node's
+//!   endpoints alone (KEP-1669): a node whose only local endpoint is
+//!   terminating uses it.
 //! - `externalTrafficPolicy: Local`: external frontends and NodePorts go
 //!   to this node's endpoints only, keeping the client's address, and
 //!   traffic for them is dropped on a node without one.
@@ -18,7 +20,8 @@
 //!   Service go to the cluster-wide endpoints, as kube-proxy short-circuits
 //!   them, so a pod reaches a `Local` LoadBalancer IP from any node.
 //! - A frontend with no endpoints at all is refused at once (TCP reset,
-//!   ICMP port unreachable).
+//!   ICMP port unreachable), and so is a ClusterIP's port the Service
+//!   does not declare. Only new connections are refused or dropped.
 //! - A LoadBalancer with `externalTrafficPolicy: Local` and a
 //!   `healthCheckNodePort`: the node answers HTTP on that port, 200 with
 //!   its count of ready local endpoints or 503 without one
@@ -107,6 +110,10 @@ pub struct ServiceTable {
     /// LoadBalancer frontends with `loadBalancerSourceRanges`: only
     /// clients in these networks may use them.
     pub source_ranges: BTreeMap<(Ipv4Addr, u8, u16), Vec<Ipv4Net>>,
+    /// The ClusterIPs served: a new connection still addressed to one
+    /// after DNAT is to a port its Service does not declare, and is
+    /// refused (kube-proxy's `cluster-ips-check`).
+    pub cluster_ips: BTreeSet<Ipv4Addr>,
 }
 
 /// A watched Service, reduced to what the proxy needs.
@@ -148,11 +155,13 @@ pub struct SliceInfo {
 }
 
 /// One endpoint of a slice, as the proxy of one node keeps it: a slice
-/// holds 100 of them and a cluster 100,000, so it is small (24 bytes and
-/// its addresses; not the node's name, only whether it is this node).
+/// holds 100 of them and a cluster 100,000, so it is small (not the
+/// node's name, only whether it is this node).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointInfo {
-    pub addrs: Box<[Ipv4Addr]>,
+    /// Its first address: the API calls an endpoint's addresses
+    /// fungible, and kube-proxy uses the first alone.
+    pub addr: Ipv4Addr,
     /// Its `nodeName` is the node this record was read for.
     pub local: bool,
     pub ready: bool,
@@ -225,10 +234,14 @@ impl ServiceInfo {
                 .as_ref()
                 .and_then(|st| st.load_balancer.as_ref())
                 .and_then(|lb| lb.ingress.as_ref());
+            // As kube-proxy: an ingress IP with `ipMode: Proxy` is the
+            // load balancer's own address, which it proxies from; only a
+            // VIP (or an unset mode) is one the node answers for.
             lb_ips.extend(
                 ingress
                     .into_iter()
                     .flatten()
+                    .filter(|i| i.ip_mode.as_deref().is_none_or(|m| m == "VIP"))
                     .filter_map(|i| i.ip.as_deref().and_then(v4)),
             );
             external.extend(lb_ips.iter().copied());
@@ -292,32 +305,31 @@ impl SliceInfo {
         let svc = s.metadata.labels.as_ref()?.get(SERVICE_NAME_LABEL)?;
         Some(SliceInfo {
             service: format!("{ns}/{svc}"),
+            // As kube-proxy reads them: a port without a name (`null`, not
+            // `""`) or without a port number is ignored.
             ports: s
                 .ports
                 .iter()
                 .flatten()
                 .filter_map(|p| {
-                    let port = u16::try_from(p.port?).ok()?;
-                    Some((
-                        p.name.clone().unwrap_or_default(),
-                        (protocol(p.protocol.as_deref())?, port),
-                    ))
+                    let port = u16::try_from(p.port?).ok().filter(|p| *p > 0)?;
+                    Some((p.name.clone()?, (protocol(p.protocol.as_deref())?, port)))
                 })
                 .collect(),
             endpoints: s
                 .endpoints
                 .iter()
-                .map(|e| {
+                .filter_map(|e| {
                     let c = e.conditions.as_ref();
-                    // Unset `ready` means ready; unset `serving` follows it.
-                    let ready = c.and_then(|c| c.ready).unwrap_or(true);
-                    EndpointInfo {
-                        addrs: e.addresses.iter().filter_map(|a| v4(a)).collect(),
+                    // As kube-proxy: an unset `ready` or `serving` is true,
+                    // an unset `terminating` false.
+                    Some(EndpointInfo {
+                        addr: v4(e.addresses.first()?)?,
                         local: e.node_name.as_deref() == Some(node),
-                        ready,
-                        serving: c.and_then(|c| c.serving).unwrap_or(ready),
+                        ready: c.and_then(|c| c.ready).unwrap_or(true),
+                        serving: c.and_then(|c| c.serving).unwrap_or(true),
                         terminating: c.and_then(|c| c.terminating).unwrap_or(false),
-                    }
+                    })
                 })
                 .collect(),
         })
@@ -367,17 +379,14 @@ fn endpoints_of(service: &str, port: &PortInfo, slices: &[&SliceInfo]) -> PortEn
             continue;
         }
         for e in &s.endpoints {
-            let local = e.local;
-            for a in &e.addrs {
-                let b = Backend {
-                    addr: *a,
-                    port: *target,
-                };
-                if e.ready {
-                    out.ready.insert(b, local);
-                } else if e.serving && e.terminating {
-                    out.terminating.insert(b, local);
-                }
+            let b = Backend {
+                addr: e.addr,
+                port: *target,
+            };
+            if e.ready {
+                out.ready.insert(b, e.local);
+            } else if e.serving && e.terminating {
+                out.terminating.insert(b, e.local);
             }
         }
     }
@@ -407,6 +416,7 @@ pub fn desired_for(key: &str, svc: &ServiceInfo, slices: &[&SliceInfo], t: &mut 
         for ip in &svc.cluster_ips {
             t.frontends
                 .insert((*ip, port.protocol, port.port), internal.clone());
+            t.cluster_ips.insert(*ip);
         }
         for ip in &svc.external {
             t.frontends

@@ -28,9 +28,12 @@
 //!   ct status dnat goto masq_external }   # from outside (not a pod), on to another node (not a pod)
 //! chain filter_prerouting { type filter hook prerouting priority -110
 //!   a LoadBalancer IP with loadBalancerSourceRanges drops other clients }
-//! chain input/forward/local { type filter …: frontends without endpoints
-//!   rejected (TCP reset, ICMP port unreachable); those whose traffic
-//!   policy allows no endpoint here dropped }
+//! chain input/forward/local { type filter …, after DNAT; new connections
+//!   only: frontends without endpoints rejected (TCP reset, ICMP port
+//!   unreachable); those whose traffic policy allows no endpoint here
+//!   dropped; in forward and output, `ip daddr @cluster_ips` rejected
+//!   (still to a ClusterIP after DNAT: a port its Service does not
+//!   declare) }
 //! ```
 //!
 //! Session affinity: dynamic sets `aff_<slot>` of `client . frontend`
@@ -290,6 +293,7 @@ pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
         ("hairpin", t.hairpin.len()),
         ("lb_limited", t.lb_limited.len()),
         ("lb_allowed", t.lb_allowed.len()),
+        ("cluster_ips", t.cluster_ips.len()),
     ] {
         m.insert(format!("@{name}"), count);
     }

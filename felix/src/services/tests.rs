@@ -359,7 +359,7 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
         );
         let endpoints = (0..eps + i % 3)
             .map(|j| EndpointInfo {
-                addrs: [Ipv4Addr::from(0x0af4_0000u32 + (i * 16 + j) as u32)].into(),
+                addr: Ipv4Addr::from(0x0af4_0000u32 + (i * 16 + j) as u32),
                 local: false,
                 ready: true,
                 serving: true,
@@ -406,7 +406,7 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     // One endpoint more for one Service: the patch names its frontend only.
     let s = slices.get_mut("ns/s10-1").unwrap();
     let mut e = s.endpoints[0].clone();
-    e.addrs = ["10.250.0.1".parse().unwrap()].into();
+    e.addr = "10.250.0.1".parse().unwrap();
     s.endpoints.push(e);
     assert!(ix.set_slice("ns/s10-1", Some(s.clone())));
     assert!(
@@ -516,4 +516,225 @@ fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_
     let before = ix.table().clone();
     ix.rebuild();
     assert_eq!(*ix.table(), before);
+}
+
+fn slice_with(ports: serde_json::Value, endpoints: serde_json::Value) -> SliceInfo {
+    let s: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "web-1", "namespace": "x", "labels": {SERVICE_NAME_LABEL: "web"}},
+        "addressType": "IPv4", "ports": ports, "endpoints": endpoints
+    }))
+    .unwrap();
+    SliceInfo::from_slice(&s, "n1").unwrap()
+}
+
+#[test]
+fn unset_conditions_read_as_kube_proxy_reads_them() {
+    // kube-proxy: unset `ready` and `serving` are true, unset
+    // `terminating` false.
+    let svc = service(web(json!({})), json!({}));
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    let ports = json!([{"name": "http", "port": 8080}]);
+    // Not ready, terminating, `serving` left out: serving while
+    // terminating, the fallback when none is ready.
+    let sl = slice_with(
+        ports.clone(),
+        json!([{"addresses": ["10.244.1.6"], "nodeName": "n2",
+                "conditions": {"ready": false, "terminating": true}}]),
+    );
+    assert!(sl.endpoints[0].serving);
+    let t = table(svc.clone(), Some(sl));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.1.6:8080"]);
+    // No conditions at all: ready.
+    let sl = slice_with(ports, json!([{"addresses": ["10.244.1.7"]}]));
+    let e = &sl.endpoints[0];
+    assert!(e.ready && e.serving && !e.terminating);
+    let t = table(svc, Some(sl));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.1.7:8080"]);
+}
+
+#[test]
+fn only_the_first_address_of_an_endpoint_is_used() {
+    let svc = service(web(json!({})), json!({}));
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    let t = table(
+        svc,
+        Some(slice_with(
+            json!([{"name": "http", "port": 8080}]),
+            json!([
+                {"addresses": ["10.244.0.5", "10.244.0.6"]},
+                // A first address felix cannot use: the endpoint is
+                // skipped, not served by its second address.
+                {"addresses": ["fd00::7", "10.244.0.7"]},
+                {"addresses": []}
+            ]),
+        )),
+    );
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.0.5:8080"]);
+}
+
+#[test]
+fn slice_ports_without_a_name_or_a_port_number_are_ignored() {
+    // An unnamed Service port (its name reads as "") matches a slice port
+    // named "", not one with no name at all.
+    let svc = service(
+        json!({"clusterIP": CIP, "ports": [{"port": 80, "targetPort": 8080}]}),
+        json!({}),
+    );
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    let eps = json!([{"addresses": ["10.244.0.5"]}]);
+    let served = |ports: serde_json::Value| {
+        let sl = slice_with(ports, eps.clone());
+        backends(&table(svc.clone(), Some(sl)).frontends[&fe])
+    };
+    assert_eq!(
+        served(json!([{"name": "", "port": 8080}])),
+        ["10.244.0.5:8080"]
+    );
+    assert_eq!(served(json!([{"port": 8080}])), ["Reject"]);
+    assert_eq!(served(json!([{"name": null, "port": 8080}])), ["Reject"]);
+    assert_eq!(served(json!([{"name": "", "port": 0}])), ["Reject"]);
+    assert_eq!(served(json!([{"name": ""}])), ["Reject"]);
+}
+
+#[test]
+fn only_vip_mode_load_balancer_ingress_ips_are_frontends() {
+    let svc = service(
+        web(json!({"type": "LoadBalancer", "loadBalancerSourceRanges": ["10.0.0.0/8"]})),
+        json!({"loadBalancer": {"ingress": [
+            {"ip": "192.0.2.10"},
+            {"ip": "192.0.2.11", "ipMode": "VIP"},
+            {"ip": "192.0.2.12", "ipMode": "Proxy"}
+        ]}}),
+    );
+    let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+    assert_eq!(svc.lb_ips, [ip("192.0.2.10"), ip("192.0.2.11")]);
+    let t = table(svc, None);
+    assert!(t.frontends.contains_key(&(ip("192.0.2.11"), TCP, 80)));
+    assert!(!t.frontends.contains_key(&(ip("192.0.2.12"), TCP, 80)));
+    assert!(!t.source_ranges.contains_key(&(ip("192.0.2.12"), TCP, 80)));
+}
+
+/// The rules `t` writes into `chain`, as nft JSON.
+fn rules_of(t: &SvcNft, chain: &str) -> Vec<serde_json::Value> {
+    let j = full(t).to_json();
+    j["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c.get("add").and_then(|a| a.get("rule")))
+        .filter(|r| r["chain"] == chain)
+        .map(|r| r["expr"].clone())
+        .collect()
+}
+
+#[test]
+fn the_refusals_of_the_filter_chains_are_for_new_connections_only() {
+    // A reply to the node's own connection from local port 30080 (a
+    // NodePort without endpoints) must not be refused: kube-proxy checks
+    // `ct state new` only.
+    let t = SvcNft::from_table(&table(service(web(json!({})), json!({})), None));
+    assert!(t.reject_np.contains(&(TCP, 30080)));
+    let ct_new = json!({"match": {"op": "in", "left": {"ct": {"key": "state"}}, "right": "new"}});
+    for chain in ["filter_input", "filter_forward", "filter_output"] {
+        let rules = rules_of(&t, chain);
+        assert!(!rules.is_empty(), "{chain}");
+        for r in rules {
+            let text = r.to_string();
+            assert!(
+                ["@reject_", "@drop_", "@cluster_ips"]
+                    .iter()
+                    .any(|s| text.contains(s)),
+                "{chain}: {text}"
+            );
+            assert_eq!(r[0], ct_new, "{chain}: {text}");
+        }
+    }
+}
+
+#[test]
+fn a_cluster_ip_refuses_new_connections_to_the_ports_it_does_not_declare() {
+    let svc = service(web(json!({})), json!({}));
+    let t = SvcNft::from_table(&table(
+        svc.clone(),
+        Some(slice(json!([ep("10.244.0.5", "n1", true, false)]))),
+    ));
+    let cip: Ipv4Addr = CIP.parse().unwrap();
+    assert_eq!(t.cluster_ips, BTreeSet::from([cip]));
+    // Forwarded (from pods) and the node's own, after DNAT: still to the
+    // ClusterIP means an undeclared port. TCP reset, ICMP otherwise.
+    for chain in ["filter_forward", "filter_output"] {
+        let rules: Vec<serde_json::Value> = rules_of(&t, chain)
+            .into_iter()
+            .filter(|r| r.to_string().contains("@cluster_ips"))
+            .collect();
+        assert_eq!(rules.len(), 2, "{chain}: {rules:?}");
+        let new = json!({"match": {"op": "in", "left": {"ct": {"key": "state"}}, "right": "new"}});
+        let to_cip = json!({"match": {"op": "==", "right": "@cluster_ips",
+            "left": {"payload": {"protocol": "ip", "field": "daddr"}}}});
+        for r in &rules {
+            assert_eq!((&r[0], &r[1]), (&new, &to_cip), "{chain}: {r}");
+        }
+        assert_eq!(rules[0][3], json!({"reject": {"type": "tcp reset"}}));
+        assert_eq!(
+            rules[1][3],
+            json!({"reject": {"type": "icmp", "expr": "port-unreachable"}})
+        );
+    }
+    let input: Vec<String> = rules_of(&t, "filter_input")
+        .iter()
+        .map(|r| r.to_string())
+        .collect();
+    assert!(
+        !input.iter().any(|r| r.contains("@cluster_ips")),
+        "{input:?}"
+    );
+    // Written whole: the set with its element.
+    let f = full(&t).to_string();
+    assert!(f.contains(r#""name":"cluster_ips""#), "{f}");
+    assert!(
+        f.contains(r#""elem":["10.96.0.10"],"family":"ip","name":"cluster_ips""#),
+        "{f}"
+    );
+}
+
+#[test]
+fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
+    let mut ix = super::index::ServiceIndex::new("n1");
+    ix.update();
+    ix.written_whole();
+    let svc = service(web(json!({})), json!({}));
+    assert!(ix.set_service("x/web", Some(svc)));
+    ix.update();
+    assert!(ix.consistent());
+    let p = ix.take_patch().unwrap().to_string();
+    assert!(
+        p.contains(
+            r#"{"add":{"element":{"elem":["10.96.0.10"],"family":"ip","name":"cluster_ips""#
+        ),
+        "{p}"
+    );
+    // Another port: the set is as it was.
+    let two = service(
+        web(
+            json!({"ports": [{"name": "http", "port": 80, "targetPort": 8080, "nodePort": 30080},
+                             {"name": "alt", "port": 81}]}),
+        ),
+        json!({}),
+    );
+    assert!(ix.set_service("x/web", Some(two)));
+    ix.update();
+    assert!(ix.consistent());
+    let p = ix.take_patch().unwrap().to_string();
+    assert!(!p.contains("cluster_ips"), "{p}");
+    // Gone: out of the set.
+    assert!(ix.set_service("x/web", None));
+    assert!(ix.update().cluster_ips.is_empty());
+    assert!(ix.consistent());
+    let p = ix.take_patch().unwrap().to_string();
+    assert!(
+        p.contains(
+            r#"{"delete":{"element":{"elem":["10.96.0.10"],"family":"ip","name":"cluster_ips""#
+        ),
+        "{p}"
+    );
 }

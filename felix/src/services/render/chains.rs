@@ -41,6 +41,7 @@ pub(super) fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)
         ("drop_np", NP, None),
         ("hairpin", &[SetType::Ipv4Addr, SetType::Ipv4Addr], None),
         ("lb_limited", FE, None),
+        ("cluster_ips", &[SetType::Ipv4Addr], None),
     ]
 }
 
@@ -103,12 +104,21 @@ pub(super) fn dnat_rules(kind: Kind) -> Vec<Statement<'static>> {
     }))]
 }
 
+/// The rules refusing new connections whose `key` is in `set`: dropped
+/// for a `drop_*` set, else rejected (TCP reset, ICMP port unreachable);
+/// with `local`, only those to the node's own addresses.
 pub(super) fn reject_rules(
     set: &str,
     key: Expression<'static>,
     local: bool,
 ) -> Vec<Vec<Statement<'static>>> {
-    let mut m = if local { local_destination() } else { vec![] };
+    // New connections only, as kube-proxy checks them: a reply to the
+    // node's own connection from a local port that is a NodePort (or to
+    // a frontend's address and port) must pass.
+    let mut m = vec![ct_is("state", "new")];
+    if local {
+        m.extend(local_destination());
+    }
     m.push(is(key, s(format!("@{set}")), Operator::EQ));
     let tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::EQ);
     let not_tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::NEQ);
@@ -119,7 +129,10 @@ pub(super) fn reject_rules(
             expr: code,
         }))
     };
-    if set.starts_with("reject") {
+    if set.starts_with("drop") {
+        m.push(Statement::Drop(None));
+        vec![m]
+    } else {
         let mut a = m.clone();
         a.extend([tcp, reject(RejectType::TCPReset, None)]);
         let mut b = m;
@@ -128,10 +141,20 @@ pub(super) fn reject_rules(
             reject(RejectType::ICMP, Some(RejectCode::PortUnreach)),
         ]);
         vec![a, b]
-    } else {
-        m.push(Statement::Drop(None));
-        vec![m]
     }
+}
+
+/// `ct <key> <value>`: the connection's state or status has the flag.
+fn ct_is(key: &'static str, value: &'static str) -> Statement<'static> {
+    is(
+        Expression::Named(NamedExpression::CT(CT {
+            key: Cow::Borrowed(key),
+            family: None,
+            dir: None,
+        })),
+        s(value),
+        Operator::IN,
+    )
 }
 
 /// The fixed chains and their rules.
@@ -175,17 +198,7 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
             np,
         ]
     };
-    let dnat_status = || {
-        is(
-            Expression::Named(NamedExpression::CT(CT {
-                key: Cow::Borrowed("status"),
-                family: None,
-                dir: None,
-            })),
-            s("dnat"),
-            Operator::IN,
-        )
-    };
+    let dnat_status = || ct_is("status", "dnat");
     let filter = |name: &str, hook| {
         let mut rules = Vec::new();
         rules.extend(reject_rules("reject_fe", frontend_key(), false));
@@ -193,6 +206,14 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
         if hook != NfHook::Forward {
             rules.extend(reject_rules("reject_np", node_port_key(), true));
             rules.extend(reject_rules("drop_np", node_port_key(), true));
+        }
+        // These chains run after DNAT (priority -10 against -100): a new
+        // connection still addressed to a ClusterIP is to a port its
+        // Service does not declare. Refused rather than routed on by the
+        // default route, where it would hang (kube-proxy's
+        // `cluster-ips-check`). A ClusterIP is not local, so not in input.
+        if hook != NfHook::Input {
+            rules.extend(reject_rules("cluster_ips", payload("ip", "daddr"), false));
         }
         (base(name, NfChainType::Filter, hook, -10), rules)
     };

@@ -127,6 +127,12 @@ pub(super) fn element_changes(
         hairpin_elem,
     ));
     out.push(set_changes(
+        "cluster_ips",
+        &old.cluster_ips,
+        &new.cluster_ips,
+        |a| vec![s(a.to_string())],
+    ));
+    out.push(set_changes(
         "lb_limited",
         &old.lb_limited,
         &new.lb_limited,

@@ -43,6 +43,8 @@ pub struct SvcNft {
     /// (frontend, network).
     pub lb_limited: BTreeSet<Frontend>,
     pub lb_allowed: BTreeSet<(Frontend, Ipv4Net)>,
+    /// The ClusterIPs served, whatever their ports.
+    pub cluster_ips: BTreeSet<Ipv4Addr>,
     pub pickers: BTreeSet<Picker>,
     /// How many `aff_<slot>` sets (the largest count with affinity).
     pub affinity_slots: u32,
@@ -52,6 +54,7 @@ impl SvcNft {
     pub fn from_table(t: &ServiceTable) -> SvcNft {
         let mut n = SvcNft {
             hairpin: t.local_pods.clone(),
+            cluster_ips: t.cluster_ips.clone(),
             ..SvcNft::default()
         };
         for (fe, d) in &t.frontends {
@@ -146,12 +149,13 @@ impl SvcNft {
         }
         self.lb_limited.retain(|k| !part.lb_limited.contains(k));
         self.lb_allowed.retain(|k| !part.lb_allowed.contains(k));
+        self.cluster_ips.retain(|k| !part.cluster_ips.contains(k));
     }
 
     /// How many entries each element map and set holds (not the hairpin
     /// set, the pickers or the affinity count, which are the whole
     /// table's).
-    pub fn entries(&self) -> [usize; 12] {
+    pub fn entries(&self) -> [usize; 13] {
         [
             self.frontends.len(),
             self.node_ports.len(),
@@ -165,12 +169,14 @@ impl SvcNft {
             self.drop_np.len(),
             self.lb_limited.len(),
             self.lb_allowed.len(),
+            self.cluster_ips.len(),
         ]
     }
 
-    /// The frontends and node ports any entry of this part is keyed by:
-    /// two parts with none in common cannot hold the same entry.
-    pub fn claims(&self) -> (BTreeSet<Frontend>, BTreeSet<NodePort>) {
+    /// The frontends, node ports and ClusterIPs any entry of this part
+    /// is keyed by: two parts with none in common cannot hold the same
+    /// entry.
+    pub fn claims(&self) -> (BTreeSet<Frontend>, BTreeSet<NodePort>, BTreeSet<Ipv4Addr>) {
         let mut fe: BTreeSet<Frontend> = self.frontends.keys().copied().collect();
         fe.extend(self.frontends_in.keys());
         fe.extend(self.fe_slots.keys().map(|(f, _)| *f));
@@ -183,7 +189,7 @@ impl SvcNft {
         np.extend(self.np_slots.keys().map(|(p, _)| *p));
         np.extend(&self.reject_np);
         np.extend(&self.drop_np);
-        (fe, np)
+        (fe, np, self.cluster_ips.clone())
     }
 
     /// Whether every entry of `part` is here with the same value.
@@ -206,6 +212,7 @@ impl SvcNft {
             && set(&self.drop_np, &part.drop_np)
             && set(&self.lb_limited, &part.lb_limited)
             && set(&self.lb_allowed, &part.lb_allowed)
+            && set(&self.cluster_ips, &part.cluster_ips)
     }
 
     /// Put `part`'s entries in (its pickers are counted by the caller).
@@ -222,6 +229,7 @@ impl SvcNft {
         self.drop_np.extend(part.drop_np.iter().copied());
         self.lb_limited.extend(part.lb_limited.iter().copied());
         self.lb_allowed.extend(part.lb_allowed.iter().copied());
+        self.cluster_ips.extend(part.cluster_ips.iter().copied());
     }
 
     fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>, inside: bool) -> Picker {
