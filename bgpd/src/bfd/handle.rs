@@ -27,12 +27,24 @@ pub struct BfdStatus {
     /// The detection time in force, once the remote has been heard.
     pub detection_time: Option<Duration>,
     pub config: SessionConfig,
+    /// Down because the remote signalled AdminDown (diag 3 with the remote
+    /// AdminDown, or Down all along and the remote AdminDown): RFC 5882
+    /// section 3.2, the session says nothing of the path then.
+    pub remote_admin_down: bool,
 }
 
 impl BfdStatus {
-    pub(super) fn of(session: &Session, transitions: u64) -> BfdStatus {
+    /// Whether a BGP session it guards may run: BFD is Up, or the remote
+    /// took BFD down administratively, which RFC 5882 section 3.2 says is
+    /// no path failure (BGP's own hold timer watches the path then).
+    pub fn allows_session(&self) -> bool {
+        self.state == State::Up || self.remote_admin_down
+    }
+
+    pub(crate) fn of(session: &Session, transitions: u64) -> BfdStatus {
         BfdStatus {
             state: session.state(),
+            remote_admin_down: session.remote_admin_down(),
             diag: session.local_diag(),
             transitions,
             local_discr: session.local_discr(),
@@ -84,6 +96,7 @@ impl BfdHandle {
             tx_interval: None,
             detection_time: None,
             config,
+            remote_admin_down: false,
         };
         let (tx, rx) = watch::channel(initial);
         self.commands.send(Command::Add {
@@ -122,6 +135,7 @@ impl BfdClient {
             tx_interval: None,
             detection_time: None,
             config,
+            remote_admin_down: false,
         });
         let commands = QueueSender::detached();
         BfdClient {

@@ -159,10 +159,16 @@ impl Runtime {
             }
             self.tick(Instant::now());
         }
-        // Everyone is gone: tell the peers (section 6.8.16).
-        let discrs: Vec<u32> = self.sessions.keys().copied().collect();
-        for d in discrs {
-            self.retire(d);
+        // Everyone is gone, the daemon is stopping: tell the peers
+        // (section 6.8.16), but with one AdminDown each rather than for a
+        // Detection Time, which would hold the shutdown up. Sessions being
+        // removed are cut short the same way.
+        let now = Instant::now();
+        for (discr, e) in &mut self.sessions {
+            e.session.set_admin_down(true);
+            let p = e.session.send_now(now);
+            e.send(&p);
+            info!(peer = %e.peer, discr, "BFD session removed (shutdown)");
         }
     }
 
@@ -219,12 +225,25 @@ impl Runtime {
     }
 
     fn tick(&mut self, now: Instant) {
-        for entry in self.sessions.values_mut() {
+        let mut retired = Vec::new();
+        for (discr, entry) in &mut self.sessions {
             if !entry.session.due(now) {
+                continue;
+            }
+            if entry.session.retired(now) {
+                retired.push(*discr);
                 continue;
             }
             let t = entry.session.expire(now);
             entry.after(t, now);
+        }
+        for discr in retired {
+            if let Some(e) = self.sessions.remove(&discr) {
+                if self.by_peer.get(&e.peer) == Some(&discr) {
+                    self.by_peer.remove(&e.peer);
+                }
+                info!(peer = %e.peer, discr, "BFD session removed");
+            }
         }
     }
 
@@ -241,8 +260,14 @@ impl Runtime {
                 if let Some(d) = self.by_peer.get(&peer)
                     && let Some(e) = self.sessions.get_mut(d)
                 {
+                    if e.session.retiring() {
+                        // Wanted again while being removed: keep it.
+                        info!(peer = %e.peer, discr = *d, "BFD session kept: a client is back");
+                        let t = e.session.set_admin_down(false);
+                        e.after(t, now);
+                    }
                     if e.session.config() != config {
-                        e.session.set_config(config, now);
+                        e.session.set_config(config);
                     }
                     status.send_replace(BfdStatus::of(&e.session, e.transitions));
                     e.clients.push((client, status));
@@ -276,7 +301,7 @@ impl Runtime {
                     (e.clients.len() != before).then_some((*d, e.clients.is_empty()))
                 });
                 if let Some((discr, true)) = found {
-                    self.retire(discr);
+                    self.retire(discr, Instant::now());
                 }
             }
             Command::SetConfig { client, config } => {
@@ -289,24 +314,26 @@ impl Runtime {
                     && e.session.config() != config
                 {
                     info!(peer = %e.peer, ?config, "BFD timers changed");
-                    e.session.set_config(config, now);
+                    e.session.set_config(config);
                     e.after(None, now);
                 }
             }
         }
     }
 
-    /// Remove a session, first telling the peer it is AdminDown.
-    fn retire(&mut self, discr: u32) {
-        let Some(mut e) = self.sessions.remove(&discr) else {
+    /// Begin removing a session that has no clients left: AdminDown, the
+    /// first packet at once, then at its interval for a Detection Time
+    /// (`Session::retire`); `tick` removes it after that. A client asking
+    /// for the same peer meanwhile gets it back.
+    fn retire(&mut self, discr: u32, now: Instant) {
+        let Some(e) = self.sessions.get_mut(&discr) else {
             return;
         };
-        self.by_peer.remove(&e.peer);
-        let now = Instant::now();
-        e.session.set_admin_down(true, now);
-        let p = e.session.current_packet();
+        let t = e.session.retire(now);
+        let p = e.session.send_now(now);
         e.send(&p);
-        info!(peer = %e.peer, discr, "BFD session removed");
+        e.after(t, now);
+        info!(peer = %e.peer, discr, "BFD session retiring: AdminDown for a detection time");
     }
 
     fn allocate_discr(&mut self) -> u32 {
@@ -376,5 +403,89 @@ fn state_code(s: State) -> i64 {
         State::Down => 1,
         State::Init => 2,
         State::Up => 3,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The removal of sessions, driven through the runtime's commands and
+    //! its clock with the peer a UDP socket on the loopback.
+    use super::*;
+    use crate::bfd::session::SessionConfig;
+
+    const LOOPBACK: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
+
+    fn config() -> SessionConfig {
+        SessionConfig {
+            desired_min_tx: Duration::from_millis(300),
+            required_min_rx: Duration::from_millis(300),
+            detect_mult: 3,
+        }
+    }
+
+    /// A runtime without its thread and receiving sockets, and the peer.
+    fn runtime() -> (Runtime, UdpSocket) {
+        let peer = UdpSocket::bind((LOOPBACK, 0)).unwrap();
+        peer.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let rt = Runtime {
+            sessions: HashMap::new(),
+            by_peer: HashMap::new(),
+            next_discr: 100,
+            seed: 1,
+            port: peer.local_addr().unwrap().port(),
+            metrics: None,
+        };
+        (rt, peer)
+    }
+
+    fn add(rt: &mut Runtime, client: u64) -> watch::Receiver<BfdStatus> {
+        let initial = BfdStatus::of(&Session::new(1, config(), Instant::now(), 1), 0);
+        let (status, rx) = watch::channel(initial);
+        rt.command(Command::Add {
+            client,
+            peer: LOOPBACK,
+            local: None,
+            config: config(),
+            status,
+        });
+        rx
+    }
+
+    fn received(peer: &UdpSocket) -> ControlPacket {
+        let mut buf = [0u8; 64];
+        let n = peer.recv(&mut buf).expect("a packet");
+        ControlPacket::decode(&buf[..n]).unwrap()
+    }
+
+    #[test]
+    fn a_removed_session_says_admin_down_for_a_detection_time_then_goes() {
+        let (mut rt, peer) = runtime();
+        let _status = add(&mut rt, 1);
+        let t = Instant::now();
+        rt.command(Command::Remove { client: 1 });
+        assert_eq!(rt.sessions.len(), 1, "kept while it says AdminDown");
+        assert_eq!(received(&peer).state, State::AdminDown, "at once");
+        // At the slow rate (1 s, times Detect Mult 3) until it goes.
+        for at in [1500, 2900] {
+            rt.tick(t + Duration::from_millis(at));
+            assert_eq!(received(&peer).state, State::AdminDown, "at {at} ms");
+            assert_eq!(rt.sessions.len(), 1);
+        }
+        rt.tick(t + Duration::from_millis(3500));
+        assert!(rt.sessions.is_empty() && rt.by_peer.is_empty());
+    }
+
+    #[test]
+    fn a_client_back_during_the_removal_keeps_the_session() {
+        let (mut rt, peer) = runtime();
+        let _first = add(&mut rt, 1);
+        let discr = *rt.by_peer.get(&LOOPBACK).unwrap();
+        rt.command(Command::Remove { client: 1 });
+        assert_eq!(received(&peer).state, State::AdminDown);
+        let status = add(&mut rt, 2);
+        assert_eq!(rt.by_peer.get(&LOOPBACK), Some(&discr), "the same session");
+        assert_eq!(status.borrow().state, State::Down);
+        rt.tick(Instant::now() + Duration::from_secs(60));
+        assert!(rt.sessions.contains_key(&discr), "not removed");
     }
 }

@@ -7,6 +7,11 @@ use std::time::{Duration, Instant};
 use super::packet::{ControlPacket, Diag, State};
 use super::timers::{self, Jitter, SLOW_TX_US};
 
+/// The longest a removed session keeps sending AdminDown (section 6.8.16
+/// asks for at least one Detection Time of the remote, which slow timers
+/// and a large Detect Mult could stretch to hours).
+pub const RETIRE_MAX: Duration = Duration::from_secs(30);
+
 /// The configured timers of a session (RFC 5880 bfd.DesiredMinTxInterval,
 /// bfd.RequiredMinRxInterval, bfd.DetectMult).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -59,8 +64,18 @@ pub struct Session {
     remote_demand: bool,
     polling: bool,
     final_pending: bool,
+    /// The next periodic packet's deadline, how long before it the packet
+    /// may go (from the interval the deadline was computed with), and when
+    /// the last periodic packet went.
     next_tx: Instant,
+    tx_window: Duration,
+    last_tx: Option<Instant>,
     detect_deadline: Option<Instant>,
+    /// The last packet received said AdminDown (RFC 5882 section 3.2: then
+    /// this session being Down says nothing of the path).
+    remote_signalled_admin_down: bool,
+    /// While the session is being removed: until when it sends AdminDown.
+    retire_at: Option<Instant>,
     jitter: Jitter,
 }
 
@@ -86,7 +101,11 @@ impl Session {
             polling: false,
             final_pending: false,
             next_tx: now,
+            tx_window: Duration::ZERO,
+            last_tx: None,
             detect_deadline: None,
+            remote_signalled_admin_down: false,
+            retire_at: None,
             jitter: Jitter::new(seed),
         }
     }
@@ -114,6 +133,14 @@ impl Session {
     }
     pub fn remote_demand(&self) -> bool {
         self.remote_demand
+    }
+
+    /// Down because the remote is administratively down (it went Down on,
+    /// or stays Down with, a received AdminDown): not a path failure, so
+    /// clients must not act on it (RFC 5882 section 3.2). It lasts until
+    /// the remote sends another state, even if it then falls silent.
+    pub fn remote_admin_down(&self) -> bool {
+        self.state == State::Down && self.remote_signalled_admin_down
     }
 
     /// The interval this system sends at now (without jitter), if it sends.
@@ -148,22 +175,30 @@ impl Session {
     pub fn next_deadline(&self) -> Option<Instant> {
         // A pending Final is sent by the caller right after `receive`.
         let tx = self.sends_periodically().then_some(self.next_tx);
-        match (tx, self.detect_deadline) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [tx, self.detect_deadline, self.retire_at]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
+    /// Section 6.8.7: no periodic packets when the remote asks for none
+    /// (Required Min RX of zero), nor while Demand mode is active on the
+    /// remote (its D bit, both sides Up) unless a Poll Sequence of ours
+    /// runs.
     fn sends_periodically(&self) -> bool {
-        self.remote_min_rx_us != 0
+        let remote_demand_active =
+            self.remote_demand && self.state == State::Up && self.remote_state == State::Up;
+        self.remote_min_rx_us != 0 && (!remote_demand_active || self.polling)
     }
 
     /// How long before its deadline the next periodic packet may go
-    /// ([`timers::early_window`]); zero when none is sent.
+    /// ([`timers::early_window`] of the interval it was scheduled with);
+    /// zero when none is sent.
     pub fn early_window(&self) -> Duration {
-        match self.transmit_interval() {
-            Some(i) if self.sends_periodically() => timers::early_window(to_us(i)),
-            _ => Duration::ZERO,
+        if self.sends_periodically() {
+            self.tx_window
+        } else {
+            Duration::ZERO
         }
     }
 
@@ -172,16 +207,21 @@ impl Session {
         if !self.sends_periodically() {
             return None;
         }
-        let early = self.early_window();
-        Some(self.next_tx.checked_sub(early).unwrap_or(self.next_tx))
+        Some(
+            self.next_tx
+                .checked_sub(self.tx_window)
+                .unwrap_or(self.next_tx),
+        )
     }
 
     /// Whether the clock has work for this session at `now`: a packet
-    /// whose window has opened, or the detection time passed.
+    /// whose window has opened, the detection time passed, or the end of
+    /// a removal.
     pub fn due(&self, now: Instant) -> bool {
         self.final_pending
             || self.send_opens().is_some_and(|o| o <= now)
             || self.detect_deadline.is_some_and(|d| d <= now)
+            || self.retired(now)
     }
 
     /// A valid packet for this session (RFC 5880 section 6.8.6, from "set
@@ -201,15 +241,18 @@ impl Session {
             self.rx_in_effect_us = self.required_rx_us;
         }
         if self.transmit_interval() != old_interval {
-            self.reschedule(now);
+            self.reschedule();
+        }
+        // Section 6.8.6: in AdminDown the packet is discarded here, before
+        // a Poll in it is answered.
+        if self.state == State::AdminDown {
+            return None;
         }
         if pkt.poll {
             self.final_pending = true;
         }
-        if self.state == State::AdminDown {
-            return None;
-        }
         self.detect_deadline = self.detection_time().map(|d| now + d);
+        self.remote_signalled_admin_down = pkt.state == State::AdminDown;
         let next = match (self.state, pkt.state) {
             (State::Down | State::Init | State::Up, State::AdminDown) => {
                 if self.state == State::Down {
@@ -224,7 +267,7 @@ impl Session {
             (State::Up, State::Down) => Some((State::Down, Diag::NeighborSignaledSessionDown)),
             _ => None,
         };
-        next.map(|(to, diag)| self.go(to, diag, now))
+        next.map(|(to, diag)| self.go(to, diag))
     }
 
     /// The detection time passed without a packet (section 6.8.4).
@@ -236,23 +279,32 @@ impl Session {
         self.detect_deadline = None;
         // Section 6.8.1: bfd.RemoteDiscr is zeroed once a Detection Time
         // passes without a packet; the remote's timers go back to their
-        // initial values so that the slow rate applies again.
+        // initial values so that the slow rate applies again. A remote
+        // AdminDown stays known: a remote that stops sending after it is
+        // no sign of a failed path.
+        let old_interval = self.transmit_interval();
         self.remote_discr = 0;
         self.remote_state = State::Down;
         self.remote_min_rx_us = 1;
         self.remote_desired_tx_us = 0;
         self.remote_detect_mult = 0;
+        self.remote_demand = false;
+        if self.transmit_interval() != old_interval {
+            self.reschedule();
+        }
         match self.state {
             State::Init | State::Up => {
-                Some(self.go(State::Down, Diag::ControlDetectionTimeExpired, now))
+                Some(self.go(State::Down, Diag::ControlDetectionTimeExpired))
             }
             _ => None,
         }
     }
 
     /// The packet to send at `now`, if one is due: a Final answering a Poll
-    /// at once, or the next periodic packet once its early window has
-    /// opened.
+    /// at once (section 6.8.7 lets it go regardless of the schedule, and it
+    /// does not move the schedule), or the next periodic packet once its
+    /// early window has opened; a Poll Sequence rides on those (section
+    /// 6.5), it adds no packets.
     pub fn transmit(&mut self, now: Instant) -> Option<ControlPacket> {
         if self.final_pending {
             self.final_pending = false;
@@ -267,35 +319,78 @@ impl Session {
         Some(self.packet(self.polling, false))
     }
 
-    /// Administratively disable (`true`) or re-enable the session (section 6.8.16).
-    pub fn set_admin_down(&mut self, down: bool, now: Instant) -> Option<Transition> {
+    /// A packet with the current state sent at `now` outside the schedule,
+    /// which then counts from it: the first AdminDown of a session being
+    /// removed, so that the remote hears of it before its detection time,
+    /// still computed from the faster rate, passes.
+    pub fn send_now(&mut self, now: Instant) -> ControlPacket {
+        if let Some(interval) = self.transmit_interval() {
+            self.schedule_from(now, interval);
+        }
+        self.packet(false, false)
+    }
+
+    /// Administratively disable (`true`) or re-enable the session (section
+    /// 6.8.16). Re-enabling ends a removal.
+    pub fn set_admin_down(&mut self, down: bool) -> Option<Transition> {
         match (down, self.state) {
             (true, State::AdminDown) | (false, State::Down | State::Init | State::Up) => None,
             (true, _) => {
                 self.detect_deadline = None;
-                Some(self.go(State::AdminDown, Diag::AdministrativelyDown, now))
+                self.remote_signalled_admin_down = false;
+                Some(self.go(State::AdminDown, Diag::AdministrativelyDown))
             }
-            (false, State::AdminDown) => Some(self.go(State::Down, Diag::None, now)),
+            (false, State::AdminDown) => {
+                self.retire_at = None;
+                Some(self.go(State::Down, Diag::None))
+            }
         }
+    }
+
+    /// Begin removing the session: AdminDown, sent on at the periodic rate
+    /// for one Detection Time of the remote (this system's Detect Mult
+    /// times the transmit interval, at most [`RETIRE_MAX`]) so that the
+    /// remote learns of it (section 6.8.16); then [`Session::retired`].
+    pub fn retire(&mut self, now: Instant) -> Option<Transition> {
+        let t = self.set_admin_down(true);
+        // Once AdminDown the slow rate is advertised and in effect.
+        let interval = self
+            .transmit_interval()
+            .unwrap_or(Duration::from_micros(u64::from(self.desired_tx_us)));
+        let hold = interval
+            .saturating_mul(u32::from(self.config.detect_mult))
+            .min(RETIRE_MAX);
+        self.retire_at = Some(now + hold);
+        t
+    }
+
+    /// Being removed (see [`Session::retire`]).
+    pub fn retiring(&self) -> bool {
+        self.retire_at.is_some()
+    }
+
+    /// Removed for good: the AdminDown time is over.
+    pub fn retired(&self, now: Instant) -> bool {
+        self.retire_at.is_some_and(|t| t <= now)
     }
 
     /// New configured timers; while Up they are announced with a Poll
     /// Sequence (section 6.8.3).
-    pub fn set_config(&mut self, config: SessionConfig, now: Instant) {
+    pub fn set_config(&mut self, config: SessionConfig) {
         self.config = config;
-        self.advertise(now);
+        self.advertise();
     }
 
-    fn go(&mut self, to: State, diag: Diag, now: Instant) -> Transition {
+    fn go(&mut self, to: State, diag: Diag) -> Transition {
         let from = self.state;
         self.state = to;
         self.local_diag = diag;
-        self.advertise(now);
+        self.advertise();
         Transition { from, to, diag }
     }
 
     /// Recompute the advertised timers from the configuration and the state.
-    fn advertise(&mut self, now: Instant) {
+    fn advertise(&mut self) {
         let up = self.state == State::Up;
         let desired = if up {
             self.config.tx_us()
@@ -311,10 +406,10 @@ impl Session {
             // A Poll Sequence announces the change; an increase of the
             // transmit interval and a decrease of the receive interval wait
             // for its Final (section 6.8.3).
+            // The P bit rides on the next scheduled packet (section 6.5).
             self.polling = true;
             self.tx_in_effect_us = self.tx_in_effect_us.min(desired);
             self.rx_in_effect_us = self.rx_in_effect_us.max(required);
-            self.next_tx = now;
         } else {
             self.polling = false;
             self.tx_in_effect_us = desired;
@@ -323,31 +418,34 @@ impl Session {
         self.desired_tx_us = desired;
         self.required_rx_us = required;
         if self.transmit_interval() != old_interval {
-            self.reschedule(now);
+            self.reschedule();
         }
     }
 
-    /// After a change of the transmit interval: send no later than one new
-    /// (jittered) interval from now.
-    fn reschedule(&mut self, now: Instant) {
-        if let Some(interval) = self.transmit_interval() {
-            let us = to_us(interval);
-            let at = now + timers::jittered(us, self.config.detect_mult, self.jitter.next_u32());
-            if at < self.next_tx {
-                self.next_tx = at;
-            }
+    /// After a change of the transmit interval: the next packet follows the
+    /// last one by a new jittered interval, with the new interval's early
+    /// window, so that a longer interval is kept from the last packet on
+    /// (section 6.8.7) and a shorter one applies at once (section 6.8.3).
+    /// Before the first packet nothing changes: it is due already.
+    fn reschedule(&mut self) {
+        let Some(interval) = self.transmit_interval() else {
+            return;
+        };
+        if let Some(last) = self.last_tx {
+            self.set_next(last, interval);
         }
     }
 
+    /// A periodic packet went at `now`: the next one is an interval later.
     fn schedule_from(&mut self, now: Instant, interval: Duration) {
-        let us = to_us(interval);
-        self.next_tx = now + timers::jittered(us, self.config.detect_mult, self.jitter.next_u32());
+        self.last_tx = Some(now);
+        self.set_next(now, interval);
     }
 
-    /// A packet with the current state and no Poll or Final, outside the
-    /// schedule (the last word of a session being removed).
-    pub fn current_packet(&self) -> ControlPacket {
-        self.packet(false, false)
+    fn set_next(&mut self, from: Instant, interval: Duration) {
+        let us = to_us(interval);
+        self.next_tx = from + timers::jittered(us, self.config.detect_mult, self.jitter.next_u32());
+        self.tx_window = timers::early_window(us);
     }
 
     fn packet(&self, poll: bool, final_: bool) -> ControlPacket {

@@ -250,6 +250,30 @@ fn filters_are_read_in_the_order_named() {
 }
 
 #[test]
+fn as_path_prepend_refuses_as_0_and_as_trans() {
+    // RFC 7607: AS 0 is never originated; AS_TRANS (RFC 6793) is no real AS.
+    for (asn, why) in [("0", "0 is not an AS number"), ("23456", "AS_TRANS")] {
+        let text = FILTERS.replacen(
+            "as_path_prepend = [64512]",
+            &format!("as_path_prepend = [64512, {asn}]"),
+            1,
+        );
+        let e = error_of(&text).to_string();
+        assert!(e.contains("as_path_prepend"), "{e}");
+        assert!(e.contains(why), "{e}");
+        let line = FILTERS
+            .lines()
+            .position(|l| l.starts_with("as_path_prepend"))
+            .unwrap()
+            + 1;
+        assert!(
+            e.contains(&format!("bgpd.toml:{line}:")),
+            "line {line}: {e}"
+        );
+    }
+}
+
+#[test]
 fn filter_mistakes_name_the_line() {
     let with = |from: &str, to: &str| FILTERS.replacen(from, to, 1);
     let cases: Vec<(String, &str)> = vec![

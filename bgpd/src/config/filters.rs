@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use ipnet::IpNet;
 use serde::Deserialize;
+use tartan_api::resources::common::check_as_number;
 use toml::Spanned;
 
 use crate::filter::{MatchOp, PeerFilters, Rule, RuleList};
@@ -33,7 +34,7 @@ struct RawRule {
     #[serde(default)]
     remove_communities: Vec<Spanned<String>>,
     #[serde(default)]
-    as_path_prepend: Vec<u32>,
+    as_path_prepend: Vec<Spanned<u32>>,
 }
 
 #[derive(Deserialize)]
@@ -243,6 +244,16 @@ fn rule(r: RawRule) -> Result<(Rule, Option<bool>), Problem> {
             }
         }
     }
-    out.prepend = r.as_path_prepend;
+    // The same check as BGPFilter's asPathPrepend: AS 0 must not be
+    // originated (RFC 7607) and AS_TRANS stands for no real AS (RFC 6793).
+    for asn in &r.as_path_prepend {
+        check_as_number(*asn.get_ref())
+            .map_err(|e| (asn.span().start, format!("as_path_prepend: {e}")))?;
+    }
+    out.prepend = r
+        .as_path_prepend
+        .into_iter()
+        .map(Spanned::into_inner)
+        .collect();
     Ok((out, family))
 }

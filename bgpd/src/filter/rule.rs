@@ -22,7 +22,10 @@ pub enum MatchOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rule {
     pub network: Option<(IpNet, MatchOp)>,
-    /// Prefix lengths matched, bounds included.
+    /// Prefix lengths matched, bounds included. With `In` and `NotIn` they
+    /// belong to the network's pattern: `In` matches a prefix within the
+    /// network and of such a length, `NotIn` any other prefix (Calico's
+    /// meaning); otherwise they are one more condition.
     pub lengths: Option<(u8, u8)>,
     /// Only routes learned from a peer (not this speaker's own).
     pub remote_only: bool,
@@ -55,20 +58,20 @@ impl Rule {
         if self.remote_only && !remote {
             return false;
         }
-        if let Some((lo, hi)) = self.lengths
-            && !(lo..=hi).contains(&prefix.prefix_len())
-        {
-            return false;
-        }
+        let length_ok = self
+            .lengths
+            .is_none_or(|(lo, hi)| (lo..=hi).contains(&prefix.prefix_len()));
         match self.network {
-            None => true,
+            None => length_ok,
             Some((net, op)) => {
-                let within = net.contains(prefix);
+                // As Calico (BIRD's `net ~ [cidr{min,max}]`): the lengths are
+                // part of the In pattern, and NotIn negates the whole of it.
+                let in_pattern = net.contains(prefix) && length_ok;
                 match op {
-                    MatchOp::Equal => *prefix == net,
-                    MatchOp::NotEqual => *prefix != net,
-                    MatchOp::In => within,
-                    MatchOp::NotIn => !within,
+                    MatchOp::Equal => *prefix == net && length_ok,
+                    MatchOp::NotEqual => *prefix != net && length_ok,
+                    MatchOp::In => in_pattern,
+                    MatchOp::NotIn => !in_pattern,
                 }
             }
         }

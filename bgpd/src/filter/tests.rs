@@ -140,3 +140,47 @@ fn a_missing_filter_is_an_error_not_an_open_session() {
     let e = peer_filters(&["gone".into()], &BTreeMap::new()).unwrap_err();
     assert!(e.contains("gone"), "{e}");
 }
+
+/// Calico (confd's BIRD template) puts prefixLength inside the pattern:
+/// In is `net ~ [cidr{min,max}]`, NotIn is `net !~ [cidr{min,max}]`, the
+/// negation of "within cidr and length in range".
+#[test]
+fn prefix_length_is_part_of_the_in_and_not_in_pattern() {
+    let list = |op: &str| {
+        let all = filters(&[(
+            "f",
+            &format!(
+                "{{importV4: [{{action: Reject, cidr: 10.0.0.0/8, matchOperator: {op}, \
+                 prefixLength: {{max: 24}}}}]}}"
+            ),
+        )]);
+        peer_filters(&["f".into()], &all).unwrap().import
+    };
+    let not_in = list("NotIn");
+    // Within but longer than /24: not in the pattern, so NotIn matches.
+    assert_eq!(not_in.verdict(&net("10.1.2.0/28"), true), Verdict::Reject);
+    // Outside the cidr: NotIn matches whatever the length.
+    assert_eq!(
+        not_in.verdict(&net("192.168.0.0/28"), true),
+        Verdict::Reject
+    );
+    assert_eq!(
+        not_in.verdict(&net("192.168.0.0/16"), true),
+        Verdict::Reject
+    );
+    // Within and of a length in range: in the pattern, NotIn does not match.
+    assert_eq!(
+        not_in.verdict(&net("10.1.0.0/16"), true),
+        Verdict::Accept(None)
+    );
+    let is_in = list("In");
+    assert_eq!(is_in.verdict(&net("10.1.0.0/16"), true), Verdict::Reject);
+    assert_eq!(
+        is_in.verdict(&net("10.1.2.0/28"), true),
+        Verdict::Accept(None)
+    );
+    assert_eq!(
+        is_in.verdict(&net("192.168.0.0/16"), true),
+        Verdict::Accept(None)
+    );
+}

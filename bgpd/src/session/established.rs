@@ -74,7 +74,7 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         commands,
         incoming,
         counters,
-        mut bfd,
+        bfd,
     } = io;
     let output = Arc::new(Notify::new());
     counters.set_state(State::Established);
@@ -123,13 +123,17 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         let wfut = side.write(writer, keepalive, &output, raw_rx);
         tokio::pin!(rfut);
         tokio::pin!(wfut);
+        // One future for the whole session: it remembers whether BFD is on
+        // its way back from a remote AdminDown.
+        let bfd_failed = bfd_down(bfd);
+        tokio::pin!(bfd_failed);
         loop {
             tokio::select! {
                 a = &mut rfut => break a,
                 a = &mut wfut => break a,
                 // RFC 5882 4.3: BFD Down ends the session at once, and
                 // its routes go (AutomaticStop is never graceful).
-                () = bfd_down(bfd.as_deref_mut()) => {
+                () = &mut bfd_failed => {
                     warn!(peer = %address, "BFD session down: closing the BGP session");
                     break lock(&fsm).handle(Event::AutomaticStop(Notification::bfd_down()));
                 }
@@ -204,15 +208,29 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
     (fsm.into_inner().unwrap_or_else(|p| p.into_inner()), ended)
 }
 
-/// Resolves once the BFD session is not Up; never without BFD, nor once the
-/// BFD runtime is gone (the daemon is stopping).
+/// Resolves once the BFD session fails: it leaves Up, or is not Up at the
+/// start, for any reason but the remote's AdminDown. RFC 5882 section 3.2:
+/// a remote AdminDown is no path failure, so it does not end the session;
+/// nor does the way back from it (Down, Init) until BFD has been Up again.
+/// Never resolves without BFD, nor once the BFD runtime is gone (the daemon
+/// is stopping).
 pub async fn bfd_down(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
     let Some(rx) = bfd else {
         return std::future::pending().await;
     };
+    // Whether leaving Up now would be a failure: not while BFD is on its
+    // way back from a remote AdminDown.
+    let mut armed = true;
     loop {
-        if rx.borrow_and_update().state != BfdState::Up {
-            return;
+        {
+            let s = rx.borrow_and_update();
+            if s.state == BfdState::Up {
+                armed = true;
+            } else if s.remote_admin_down {
+                armed = false;
+            } else if armed {
+                return;
+            }
         }
         if rx.changed().await.is_err() {
             return std::future::pending().await;
@@ -220,11 +238,13 @@ pub async fn bfd_down(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
     }
 }
 
-/// Resolves once the BFD session is Up (at once without BFD).
+/// Resolves once the BFD session lets a BGP session run
+/// ([`BfdStatus::allows_session`]: Up, or the remote AdminDown); at once
+/// without BFD.
 pub async fn bfd_up(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
     let Some(rx) = bfd else { return };
     loop {
-        if rx.borrow_and_update().state == BfdState::Up {
+        if rx.borrow_and_update().allows_session() {
             return;
         }
         if rx.changed().await.is_err() {

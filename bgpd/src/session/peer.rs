@@ -9,7 +9,7 @@ use super::events::{PeerCommand, PeerEvent, PeerId};
 use super::fsm::{LocalParams, State, keep_incoming};
 use super::handshake::{Connection, Opened, SessionError, close_gently, handshake};
 use super::machine::{Action, Cause, Event, Fsm, Timer};
-use crate::bfd::{BfdStatus, State as BfdState};
+use crate::bfd::BfdStatus;
 use crate::config::Neighbor;
 use crate::control::PeerMetrics;
 use crate::net::{TtlPolicy, dial};
@@ -150,7 +150,8 @@ impl PeerTask {
     }
 
     /// RFC 5882 3.2 (Tartan's choice): with BFD configured, the session is
-    /// neither dialled nor accepted until BFD is Up. Connections from the
+    /// neither dialled nor accepted until BFD is Up, unless the remote has
+    /// BFD administratively down (no failure, so no gate). Connections from the
     /// peer meanwhile are closed, gently: a reset lost on a lossy path
     /// would leave the peer waiting in OpenSent on a connection that is
     /// gone. False: the task is to stop.
@@ -158,7 +159,9 @@ impl PeerTask {
         let Some(rx) = self.bfd.as_mut() else {
             return true;
         };
-        if rx.borrow().state == BfdState::Up {
+        // Up, or the remote took BFD down administratively: no failure
+        // (RFC 5882 section 3.2), BGP may run on its own hold timer.
+        if rx.borrow().allows_session() {
             return true;
         }
         info!(peer = %self.neighbor.address, "waiting for BFD to come up before opening the session");

@@ -51,7 +51,7 @@ fn in_state(state: State, t0: Instant) -> Session {
             s.receive(&from_remote(State::Init, 1000), t0);
         }
         State::AdminDown => {
-            s.set_admin_down(true, t0);
+            s.set_admin_down(true);
         }
     }
     assert_eq!(s.state(), state);
@@ -205,7 +205,7 @@ fn any_state_to_admin_down_and_back_to_down() {
     let t0 = Instant::now();
     for state in [State::Down, State::Init, State::Up] {
         let mut s = in_state(state, t0);
-        let t = s.set_admin_down(true, t0);
+        let t = s.set_admin_down(true);
         assert_eq!(
             t,
             moved(state, State::AdminDown, Diag::AdministrativelyDown)
@@ -218,7 +218,7 @@ fn any_state_to_admin_down_and_back_to_down() {
             .expect("keeps sending");
         assert_eq!(pkt.state, State::AdminDown);
         assert_eq!(pkt.diag, Diag::AdministrativelyDown);
-        let t = s.set_admin_down(false, t0);
+        let t = s.set_admin_down(false);
         assert_eq!(t, moved(State::AdminDown, State::Down, Diag::None));
     }
 }
@@ -238,4 +238,59 @@ fn sent_packets_carry_the_state_and_discriminators() {
         (next.state, next.my_discr, next.your_discr),
         (State::Init, LOCAL, REMOTE)
     );
+}
+
+/// Section 6.8.6: a packet is discarded in AdminDown before its Poll is
+/// answered.
+#[test]
+fn admin_down_answers_no_poll() {
+    let t0 = Instant::now();
+    let mut s = in_state(State::Up, t0);
+    s.transmit(t0).expect("first packet");
+    s.set_admin_down(true);
+    let mut poll = from_remote(State::Up, 1000);
+    poll.poll = true;
+    let at = t0 + Duration::from_millis(1);
+    assert_eq!(s.receive(&poll, at), None);
+    assert!(s.transmit(at).is_none(), "no Final from AdminDown");
+}
+
+/// RFC 5882 section 3.2: Down on the remote's AdminDown is told apart
+/// from a failure, and stays so while the remote is silent after it.
+#[test]
+fn a_remote_admin_down_is_told_apart_from_a_failure() {
+    let t0 = Instant::now();
+    let mut s = in_state(State::Up, t0);
+    let t = s.receive(&from_remote(State::AdminDown, 1000), t0);
+    assert_eq!(
+        t,
+        moved(State::Up, State::Down, Diag::NeighborSignaledSessionDown)
+    );
+    assert!(s.remote_admin_down());
+    assert_eq!(s.expire(t0 + Duration::from_secs(10)), None);
+    assert!(
+        s.remote_admin_down(),
+        "silence after AdminDown is no failure"
+    );
+    // The remote is back: an ordinary session again.
+    let t = s.receive(
+        &from_remote(State::Down, 1000),
+        t0 + Duration::from_secs(10),
+    );
+    assert_eq!(t.map(|t| t.to), Some(State::Init));
+    assert!(!s.remote_admin_down());
+    // Down all along, then the remote AdminDown: no failure either.
+    let mut s = in_state(State::Down, t0);
+    s.receive(&from_remote(State::AdminDown, 1000), t0);
+    assert!(s.remote_admin_down());
+
+    // Failures are not flagged: the remote Down, the detection time.
+    let mut s = in_state(State::Up, t0);
+    s.receive(&from_remote(State::Down, 1000), t0);
+    assert_eq!(s.state(), State::Down);
+    assert!(!s.remote_admin_down());
+    let mut s = in_state(State::Up, t0);
+    s.expire(t0 + Duration::from_secs(3));
+    assert_eq!(s.local_diag(), Diag::ControlDetectionTimeExpired);
+    assert!(!s.remote_admin_down());
 }

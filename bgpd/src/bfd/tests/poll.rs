@@ -64,20 +64,44 @@ fn a_slower_transmit_waits_for_the_final() {
     let t0 = Instant::now();
     let mut s = up(t0);
     finish_poll(&mut s, t0);
+    assert!(!s.transmit(t0).expect("first packet").poll);
+    let next = s.next_deadline().expect("the next packet is scheduled");
     let mut slower = config(100, 3);
     slower.desired_min_tx = Duration::from_millis(500);
-    s.set_config(slower, t0);
+    s.set_config(slower);
     assert!(s.polling());
-    let p = s.transmit(t0).expect("poll sent at once");
-    assert!(p.poll);
+    // Section 6.5: the Poll rides on the next scheduled packet; no packet
+    // is added for it, and the schedule does not move.
+    let soon = t0 + Duration::from_millis(10);
+    assert!(s.transmit(soon).is_none(), "no extra packet for the Poll");
+    assert_eq!(s.next_deadline(), Some(next));
+    let p = s.transmit(next).expect("the scheduled packet");
+    assert!(p.poll && !p.final_);
     assert_eq!(p.desired_min_tx_us, 500_000, "advertised at once");
     assert_eq!(
         s.transmit_interval(),
         Some(Duration::from_millis(100)),
         "old interval until the Final"
     );
-    finish_poll(&mut s, t0 + Duration::from_millis(50));
+    finish_poll(&mut s, next + Duration::from_millis(5));
     assert_eq!(s.transmit_interval(), Some(Duration::from_millis(500)));
+}
+
+#[test]
+fn a_final_goes_at_once_without_moving_the_schedule() {
+    let t0 = Instant::now();
+    let mut s = up(t0);
+    finish_poll(&mut s, t0);
+    s.transmit(t0).expect("first packet");
+    let next = s.next_deadline().unwrap();
+    let mut poll = from_remote(State::Up, 100);
+    poll.poll = true;
+    let at = t0 + Duration::from_millis(3);
+    s.receive(&poll, at);
+    let f = s.transmit(at).expect("Final at once (section 6.8.7)");
+    assert!(f.final_ && !f.poll);
+    assert!(s.transmit(at).is_none());
+    assert_eq!(s.next_deadline(), Some(next));
 }
 
 #[test]
@@ -92,7 +116,7 @@ fn a_faster_receive_keeps_the_old_detection_until_the_final() {
     assert_eq!(s.detection_time(), Some(Duration::from_millis(900)));
     let mut faster = config(300, 3);
     faster.required_min_rx = Duration::from_millis(50);
-    s.set_config(faster, t0);
+    s.set_config(faster);
     let p = s.transmit(t0).expect("poll");
     assert_eq!((p.poll, p.required_min_rx_us), (true, 50_000));
     s.receive(&from_remote(State::Up, 50), t0);

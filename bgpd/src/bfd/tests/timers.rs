@@ -128,6 +128,35 @@ fn no_periodic_packets_when_the_remote_requires_none() {
     assert!(s.transmit(t0 + Duration::from_secs(5)).is_none());
     // Only the detection time is pending, not a packet.
     assert_eq!(s.next_deadline(), Some(t0 + Duration::from_secs(3)));
-    s.set_admin_down(true, t0);
+    s.set_admin_down(true);
     assert_eq!(s.next_deadline(), None, "nothing to wait for");
+}
+
+/// Section 6.8.7: packets keep at least 75 % of the transmit interval in
+/// force between them; when the remote asks for a longer one, the next
+/// packet waits for it rather than going at once.
+#[test]
+fn a_longer_interval_from_the_remote_sends_nothing_early() {
+    let t0 = Instant::now();
+    let mut s = Session::new(1, config(100, 3), t0, 3);
+    s.receive(&from_remote(State::Init, 100), t0);
+    let mut f = from_remote(State::Up, 100);
+    f.final_ = true;
+    s.receive(&f, t0);
+    s.transmit(t0).expect("first packet");
+    let t1 = t0 + Duration::from_millis(2);
+    s.receive(&from_remote(State::Up, 2000), t1);
+    assert_eq!(s.transmit_interval(), Some(Duration::from_secs(2)));
+    assert!(s.transmit(t1).is_none(), "nothing at once");
+    assert!(!s.due(t1));
+    let mut t = t1;
+    while !s.due(t) {
+        t += Duration::from_millis(1);
+    }
+    let gap = t - t0;
+    assert!(
+        gap >= Duration::from_millis(1500) && gap <= Duration::from_secs(2),
+        "gap {gap:?}"
+    );
+    s.transmit(t).expect("due when its window opens");
 }

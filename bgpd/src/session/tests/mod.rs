@@ -1,6 +1,7 @@
 //! Unit tests of the session state machine: no sockets, no runtime. The
 //! fixtures here build a machine in any state; the tests feed it events.
 
+mod bfd;
 mod graceful_restart;
 mod max_prefix;
 mod transitions;
