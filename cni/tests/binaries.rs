@@ -45,7 +45,7 @@ fn both_binaries_speak_version_and_errors() {
         assert_eq!(v["cniVersion"], "1.1.0");
         assert_eq!(
             v["supportedVersions"],
-            serde_json::json!(["0.4.0", "1.0.0", "1.1.0"])
+            serde_json::json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])
         );
         let (ok, v) = call(bin, &[], "{}");
         assert!(!ok);
@@ -53,5 +53,37 @@ fn both_binaries_speak_version_and_errors() {
         let (ok, v) = call(bin, &[("CNI_COMMAND", "STATUS")], "not json");
         assert!(!ok);
         assert_eq!(v["code"], 6, "{bin}: {v}");
+    }
+}
+
+#[test]
+fn a_variable_that_is_not_utf8_is_no_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let odd = std::ffi::OsStr::from_bytes(b"\xfe\xff");
+    for bin in [
+        env!("CARGO_BIN_EXE_tartan"),
+        env!("CARGO_BIN_EXE_tartan-ipam"),
+    ] {
+        // Another program's variable: ignored.
+        let out = Command::new(bin)
+            .env("CNI_COMMAND", "VERSION")
+            .env("SOMETHING_ELSE", odd)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{bin}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["cniVersion"], "1.1.0");
+        // A CNI variable that is not text: refused in the spec's JSON.
+        let out = Command::new(bin)
+            .env("CNI_COMMAND", "DEL")
+            .env("CNI_CONTAINERID", odd)
+            .env("CNI_IFNAME", "eth0")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{bin}: {out:?}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["code"], 4, "{bin}: {v}");
     }
 }

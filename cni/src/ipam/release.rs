@@ -125,17 +125,46 @@ impl Ipam {
         Ok(out)
     }
 
-    /// Garbage collection: release every allocation whose handle starts
-    /// with `prefix` and that `keep` rejects; drop such IPAMHandles; restore
-    /// BlockAffinity records missing for this node's blocks. Returns what
-    /// was released, per handle.
+    /// Garbage collection on this node: release every allocation whose
+    /// handle starts with `prefix`, that `keep` rejects, and that this
+    /// node holds (its holder facts name this node, or without them its
+    /// block is this node's: a runtime knows only its own node's
+    /// attachments, so another node's are never its to collect); drop the IPAMHandles of what was released, and such
+    /// handles that hold nothing; restore BlockAffinity records missing
+    /// for this node's blocks. Returns what was released, per handle.
     pub async fn gc(
         &self,
         prefix: &str,
         keep: impl Fn(&str) -> bool,
     ) -> Result<BTreeMap<String, Vec<IpAddr>>, IpamError> {
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let mut doomed: HashSet<(String, IpAddr)> = HashSet::new();
+        for b in &blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            for (o, a) in b.spec.allocations.iter().enumerate() {
+                let Some(attr) = a.and_then(|a| b.spec.attributes.get(a as usize)) else {
+                    continue;
+                };
+                let h = attr.handle_id.as_deref().unwrap_or("");
+                // Held by this node: as its holder facts say, or, for an
+                // allocation without them, as its block's affinity says.
+                let mine = match attr.secondary.get("node") {
+                    Some(n) => *n == self.cfg.node,
+                    None => b.spec.affine_node() == Some(self.cfg.node.as_str()),
+                };
+                if mine
+                    && h.starts_with(prefix)
+                    && !keep(h)
+                    && let Some(addr) = u32::try_from(o)
+                        .ok()
+                        .and_then(|o| block::address_at(&net, o))
+                {
+                    doomed.insert((h.to_string(), addr));
+                }
+            }
+        }
         let released = self
-            .release_where(|h, _| h.starts_with(prefix) && !keep(h))
+            .release_in(blocks, |h, a| doomed.contains(&(h.to_string(), a)))
             .await?;
         let mut out: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for (h, a) in released {
@@ -144,7 +173,9 @@ impl Ipam {
         let (handles, _) = self.store.list_typed::<IpamHandle>(None).await?;
         for h in handles {
             let id = &h.spec.handle_id;
-            if id.starts_with(prefix) && !keep(id) {
+            let empty = h.spec.block.values().all(|n| *n == 0);
+            let ours = doomed.iter().any(|(d, _)| d == id);
+            if id.starts_with(prefix) && !keep(id) && (ours || empty) {
                 let name = h.metadata.name.clone().unwrap_or_default();
                 self.drop_handle_object(&name).await?;
                 out.entry(id.clone()).or_default();

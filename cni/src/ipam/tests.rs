@@ -38,6 +38,15 @@ async fn blocks(s: &Arc<dyn Datastore>) -> Vec<IpamBlock> {
     s.list_typed::<IpamBlock>(None).await.unwrap().0
 }
 
+/// The handles that hold an address in some block.
+async fn holders_left(s: &Arc<dyn Datastore>) -> HashSet<String> {
+    blocks(s)
+        .await
+        .iter()
+        .flat_map(|b| block::holders(&b.spec, &b.spec.network().unwrap()).into_keys())
+        .collect()
+}
+
 #[tokio::test]
 async fn same_handle_same_address_and_distinct_otherwise() {
     let s = store();
@@ -291,11 +300,7 @@ async fn gc_releases_what_is_not_kept_and_repairs_affinity() {
     let out = i.gc("net.", |h| h == "net.b").await.unwrap();
     let gone: Vec<&String> = out.keys().collect();
     assert_eq!(gone, ["net.a", "net.c"]);
-    let left: HashSet<String> = blocks(&s)
-        .await
-        .iter()
-        .flat_map(|b| block::holders(&b.spec, &b.spec.network().unwrap()).into_keys())
-        .collect();
+    let left = holders_left(&s).await;
     assert_eq!(
         left,
         HashSet::from(["net.b".to_string(), "other.d".to_string()])
@@ -304,6 +309,33 @@ async fn gc_releases_what_is_not_kept_and_repairs_affinity() {
     s.get_typed::<BlockAffinity>(None, "n1.10-10-0-0-26")
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn gc_on_one_node_leaves_other_nodes_allocations() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let on = |node: &str| BTreeMap::from([("node".to_string(), node.to_string())]);
+    let n1 = ipam(&s, "n1");
+    let n2 = ipam(&s, "n2");
+    n1.assign("net.a", &on("n1")).await.unwrap();
+    n2.assign("net.b", &on("n2")).await.unwrap();
+    // A container ID with dots in it, kept by the runtime of n2.
+    n2.assign("net.pod.1", &on("n2")).await.unwrap();
+    // n2's runtime holds nothing but pod.1: n1's allocation is not its own.
+    let out = n2
+        .gc("net.", |h| h.strip_prefix("net.") == Some("pod.1"))
+        .await
+        .unwrap();
+    let gone: Vec<&String> = out.keys().collect();
+    assert_eq!(gone, ["net.b"]);
+    let left = holders_left(&s).await;
+    assert_eq!(
+        left,
+        HashSet::from(["net.a".to_string(), "net.pod.1".to_string()])
+    );
+    s.get_typed::<IpamHandle>(None, "net.a").await.unwrap();
+    assert!(s.get_typed::<IpamHandle>(None, "net.b").await.is_err());
 }
 
 #[tokio::test]

@@ -91,6 +91,20 @@ pub async fn plugin(cx: &Context) -> Result<String, CniError> {
         (Ok(_), Ok(()), Err(e)) => Some(ipam_error(e)),
         (Ok(_), Ok(()), Ok(())) => None,
     };
+    // The interface exists already, made by an earlier ADD of this same
+    // container and interface (its host end is there): that attachment
+    // is whole, and the address and record this call found are its own.
+    // The call fails (the specification's rule) and undoes nothing.
+    let earlier = match &wired {
+        Err(wire::WireError::AlreadyExists { .. }) => wire::host_end_exists(&req.host_ifname)
+            .await
+            .unwrap_or(false),
+        _ => false,
+    };
+    if earlier && let Err(e) = &wired {
+        warn!(host = %req.host_ifname, "ADD of an interface an earlier ADD made; left as it is");
+        return Err(CniError::new(code::WIRING, e.to_string()));
+    }
     let wired = match (wired, failure) {
         (Ok(w), None) => w,
         (w, f) => {

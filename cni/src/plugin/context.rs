@@ -119,5 +119,8 @@ pub fn wire_error(e: WireError) -> CniError {
     if e.is_missing_netns() {
         return CniError::new(code::UNKNOWN_CONTAINER, e.to_string());
     }
+    if matches!(e, WireError::NotNetns { .. }) {
+        return CniError::new(code::INVALID_ENV, format!("CNI_NETNS: {e}"));
+    }
     CniError::new(code::WIRING, e.to_string())
 }

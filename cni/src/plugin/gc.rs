@@ -1,6 +1,6 @@
-//! GC: release every allocation of this network whose attachment the
-//! runtime no longer holds, and the records of such interfaces on this
-//! node.
+//! GC: release every allocation of this network on this node whose
+//! attachment the runtime no longer holds, and the records of such
+//! interfaces on this node.
 
 use std::collections::HashSet;
 
@@ -11,7 +11,6 @@ use tracing::info;
 use super::Mode;
 use super::context::{Context, ipam_error, store_error};
 use super::workload;
-use crate::ipam::report::container_of;
 use crate::spec::CniError;
 
 pub async fn gc(cx: &Context, mode: Mode) -> Result<(), CniError> {
@@ -25,9 +24,14 @@ pub async fn gc(cx: &Context, mode: Mode) -> Result<(), CniError> {
     let containers: HashSet<&str> = valid.iter().map(|(c, _)| c.as_str()).collect();
     let prefix = format!("{}.", cx.conf.name);
     let turn = cx.ipam_lock().await;
+    // The container ID is all that follows `<network>.`: it may hold dots
+    // itself.
     let released = cx
         .ipam
-        .gc(&prefix, |h| containers.contains(container_of(h)))
+        .gc(&prefix, |h| {
+            h.strip_prefix(prefix.as_str())
+                .is_some_and(|c| containers.contains(c))
+        })
         .await
         .map_err(ipam_error)?;
     drop(turn);

@@ -105,7 +105,20 @@ async fn dispatch(mode: Mode, inv: Invocation, conf: NetConf) -> Result<String, 
             "CHECK needs cniVersion 0.4.0 or later",
         ));
     }
-    let cx = Context::open(inv, conf).await?;
+    let status = inv.command == Command::Status;
+    let cx = match Context::open(inv, conf).await {
+        Ok(cx) => cx,
+        // STATUS: a datastore that cannot be reached or opened (a missing
+        // kubeconfig, say) is the plugin not being available; a
+        // configuration that is wrong stays what it is.
+        Err(e) if status && ![code::INVALID_CONFIG, code::DECODE].contains(&e.code) => {
+            return Err(CniError::new(
+                code::NOT_AVAILABLE,
+                format!("tartan cannot add pods now: {}", e.msg),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
     tracing::info!(command = ?cx.inv.command, container = %cx.inv.container_id, ifname = %cx.inv.ifname, node = %cx.node, "call");
     match (cx.inv.command, mode) {
         (Command::Add, Mode::Plugin) => add::plugin(&cx).await,
@@ -145,7 +158,17 @@ pub fn main_with(mode: Mode) -> i32 {
             return 1;
         }
     };
-    let out = rt.block_on(run(mode, std::env::vars().collect(), &stdin));
+    // `vars()` would panic on a variable that is not UTF-8; such a value
+    // reaches the checks as text with replacement characters instead.
+    let env = std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    let out = rt.block_on(run(mode, env, &stdin));
     let mut o = std::io::stdout().lock();
     let _ = o.write_all(out.stdout.as_bytes());
     if !out.stdout.is_empty() {

@@ -55,8 +55,22 @@ pub async fn pod_facts(cx: &Context) -> Result<PodFacts, CniError> {
         Err(e) => return Err(store_error(e)),
     };
     let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let ports = named_ports(&pod);
+    Ok((labels, ports))
+}
+
+/// The named ports of a Pod's containers and of its native sidecars
+/// (init containers with `restartPolicy: Always`, which run beside them);
+/// other init containers have ended before the pod serves.
+fn named_ports(pod: &Pod) -> Vec<EndpointPort> {
+    let sidecars = pod
+        .spec
+        .iter()
+        .flat_map(|s| s.init_containers.iter().flatten())
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    let serving = pod.spec.iter().flat_map(|s| &s.containers).chain(sidecars);
     let mut ports = Vec::new();
-    for c in pod.spec.iter().flat_map(|s| &s.containers) {
+    for c in serving {
         for p in c.ports.iter().flatten() {
             let (Some(pname), Ok(port)) = (&p.name, u16::try_from(p.container_port)) else {
                 continue;
@@ -71,7 +85,7 @@ pub async fn pod_facts(cx: &Context) -> Result<PodFacts, CniError> {
             });
         }
     }
-    Ok((labels, ports))
+    ports
 }
 
 /// Write (or overwrite) the record of this interface.
@@ -171,5 +185,44 @@ pub async fn remove_record(cx: &Context, w: &WorkloadEndpoint) -> Result<(), Cni
         // Replaced meanwhile by a newer sandbox: not ours to delete.
         Err(StoreError::Conflict { .. }) => Ok(()),
         Err(e) => Err(store_error(e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_ports_of_containers_and_native_sidecars_only() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p"},
+            "spec": {
+                "initContainers": [
+                    {"name": "proxy", "restartPolicy": "Always",
+                     "ports": [{"name": "metrics", "containerPort": 9090}]},
+                    {"name": "setup", "ports": [{"name": "once", "containerPort": 7000}]},
+                ],
+                "containers": [
+                    {"name": "app", "ports": [
+                        {"name": "http", "containerPort": 8080},
+                        {"name": "dns", "containerPort": 53, "protocol": "UDP"},
+                        {"containerPort": 9999},
+                    ]},
+                ],
+            },
+        }))
+        .unwrap();
+        let got: Vec<(String, String, u16)> = named_ports(&pod)
+            .into_iter()
+            .map(|p| (p.name, p.protocol, p.port))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("http".into(), "TCP".into(), 8080),
+                ("dns".into(), "UDP".into(), 53),
+                ("metrics".into(), "TCP".into(), 9090),
+            ]
+        );
     }
 }

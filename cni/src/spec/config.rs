@@ -87,6 +87,11 @@ pub struct IpamConf {
     pub nodename: Option<String>,
 }
 
+/// The longest a call may be told to wait for the datastore, seconds.
+pub const MAX_DATASTORE_TIMEOUT: u64 = 3600;
+/// The longest a released address may be told to rest, seconds (a day).
+pub const MAX_RELEASE_COOLDOWN: u64 = 86_400;
+
 impl NetConf {
     /// Parse stdin. Malformed JSON is code 6; a well-formed document that
     /// is not a valid configuration is code 7; an unsupported version is
@@ -96,6 +101,13 @@ impl NetConf {
             CniError::new(code::DECODE, "the network configuration is not JSON")
                 .with_details(e.to_string())
         })?;
+        // serde would read a struct from a JSON array too, by position.
+        if !value.is_object() {
+            return Err(CniError::new(
+                code::INVALID_CONFIG,
+                "invalid network configuration: not a JSON object",
+            ));
+        }
         let conf: NetConf = serde_json::from_value(value).map_err(|e| {
             CniError::new(code::INVALID_CONFIG, "invalid network configuration")
                 .with_details(e.to_string())
@@ -109,6 +121,30 @@ impl NetConf {
                 code::INVALID_CONFIG,
                 format!("mtu {m} is out of range; allowed 68 to 65535"),
             ));
+        }
+        let ranges = [
+            (
+                "datastoreTimeoutSeconds",
+                conf.datastore_timeout_seconds,
+                MAX_DATASTORE_TIMEOUT,
+                1,
+            ),
+            (
+                "ipam.releaseCooldownSeconds",
+                conf.ipam.as_ref().and_then(|i| i.release_cooldown_seconds),
+                MAX_RELEASE_COOLDOWN,
+                0,
+            ),
+        ];
+        for (field, value, max, min) in ranges {
+            if let Some(v) = value
+                && !(min..=max).contains(&v)
+            {
+                return Err(CniError::new(
+                    code::INVALID_CONFIG,
+                    format!("{field} {v} is out of range; allowed {min} to {max}"),
+                ));
+            }
         }
         Ok(conf)
     }
@@ -195,7 +231,7 @@ mod tests {
             7
         );
         assert_eq!(
-            NetConf::parse(br#"{"cniVersion":"0.3.1","name":"n","type":"tartan"}"#)
+            NetConf::parse(br#"{"cniVersion":"0.2.0","name":"n","type":"tartan"}"#)
                 .unwrap_err()
                 .code,
             1
@@ -209,5 +245,22 @@ mod tests {
         let no_store =
             NetConf::parse(br#"{"cniVersion":"1.1.0","name":"n","type":"tartan"}"#).unwrap();
         assert_eq!(no_store.datastore().unwrap_err().code, 7);
+        // Not an object (serde would read an array by position).
+        let array =
+            br#"["1.0.0","n","tartan",null,null,null,null,null,null,null,null,null,null,null]"#;
+        assert_eq!(NetConf::parse(array).unwrap_err().code, 7);
+        // Numbers out of range, not overflows later.
+        for bad in [
+            r#""datastoreTimeoutSeconds":18446744073709551615"#,
+            r#""datastoreTimeoutSeconds":0"#,
+            r#""ipam":{"type":"tartan-ipam","releaseCooldownSeconds":18446744073709551615}"#,
+        ] {
+            let text = format!(r#"{{"cniVersion":"1.0.0","name":"n","type":"tartan",{bad}}}"#);
+            let e = NetConf::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(e.code, 7, "{bad}: {e}");
+        }
+        let ok =
+            br#"{"cniVersion":"1.0.0","name":"n","type":"tartan","datastoreTimeoutSeconds":3600}"#;
+        assert!(NetConf::parse(ok).is_ok());
     }
 }

@@ -5,8 +5,9 @@ use super::error::{CniError, code};
 /// The version Tartan writes when it chooses.
 pub const CURRENT: &str = "1.1.0";
 
-/// The configuration versions accepted.
-pub const SUPPORTED: &[&str] = &["0.4.0", "1.0.0", "1.1.0"];
+/// The configuration versions accepted. 0.3.x results have 0.4.0's shape
+/// (CHECK came with 0.4.0 and is refused below it).
+pub const SUPPORTED: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
 
 /// `major.minor.patch` as numbers; `None` when malformed.
 pub fn parse(v: &str) -> Option<(u32, u32, u32)> {
@@ -48,7 +49,8 @@ mod tests {
     fn versions() {
         assert!(require_supported("1.0.0").is_ok());
         assert!(require_supported("0.4.0").is_ok());
-        assert_eq!(require_supported("0.3.1").unwrap_err().code, 1);
+        assert!(require_supported("0.3.1").is_ok());
+        assert_eq!(require_supported("0.2.0").unwrap_err().code, 1);
         assert_eq!(require_supported("2.0.0").unwrap_err().code, 1);
         assert!(at_least("1.1.0", "1.0.0"));
         assert!(!at_least("0.4.0", "1.0.0"));

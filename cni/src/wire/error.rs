@@ -7,6 +7,9 @@ pub enum WireError {
         path: String,
         source: std::io::Error,
     },
+    /// CNI_NETNS names a file that is not a pod's network namespace.
+    #[error("{path} is {why}")]
+    NotNetns { path: String, why: String },
     #[error("interface {ifname} already exists in {netns}")]
     AlreadyExists { ifname: String, netns: String },
     #[error("{what}: {detail}")]

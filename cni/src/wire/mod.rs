@@ -139,9 +139,12 @@ pub async fn del(
     route_protocol: u8,
 ) -> Result<(), WireError> {
     if let Some(path) = netns {
+        // A namespace gone, or a file left where it was that is no
+        // namespace any more: nothing to remove inside; the host side is
+        // still removed.
         match netns::open(path) {
             Ok(ns) => pod::remove_link(&ns, ifname).await?,
-            Err(e) if e.is_missing_netns() => {}
+            Err(e) if e.is_missing_netns() || matches!(e, WireError::NotNetns { .. }) => {}
             Err(e) => return Err(e),
         }
     }
@@ -149,6 +152,13 @@ pub async fn del(
     host.remove_routes(host_ifname, addresses, route_protocol)
         .await?;
     host.remove_link(host_ifname).await
+}
+
+/// Whether the host end `host_ifname` exists: an attachment made by an
+/// earlier ADD of the same container and interface.
+pub async fn host_end_exists(host_ifname: &str) -> Result<bool, WireError> {
+    let host = host::Host::connect()?;
+    Ok(links::by_name(host.handle(), host_ifname).await?.is_some())
 }
 
 /// Verify that the interface is as [`add`] left it.

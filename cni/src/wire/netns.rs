@@ -24,15 +24,44 @@ impl Ns {
     }
 }
 
+/// Open the namespace file at `path`. A file that is not a network
+/// namespace (a stale bind mount point, a directory) is
+/// [`WireError::NotNetns`]; so is the plugin's own namespace, which is
+/// never a pod's.
 pub fn open(path: &Path) -> Result<Ns, WireError> {
     let file = File::open(path).map_err(|source| WireError::Netns {
         path: path.display().to_string(),
         source,
     })?;
+    let not = |why: &str| WireError::NotNetns {
+        path: path.display().to_string(),
+        why: why.to_string(),
+    };
+    // NS_GET_NSTYPE (_IO(0xb7, 0x3)): the kind of namespace an nsfs file
+    // is; any other file refuses the request.
+    const NS_GET_NSTYPE: libc::c_ulong = 0xb703;
+    // SAFETY: an ioctl without an argument on a file descriptor we own.
+    let kind = unsafe { libc::ioctl(file.as_raw_fd(), NS_GET_NSTYPE as _) };
+    if kind != libc::CLONE_NEWNET {
+        return Err(not("not a network namespace"));
+    }
+    // The calling thread's namespace: the node's, where the plugin runs.
+    if same_file(&file, Path::new("/proc/thread-self/ns/net")) {
+        return Err(not("the plugin's own network namespace, not a pod's"));
+    }
     Ok(Ns {
         file: Arc::new(file),
         path: path.display().to_string(),
     })
+}
+
+/// Whether `file` is the file at `other` (device and inode).
+fn same_file(file: &File, other: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(other)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
 }
 
 /// Run `work` with a netlink handle inside `ns`.

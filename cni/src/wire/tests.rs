@@ -375,6 +375,54 @@ fn a_missing_netns_is_told_apart() -> anyhow::Result<()> {
 }
 
 #[test]
+fn a_file_that_is_no_pod_namespace_is_refused_and_del_still_cleans() -> anyhow::Result<()> {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return Ok(());
+    }
+    let node = Netns::node()?;
+    // A stale file where a namespace was (not a namespace any more).
+    let stale = std::env::temp_dir().join(format!("tcw-stale-{}", std::process::id()));
+    std::fs::write(&stale, b"")?;
+    struct Gone(PathBuf);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _gone = Gone(stale.clone());
+    let mut req = request(&node, "c-stale", &["10.99.0.11/32"]);
+    req.netns = stale.clone();
+    let e = add_in(&node, &req).expect_err("not a namespace");
+    assert!(matches!(e, WireError::NotNetns { .. }), "{e:?}");
+    assert_host_clean(&node, &req)?;
+    // DEL of an attachment whose namespace file went stale: the host end
+    // and routes still go.
+    let pod = Netns::new()?;
+    let mut live = request(&pod, "c-stale", &["10.99.0.11/32"]);
+    add_in(&node, &live)?;
+    live.netns = stale;
+    del_in(&node, &live, Some(live.netns.clone()))?;
+    assert_host_clean(&node, &live)?;
+    // The node's own namespace is never a pod's: refused, the node's
+    // interfaces untouched.
+    node.ip(&[
+        "link", "add", "eth0", "type", "veth", "peer", "name", "eth9",
+    ])?;
+    let mut own = request(&node, "c-own", &["10.99.0.12/32"]);
+    own.netns = node.path();
+    let e = add_in(&node, &own).expect_err("own namespace");
+    assert!(matches!(e, WireError::NotNetns { .. }), "{e:?}");
+    assert!(e.to_string().contains("own network namespace"), "{e}");
+    del_in(&node, &own, Some(own.netns.clone()))?;
+    ensure!(
+        node.ip(&["link", "show", "eth0"]).is_ok(),
+        "DEL removed the node's own eth0"
+    );
+    Ok(())
+}
+
+#[test]
 fn dual_stack_wires_and_pings() -> anyhow::Result<()> {
     if !is_root() {
         return Ok(());

@@ -191,13 +191,7 @@ fn error_codes_for_bad_calls() {
     }
 
     // A missing variable: code 4, named.
-    for k in [
-        "CNI_COMMAND",
-        "CNI_CONTAINERID",
-        "CNI_NETNS",
-        "CNI_IFNAME",
-        "CNI_PATH",
-    ] {
+    for k in ["CNI_COMMAND", "CNI_CONTAINERID", "CNI_NETNS", "CNI_IFNAME"] {
         let r = call_with(add_env(k), &conf);
         assert!(!r.success);
         assert_eq!(r.code(), Some(4), "{k}: {r:?}");
@@ -208,10 +202,10 @@ fn error_codes_for_bad_calls() {
     assert_eq!(r.code(), Some(6), "{r:?}");
     let r = call_with(add_env(""), r#"{"cniVersion":"1.0.0","type":"tartan"}"#);
     assert_eq!(r.code(), Some(7), "{r:?}");
-    let old = conf.replace("\"1.1.0\"", "\"0.3.1\"");
+    let old = conf.replace("\"1.1.0\"", "\"0.2.0\"");
     let r = call_with(add_env(""), &old);
     assert_eq!(r.code(), Some(1), "{r:?}");
-    assert!(r.msg().contains("0.3.1"), "{}", r.msg());
+    assert!(r.msg().contains("0.2.0"), "{}", r.msg());
 
     // A namespace that does not exist: container unknown (3), nothing kept.
     let mut gone = add_env("CNI_NETNS");
@@ -262,6 +256,26 @@ fn check_notices_what_was_changed_by_hand() {
     let e = rt.check(&call, &wrong).unwrap_err().to_string();
     assert!(e.contains("IPAM holds"), "{e}");
     rt.del(&call, Some(&r)).unwrap();
+}
+
+#[test]
+fn a_second_add_of_the_same_attachment_fails_and_leaves_the_first_whole() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let lab = tartan_tests::cni_lab(1, "10.81.0.0/16");
+    let rt = lab.plain(0);
+    let (_pod, call) = lab.pod("default", "twice").unwrap();
+    let r = rt.add(&call).unwrap();
+    let addr = pod_address(&r);
+    // The runtime asks again for the same container and interface.
+    let e = rt.add(&call).unwrap_err().to_string();
+    assert!(e.contains("already exists"), "{e}");
+    // The first attachment is as it was: its address, its record, its
+    // interface.
+    assert_eq!(held(&lab, &handle(&call)), vec![addr.clone()]);
+    assert_eq!(weps(&lab).len(), 1);
+    rt.check(&call, &r).unwrap();
+    rt.del(&call, Some(&r)).unwrap();
+    assert!(held(&lab, &handle(&call)).is_empty());
 }
 
 #[test]
