@@ -750,6 +750,36 @@ fn good_objects_pass_and_round_trip() {
 }
 
 #[test]
+fn a_kubernetes_network_policy_with_an_unknown_field_does_not_read() {
+    use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
+    let text = |rule: &str| {
+        format!(
+            "{{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, metadata: {{name: p, namespace: x}}, spec: {{podSelector: {{}}, ingress: [{rule}]}}}}"
+        )
+    };
+    let good: KubeNetworkPolicy = from_dynamic(parse(&text(
+        "{from: [{podSelector: {matchLabels: {role: fe}}}]}",
+    )))
+    .unwrap();
+    assert_eq!(
+        good.spec.unwrap().ingress.unwrap()[0]
+            .from
+            .as_ref()
+            .unwrap()
+            .len(),
+        1
+    );
+    // `form` for `from`: read leniently it would be `ingress: [{}]`, a
+    // rule that allows every source.
+    let e = from_dynamic::<KubeNetworkPolicy>(parse(&text(
+        "{form: [{podSelector: {matchLabels: {role: fe}}}]}",
+    )))
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("form"), "{e}");
+}
+
+#[test]
 fn omitted_fields_take_their_documented_defaults() {
     let p: IpPool = from_dynamic(parse(&pool("{cidr: 10.244.0.0/16}"))).unwrap();
     assert_eq!(p.spec.effective_block_size(), Some(26));

@@ -39,8 +39,11 @@ pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
     // The kinds people write are held to the write path's rules on read as
     // well: a CRD schema cannot say all of them (a selector's grammar, a
     // per-node configuration's name), and `kubectl apply` stores what it
-    // lets through. Kubernetes' own kinds are not: a newer API server may
-    // send fields this version does not know.
+    // lets through. Kubernetes' own kinds are not (a newer API server may
+    // send fields this version does not know), except NetworkPolicy: read
+    // leniently, a misspelt field (`form` for `from`) is dropped and the
+    // rule it narrowed allows everything; read strictly, the policy is
+    // unreadable and isolates what it selects.
     if read_checked(T::KIND)
         && let Err(e) = crate::validate::validate(&o)
     {
@@ -56,7 +59,8 @@ pub fn from_dynamic<T: Resource>(o: DynamicObject) -> Result<T> {
     })
 }
 
-/// The kinds a person writes, checked on read as on write. IPAM records
+/// The kinds a person writes, checked on read as on write (Kubernetes'
+/// NetworkPolicy among them, see [`from_dynamic`]). IPAM records
 /// and WorkloadEndpoints are written by Tartan alone, through the write
 /// path, and read on the CNI's hot path.
 fn read_checked(kind: Kind) -> bool {
@@ -70,6 +74,7 @@ fn read_checked(kind: Kind) -> bool {
             | Kind::BgpFilter
             | Kind::NetworkPolicy
             | Kind::GlobalNetworkPolicy
+            | Kind::KubeNetworkPolicy
     )
 }
 

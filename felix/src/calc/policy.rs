@@ -49,13 +49,27 @@ pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCa
     // `state.endpoints` keeps them ready (this node's, the node it was
     // made for, with their interface): borrowed, not copied.
     let endpoints = state.endpoints.for_compile();
-    let namespaces: BTreeMap<String, BTreeMap<String, String>> = state
-        .namespaces
-        .iter()
-        .map(|(k, v)| (k.trim_start_matches('/').to_string(), v.clone()))
-        .collect();
+    let namespaces = namespace_labels(state);
     let families = state.endpoints.families();
     compile::compile_cached_with(cache, policies, &endpoints, families, &namespaces)
+}
+
+/// The namespaces' labels as policies see them: each carries
+/// `kubernetes.io/metadata.name: <its name>`, whatever its stored labels
+/// say, as the API server makes it: a Namespace written without the label
+/// still matches a selector by its name, and one that claims another's
+/// name does not.
+fn namespace_labels(state: &State) -> BTreeMap<String, BTreeMap<String, String>> {
+    state
+        .namespaces
+        .iter()
+        .map(|(k, v)| {
+            let name = k.trim_start_matches('/').to_string();
+            let mut labels = v.clone();
+            labels.insert(compile::NAMESPACE_NAME_LABEL.to_string(), name.clone());
+            (name, labels)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -198,6 +212,24 @@ pub(crate) mod tests {
 
     /// Other nodes' endpoints reach the compiler merged by likeness: the
     /// ruleset is the one compiled from them one by one.
+    #[test]
+    fn a_namespace_always_carries_its_own_name_label() {
+        let mut state = State::default();
+        let name = compile::NAMESPACE_NAME_LABEL.to_string();
+        state.namespaces.insert("/plain".into(), Labels::new());
+        state.namespaces.insert(
+            "/evil".into(),
+            Labels::from([
+                (name.clone(), "kube-system".into()),
+                ("a".into(), "b".into()),
+            ]),
+        );
+        let ns = namespace_labels(&state);
+        assert_eq!(ns["plain"], Labels::from([(name.clone(), "plain".into())]));
+        assert_eq!(ns["evil"][&name], "evil");
+        assert_eq!(ns["evil"]["a"], "b");
+    }
+
     #[test]
     fn merged_remote_endpoints_compile_as_the_endpoints_one_by_one() {
         use std::sync::Arc;
