@@ -270,6 +270,10 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.importV4[0].asPathPrepend: only export rules can prepend to the AS path",
         ),
         (
+            filter("{importV4: [{action: Reject, interface: '*.calico'}]}"),
+            "spec.importV4[0].interface: Tartan does not match routes by interface",
+        ),
+        (
             filter("{importV4: [{cidr: 10.0.0.0/8, matchOperator: In}]}"),
             "spec.importV4[0].action: Required value",
         ),

@@ -69,9 +69,46 @@ pub struct Health {
     pub policy_write_seconds: Histogram,
     /// How long a write of the service table took (a change or the whole).
     pub service_write_seconds: Histogram,
+    /// When the Service table was last synced; shared with the
+    /// health-check node ports.
+    proxy: ProxyHealth,
+}
+
+/// Whether the Service proxy is healthy: its table synced within
+/// `stale_after`. Cloned into whatever answers for it (the proxy health
+/// port, the health-check node ports).
+#[derive(Clone, Debug)]
+pub struct ProxyHealth {
     /// Unix milliseconds of the last Service table sync that succeeded;
     /// -1: none yet.
-    proxy_synced_unix_ms: AtomicI64,
+    synced_unix_ms: Arc<AtomicI64>,
+    stale_after: Duration,
+}
+
+impl ProxyHealth {
+    pub fn new(stale_after: Duration) -> ProxyHealth {
+        ProxyHealth {
+            synced_unix_ms: Arc::new(AtomicI64::new(-1)),
+            stale_after,
+        }
+    }
+
+    /// The last sync that succeeded, Unix milliseconds.
+    fn last(&self) -> Option<i64> {
+        let last = self.synced_unix_ms.load(Ordering::Relaxed);
+        (last >= 0).then_some(last)
+    }
+
+    /// The Service table was found or made right, now.
+    pub fn synced(&self) {
+        self.synced_unix_ms
+            .store(unix_ms(SystemTime::now()), Ordering::Relaxed);
+    }
+
+    /// Healthy now.
+    pub fn healthy(&self) -> bool {
+        proxy_answer(self.last(), unix_ms(SystemTime::now()), self.stale_after).0
+    }
 }
 
 /// Buckets from 0.5 ms to about 8 s (doubling): one endpoint changed is
@@ -111,7 +148,7 @@ impl Health {
             route_apply_seconds: duration_histogram(),
             policy_write_seconds: duration_histogram(),
             service_write_seconds: duration_histogram(),
-            proxy_synced_unix_ms: AtomicI64::new(-1),
+            proxy: ProxyHealth::new(resync * 3 + Duration::from_secs(5)),
         };
         h.ipip_supported.set(-1);
         tartan_api::build_info::register(&mut root, "tartan-felix");
@@ -236,8 +273,12 @@ impl Health {
 
     /// The Service table was found or made right.
     pub fn proxy_synced(&self) {
-        self.proxy_synced_unix_ms
-            .store(unix_ms(SystemTime::now()), Ordering::Relaxed);
+        self.proxy.synced();
+    }
+
+    /// The Service proxy's health, for what answers for it elsewhere.
+    pub fn proxy_health(&self) -> ProxyHealth {
+        self.proxy.clone()
     }
 
     /// The loop turned.
@@ -326,11 +367,10 @@ pub fn proxy_answer(last_ms: Option<i64>, now_ms: i64, stale_after: Duration) ->
 }
 
 async fn proxy_healthz(State(h): State<Arc<Health>>) -> Response {
-    let last = h.proxy_synced_unix_ms.load(Ordering::Relaxed);
     let (healthy, body) = proxy_answer(
-        (last >= 0).then_some(last),
+        h.proxy.last(),
         unix_ms(SystemTime::now()),
-        h.stale_after,
+        h.proxy.stale_after,
     );
     let status = if healthy {
         StatusCode::OK

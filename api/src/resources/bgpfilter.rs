@@ -78,7 +78,8 @@ pub struct BgpFilterSpec {
         "message": "prefixLength is shorter than the cidr's prefix; no route within it matches"
     },
     {"rule": "!has(self.communities) || self.action == 'Accept'", "message": "communities: only an Accept rule can change communities"},
-    {"rule": "!has(self.asPathPrepend) || size(self.asPathPrepend) == 0 || self.action == 'Accept'", "message": "asPathPrepend: only an Accept rule can prepend to the AS path"}
+    {"rule": "!has(self.asPathPrepend) || size(self.asPathPrepend) == 0 || self.action == 'Accept'", "message": "asPathPrepend: only an Accept rule can prepend to the AS path"},
+    {"rule": "!has(self.interface)", "message": "interface: Tartan does not match routes by interface; remove the field (a rule without it would match every route)"}
 ]))]
 pub struct BgpFilterRule {
     /// The prefix routes are compared with; of the list's address family.
@@ -94,6 +95,11 @@ pub struct BgpFilterRule {
     /// Where the route came from. Default: anywhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<RouteSource>,
+    /// Calico's match on the interface a route leads to: refused. It is
+    /// declared so that an API server does not drop it unnoticed (a
+    /// rule without it matches every route).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<String>,
     /// Accept or Reject the route.
     pub action: FilterAction,
     /// Communities to add to or remove from accepted routes.
@@ -193,6 +199,12 @@ impl BgpFilterRule {
             p.add(
                 format!("{f}.matchOperator"),
                 "is set without cidr; give the cidr it compares with",
+            );
+        }
+        if self.interface.is_some() {
+            p.add(
+                format!("{f}.interface"),
+                "Tartan does not match routes by interface; remove the field (a rule without it would match every route)",
             );
         }
         if let Some(pl) = &self.prefix_length {

@@ -41,6 +41,12 @@ pub fn peer_filters(
 }
 
 fn rule(r: &BgpFilterRule, v6: bool, export: bool) -> Result<Rule, String> {
+    // Without its interface condition the rule would match every route.
+    if let Some(i) = &r.interface {
+        return Err(format!(
+            "interface {i:?}: Tartan does not match routes by interface"
+        ));
+    }
     let max_len = if v6 { 128 } else { 32 };
     let network = match (&r.cidr, r.match_operator) {
         (None, None) => None,

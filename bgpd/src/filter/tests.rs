@@ -141,6 +141,13 @@ fn a_missing_filter_is_an_error_not_an_open_session() {
     assert!(e.contains("gone"), "{e}");
 }
 
+#[test]
+fn a_rule_matching_an_interface_is_refused_not_run_without_it() {
+    let f = filters(&[("iface", "importV4: [{action: Reject, interface: '*.calico'}]")]);
+    let e = peer_filters(&["iface".into()], &f).unwrap_err();
+    assert!(e.contains("interface"), "{e}");
+}
+
 /// Calico (confd's BIRD template) puts prefixLength inside the pattern:
 /// In is `net ~ [cidr{min,max}]`, NotIn is `net !~ [cidr{min,max}]`, the
 /// negation of "within cidr and length in range".

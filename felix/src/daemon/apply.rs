@@ -87,7 +87,7 @@ impl Dataplane {
             policy: PolicyDriver::default(),
             calc: Calc::default(),
             proxy,
-            health_checks: HealthChecks::default(),
+            health_checks: HealthChecks::new(health.proxy_health()),
             nat_applied: None,
             published: None,
             tunnels_applied: None,

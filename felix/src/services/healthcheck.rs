@@ -2,10 +2,12 @@
 //! LoadBalancer Service with `externalTrafficPolicy: Local` and a
 //! `healthCheckNodePort`, the node answers HTTP on that port with 200 and
 //! `{"service":{"namespace":..,"name":..},"localEndpoints":N,...}` while it
-//! has ready local endpoints, and 503 with N = 0 when it has none, so that
-//! a load balancer sends traffic only to nodes that can serve it. Only
-//! ready endpoints count: a node whose local endpoints are all terminating
-//! fails the check and is drained (KEP-1669).
+//! has ready local endpoints and its Service proxy is healthy (its table
+//! synced lately), and 503 otherwise, so that a load balancer sends
+//! traffic only to nodes that can serve it. Only ready endpoints count: a
+//! node whose local endpoints are all terminating fails the check and is
+//! drained (KEP-1669). As kube-proxy, the answer carries the count in the
+//! header `X-Load-Balancing-Endpoint-Weight`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -19,6 +21,7 @@ use serde_json::json;
 use tracing::{info, warn};
 
 use super::{ServiceInfo, SliceInfo};
+use crate::health::ProxyHealth;
 
 /// What one health-check port says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,14 +33,18 @@ pub struct Target {
 }
 
 impl Target {
-    /// The status and body kube-proxy gives.
-    pub fn answer(&self) -> (u16, String) {
+    /// The status and body kube-proxy gives, its proxy `healthy` or not.
+    pub fn answer(&self, healthy: bool) -> (u16, String) {
         let body = json!({
             "service": {"namespace": self.namespace, "name": self.name},
             "localEndpoints": self.local_endpoints,
-            "serviceProxyHealthy": true,
+            "serviceProxyHealthy": healthy,
         });
-        let code = if self.local_endpoints > 0 { 200 } else { 503 };
+        let code = if self.local_endpoints > 0 && healthy {
+            200
+        } else {
+            503
+        };
         (code, body.to_string())
     }
 }
@@ -73,10 +80,10 @@ pub fn targets(
     out
 }
 
-type Shared = Arc<Mutex<Target>>;
+type Shared = (Arc<Mutex<Target>>, ProxyHealth);
 
 struct Listener {
-    target: Shared,
+    target: Arc<Mutex<Target>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -87,22 +94,37 @@ impl Drop for Listener {
 }
 
 /// The listeners of this node, kept to the targets given to `sync`.
-#[derive(Default)]
 pub struct HealthChecks {
     listeners: HashMap<u16, Listener>,
+    proxy: ProxyHealth,
 }
 
-async fn answer(State(t): State<Shared>) -> Response {
-    let (code, body) = t.lock().unwrap_or_else(|e| e.into_inner()).answer();
+async fn answer(State((t, proxy)): State<Shared>) -> Response {
+    let target = t.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (code, body) = target.answer(proxy.healthy());
     (
         StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
-        [(header::CONTENT_TYPE, "application/json")],
+        [
+            (header::CONTENT_TYPE, "application/json".to_string()),
+            (
+                header::HeaderName::from_static("x-load-balancing-endpoint-weight"),
+                target.local_endpoints.to_string(),
+            ),
+        ],
         body,
     )
         .into_response()
 }
 
 impl HealthChecks {
+    /// No listener yet; each answers with `proxy`'s health.
+    pub fn new(proxy: ProxyHealth) -> HealthChecks {
+        HealthChecks {
+            listeners: HashMap::new(),
+            proxy,
+        }
+    }
+
     /// Opens a listener for each new port, updates the answers of the
     /// others and closes those no longer wanted. The listeners run on
     /// felix's serving thread ([`crate::serving`]).
@@ -113,8 +135,10 @@ impl HealthChecks {
                 *l.target.lock().unwrap_or_else(|e| e.into_inner()) = target;
                 continue;
             }
-            let shared: Shared = Arc::new(Mutex::new(target));
-            let app = Router::new().fallback(answer).with_state(shared.clone());
+            let shared = Arc::new(Mutex::new(target));
+            let app = Router::new()
+                .fallback(answer)
+                .with_state((shared.clone(), self.proxy.clone()));
             let addr = SocketAddr::from(([0, 0, 0, 0], port));
             // Answered from the serving thread, also while a pass runs.
             let task = crate::serving::spawn(async move {
@@ -183,7 +207,7 @@ mod tests {
         };
         let t = targets(&services, &slices("n1"));
         assert_eq!(t[&31000].local_endpoints, 2);
-        let (code, body) = t[&31000].answer();
+        let (code, body) = t[&31000].answer(true);
         assert_eq!(code, 200);
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["service"]["namespace"], "x");
@@ -191,7 +215,26 @@ mod tests {
         assert_eq!(v["localEndpoints"], 2);
         // n2's only endpoint is terminating: it fails the check.
         let t = targets(&services, &slices("n2"));
-        assert_eq!(t[&31000].answer().0, 503);
+        assert_eq!(t[&31000].answer(true).0, 503);
         assert_eq!(targets(&services, &slices("n3"))[&31000].local_endpoints, 0);
+    }
+
+    #[test]
+    fn an_unhealthy_proxy_fails_the_check_whatever_its_endpoints() {
+        let t = Target {
+            namespace: "x".into(),
+            name: "web".into(),
+            local_endpoints: 2,
+        };
+        let (code, body) = t.answer(false);
+        assert_eq!(code, 503);
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["serviceProxyHealthy"], false);
+        assert_eq!(v["localEndpoints"], 2);
+        // A proxy never synced is not healthy; one just synced is.
+        let p = ProxyHealth::new(std::time::Duration::from_secs(60));
+        assert!(!p.healthy());
+        p.synced();
+        assert!(p.healthy());
     }
 }
