@@ -169,7 +169,12 @@ pub async fn plugin(cx: &Context) -> Result<String, CniError> {
             gw: Some(GATEWAY_V6.to_string()),
         });
     }
-    Ok(r.to_json(&cx.conf.cni_version).to_string())
+    // Earlier plugins' result, if any, is passed through with ours after.
+    Ok(match &cx.conf.prev_result {
+        Some(prev) => r.after(prev, &cx.conf.cni_version),
+        None => r.to_json(&cx.conf.cni_version),
+    }
+    .to_string())
 }
 
 /// `tartan-ipam` ADD: addresses only, for the main plugin to configure.

@@ -96,6 +96,52 @@ impl CniResult {
         v
     }
 
+    /// This result after `prev`, the prevResult of earlier plugins in the
+    /// chain, passed through as the specification asks: its interfaces,
+    /// addresses, routes and DNS kept as they came (fields this version
+    /// does not know included), this result's appended, with its
+    /// addresses' interface indexes moved past `prev`'s interfaces. DNS
+    /// is `prev`'s when it gives any. `prev` not an object: this result.
+    pub fn after(&self, prev: &Value, cni_version: &str) -> Value {
+        let ours = self.to_json(cni_version);
+        let Some(fields) = prev.as_object() else {
+            return ours;
+        };
+        let mut out = fields.clone();
+        out.insert("cniVersion".into(), Value::from(cni_version));
+        let list = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut interfaces = list(prev, "interfaces");
+        let offset = interfaces.len();
+        interfaces.extend(list(&ours, "interfaces"));
+        let mut ips = list(prev, "ips");
+        for mut ip in list(&ours, "ips") {
+            if let Some(i) = ip.get("interface").and_then(Value::as_u64) {
+                ip["interface"] = Value::from(i + offset as u64);
+            }
+            ips.push(ip);
+        }
+        let mut routes = list(prev, "routes");
+        routes.extend(list(&ours, "routes"));
+        for (k, v) in [("interfaces", interfaces), ("ips", ips), ("routes", routes)] {
+            if !v.is_empty() {
+                out.insert(k.into(), Value::Array(v));
+            }
+        }
+        let prev_dns = fields
+            .get("dns")
+            .and_then(Value::as_object)
+            .is_some_and(|d| !d.is_empty());
+        if !prev_dns && let Some(d) = ours.get("dns") {
+            out.insert("dns".into(), d.clone());
+        }
+        Value::Object(out)
+    }
+
     /// Read a prevResult (any supported version; unknown keys ignored).
     pub fn from_prev(v: &Value) -> Result<CniResult, CniError> {
         serde_json::from_value(v.clone()).map_err(|e| {
@@ -108,6 +154,38 @@ impl CniResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prev_result_is_passed_through_and_ours_appended() {
+        let prev = serde_json::json!({
+            "cniVersion": "1.1.0",
+            "interfaces": [{"name": "dummy0", "socketPath": "/run/x.sock"}],
+            "ips": [{"address": "192.0.2.9/24", "interface": 0}],
+            "routes": [{"dst": "192.0.2.0/24", "table": 7}],
+            "dns": {"nameservers": ["192.0.2.53"]},
+        });
+        let v = sample().after(&prev, "1.1.0");
+        // Theirs as they came, unknown fields too.
+        assert_eq!(v["interfaces"][0]["socketPath"], "/run/x.sock");
+        assert_eq!(v["routes"][0]["table"], 7);
+        assert_eq!(v["ips"][0]["address"], "192.0.2.9/24");
+        // Ours after, pointing at our interface at its new place.
+        assert_eq!(v["interfaces"][1]["name"], "eth0");
+        assert_eq!(v["ips"][1]["address"], "10.0.0.5/32");
+        assert_eq!(v["ips"][1]["interface"], 1);
+        assert_eq!(v["ips"][2]["interface"], 1);
+        assert_eq!(v["routes"][1]["dst"], "0.0.0.0/0");
+        assert_eq!(v["dns"]["nameservers"][0], "192.0.2.53");
+        assert_eq!(v["cniVersion"], "1.1.0");
+        // Read back as a result, ours is found by its interface.
+        let r = CniResult::from_prev(&v).unwrap();
+        assert_eq!(r.interfaces.len(), 2);
+        // No prevResult object: ours alone.
+        assert_eq!(
+            sample().after(&Value::Null, "1.0.0"),
+            sample().to_json("1.0.0")
+        );
+    }
 
     fn sample() -> CniResult {
         CniResult {
