@@ -143,7 +143,10 @@ fn a_missing_filter_is_an_error_not_an_open_session() {
 
 #[test]
 fn a_rule_matching_an_interface_is_refused_not_run_without_it() {
-    let f = filters(&[("iface", "importV4: [{action: Reject, interface: '*.calico'}]")]);
+    let f = filters(&[(
+        "iface",
+        "importV4: [{action: Reject, interface: '*.calico'}]",
+    )]);
     let e = peer_filters(&["iface".into()], &f).unwrap_err();
     assert!(e.contains("interface"), "{e}");
 }

@@ -82,6 +82,13 @@ impl Host {
         // Answer ARP for the pod's gateway (and anything else it asks for).
         sysctl(&format!("net/ipv4/conf/{name}/proxy_arp"), "1")?;
         sysctl(&format!("net/ipv4/neigh/{name}/proxy_delay"), "0")?;
+        // Strict reverse-path filtering: a packet from the pod whose source
+        // is not routed back through this end (another pod's address, made
+        // up) is dropped, so a pod cannot pass for another before policy
+        // (which knows peers by address). The kernel applies the larger of
+        // this and `all.rp_filter`: a host with loose `all` (2) keeps only
+        // the looser check. IPv6 has no such filter.
+        sysctl(&format!("net/ipv4/conf/{name}/rp_filter"), "1")?;
         if req.addresses.iter().any(|a| matches!(a, IpNet::V6(_))) {
             // addr_gen_mode 0 (EUI-64): the link-local made at "up" is
             // GATEWAY_V6, whatever the host's default mode is.

@@ -239,6 +239,37 @@ fn add_wires_ipv4_and_pings_both_ways() -> anyhow::Result<()> {
     ensure!(node.ping(&["10.99.0.5"]), "node cannot ping the pod");
     ensure!(pod.ping(&["10.99.0.1"]), "pod cannot ping the node");
 
+    // A packet from the pod with a source that is not its own is dropped
+    // by the host end's reverse-path filter (the kernel counts it).
+    let rp = run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            &node.name,
+            "cat",
+            &format!("/proc/sys/net/ipv4/conf/{}/rp_filter", req.host_ifname),
+        ],
+    )?;
+    ensure!(rp.trim() == "1", "rp_filter {rp}");
+    let dropped = || -> anyhow::Result<u64> {
+        let text = run(
+            "ip",
+            &["netns", "exec", &node.name, "cat", "/proc/net/netstat"],
+        )?;
+        let mut lines = text.lines().filter(|l| l.starts_with("TcpExt:"));
+        let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+        let at = names
+            .split_whitespace()
+            .position(|n| n == "IPReversePathFilter")
+            .context("no IPReversePathFilter counter")?;
+        Ok(values.split_whitespace().nth(at).unwrap_or("0").parse()?)
+    };
+    let before = dropped()?;
+    pod.ip(&["addr", "add", "10.99.0.77/32", "dev", "eth0"])?;
+    pod.exec_ok(&["ping", "-c1", "-W1", "-I", "10.99.0.77", "10.99.0.1"]);
+    ensure!(dropped()? > before, "a spoofed source was not dropped");
+
     check_in(&node, &req)?;
     del_in(&node, &req, Some(pod.path()))?;
     assert_host_clean(&node, &req)
