@@ -635,13 +635,18 @@ fn the_refusals_of_the_filter_chains_are_for_new_connections_only() {
     let t = SvcNft::from_table(&table(service(web(json!({})), json!({})), None));
     assert!(t.reject_np.contains(&(TCP, 30080)));
     let ct_new = json!({"match": {"op": "in", "left": {"ct": {"key": "state"}}, "right": "new"}});
-    for chain in ["filter_input", "filter_forward", "filter_output"] {
+    for chain in [
+        "filter_input",
+        "filter_forward",
+        "filter_output",
+        "filter_prerouting",
+    ] {
         let rules = rules_of(&t, chain);
         assert!(!rules.is_empty(), "{chain}");
         for r in rules {
             let text = r.to_string();
             assert!(
-                ["@reject_", "@drop_", "@cluster_ips"]
+                ["@reject_", "@drop_", "@cluster_ips", "@lb_limited"]
                     .iter()
                     .any(|s| text.contains(s)),
                 "{chain}: {text}"

@@ -266,7 +266,10 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                 NfHook::Prerouting,
                 -110,
             ),
+            // New connections only, as kube-proxy's firewall check: a
+            // connection already made is not cut by a change of ranges.
             vec![vec![
+                ct_is("state", "new"),
                 is(frontend_key(), s("@lb_limited"), Operator::EQ),
                 is(
                     concat(vec![
