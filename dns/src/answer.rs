@@ -323,7 +323,7 @@ fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
 /// it and so for every name under it).
 fn named<'a>(records: &'a Records, ns: &str, svc: &str) -> Option<&'a ServiceRec> {
     let s = records.service(ns, svc)?;
-    if s.kind == ServiceKind::Headless && records.endpoints(ns, svc).is_empty() {
+    if s.kind == ServiceKind::Headless && !records.has_endpoints(ns, svc) {
         return None;
     }
     Some(s)

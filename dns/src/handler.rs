@@ -31,6 +31,7 @@ use hickory_proto::rr::RecordType;
 use prometheus_client::metrics::counter::Counter;
 
 use crate::answer::{Zone, answer};
+use crate::cache::Entry;
 use crate::forward::{Forwarder, forwardable};
 use crate::metrics::{Metrics, QueryLabels};
 use crate::records::Records;
@@ -150,7 +151,9 @@ impl Handler {
             resp.add_authorities(a.authorities);
             resp.add_additionals(a.additionals);
             if let Some(target) = a.follow {
-                return self.follow(resp, &request, req, target, transport).await;
+                return self
+                    .follow(resp, &request, req, target, q.query_type(), transport)
+                    .await;
             }
             let (out, counter) = self.encode(resp, Some(&request), transport);
             if transport == Transport::Udp
@@ -163,23 +166,7 @@ impl Handler {
             resp.metadata.response_code = ResponseCode::Refused;
         } else if let Some(f) = &self.forwarder {
             match f.resolve(q).await {
-                Ok(e) => {
-                    let now = Instant::now();
-                    let (an, ns, ad) = e.aged(now);
-                    resp.metadata.response_code = e.rcode;
-                    resp.add_answers(an);
-                    resp.add_authorities(ns);
-                    resp.add_additionals(ad);
-                    let (out, counter) = self.encode(resp, Some(&request), transport);
-                    if transport == Transport::Udp
-                        && e.remaining(now) >= 1
-                        && let Some(bytes) = &out
-                    {
-                        let hit = Some(self.metrics.cache_hits.clone());
-                        self.keep(&self.forwarded, clock_second(now), req, bytes, counter, hit);
-                    }
-                    return out;
-                }
+                Ok(e) => return self.upstream_reply(resp, &request, req, &e, transport),
                 Err(_) => resp.metadata.response_code = ResponseCode::ServFail,
             }
         } else {
@@ -197,27 +184,38 @@ impl Handler {
     /// a forwarded one, never with the records' replies.
     async fn follow(
         &self,
-        mut resp: Message,
+        resp: Message,
         request: &Message,
         req: &[u8],
         target: hickory_proto::rr::Name,
+        qtype: RecordType,
         transport: Transport,
     ) -> Option<Vec<u8>> {
         let Some(f) = &self.forwarder else {
             return self.finish(resp, Some(request), transport);
         };
-        let qtype = request
-            .queries
-            .first()
-            .map_or(RecordType::A, |q| q.query_type());
-        let Ok(e) = f.resolve(&Query::query(target, qtype)).await else {
-            return self.finish(resp, Some(request), transport);
-        };
+        match f.resolve(&Query::query(target, qtype)).await {
+            Ok(e) => self.upstream_reply(resp, request, req, &e, transport),
+            Err(_) => self.finish(resp, Some(request), transport),
+        }
+    }
+
+    /// `resp` with the upstream's answer `e` added (TTLs aged, its rcode),
+    /// encoded; over UDP kept with the forwarded replies for the current
+    /// second while the answer has one left.
+    fn upstream_reply(
+        &self,
+        mut resp: Message,
+        request: &Message,
+        req: &[u8],
+        e: &Entry,
+        transport: Transport,
+    ) -> Option<Vec<u8>> {
         let now = Instant::now();
         let (an, ns, ad) = e.aged(now);
         resp.metadata.response_code = e.rcode;
         resp.add_answers(an);
-        resp.authorities = ns;
+        resp.add_authorities(ns);
         resp.add_additionals(ad);
         let (out, counter) = self.encode(resp, Some(request), transport);
         if transport == Transport::Udp

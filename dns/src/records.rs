@@ -270,18 +270,29 @@ impl Records {
     /// when the Service publishes not-ready addresses. Slices in name
     /// order, so answers do not depend on hashing.
     pub fn endpoints(&self, ns: &str, name: &str) -> Vec<EndpointView<'_>> {
-        let Some(n) = self.namespaces.get(ns) else {
-            return Vec::new();
-        };
-        let Some(e) = n.services.get(name) else {
-            return Vec::new();
-        };
-        let publish_all = e.rec.as_ref().is_some_and(|s| s.publish_not_ready);
-        e.slices
-            .iter()
-            .filter_map(|s| n.slices.get(s))
-            .flat_map(|s| s.endpoints().filter(move |e| publish_all || e.ready()))
-            .collect()
+        self.published(ns, name).collect()
+    }
+
+    /// Whether a Service has an endpoint DNS publishes ([`Self::endpoints`]),
+    /// without collecting them.
+    pub fn has_endpoints(&self, ns: &str, name: &str) -> bool {
+        self.published(ns, name).next().is_some()
+    }
+
+    fn published<'a>(
+        &'a self,
+        ns: &str,
+        name: &str,
+    ) -> impl Iterator<Item = EndpointView<'a>> + 'a {
+        let n = self.namespaces.get(ns);
+        let e = n.and_then(|n| n.services.get(name));
+        let publish_all = e
+            .and_then(|e| e.rec.as_ref())
+            .is_some_and(|s| s.publish_not_ready);
+        e.into_iter()
+            .flat_map(|e| e.slices.iter())
+            .filter_map(move |s| n?.slices.get(s))
+            .flat_map(move |s| s.endpoints().filter(move |e| publish_all || e.ready()))
     }
 
     /// Whose names an address has, in a fixed order.

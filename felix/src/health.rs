@@ -121,11 +121,13 @@ fn duration_histogram() -> Histogram {
 impl Health {
     pub fn new(resync: Duration) -> Arc<Health> {
         let mut root = Registry::default();
+        // Liveness and the proxy's health go stale after the same time.
+        let stale_after = resync * 3 + Duration::from_secs(5);
         let h = Health {
             started: Instant::now(),
             last_pass_ms: AtomicI64::new(0),
             ready: AtomicBool::new(false),
-            stale_after: resync * 3 + Duration::from_secs(5),
+            stale_after,
             registry: Mutex::new(Registry::default()),
             applies: Counter::default(),
             apply_failures: Counter::default(),
@@ -148,7 +150,7 @@ impl Health {
             route_apply_seconds: duration_histogram(),
             policy_write_seconds: duration_histogram(),
             service_write_seconds: duration_histogram(),
-            proxy: ProxyHealth::new(resync * 3 + Duration::from_secs(5)),
+            proxy: ProxyHealth::new(stale_after),
         };
         h.ipip_supported.set(-1);
         tartan_api::build_info::register(&mut root, "tartan-felix");

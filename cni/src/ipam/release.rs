@@ -170,11 +170,12 @@ impl Ipam {
         for (h, a) in released {
             out.entry(h).or_default().push(a);
         }
+        let doomed_handles: HashSet<&str> = doomed.iter().map(|(h, _)| h.as_str()).collect();
         let (handles, _) = self.store.list_typed::<IpamHandle>(None).await?;
         for h in handles {
             let id = &h.spec.handle_id;
             let empty = h.spec.block.values().all(|n| *n == 0);
-            let ours = doomed.iter().any(|(d, _)| d == id);
+            let ours = doomed_handles.contains(id.as_str());
             if id.starts_with(prefix) && !keep(id) && (ours || empty) {
                 let name = h.metadata.name.clone().unwrap_or_default();
                 self.drop_handle_object(&name).await?;

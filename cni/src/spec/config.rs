@@ -126,23 +126,25 @@ impl NetConf {
             (
                 "datastoreTimeoutSeconds",
                 conf.datastore_timeout_seconds,
-                MAX_DATASTORE_TIMEOUT,
-                1,
+                1..=MAX_DATASTORE_TIMEOUT,
             ),
             (
                 "ipam.releaseCooldownSeconds",
                 conf.ipam.as_ref().and_then(|i| i.release_cooldown_seconds),
-                MAX_RELEASE_COOLDOWN,
-                0,
+                0..=MAX_RELEASE_COOLDOWN,
             ),
         ];
-        for (field, value, max, min) in ranges {
+        for (field, value, allowed) in ranges {
             if let Some(v) = value
-                && !(min..=max).contains(&v)
+                && !allowed.contains(&v)
             {
                 return Err(CniError::new(
                     code::INVALID_CONFIG,
-                    format!("{field} {v} is out of range; allowed {min} to {max}"),
+                    format!(
+                        "{field} {v} is out of range; allowed {} to {}",
+                        allowed.start(),
+                        allowed.end()
+                    ),
                 ));
             }
         }

@@ -702,6 +702,13 @@ fn a_cluster_ip_refuses_new_connections_to_the_ports_it_does_not_declare() {
     );
 }
 
+/// The index recomputed, checked consistent, and the patch it made.
+fn patched(ix: &mut super::index::ServiceIndex) -> String {
+    ix.update();
+    assert!(ix.consistent());
+    ix.take_patch().unwrap().to_string()
+}
+
 #[test]
 fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
     let mut ix = super::index::ServiceIndex::new("n1");
@@ -709,9 +716,7 @@ fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
     ix.written_whole();
     let svc = service(web(json!({})), json!({}));
     assert!(ix.set_service("x/web", Some(svc)));
-    ix.update();
-    assert!(ix.consistent());
-    let p = ix.take_patch().unwrap().to_string();
+    let p = patched(&mut ix);
     assert!(
         p.contains(
             r#"{"add":{"element":{"elem":["10.96.0.10"],"family":"ip","name":"cluster_ips""#
@@ -727,9 +732,7 @@ fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
         json!({}),
     );
     assert!(ix.set_service("x/web", Some(two)));
-    ix.update();
-    assert!(ix.consistent());
-    let p = ix.take_patch().unwrap().to_string();
+    let p = patched(&mut ix);
     assert!(!p.contains("cluster_ips"), "{p}");
     // Gone: out of the set.
     assert!(ix.set_service("x/web", None));
