@@ -16,7 +16,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let four_octet_as = first & 1 == 1;
-    let dopts = DecodeOptions { four_octet_as };
+    // The second bit: the peer is external (some attribute errors are
+    // then discarded instead of withdrawing the routes).
+    let dopts = DecodeOptions {
+        four_octet_as,
+        external: first & 2 == 2,
+        ..DecodeOptions::default()
+    };
     let eopts = EncodeOptions {
         four_octet_as,
         ..EncodeOptions::default()

@@ -5,7 +5,7 @@
 use super::encode::encode_batch;
 use super::instance::{Daemon, UpState};
 use super::restart::families_not_preserved;
-use crate::rib::{ImportError, PeerConfig, PeerId};
+use crate::rib::{ImportError, OutBatch, PeerConfig, PeerId};
 use crate::session::{Negotiated, PeerCommand, PeerEvent};
 use crate::wire::{self, EncodeOptions, Notification};
 use std::collections::HashSet;
@@ -205,7 +205,19 @@ impl Daemon {
         let mut messages = 0;
         while out.len() < PULL_BYTES {
             match self.rib.take_output(id, 4096) {
-                Some(batch) => messages += encode_batch(&batch, &opts, &mut out),
+                Some(batch) => {
+                    let e = encode_batch(&batch, &opts, &mut out);
+                    messages += e.messages;
+                    if let (
+                        true,
+                        OutBatch::Announce {
+                            family, prefixes, ..
+                        },
+                    ) = (e.withdrawn_instead, &batch)
+                    {
+                        self.rib.not_advertised(id, *family, prefixes);
+                    }
+                }
                 None => break,
             }
         }

@@ -322,7 +322,14 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             }
         };
         let source_address = bp.source_address;
+        let ttl_security = bp.ttl_security;
+        // For peerIP and peerSelector sessions alike.
         let mut add = |mut n: Neighbor| {
+            // RFC 5082: accept packets from at most that many hops away.
+            if let Some(hops) = ttl_security {
+                n.ttl_security = true;
+                n.multihop = hops;
+            }
             n.bfd = bfd;
             n.password = pw.clone();
             n.next_hop = next_hop;
@@ -346,7 +353,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 },
             };
             let peer_as = bp.as_number.unwrap_or(asn);
-            let mut n = neighbor(
+            let n = neighbor(
                 addr,
                 p,
                 peer_as,
@@ -358,11 +365,6 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                     IpAddr::V6(_) => my_v6.map(IpAddr::V6),
                 },
             );
-            // RFC 5082: accept packets from at most that many hops away.
-            if let Some(hops) = bp.ttl_security {
-                n.ttl_security = true;
-                n.multihop = hops;
-            }
             add(n);
         } else if let Some(sel) = &bp.peer_selector {
             for p in &others {

@@ -10,9 +10,9 @@ use super::peers::{LOCAL_IDX, Peers, fam_index, info_in};
 use super::table::{Addr, Path, PeerIdx, Table};
 use super::types::{Changes, ImportError, LOCAL, LocalConfig, PeerConfig, PeerId};
 use crate::filter::{PeerFilters, Verdict};
-use crate::model::{Family, PathAttrs, well_known};
+use crate::model::{Family, PathAttrs, checks, well_known};
 use ipnet::IpNet;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// A table and the rest of the RIB, borrowed apart.
@@ -160,6 +160,7 @@ impl Rib {
             return Err(ImportError::UnknownPeer(peer));
         };
         let (ibgp, max_prefix) = (cfg.ibgp, cfg.max_prefix);
+        let own = [cfg.local_v4.map(IpAddr::V4), cfg.local_v6.map(IpAddr::V6)];
         let filters = cfg.filters.clone();
         let fams = [
             cfg.families.contains(&Family::Ipv4Unicast),
@@ -185,6 +186,14 @@ impl Rib {
             if let Some(info) = self.peers.info_mut(x) {
                 info.counts.looped += prefixes.len() as u64;
             }
+            return Ok(self.withdraw(peer, prefixes));
+        }
+        // The codec already made these treat-as-withdraw (and logged it);
+        // checked again so that no caller can install such a path.
+        let own: Vec<IpAddr> = own.into_iter().flatten().collect();
+        if checks::has_confed_segments(&attrs.as_path)
+            || checks::unusable_next_hop(&attrs.next_hop, &own).is_some()
+        {
             return Ok(self.withdraw(peer, prefixes));
         }
         let mut changes = Changes::default();
@@ -244,7 +253,14 @@ impl Rib {
         if let Some(limit) = max_prefix {
             let accepted = self.peers.info(x).counts.accepted;
             if accepted + prefixes.len() as u64 > u64::from(limit) {
-                let new = prefixes.iter().filter(|n| !self.has_path(x, n)).count() as u64;
+                // A prefix repeated in one UPDATE (or with other host
+                // bits) is one route: counted once.
+                let mut seen = std::collections::HashSet::new();
+                let new = prefixes
+                    .iter()
+                    .map(IpNet::trunc)
+                    .filter(|n| !self.has_path(x, n) && seen.insert(*n))
+                    .count() as u64;
                 if accepted + new > u64::from(limit) {
                     return Err(ImportError::MaxPrefix { limit });
                 }

@@ -7,6 +7,7 @@ use super::peers::{FamilyOut, LOCAL_IDX, fam_index};
 use super::table::{Addr, PeerIdx, Table};
 use super::types::{Changes, OutBatch, PeerId};
 use crate::model::Family;
+use ipnet::IpNet;
 
 impl Rib {
     /// Takes the peer's next batch of pending output: up to `max_prefixes`
@@ -45,6 +46,31 @@ impl Rib {
             }
         }
         None
+    }
+
+    /// The session could not encode an announcement of these prefixes
+    /// and sent a withdraw instead (RFC 4271 9.2): the peer holds none of
+    /// them now. A later change of their best path tries again.
+    pub fn not_advertised(&mut self, peer: PeerId, family: Family, prefixes: &[IpNet]) {
+        let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
+            return;
+        };
+        let Some(out) = self.peers.outs[x as usize].fams[fam_index(family)].as_mut() else {
+            return;
+        };
+        let mut cleared = 0;
+        for net in prefixes {
+            let slot = match net.trunc() {
+                IpNet::V4(n) => self.v4.find(n.network(), n.prefix_len()),
+                IpNet::V6(n) => self.v6.find(n.network(), n.prefix_len()),
+            };
+            if slot.is_some_and(|i| out.adv.clear(i)) {
+                cleared += 1;
+            }
+        }
+        if let Some(info) = self.peers.info_mut(x) {
+            info.counts.advertised = info.counts.advertised.saturating_sub(cleared);
+        }
     }
 
     /// Drops a peer's output state; slots it alone kept alive are freed.

@@ -104,6 +104,8 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
             _ => {}
         }
     }
+    let local_asn = fsm.local().asn;
+    let local_ip = conn.local.ip().to_canonical();
     let fsm = Mutex::new(fsm);
     let (raw_tx, raw_rx) = mpsc::channel::<Vec<u8>>(4);
     let mut replacement = None;
@@ -118,6 +120,8 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         };
         let opts = DecodeOptions {
             four_octet_as: negotiated.four_octet_as,
+            external: negotiated.peer_asn != local_asn,
+            local: Some(local_ip),
         };
         let rfut = side.read(reader, hold, opts);
         let wfut = side.write(writer, keepalive, &output, raw_rx);

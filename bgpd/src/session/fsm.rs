@@ -152,10 +152,17 @@ pub fn negotiate(local: &LocalParams, open: &Open) -> Result<Negotiated, Notific
 }
 
 /// RFC 4271 6.8: on a collision the connection opened by the speaker with
-/// the higher BGP identifier survives. True: keep the connection the peer
-/// opened to us (and close ours).
-pub fn keep_incoming(local_id: Ipv4Addr, remote_id: Ipv4Addr) -> bool {
-    u32::from(local_id) < u32::from(remote_id)
+/// the higher BGP identifier survives; with equal identifiers (possible
+/// between ASes, RFC 6286 2.3) the one opened by the speaker with the
+/// larger AS number. True: keep the connection the peer opened to us (and
+/// close ours).
+pub fn keep_incoming(
+    local_id: Ipv4Addr,
+    local_asn: u32,
+    remote_id: Ipv4Addr,
+    remote_asn: u32,
+) -> bool {
+    (u32::from(local_id), local_asn) < (u32::from(remote_id), remote_asn)
 }
 
 #[cfg(test)]
@@ -250,7 +257,12 @@ mod tests {
     fn collision_keeps_the_higher_identifiers_connection() {
         let low: Ipv4Addr = "1.1.1.1".parse().unwrap();
         let high: Ipv4Addr = "2.2.2.2".parse().unwrap();
-        assert!(keep_incoming(low, high));
-        assert!(!keep_incoming(high, low));
+        assert!(keep_incoming(low, 65000, high, 65001));
+        assert!(!keep_incoming(high, 65001, low, 65000));
+        // The identifier decides before the AS number.
+        assert!(keep_incoming(low, 65001, high, 65000));
+        // RFC 6286 2.3: equal identifiers, so the larger AS's connection.
+        assert!(keep_incoming(low, 65000, low, 65001));
+        assert!(!keep_incoming(low, 65001, low, 65000));
     }
 }

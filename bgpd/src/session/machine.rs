@@ -365,8 +365,13 @@ impl Fsm {
         match m {
             Message::Keepalive => {}
             Message::Update(u) => a.push(Action::Routes(Box::new(u))),
+            // RFC 7313 3, 4: only subtype 0 asks for the routes. BoRR (1)
+            // and EoRR (2) only mark a refresh of the peer's own, and any
+            // other subtype is ignored.
             Message::RouteRefresh {
-                family: Some(f), ..
+                family: Some(f),
+                subtype: 0,
+                ..
             } if self
                 .negotiated
                 .as_ref()

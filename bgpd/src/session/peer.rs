@@ -311,7 +311,9 @@ impl PeerTask {
                         return Some(opened);
                     }
                     // Collision (RFC 4271 6.8).
-                    let keep_in = keep_incoming(self.fsm.local().router_id, opened.negotiated.peer_router_id);
+                    let local = self.fsm.local();
+                    let peer = &opened.negotiated;
+                    let keep_in = keep_incoming(local.router_id, local.asn, peer.peer_router_id, peer.peer_asn);
                     if keep_in == incoming {
                         info!(peer = %self.neighbor.address, kept = if incoming { "incoming" } else { "outgoing" }, "connection collision resolved");
                         return Some(opened);

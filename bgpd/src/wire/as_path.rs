@@ -37,6 +37,10 @@ pub(super) fn decode(value: &[u8], width: usize) -> Result<AsPath, String> {
                 .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
                 .collect()
         };
+        // RFC 7607 2: AS 0 is reserved and makes the path malformed.
+        if asns.contains(&0) {
+            return Err("AS 0".into());
+        }
         segments.push(match *ty {
             AS_SET => AsSegment::Set(asns),
             AS_SEQUENCE => AsSegment::Sequence(asns),

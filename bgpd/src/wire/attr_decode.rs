@@ -12,7 +12,7 @@ use super::as_path::{self, AS_TRANS};
 use super::codes::UpdateError as Ue;
 use super::nlri::decode_prefixes;
 use super::notification::Notification;
-use crate::model::{AsPath, Family, NextHop, Origin, PathAttrs, RawAttr};
+use crate::model::{AsPath, Family, NextHop, Origin, PathAttrs, RawAttr, checks};
 
 /// Attribute type codes.
 pub(super) mod type_code {
@@ -234,6 +234,17 @@ fn bad_len(code: u8, len: usize, raw: &[u8]) -> Fault {
     withdraw(code, Ue::AttributeLength, &format!("length {len}"), raw)
 }
 
+/// RFC 7606 7.5, 7.9, 7.10: LOCAL_PREF, ORIGINATOR_ID and CLUSTER_LIST
+/// mean nothing from an external peer, so a malformed one from there is
+/// discarded; from an internal peer `fault` stands.
+fn internal_only(code: u8, opts: &DecodeOptions, fault: Fault) -> Fault {
+    let ibgp_only = matches!(code, tc::LOCAL_PREF | tc::ORIGINATOR_ID | tc::CLUSTER_LIST);
+    match fault {
+        Fault::Withdraw(why, _) if ibgp_only && opts.external => Fault::Discard(why),
+        other => other,
+    }
+}
+
 /// Interprets one attribute (first occurrence of its type).
 fn apply(
     w: &mut Walk,
@@ -243,18 +254,29 @@ fn apply(
     raw: &[u8],
     opts: &DecodeOptions,
 ) -> Result<(), Fault> {
-    let flags_ok = defined_flags(code).is_none_or(|f| flags & (OPTIONAL | TRANSITIVE) == f);
+    let flags_ok = defined_flags(code).is_none_or(|f| {
+        // RFC 4271 4.3: Partial is 0 but on optional transitive attributes.
+        let partial_ok = flags & RawAttr::PARTIAL == 0 || f == OPTIONAL | TRANSITIVE;
+        flags & (OPTIONAL | TRANSITIVE) == f && partial_ok
+    });
     if !flags_ok {
         let why = format!("flags {flags:#04x} conflict with the attribute's definition");
         match code {
-            // RFC 6793 6: malformed AS4 attributes are discarded.
-            tc::AS4_PATH | tc::AS4_AGGREGATOR => {
+            // RFC 6793 6: malformed AS4 attributes are discarded; RFC 7606
+            // 7.6, 7.7: so are ATOMIC_AGGREGATE and AGGREGATOR.
+            tc::AS4_PATH | tc::AS4_AGGREGATOR | tc::ATOMIC_AGGREGATE | tc::AGGREGATOR => {
                 return Err(Fault::Discard(format!("{}: {why}", name(code))));
             }
             // Parsed all the same, so their prefixes can be withdrawn.
             tc::MP_REACH_NLRI | tc::MP_UNREACH_NLRI => {}
-            // RFC 7606 3.c.
-            _ => return Err(withdraw(code, Ue::AttributeFlags, &why, raw)),
+            // RFC 7606 3.c (and 7.5, 7.9, 7.10 for external peers).
+            _ => {
+                return Err(internal_only(
+                    code,
+                    opts,
+                    withdraw(code, Ue::AttributeFlags, &why, raw),
+                ));
+            }
         }
     }
     let len = v.len();
@@ -278,8 +300,15 @@ fn apply(
         // RFC 7606 7.2.
         tc::AS_PATH => {
             let width = if opts.four_octet_as { 4 } else { 2 };
-            a.as_path = as_path::decode(v, width)
+            let path = as_path::decode(v, width)
                 .map_err(|why| withdraw(code, Ue::MalformedAsPath, &why, raw))?;
+            // RFC 5065 5: bgpd is in no confederation, so every neighbour
+            // is outside one and must not send confederation segments.
+            if checks::has_confed_segments(&path) {
+                let why = "confederation segments from outside the confederation";
+                return Err(withdraw(code, Ue::MalformedAsPath, why, raw));
+            }
+            a.as_path = path;
         }
         // RFC 7606 7.3.
         tc::NEXT_HOP => match v {
@@ -289,7 +318,7 @@ fn apply(
         // RFC 7606 7.4, 7.5.
         tc::MED | tc::LOCAL_PREF => {
             if len != 4 {
-                return Err(bad_len(code, len, raw));
+                return Err(internal_only(code, opts, bad_len(code, len, raw)));
             }
             if code == tc::MED {
                 a.med = Some(u32_at(v, 0));
@@ -305,17 +334,24 @@ fn apply(
             a.atomic_aggregate = true;
         }
         // RFC 7606 7.7: attribute discard; the AS width is the session's.
-        tc::AGGREGATOR => match (opts.four_octet_as, v) {
-            (true, &[a0, a1, a2, a3, b0, b1, b2, b3]) => {
-                let asn = u32::from_be_bytes([a0, a1, a2, a3]);
-                a.aggregator = Some((asn, Ipv4Addr::new(b0, b1, b2, b3)));
+        tc::AGGREGATOR => {
+            let agg = match (opts.four_octet_as, v) {
+                (true, &[a0, a1, a2, a3, b0, b1, b2, b3]) => (
+                    u32::from_be_bytes([a0, a1, a2, a3]),
+                    Ipv4Addr::new(b0, b1, b2, b3),
+                ),
+                (false, &[a0, a1, b0, b1, b2, b3]) => (
+                    u32::from(u16::from_be_bytes([a0, a1])),
+                    Ipv4Addr::new(b0, b1, b2, b3),
+                ),
+                _ => return Err(Fault::Discard(format!("AGGREGATOR of length {len}"))),
+            };
+            // RFC 7607 2: AS 0 makes it malformed.
+            if agg.0 == 0 {
+                return Err(Fault::Discard("AGGREGATOR with AS 0".into()));
             }
-            (false, &[a0, a1, b0, b1, b2, b3]) => {
-                let asn = u32::from(u16::from_be_bytes([a0, a1]));
-                a.aggregator = Some((asn, Ipv4Addr::new(b0, b1, b2, b3)));
-            }
-            _ => return Err(Fault::Discard(format!("AGGREGATOR of length {len}"))),
-        },
+            a.aggregator = Some(agg);
+        }
         // RFC 7606 7.8: a non-zero multiple of 4.
         tc::COMMUNITIES => {
             if len == 0 || !len.is_multiple_of(4) {
@@ -326,12 +362,12 @@ fn apply(
         // RFC 7606 7.9.
         tc::ORIGINATOR_ID => match v {
             &[a0, a1, a2, a3] => a.originator_id = Some(Ipv4Addr::new(a0, a1, a2, a3)),
-            _ => return Err(bad_len(code, len, raw)),
+            _ => return Err(internal_only(code, opts, bad_len(code, len, raw))),
         },
         // RFC 7606 7.10: a non-zero multiple of 4.
         tc::CLUSTER_LIST => {
             if len == 0 || !len.is_multiple_of(4) {
-                return Err(bad_len(code, len, raw));
+                return Err(internal_only(code, opts, bad_len(code, len, raw)));
             }
             a.cluster_list = (0..len)
                 .step_by(4)
@@ -370,6 +406,10 @@ fn apply(
                 return Err(Fault::Discard(
                     "AS4_AGGREGATOR on a 4-octet AS session".into(),
                 ));
+            }
+            // RFC 7607 2, RFC 6793 6: AS 0 makes it malformed.
+            (false, &[0, 0, 0, 0, ..]) => {
+                return Err(Fault::Discard("AS4_AGGREGATOR with AS 0".into()));
             }
             (false, &[a0, a1, a2, a3, b0, b1, b2, b3]) => {
                 let asn = u32::from_be_bytes([a0, a1, a2, a3]);

@@ -50,6 +50,7 @@ pub use update_encode::{
 };
 
 use crate::model::Family;
+use std::net::IpAddr;
 
 pub const HEADER_LEN: usize = 19;
 pub const MAX_MESSAGE_LEN: usize = 4096;
@@ -68,12 +69,21 @@ pub mod msg_type {
 pub struct DecodeOptions {
     /// Both sides announced 4-octet AS support (RFC 6793). Default: true.
     pub four_octet_as: bool,
+    /// The peer is in another AS: some malformed attributes are then
+    /// discarded rather than withdrawing the routes (RFC 7606 7.5, 7.9,
+    /// 7.10). Default: false.
+    pub external: bool,
+    /// Our address on the session, which no received route may have as
+    /// its next hop (RFC 4271 6.3). Default: none.
+    pub local: Option<IpAddr>,
 }
 
 impl Default for DecodeOptions {
     fn default() -> Self {
         DecodeOptions {
             four_octet_as: true,
+            external: false,
+            local: None,
         }
     }
 }

@@ -7,7 +7,7 @@ use super::attr_decode::{self, type_code as tc};
 use super::codes::UpdateError;
 use super::nlri::decode_prefixes;
 use super::notification::Notification;
-use crate::model::{Family, NextHop, PathAttrs};
+use crate::model::{Family, NextHop, PathAttrs, checks};
 
 /// A decoded UPDATE.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -119,6 +119,17 @@ pub(super) fn decode_update(body: &[u8], opts: &DecodeOptions) -> Result<Update,
         });
     }
 
+    // RFC 4271 6.3, RFC 7606 7.3: a next hop no one can forward to makes
+    // the routes treat-as-withdraw, not a NOTIFICATION.
+    let own: Vec<_> = opts.local.into_iter().collect();
+    for reach in &update.reach {
+        if let Some(why) = checks::unusable_next_hop(&reach.next_hop, &own) {
+            walk.set_withdraw(
+                why,
+                Notification::update_error(UpdateError::InvalidNextHop, vec![]),
+            );
+        }
+    }
     if !update.reach.is_empty() {
         // RFC 7606 3.d: ORIGIN and AS_PATH must come with any NLRI.
         for code in [tc::ORIGIN, tc::AS_PATH] {

@@ -62,13 +62,8 @@ impl RawPeer {
                 .map_err(|n| anyhow::anyhow!("speaker sent a bad header: {n}"))?
             {
                 let msg: Vec<u8> = self.buf.drain(..len).collect();
-                let m = wire::decode(
-                    &msg,
-                    &DecodeOptions {
-                        four_octet_as: true,
-                    },
-                )
-                .map_err(|n| anyhow::anyhow!("speaker sent a message we cannot decode: {n}"))?;
+                let m = wire::decode(&msg, &DecodeOptions::default())
+                    .map_err(|n| anyhow::anyhow!("speaker sent a message we cannot decode: {n}"))?;
                 if skip_keepalives && matches!(m, Message::Keepalive) {
                     continue;
                 }

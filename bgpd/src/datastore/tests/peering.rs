@@ -132,6 +132,34 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     );
 }
 
+/// ttlSecurity of a peerSelector BGPPeer applies to every node it picks.
+#[test]
+fn ttl_security_reaches_peer_selector_sessions() {
+    let mut i = three();
+    // Without the mesh, so that the peerSelector sessions stand alone.
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            node_to_node_mesh_enabled: Some(false),
+            ..Default::default()
+        },
+    );
+    i.peers.insert("nodes".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.peer_ip = None;
+        p.as_number = None;
+        p.peer_selector = Some("all()".into());
+        p.ttl_security = Some(3);
+        p
+    });
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3"]);
+    for n in &c.neighbors {
+        assert!(n.ttl_security, "{n:?}");
+        assert_eq!(n.multihop, 3, "up to 3 hops away (RFC 5082)");
+    }
+}
+
 #[test]
 fn a_bgp_peers_filters_reach_its_session_and_a_missing_one_stops_it() {
     use tartan_api::resources::BgpFilterSpec;

@@ -93,6 +93,26 @@ fn max_prefix_leaves_the_rib_unchanged() {
     assert_eq!(r.counts(2).accepted, 3);
 }
 
+/// A prefix repeated within one UPDATE is one route towards the limit.
+#[test]
+fn max_prefix_counts_a_repeated_prefix_once() {
+    let mut r = rib();
+    r.peer_up(PeerConfig {
+        max_prefix: Some(2),
+        ..ebgp(2)
+    });
+    let a = attrs(&[65002], [10, 1, 1, 1]);
+    r.announce(2, a.clone(), &[net("10.1.0.0/16")]).unwrap();
+    let p2 = net("10.2.0.0/16");
+    r.announce(2, a.clone(), &[p2, p2, net("10.2.3.4/16")])
+        .unwrap();
+    assert_eq!(r.counts(2).accepted, 2);
+    assert_eq!(
+        r.announce(2, a, &[net("10.3.0.0/16")]),
+        Err(ImportError::MaxPrefix { limit: 2 })
+    );
+}
+
 #[test]
 fn unknown_peer_is_an_error() {
     let mut r = rib();
@@ -123,4 +143,65 @@ fn host_bits_are_cleared() {
     r.announce(2, attrs(&[65002], [10, 1, 1, 1]), &[net("10.1.2.3/24")])
         .unwrap();
     assert!(r.best(&net("10.1.2.0/24")).is_some());
+}
+
+/// RFC 4271 6.3: a route whose NEXT_HOP no one can forward to is ignored,
+/// and withdraws what the peer sent before for the prefix.
+#[test]
+fn unusable_next_hops_are_treat_as_withdraw() {
+    let v4 = [
+        [0, 0, 0, 0],
+        [224, 0, 0, 5],
+        [127, 0, 0, 1],
+        [255, 255, 255, 255],
+        [240, 0, 0, 1],
+        // The session address we have with the peer (`local_v4`).
+        [192, 0, 2, 254],
+    ];
+    for bad in v4 {
+        let mut r = rib();
+        r.peer_up(ebgp(2));
+        r.announce(2, attrs(&[65002], [10, 1, 1, 1]), &[net(P)])
+            .unwrap();
+        r.announce(2, attrs(&[65002], bad), &[net(P)]).unwrap();
+        assert_eq!(best_peer(&r, P), None, "next hop {bad:?}");
+    }
+    const P6: &str = "2001:db8:5::/48";
+    for bad in ["::", "ff02::5", "::1", "2001:db8::fe"] {
+        let mut r = rib();
+        r.peer_up(ibgp(2));
+        let mut a = attrs(&[], [0; 4]);
+        a.next_hop = v6nh(bad);
+        r.announce(2, a, &[net(P6)]).unwrap();
+        assert_eq!(best_peer(&r, P6), None, "next hop {bad}");
+    }
+    // A link-local second next hop beside a global one is fine.
+    let mut r = rib();
+    r.peer_up(ibgp(2));
+    let mut a = attrs(&[], [0; 4]);
+    a.next_hop = NextHop::V6 {
+        global: "2001:db8::2".parse().unwrap(),
+        link_local: Some("fe80::2".parse().unwrap()),
+    };
+    r.announce(2, a, &[net(P6)]).unwrap();
+    assert_eq!(best_peer(&r, P6), Some(2));
+}
+
+/// RFC 5065 5: bgpd is in no confederation, so confederation segments
+/// come from outside one and the route is treat-as-withdraw.
+#[test]
+fn confederation_segments_are_treat_as_withdraw() {
+    for (peer, seg) in [
+        (ebgp(2), AsSegment::ConfedSequence(vec![65010])),
+        (ibgp(2), AsSegment::ConfedSet(vec![65010, 65011])),
+    ] {
+        let mut r = rib();
+        r.peer_up(peer);
+        r.announce(2, attrs(&[65002], [10, 1, 1, 1]), &[net(P)])
+            .unwrap();
+        let mut a = attrs(&[65002], [10, 1, 1, 1]);
+        a.as_path.segments.insert(0, seg);
+        r.announce(2, a, &[net(P)]).unwrap();
+        assert_eq!(best_peer(&r, P), None);
+    }
 }

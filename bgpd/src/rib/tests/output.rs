@@ -196,3 +196,36 @@ fn down_peer_gets_nothing() {
     assert!(c.peers_with_output.is_empty());
     assert_eq!(r.take_output(3, 10), None);
 }
+
+/// An announcement the session could not encode went out as a withdraw:
+/// the peer holds nothing, so a later withdraw of the route sends nothing
+/// and a new best path is announced again (RFC 4271 9.2).
+#[test]
+fn not_advertised_prefixes_are_not_held_by_the_peer() {
+    let mut r = rib();
+    r.peer_up(ebgp(2));
+    r.peer_up(ebgp(3));
+    r.announce(2, attrs(&[65002], [10, 1, 1, 2]), &[net(P)])
+        .unwrap();
+    let Some(OutBatch::Announce {
+        family, prefixes, ..
+    }) = r.take_output(3, 10)
+    else {
+        panic!("no announcement");
+    };
+    assert_eq!(r.counts(3).advertised, 1);
+    r.not_advertised(3, family, &prefixes);
+    assert_eq!(r.counts(3).advertised, 0);
+    // A new path for the prefix is tried again.
+    r.announce(2, attrs(&[65002, 7], [10, 1, 1, 2]), &[net(P)])
+        .unwrap();
+    assert!(matches!(
+        r.take_output(3, 10),
+        Some(OutBatch::Announce { .. })
+    ));
+    r.not_advertised(3, family, &prefixes);
+    // Gone: nothing to withdraw, the peer was never left holding it.
+    r.withdraw(2, &[net(P)]);
+    assert_eq!(r.take_output(3, 10), None);
+    assert_eq!(r.counts(3).advertised, 0);
+}

@@ -21,12 +21,16 @@ fn update() -> Update {
 }
 
 fn refresh(family: Family) -> Message {
+    refresh_subtype(family, 0)
+}
+
+fn refresh_subtype(family: Family, subtype: u8) -> Message {
     let (afi, safi) = family.afi_safi();
     Message::RouteRefresh {
         family: Some(family),
         afi,
         safi,
-        subtype: 0,
+        subtype,
     }
 }
 
@@ -158,6 +162,10 @@ transitions! {
     established_update_msg: Established, DIALS, E::Message(Message::Update(update())) => Established, vec![hold_set(), A::Routes(Box::new(update()))];
     established_route_refresh: Established, DIALS, E::Message(refresh(Family::Ipv4Unicast)) => Established, vec![hold_set(), A::RefreshRoutes(Family::Ipv4Unicast)];
     established_route_refresh_not_negotiated: Established, DIALS, E::Message(refresh(Family::Ipv6Unicast)) => Established, vec![hold_set()];
+    // RFC 7313: BoRR and EoRR are markers, not requests; other subtypes are ignored.
+    established_route_refresh_borr_ignored: Established, DIALS, E::Message(refresh_subtype(Family::Ipv4Unicast, 1)) => Established, vec![hold_set()];
+    established_route_refresh_eorr_ignored: Established, DIALS, E::Message(refresh_subtype(Family::Ipv4Unicast, 2)) => Established, vec![hold_set()];
+    established_route_refresh_unknown_subtype_ignored: Established, DIALS, E::Message(refresh_subtype(Family::Ipv4Unicast, 7)) => Established, vec![hold_set()];
     established_keepalive_timer_expires: Established, DIALS, E::KeepaliveTimerExpires => Established, vec![A::Send(Outgoing::Keepalive), ka_set()];
     established_updates_sent: Established, DIALS, E::UpdatesSent => Established, vec![ka_set()];
     established_refresh_request: Established, DIALS, E::RefreshRequest(Family::Ipv4Unicast) => Established, vec![A::Send(Outgoing::RouteRefresh(Family::Ipv4Unicast))];

@@ -65,8 +65,8 @@ fn as4_path_longer_than_as_path_is_ignored() {
 }
 
 #[test]
-fn as4_path_merge_keeps_sets_and_leading_confed() {
-    let as_path = two_octet_path(&[(3, &[64512]), (2, &[65010, 23456]), (1, &[23456, 65030])]);
+fn as4_path_merge_keeps_sets() {
+    let as_path = two_octet_path(&[(2, &[65010, 23456]), (1, &[23456, 65030])]);
     let as4 = attr(
         0xc0,
         17,
@@ -76,11 +76,21 @@ fn as4_path_merge_keeps_sets_and_leading_confed() {
     assert_eq!(
         u.attrs.unwrap().as_path.segments,
         vec![
-            AsSegment::ConfedSequence(vec![64512]),
             seq(&[65010, 4_200_000_000]),
             AsSegment::Set(vec![4_200_000_001, 65030]),
         ]
     );
+}
+
+/// RFC 5065 5: bgpd is in no confederation; AS_CONFED_SEQUENCE in a
+/// 2-octet AS_PATH withdraws the routes, AS4_PATH or not.
+#[test]
+fn confed_segments_in_a_two_octet_as_path_are_withdrawn() {
+    let as_path = two_octet_path(&[(3, &[64512]), (2, &[65010, 23456])]);
+    let as4 = attr(0xc0, 17, &four_octet_path(&[(2, &[4_200_000_000])]));
+    let u = decode_two(&as4, &as_path);
+    assert!(u.treat_as_withdraw.is_some(), "{u:?}");
+    assert!(u.reach.is_empty());
 }
 
 #[test]

@@ -264,6 +264,7 @@ fn valid_seeds_decode() {
         }
         let opts = DecodeOptions {
             four_octet_as: seed[0] & 1 == 1,
+            ..DecodeOptions::default()
         };
         let mut buf = &seed[1..];
         while !buf.is_empty() {

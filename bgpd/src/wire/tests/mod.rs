@@ -7,6 +7,7 @@ mod notification;
 mod open;
 mod packing;
 mod rfc7606;
+mod rfc7606_discard;
 mod rfc7606_mp;
 mod robustness;
 mod roundtrip;
@@ -46,9 +47,13 @@ pub(super) fn update_msg(withdrawn: &[u8], attrs: &[u8], nlri: &[u8]) -> Vec<u8>
 
 pub(super) const FOUR: DecodeOptions = DecodeOptions {
     four_octet_as: true,
+    external: false,
+    local: None,
 };
 pub(super) const TWO: DecodeOptions = DecodeOptions {
     four_octet_as: false,
+    external: false,
+    local: None,
 };
 
 /// ORIGIN IGP, AS_PATH (sequence 65001, 4-octet), NEXT_HOP 192.0.2.1.

@@ -89,15 +89,6 @@ fn s7_2_malformed_as_path() {
         &attrs_with(AS_PATH, Some(attr(0x40, AS_PATH, &[2, 2, 0, 1, 0]))),
         &TWO,
     );
-    // Confederation segments decode.
-    let confed = attr(
-        0x40,
-        AS_PATH,
-        &[3, 1, 0, 0, 0, 7, 4, 1, 0, 0, 0, 8, 2, 1, 0, 0, 0, 9],
-    );
-    let u = assert_accepted(&attrs_with(AS_PATH, Some(confed)), &FOUR);
-    let path = u.attrs.unwrap().as_path;
-    assert_eq!(path.to_string(), "(7) [8] 9");
     // An empty AS_PATH is valid (iBGP).
     assert_accepted(&attrs_with(AS_PATH, Some(attr(0x40, AS_PATH, &[]))), &FOUR);
 }
@@ -192,8 +183,14 @@ fn s3_c_flag_conflicts() {
     );
     assert_withdrawn(&attrs_with(4, Some(attr(0xc0, 4, &[0, 0, 0, 1]))), &FOUR);
     assert_withdrawn(&attrs_with(8, Some(attr(0x80, 8, &[0, 0, 0, 1]))), &FOUR);
-    // The Partial and Extended Length bits are not conflicts.
+    // RFC 4271 4.3: Partial on a well-known (ORIGIN) or an optional
+    // non-transitive attribute (MED) is a conflict too.
+    assert_withdrawn(&attrs_with(ORIGIN, Some(attr(0x60, ORIGIN, &[0]))), &FOUR);
+    assert_withdrawn(&attrs_with(4, Some(attr(0xa0, 4, &[0, 0, 0, 1]))), &FOUR);
+    // Extended Length is no conflict, nor is Partial on an optional
+    // transitive attribute.
     assert_accepted(&attrs_with(ORIGIN, Some(attr(0x50, ORIGIN, &[0]))), &FOUR);
+    assert_accepted(&attrs_with(8, Some(attr(0xe0, 8, &[0, 0, 0, 1]))), &FOUR);
 }
 
 #[test]
@@ -241,4 +238,48 @@ pub(super) fn mp_reach_v6(nh_len: u8, nlri: &[u8]) -> Vec<u8> {
     v.push(0);
     v.extend_from_slice(nlri);
     attr(0x80, 14, &v)
+}
+
+/// RFC 5065 5, RFC 7606 7.2: bgpd is in no confederation, so an AS_PATH
+/// with AS_CONFED_SEQUENCE or AS_CONFED_SET comes from outside one.
+#[test]
+fn s7_2_confederation_segments_are_withdrawn() {
+    for path in [
+        &[3u8, 1, 0, 0, 0, 7, 2, 1, 0, 0, 0, 9][..],
+        &[2, 1, 0, 0, 0, 9, 4, 1, 0, 0, 0, 8],
+    ] {
+        let a = attrs_with(AS_PATH, Some(attr(0x40, AS_PATH, path)));
+        assert_withdrawn(&a, &FOUR);
+        let external = DecodeOptions {
+            external: true,
+            ..FOUR
+        };
+        assert_withdrawn(&a, &external);
+    }
+}
+
+/// RFC 4271 6.3, RFC 7606 7.3: a semantically wrong NEXT_HOP withdraws
+/// the routes; it is no reset.
+#[test]
+fn s7_3_unusable_next_hop_is_withdrawn() {
+    let opts = DecodeOptions {
+        local: Some("192.0.2.254".parse().unwrap()),
+        ..FOUR
+    };
+    for nh in [
+        [0, 0, 0, 0],
+        [224, 0, 0, 1],
+        [239, 1, 2, 3],
+        [127, 0, 0, 1],
+        [255, 255, 255, 255],
+        [240, 0, 0, 1],
+        [192, 0, 2, 254],
+    ] {
+        let u = assert_withdrawn(
+            &attrs_with(NEXT_HOP, Some(attr(0x40, NEXT_HOP, &nh))),
+            &opts,
+        );
+        assert!(u.treat_as_withdraw.unwrap().contains("next hop"));
+    }
+    assert_accepted(&base_attrs(), &opts);
 }

@@ -329,3 +329,44 @@ fn unknown_transitive_survives_with_partial_bit() {
         .expect("attribute on the wire");
     assert_eq!(&out[pos + 3..pos + 8], &[1, 2, 3, 4, 5]);
 }
+
+/// MP_REACH_NLRI for 2001:db8::/64 with this IPv6 next hop (and
+/// optionally a link-local second one).
+fn mp_reach_v6_via(global: &str, link_local: Option<&str>) -> Vec<u8> {
+    let mut nh: Vec<u8> = global
+        .parse::<std::net::Ipv6Addr>()
+        .unwrap()
+        .octets()
+        .to_vec();
+    if let Some(ll) = link_local {
+        nh.extend(ll.parse::<std::net::Ipv6Addr>().unwrap().octets());
+    }
+    let mut v = vec![0, 2, 1, nh.len() as u8];
+    v.extend(nh);
+    v.push(0);
+    v.extend([64, 0x20, 1, 0xd, 0xb8, 0, 0, 0, 0]);
+    let mut a = attr(0x80, 14, &v);
+    a.extend(attrs_with(NEXT_HOP, None));
+    a
+}
+
+/// RFC 4271 6.3 applied to the MP_REACH_NLRI next hop (RFC 7606 7.3):
+/// the unspecified, loopback, a multicast or our own address withdraw the
+/// routes; a link-local second next hop is fine.
+#[test]
+fn mp_reach_unusable_next_hop_is_withdrawn() {
+    let opts = DecodeOptions {
+        local: Some("2001:db8::fe".parse().unwrap()),
+        ..FOUR
+    };
+    for bad in ["::", "::1", "ff02::1", "ff0e::5", "2001:db8::fe"] {
+        let u = decode_update(&update_msg(&[], &mp_reach_v6_via(bad, None), &[]), &opts)
+            .expect("not a reset");
+        assert!(u.treat_as_withdraw.is_some(), "{bad}: {u:?}");
+        assert_eq!(u.withdrawn, vec![net("2001:db8::/64")]);
+        assert!(u.reach.is_empty());
+    }
+    let ok = mp_reach_v6_via("2001:db8::2", Some("fe80::2"));
+    let u = decode_update(&update_msg(&[], &ok, &[]), &opts).unwrap();
+    assert_eq!((u.treat_as_withdraw, u.reach.len()), (None, 1));
+}

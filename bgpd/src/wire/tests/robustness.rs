@@ -10,7 +10,7 @@ proptest! {
     #[test]
     fn random_bodies_after_a_valid_header(ty in 1u8..=5, body in prop::collection::vec(any::<u8>(), 1..200), four in any::<bool>()) {
         let m = message(ty, &body);
-        let opts = DecodeOptions { four_octet_as: four };
+        let opts = DecodeOptions { four_octet_as: four, ..DecodeOptions::default() };
         if let Ok(Some(len)) = frame(&m) {
             let _ = decode(&m[..len], &opts);
         }
@@ -25,7 +25,7 @@ proptest! {
 
     #[test]
     fn random_attribute_fields(attrs in prop::collection::vec(any::<u8>(), 0..150), nlri in prop::collection::vec(0u8..40, 0..10), four in any::<bool>()) {
-        let opts = DecodeOptions { four_octet_as: four };
+        let opts = DecodeOptions { four_octet_as: four, ..DecodeOptions::default() };
         let _ = decode(&update_msg(&[], &attrs, &nlri), &opts);
     }
 }

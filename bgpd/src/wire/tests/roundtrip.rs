@@ -10,28 +10,50 @@ use proptest::prelude::*;
 use super::*;
 use crate::model::{AsPath, AsSegment, NextHop, Origin, PathAttrs, RawAttr};
 
-fn segment(confed: bool) -> impl Strategy<Value = AsSegment> {
-    let kinds = if confed { 4 } else { 2 };
-    (0..kinds, prop::collection::vec(any::<u32>(), 1..12)).prop_map(|(k, v)| match k {
-        0 => AsSegment::Sequence(v),
-        1 => AsSegment::Set(v),
-        2 => AsSegment::ConfedSequence(v),
-        _ => AsSegment::ConfedSet(v),
+/// AS numbers other than 0, which RFC 7607 reserves.
+fn asns() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::vec(1..=u32::MAX, 1..12)
+}
+
+/// Only SEQUENCE and SET: bgpd takes no confederation segments (RFC 5065 5).
+fn segment() -> impl Strategy<Value = AsSegment> {
+    (any::<bool>(), asns()).prop_map(|(set, v)| {
+        if set {
+            AsSegment::Set(v)
+        } else {
+            AsSegment::Sequence(v)
+        }
     })
 }
 
-/// Attribute sets; `confed` allows confederation segments (only sound
-/// on 4-octet sessions: AS4_PATH cannot carry them).
-fn path_attrs(confed: bool) -> impl Strategy<Value = PathAttrs> {
+/// A next hop a route may have (RFC 4271 6.3): anything unusable becomes
+/// a documentation address.
+fn v4_next_hop(a: u32) -> NextHop {
+    let a = Ipv4Addr::from(a);
+    let bad = a.is_unspecified() || a.is_loopback() || a.octets()[0] >= 224;
+    NextHop::V4(if bad { Ipv4Addr::new(192, 0, 2, 1) } else { a })
+}
+
+fn v6_global(a: u128) -> Ipv6Addr {
+    let a = Ipv6Addr::from(a);
+    if a.is_unspecified() || a.is_loopback() || a.is_multicast() {
+        Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1)
+    } else {
+        a
+    }
+}
+
+/// Attribute sets as the decoder gives them back.
+fn path_attrs() -> impl Strategy<Value = PathAttrs> {
     let unknown = prop::collection::btree_map(
         prop_oneof![11u8..14, 16u8..17, 19u8..32, 33u8..=255],
         prop::collection::vec(any::<u8>(), 0..300),
         0..3,
     );
     (
-        (0u8..3, prop::collection::vec(segment(confed), 0..4)),
+        (0u8..3, prop::collection::vec(segment(), 0..4)),
         (any::<Option<u32>>(), any::<Option<u32>>(), any::<bool>()),
-        any::<Option<(u32, u32)>>(),
+        prop::option::of((1..=u32::MAX, any::<u32>())),
         (
             prop::collection::vec(any::<u32>(), 0..6),
             prop::collection::vec(any::<[u32; 3]>(), 0..3),
@@ -110,6 +132,7 @@ fn round_trip(
     };
     let dopts = DecodeOptions {
         four_octet_as: four,
+        ..DecodeOptions::default()
     };
     let mut out = Vec::new();
     encode_announce(attrs, family, prefixes, &eopts, &mut out).unwrap();
@@ -137,16 +160,16 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
     #[test]
-    fn v4_four_octet(mut attrs in path_attrs(true), prefixes in v4_prefixes(), nh in any::<u32>()) {
-        attrs.next_hop = NextHop::V4(Ipv4Addr::from(nh));
+    fn v4_four_octet(mut attrs in path_attrs(), prefixes in v4_prefixes(), nh in any::<u32>()) {
+        attrs.next_hop = v4_next_hop(nh);
         let (got, back) = round_trip(&attrs, Family::Ipv4Unicast, &prefixes, true);
         prop_assert_eq!(back, prefixes);
         for a in got { prop_assert_eq!(&a, &attrs); }
     }
 
     #[test]
-    fn v4_two_octet(mut attrs in path_attrs(false), prefixes in v4_prefixes(), nh in any::<u32>()) {
-        attrs.next_hop = NextHop::V4(Ipv4Addr::from(nh));
+    fn v4_two_octet(mut attrs in path_attrs(), prefixes in v4_prefixes(), nh in any::<u32>()) {
+        attrs.next_hop = v4_next_hop(nh);
         let (got, back) = round_trip(&attrs, Family::Ipv4Unicast, &prefixes, false);
         prop_assert_eq!(back, prefixes);
         for a in got { prop_assert_eq!(&a, &attrs); }
@@ -154,16 +177,13 @@ proptest! {
 
     #[test]
     fn v6_with_and_without_link_local(
-        mut attrs in path_attrs(true),
+        mut attrs in path_attrs(),
         prefixes in v6_prefixes(),
         global in any::<u128>(),
         ll in any::<Option<u128>>(),
         four in any::<bool>(),
     ) {
-        if !four {
-            attrs.as_path.segments.retain(|s| matches!(s, AsSegment::Sequence(_) | AsSegment::Set(_)));
-        }
-        attrs.next_hop = NextHop::V6 { global: Ipv6Addr::from(global), link_local: ll.map(Ipv6Addr::from) };
+        attrs.next_hop = NextHop::V6 { global: v6_global(global), link_local: ll.map(Ipv6Addr::from) };
         let (got, back) = round_trip(&attrs, Family::Ipv6Unicast, &prefixes, four);
         prop_assert_eq!(back, prefixes);
         for a in got { prop_assert_eq!(&a, &attrs); }
