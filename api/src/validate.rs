@@ -172,7 +172,7 @@ fn metadata_problems(kind: Kind, obj: &DynamicObject) -> Vec<Problem> {
         let mut size = 0;
         for (k, v) in a {
             size += k.len() + v.len();
-            if let Err(e) = names::qualified_name(k) {
+            if let Err(e) = names::annotation_key(k) {
                 p.push(("metadata.annotations".into(), e));
             }
             if k == crate::store::placeholder::UNREADABLE_ANNOTATION {
@@ -285,6 +285,46 @@ mod tests {
             let o = crate::examples::example(kind, "example-1");
             assert_eq!(validate(&o), Ok(()), "{kind}");
         }
+    }
+
+    /// The API server lowercases an annotation key before it checks it
+    /// (labels it does not): a policy annotated `Example.com/owner` is
+    /// valid, and readable through the store.
+    #[test]
+    fn annotation_keys_are_checked_lowercased() {
+        use crate::resources::GlobalNetworkPolicy;
+        use crate::store::typed::from_dynamic;
+        use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
+
+        let annotated = |kind: Kind, key: &str| {
+            let mut o = crate::examples::example(kind, "owned");
+            o.metadata.annotations = Some([(key.to_string(), "team-a".to_string())].into());
+            o
+        };
+        for kind in [
+            Kind::GlobalNetworkPolicy,
+            Kind::KubeNetworkPolicy,
+            Kind::Service,
+        ] {
+            let o = annotated(kind, "Example.com/owner");
+            assert_eq!(validate(&o), Ok(()), "{kind}");
+            let o = annotated(kind, "Example.com/Bad Key");
+            assert!(validate(&o).is_err(), "{kind}");
+        }
+        let g = from_dynamic::<GlobalNetworkPolicy>(annotated(
+            Kind::GlobalNetworkPolicy,
+            "Example.com/owner",
+        ));
+        assert!(g.is_ok(), "{g:?}");
+        let k = from_dynamic::<KubeNetworkPolicy>(annotated(
+            Kind::KubeNetworkPolicy,
+            "Example.com/owner",
+        ));
+        assert!(k.is_ok(), "{k:?}");
+        // A label key is still case-sensitive in its prefix.
+        let mut o = crate::examples::example(Kind::GlobalNetworkPolicy, "owned");
+        o.metadata.labels = Some([("Example.com/owner".to_string(), "a".to_string())].into());
+        assert!(validate(&o).is_err());
     }
 
     #[test]

@@ -70,16 +70,11 @@ impl SecretSource {
         if let Err(e) = dns_subdomain(&r.name) {
             p.add(format!("{field}.secretKeyRef.name"), e);
         }
-        let key_ok = !r.key.is_empty()
-            && r.key.len() <= 253
-            && r.key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-        if !key_ok {
+        if !crate::validate::names::is_config_map_key(&r.key) {
             p.add(
                 format!("{field}.secretKeyRef.key"),
                 format!(
-                    "{:?} is not a Secret key; allowed 1 to 253 letters, digits, '-', '_' and '.'",
+                    "{:?} is not a Secret key; allowed 1 to 253 letters, digits, '-', '_' and '.', not '.' and not starting with '..'",
                     r.key
                 ),
             );
@@ -256,6 +251,39 @@ pub(crate) fn check_selector(field: &str, s: &str, p: &mut Problems) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_keys_are_config_map_keys() {
+        let problems = |key: &str| {
+            let mut p = Problems::default();
+            SecretSource {
+                secret_key_ref: SecretKeyRef {
+                    name: "bgp-passwords".into(),
+                    key: key.into(),
+                },
+            }
+            .check("spec.password", &mut p);
+            p.0
+        };
+        for good in ["password", "peer.a", ".hidden", "a..b", "a_b-C.1"] {
+            assert!(problems(good).is_empty(), "{good:?}");
+        }
+        // `IsConfigMapKey`: not '.', not '..', not starting with '..'.
+        for bad in [
+            "",
+            ".",
+            "..",
+            "..x",
+            "../etc",
+            "a b",
+            "a/b",
+            &"k".repeat(254),
+        ] {
+            let p = problems(bad);
+            assert_eq!(p.len(), 1, "{bad:?}: {p:?}");
+            assert_eq!(p[0].0, "spec.password.secretKeyRef.key");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::Node;
 
 use super::common::{Problems, check_as_number};
 use crate::validate::Invalid;
+use crate::validate::names::all_digits;
 
 pub const BGP_IPV4_ADDRESS: &str = "tartan.dev/bgp-ipv4-address";
 pub const BGP_IPV6_ADDRESS: &str = "tartan.dev/bgp-ipv6-address";
@@ -101,12 +102,13 @@ impl NodeBgp {
             }
         }
         if let Some(v) = annotations.get(BGP_AS_NUMBER) {
-            match v.parse::<u32>() {
-                Ok(asn) => match check_as_number(asn) {
+            // Digits only: Rust's parsing would take "+65000".
+            match v.parse::<u32>().ok().filter(|_| all_digits(v)) {
+                Some(asn) => match check_as_number(asn) {
                     Ok(()) => out.as_number = Some(asn),
                     Err(e) => p.add(field(BGP_AS_NUMBER), e),
                 },
-                Err(_) => p.add(
+                None => p.add(
                     field(BGP_AS_NUMBER),
                     format!("{v:?} is not an AS number; allowed a whole number 1 to 4294967295"),
                 ),
@@ -222,6 +224,23 @@ mod tests {
             NodeBgp::from_annotations("n1", &BTreeMap::new()),
             Ok(NodeBgp::default())
         );
+    }
+
+    #[test]
+    fn as_numbers_are_digits_only() {
+        let read = |v: &str| NodeBgp::from_annotations("n1", &ann(&[(BGP_AS_NUMBER, v)]));
+        assert_eq!(read("65000").unwrap().as_number, Some(65000));
+        for bad in [
+            "+65000",
+            " 65000",
+            "65000 ",
+            "-1",
+            "",
+            "65000.0",
+            "4294967296",
+        ] {
+            assert!(read(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::validate::names::is_port_name;
+use crate::validate::names::{all_digits, is_port_name};
 
 /// An IP protocol, by name or number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -74,9 +74,10 @@ impl Protocol {
         {
             return Ok(*p);
         }
+        // Digits only: Rust's parsing would take "+6".
         match s.parse::<u64>() {
-            Ok(n) => Protocol::from_number(n),
-            Err(_) => Err(format!("{s:?} is not a protocol; {PROTOCOLS_ALLOWED}")),
+            Ok(n) if all_digits(s) => Protocol::from_number(n),
+            _ => Err(format!("{s:?} is not a protocol; {PROTOCOLS_ALLOWED}")),
         }
     }
 }
@@ -202,9 +203,12 @@ impl Serialize for Port {
     }
 }
 
+/// Digits only: Rust's parsing would take "+80".
 fn port_number(t: &str) -> Result<u16, String> {
     t.parse::<u16>()
-        .map_err(|_| format!("{t:?} is not a port; allowed 1 to 65535"))
+        .ok()
+        .filter(|_| all_digits(t))
+        .ok_or_else(|| format!("{t:?} is not a port; allowed 1 to 65535"))
 }
 
 impl<'de> Deserialize<'de> for Port {
@@ -279,6 +283,31 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    /// Numbers are digits only, as the CRD's `^[0-9]+$` says: Rust's
+    /// integer parsing takes a leading '+'.
+    #[test]
+    fn numbers_in_strings_are_digits_only() {
+        let p: Protocol = serde_json::from_value(json!("6")).unwrap();
+        assert_eq!(p, Protocol::Number(6));
+        for bad in ["+6", "+17", " 6", "6 ", "-6", ""] {
+            assert!(
+                serde_json::from_value::<Protocol>(json!(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+        let p: Port = serde_json::from_value(json!("1:2")).unwrap();
+        assert_eq!(p, Port::Range(1, 2));
+        for bad in ["+1:+2", "+1:2", "1:+2", "1: 2", ":2", "1:", "1:2:3"] {
+            assert!(
+                serde_json::from_value::<Port>(json!(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+        // "+80" is no port number; as a name it is refused by the check.
+        let p: Result<Port, _> = serde_json::from_value(json!("+80"));
+        assert!(p.is_err() || p.unwrap().check().is_err());
     }
 
     #[test]

@@ -64,6 +64,31 @@ pub fn qualified_name(s: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// An annotation key: a qualified name once lowercased, as the API
+/// server's `ValidateAnnotations` reads it (`IsQualifiedName(ToLower(k))`),
+/// so `Example.com/Owner` is a key where a label key could not be. Each
+/// character is lowercased alone, as Go's `strings.ToLower` does.
+pub fn annotation_key(s: &str) -> Result<(), String> {
+    let lower: String = s
+        .chars()
+        .map(|c| {
+            let mut l = c.to_lowercase();
+            match (l.next(), l.next()) {
+                (Some(one), None) => one,
+                // Only 'İ' (U+0130) lowercases to two characters; Go's
+                // simple mapping gives 'i'.
+                _ if c == '\u{130}' => 'i',
+                _ => c,
+            }
+        })
+        .collect();
+    qualified_name(&lower).map_err(|_| {
+        format!(
+            "{s:?} is not a valid annotation key; the name part must be at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, with an optional DNS subdomain prefix (any case) and '/'"
+        )
+    })
+}
+
 /// A DNS-1035 label (Service names): a DNS-1123 label starting with a letter.
 pub fn dns1035_label(s: &str) -> Result<(), String> {
     let ok = crate::resources::common::dns_label(s).is_ok()
@@ -104,6 +129,24 @@ pub fn port_name(s: &str) -> Result<(), String> {
     }
 }
 
+/// Whether `k` is a Secret or ConfigMap data key (`IsConfigMapKey`): 1 to
+/// 253 letters, digits, '-', '_' and '.', not `.` or `..` and not
+/// starting with `..`.
+pub fn is_config_map_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.len() <= 253
+        && k.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && k != "."
+        && !k.starts_with("..")
+}
+
+/// Whether `s` is a whole number written in digits alone (no sign, no
+/// spaces), as a CRD's `^[0-9]+$` says.
+pub fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A port number 1-65535.
 pub fn port_number(n: i64) -> Result<(), String> {
     if (1..=65535).contains(&n) {
@@ -117,6 +160,49 @@ pub fn port_number(n: i64) -> Result<(), String> {
 pub fn ip(s: &str) -> Result<IpAddr, String> {
     s.parse::<IpAddr>()
         .map_err(|_| format!("{s:?} is not a valid IP address"))
+}
+
+/// An address the API server takes as an endpoint or external IP
+/// (`ValidateNonSpecialIP`, `ValidateEndpointIP`): not unspecified
+/// (0.0.0.0, ::), loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16,
+/// fe80::/10) or link-local multicast (224.0.0.0/24, ff02::/16 with any
+/// flags). An IPv4-mapped IPv6 address is judged as its IPv4 address, as
+/// Go's `net.IP` does.
+pub fn non_special_ip(a: IpAddr) -> Result<(), String> {
+    let why = match a.to_canonical() {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            if v4.is_unspecified() {
+                Some("may not be unspecified (0.0.0.0)")
+            } else if o[0] == 127 {
+                Some("may not be in the loopback range (127.0.0.0/8)")
+            } else if o[0] == 169 && o[1] == 254 {
+                Some("may not be in the link-local range (169.254.0.0/16)")
+            } else if o[0] == 224 && o[1] == 0 && o[2] == 0 {
+                Some("may not be in the link-local multicast range (224.0.0.0/24)")
+            } else {
+                None
+            }
+        }
+        IpAddr::V6(v6) => {
+            let o = v6.octets();
+            if v6.is_unspecified() {
+                Some("may not be unspecified (::)")
+            } else if v6.is_loopback() {
+                Some("may not be in the loopback range (::1/128)")
+            } else if o[0] == 0xfe && o[1] & 0xc0 == 0x80 {
+                Some("may not be in the link-local range (fe80::/10)")
+            } else if o[0] == 0xff && o[1] & 0x0f == 0x02 {
+                Some("may not be in the link-local multicast range (ff02::/16)")
+            } else {
+                None
+            }
+        }
+    };
+    match why {
+        Some(w) => Err(format!("{a}: {w}")),
+        None => Ok(()),
+    }
 }
 
 /// A CIDR as the API server reads one (host bits allowed).
@@ -158,6 +244,68 @@ mod tests {
         }
         for bad in ["", "/a", "Upper.IO/a", "a/", "a/b/c", "-a", &"k".repeat(64)] {
             assert!(qualified_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn annotation_keys_are_read_lowercased() {
+        for good in [
+            "Example.com/owner",
+            "EXAMPLE.COM/Owner",
+            "kubernetes.io/change-cause",
+            "Plain",
+            "\u{212a}ey",
+        ] {
+            assert!(annotation_key(good).is_ok(), "{good:?}");
+        }
+        for bad in [
+            "",
+            "/a",
+            "a/",
+            "a/b/c",
+            "-a",
+            "ex ample.com/a",
+            &"k".repeat(64),
+        ] {
+            assert!(annotation_key(bad).is_err(), "{bad:?}");
+        }
+        // Label keys stay case-sensitive in their prefix.
+        assert!(qualified_name("Example.com/owner").is_err());
+    }
+
+    #[test]
+    fn special_addresses_are_refused() {
+        for bad in [
+            "0.0.0.0",
+            "::",
+            "127.0.0.1",
+            "127.255.0.9",
+            "::1",
+            "169.254.169.254",
+            "fe80::1",
+            "febf::1",
+            "224.0.0.1",
+            "224.0.0.255",
+            "ff02::1",
+            "ff12::1",
+            "::ffff:127.0.0.1",
+            "::ffff:169.254.1.1",
+            "::ffff:0.0.0.0",
+        ] {
+            assert!(non_special_ip(bad.parse().unwrap()).is_err(), "{bad}");
+        }
+        for good in [
+            "10.0.0.1",
+            "192.0.2.10",
+            "224.0.1.1",
+            "239.1.1.1",
+            "fec0::1",
+            "ff05::1",
+            "2001:db8::1",
+            "::2",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(non_special_ip(good.parse().unwrap()).is_ok(), "{good}");
         }
     }
 

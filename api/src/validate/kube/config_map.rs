@@ -6,7 +6,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use super::secret::key_ok;
 use crate::resources::common::Problems;
 
-const KEY_RULE: &str = "a key is letters, digits, '-', '_' and '.' (at most 253)";
+const KEY_RULE: &str =
+    "a key is letters, digits, '-', '_' and '.' (at most 253), not '.' and not starting with '..'";
 
 pub(super) fn check(c: &ConfigMap, p: &mut Problems) {
     let mut size = 0;

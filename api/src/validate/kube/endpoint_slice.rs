@@ -1,12 +1,13 @@
 //! An EndpointSlice: its address type, ports and endpoints.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::fields::protocol;
 use crate::resources::common::{Problems, dns_label, dns_subdomain};
-use crate::validate::names::{one_of, port_number};
+use crate::validate::names::{non_special_ip, one_of, port_number};
 
 pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
     let family = s.address_type.as_str();
@@ -26,8 +27,13 @@ pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
         }
         for (j, a) in ep.addresses.iter().enumerate() {
             let af = format!("{f}[{j}]");
-            let ok = match (family, a.parse::<std::net::IpAddr>()) {
-                ("IPv4", Ok(std::net::IpAddr::V4(_))) | ("IPv6", Ok(std::net::IpAddr::V6(_))) => {
+            let ok = match (family, a.parse::<IpAddr>()) {
+                ("IPv4", Ok(ip @ IpAddr::V4(_))) | ("IPv6", Ok(ip @ IpAddr::V6(_))) => {
+                    // `ValidateEndpointIP`: no unspecified, loopback or
+                    // link-local address.
+                    if let Err(e) = non_special_ip(ip) {
+                        p.add(&af, e);
+                    }
                     true
                 }
                 ("FQDN", _) => dns_subdomain(a).is_ok(),
@@ -66,5 +72,61 @@ pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
             p.add(format!("{f}.port"), e);
         }
         protocol(format!("{f}.protocol"), port.protocol.as_ref(), p);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::kind::Kind;
+
+    fn fields(family: &str, addresses: Value) -> Vec<String> {
+        super::super::problems(
+            Kind::EndpointSlice,
+            &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"name": "web-1", "namespace": "default"},
+                    "addressType": family,
+                    "endpoints": [{"addresses": addresses}],
+                    "ports": [{"port": 8080, "protocol": "TCP"}]}),
+        )
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect()
+    }
+
+    #[test]
+    fn endpoint_addresses_may_not_be_special() {
+        for (family, bad) in [
+            ("IPv4", "0.0.0.0"),
+            ("IPv4", "127.0.0.1"),
+            ("IPv4", "169.254.169.254"),
+            ("IPv4", "224.0.0.251"),
+            ("IPv6", "::"),
+            ("IPv6", "::1"),
+            ("IPv6", "fe80::1"),
+            ("IPv6", "ff02::fb"),
+            ("IPv6", "::ffff:127.0.0.1"),
+        ] {
+            let good = if family == "IPv4" {
+                "10.244.0.5"
+            } else {
+                "fd00::5"
+            };
+            assert_eq!(
+                fields(family, json!([good, bad])),
+                ["endpoints[0].addresses[1]"],
+                "{family} {bad}"
+            );
+        }
+        assert!(fields("IPv4", json!(["10.244.0.5", "192.0.2.1"])).is_empty());
+        assert!(fields("IPv6", json!(["fd00:244::5"])).is_empty());
+        // The family is still checked.
+        assert_eq!(
+            fields("IPv4", json!(["fd00::5"])),
+            ["endpoints[0].addresses[0]"]
+        );
+        // An FQDN slice holds names, not addresses.
+        assert!(fields("FQDN", json!(["web.example.com"])).is_empty());
     }
 }
