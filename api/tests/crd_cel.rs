@@ -589,3 +589,116 @@ fn the_evaluator_applies_every_constraint() {
         );
     }
 }
+
+/// The IPPool spec's transition rules (`oldSelf`): on an update, the
+/// schema refuses a new `cidr` or `blockSize` as `IpPoolSpec::check_update`
+/// does (the block size compared as in force: left out is the family's
+/// default), and the rules are in the generated CRD.
+#[test]
+fn ip_pool_cidr_and_block_size_cannot_change_on_update() {
+    use tartan_api::resources::IpPoolSpec;
+    let eval = Evaluator::new();
+    let schema = crd_schema("IPPool");
+    let spec_schema = &schema["properties"]["spec"];
+    let rules: Vec<&str> = spec_schema["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["rule"].as_str())
+        .filter(|r| r.contains("oldSelf"))
+        .collect();
+    assert_eq!(rules.len(), 2, "{rules:?}");
+    assert!(rules.contains(&"self.cidr == oldSelf.cidr"), "{rules:?}");
+    let cases = [
+        (
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            r#"{"cidr": "10.0.0.0/16", "natOutgoing": true}"#,
+            true,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            r#"{"cidr": "10.0.0.0/16", "blockSize": 26}"#,
+            true,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16", "blockSize": 26}"#,
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            true,
+        ),
+        (
+            r#"{"cidr": "fd00::/56"}"#,
+            r#"{"cidr": "fd00::/56", "blockSize": 122}"#,
+            true,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            r#"{"cidr": "10.0.0.0/16", "blockSize": 24}"#,
+            false,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16", "blockSize": 28}"#,
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            false,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            r#"{"cidr": "10.1.0.0/16"}"#,
+            false,
+        ),
+        (
+            r#"{"cidr": "10.0.0.0/16"}"#,
+            r#"{"cidr": "10.0.0.0/8"}"#,
+            false,
+        ),
+    ];
+    for (old, new, ok) in cases {
+        let (o, n): (Value, Value) = (parse(old), parse(new));
+        let cel = rules
+            .iter()
+            .all(|r| eval.transition_holds(r, &n, &o).expect("the rule runs"));
+        assert_eq!(cel, ok, "{old} -> {new}");
+        let (os, ns): (IpPoolSpec, IpPoolSpec) = (
+            serde_json::from_value(o).unwrap(),
+            serde_json::from_value(n).unwrap(),
+        );
+        assert_eq!(ns.check_update(&os).is_empty(), ok, "{old} -> {new}");
+    }
+    // On a create the API server runs no transition rule.
+    assert_eq!(
+        eval.problems(
+            &schema,
+            &serde_json::json!({"spec": {"cidr": "10.0.0.0/16"}})
+        ),
+        Vec::<String>::new()
+    );
+}
+
+/// IPPool rules beside the examples: link-local ranges, and pools smaller
+/// than a block only when disabled; schema and `validate` agree.
+#[test]
+fn ip_pool_link_local_and_disabled_size_agree_with_validate() {
+    use tartan_api::resources::IpPoolSpec;
+    let eval = Evaluator::new();
+    let schema = crd_schema("IPPool");
+    for spec in [
+        r#"{"cidr": "169.254.0.0/16"}"#,
+        r#"{"cidr": "169.254.1.0/24"}"#,
+        r#"{"cidr": "169.0.0.0/8", "blockSize": 26}"#,
+        r#"{"cidr": "169.255.0.0/16"}"#,
+        r#"{"cidr": "169.253.0.0/16"}"#,
+        r#"{"cidr": "fe80::/64", "blockSize": 122}"#,
+        r#"{"cidr": "fe00::/7", "blockSize": 122, "disabled": true}"#,
+        r#"{"cidr": "fec0::/64", "blockSize": 122}"#,
+        r#"{"cidr": "10.0.0.0/28"}"#,
+        r#"{"cidr": "10.0.0.0/28", "disabled": true}"#,
+        r#"{"cidr": "10.0.0.0/28", "disabled": false}"#,
+        r#"{"cidr": "fd00::/126", "disabled": true}"#,
+    ] {
+        let v = parse(spec);
+        let cel_ok = eval
+            .problems(&schema, &serde_json::json!({"spec": v.clone()}))
+            .is_empty();
+        let s: IpPoolSpec = serde_json::from_value(v).unwrap();
+        assert_eq!(cel_ok, s.check().is_empty(), "{spec}: {:?}", s.check());
+    }
+}

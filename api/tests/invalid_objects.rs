@@ -97,6 +97,18 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         ),
         (pool("{blockSize: 26}"), "spec.cidr: Required value"),
         (
+            pool("{cidr: 169.254.0.0/16}"),
+            "spec.cidr: 169.254.0.0/16 overlaps the link-local range 169.254.0.0/16",
+        ),
+        (
+            pool("{cidr: 169.0.0.0/8, disabled: true}"),
+            "spec.cidr: 169.0.0.0/8 overlaps the link-local range 169.254.0.0/16",
+        ),
+        (
+            pool("{cidr: 'fe80::/64', blockSize: 122}"),
+            "spec.cidr: fe80::/64 overlaps the link-local range fe80::/10",
+        ),
+        (
             pool("{cidr: 10.244.0.0/16, natOutgoing: 'yes'}"),
             "spec.natOutgoing: expected true or false, got the string \"yes\"",
         ),
@@ -178,6 +190,10 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.nodeMeshPassword.secretKeyRef.key: \"pass word\" is not a Secret key",
         ),
         (
+            bgpconfig("{nodeMeshPassword: {secretKeyRef: {name: bgp, key: '..data'}}}"),
+            "spec.nodeMeshPassword.secretKeyRef.key: \"..data\" is not a Secret key",
+        ),
+        (
             bgpconfig("{nodeAddressAutodetectionV4: {interface: eth0, firstFound: true}}"),
             "spec.nodeAddressAutodetectionV4: 2 methods set; set exactly one of kubernetes, interface, skipInterface, canReach, cidrs, firstFound",
         ),
@@ -237,6 +253,10 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         (
             peer("{peerIP: 192.0.2.1, asNumber: 65001, filters: [export-only, export-only]}"),
             "spec.filters[1]: \"export-only\" is listed twice",
+        ),
+        (
+            peer("{peerSelector: has(route-reflector), asNumber: 65001}"),
+            "spec.asNumber: must be empty when peerSelector is specified",
         ),
         // BGPFilter
         (
@@ -368,7 +388,7 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.nodeSelector: \"zone == \" is not a selector",
         ),
         (
-            peer("{asNumber: 65001, peerSelector: \"!\"}"),
+            peer("{peerSelector: \"!\"}"),
             "spec.peerSelector: \"!\" is not a selector",
         ),
         (
@@ -382,6 +402,51 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         (
             "{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {name: np, namespace: Default}, spec: {}}".into(),
             "metadata.namespace: \"Default\" is not a DNS label",
+        ),
+        // Calico fields Tartan does not implement: declared, and refused.
+        (
+            tnp("web", "{ingress: [{action: Allow, http: {methods: [GET]}}]}"),
+            "spec.ingress[0].http: Tartan does not support it",
+        ),
+        (
+            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {names: [api]}}}]}"),
+            "spec.egress[0].destination.serviceAccounts: Tartan does not support it",
+        ),
+        (
+            tnp("web", "{egress: [{action: Deny, destination: {services: {name: kubernetes, namespace: default}}}]}"),
+            "spec.egress[0].destination.services: Tartan does not support it",
+        ),
+        (
+            tnp("web", "{serviceAccountSelector: \"role == 'web'\", ingress: [{action: Deny}]}"),
+            "spec.serviceAccountSelector: Tartan does not support it",
+        ),
+        (
+            tnp("web", "{tier: security, ingress: [{action: Deny}]}"),
+            "spec.tier: \"security\": only the tier default exists",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{preDNAT: true, applyOnForward: true, ingress: [{action: Deny}]}"),
+            "spec.preDNAT: true is not supported by Tartan",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{doNotTrack: true, applyOnForward: true, ingress: [{action: Allow}]}"),
+            "spec.doNotTrack: true is not supported by Tartan",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{applyOnForward: true, ingress: [{action: Allow}]}"),
+            "spec.applyOnForward: true is not supported by Tartan",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{tier: platform}"),
+            "spec.tier: \"platform\": only the tier default exists",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{ingress: [{action: Allow, source: {serviceAccounts: {selector: all()}}}]}"),
+            "spec.ingress[0].source.serviceAccounts: Tartan does not support it",
+        ),
+        (
+            tnp("web", "{preDNAT: false}"),
+            "spec.preDNAT: unknown field",
         ),
         // GlobalNetworkPolicy
         (
@@ -626,6 +691,18 @@ fn good_objects() -> Vec<String> {
             "{nodeSelector: \"rack == 'r1'\", peerIP: '[2001:db8::1]:1179', asNumber: 65001, password: {secretKeyRef: {name: bgp, key: tor}}, ttlSecurity: 1, nextHopMode: Self, maxRestartTime: 300s, filters: [export-only], sourceAddress: None}",
         ),
         peer("{node: node-a, peerSelector: has(route-reflector)}"),
+        // As Calico: a disabled pool may be smaller than a block.
+        pool("{cidr: 10.0.0.0/28, disabled: true}"),
+        // Calico's fields at the values that change nothing.
+        tnp(
+            "tiered",
+            "{tier: default, serviceAccountSelector: '', ingress: [{action: Deny}]}",
+        ),
+        cluster(
+            "GlobalNetworkPolicy",
+            "calico-defaults",
+            "{tier: default, preDNAT: false, doNotTrack: false, applyOnForward: false, ingress: [{action: Deny}]}",
+        ),
         filter("{}"),
         filter(
             "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 24, max: 32}, action: Accept, communities: {add: ['64512:1', no-export], remove: ['1:2:3']}, asPathPrepend: [64512, 64512]}, {action: Reject}], importV6: [{cidr: '::/0', matchOperator: Equal, source: RemotePeers, action: Reject}]}",

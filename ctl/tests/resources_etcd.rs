@@ -207,17 +207,18 @@ fn apply_get_label_and_delete() {
         rv_before
     );
 
-    // A change is configured in place: same uid, new resourceVersion.
+    // A change is configured in place: same uid, new resourceVersion
+    // (a pool's CIDR and block size cannot change; its NAT can).
     let uid = ctl.json(&["get", "pool", "pool-a"])["metadata"]["uid"].clone();
     let changed = ctl.file(
         "changed.yaml",
-        &ALL.replace("blockSize: 26", "blockSize: 28"),
+        &ALL.replace("natOutgoing: true", "natOutgoing: false"),
     );
     let r = ctl.run(&["apply", "-f", &changed]).out().to_string();
     assert!(r.contains("ippool.tartan.dev/pool-a configured\n"), "{r}");
     assert_eq!(r.matches(" unchanged\n").count(), 4, "{r}");
     let now = ctl.json(&["get", "pool", "pool-a"]);
-    assert_eq!(now["spec"]["blockSize"], 28);
+    assert_eq!(now["spec"]["natOutgoing"], false);
     assert_eq!(now["metadata"]["uid"], uid);
     assert_ne!(now["metadata"]["resourceVersion"], rv_before);
 
@@ -392,9 +393,12 @@ fn conflicts_and_missing_objects() {
         .to_string();
     let stale = ctl.file(
         "stale.yaml",
-        &read.replace("blockSize: 26", "blockSize: 27"),
+        &read.replace("blockSize: 26", "blockSize: 26\n  disabled: true"),
     );
-    let newer = ctl.file("newer.yaml", &pool("a", "10.1.0.0/16", 28));
+    let newer = ctl.file(
+        "newer.yaml",
+        &format!("{}  natOutgoing: true\n", pool("a", "10.1.0.0/16", 26)),
+    );
     assert_eq!(
         ctl.run(&["replace", "-f", &newer]).out(),
         "ippool.tartan.dev/a replaced\n"
@@ -406,7 +410,9 @@ fn conflicts_and_missing_objects() {
         "{e}"
     );
     assert!(e.contains("read it again") && e.contains("retry"), "{e}");
-    assert_eq!(ctl.json(&["get", "pool", "a"])["spec"]["blockSize"], 28);
+    let now = ctl.json(&["get", "pool", "a"]);
+    assert_eq!(now["spec"]["natOutgoing"], true);
+    assert_ne!(now["spec"]["disabled"], true);
     // apply with the stale resourceVersion is refused the same way.
     let r = ctl.run(&["apply", "-f", &stale]);
     assert!(r.err().contains("changed by someone else"), "{}", r.stderr);
@@ -487,7 +493,7 @@ fn a_failed_write_stops_the_run_unless_told_to_go_on() {
         .expect("rv")
         .to_string();
     ctl.run(&["label", "pool", "taken", "moved=on"]).out();
-    let stale_taken = pool("taken", "10.9.0.0/16", 27).replace(
+    let stale_taken = format!("{}  disabled: true\n", pool("taken", "10.9.0.0/16", 26)).replace(
         "  name: taken\n",
         &format!("  name: taken\n  resourceVersion: \"{rv}\"\n"),
     );
@@ -516,7 +522,10 @@ fn a_failed_write_stops_the_run_unless_told_to_go_on() {
         "{}",
         r.stdout
     );
-    assert_eq!(ctl.json(&["get", "pool", "taken"])["spec"]["blockSize"], 26);
+    assert_ne!(
+        ctl.json(&["get", "pool", "taken"])["spec"]["disabled"],
+        true
+    );
 }
 
 #[test]

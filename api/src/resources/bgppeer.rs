@@ -55,7 +55,8 @@ pub enum SourceAddress {
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "has(self.peerIP) != has(self.peerSelector)", "message": "set exactly one of peerIP and peerSelector"},
     {"rule": "!(has(self.node) && has(self.nodeSelector))", "message": "set at most one of node and nodeSelector"},
-    {"rule": "!has(self.peerIP) || has(self.asNumber)", "message": "peerIP needs asNumber"}
+    {"rule": "!has(self.peerIP) || has(self.asNumber)", "message": "peerIP needs asNumber"},
+    {"rule": "!has(self.peerSelector) || !has(self.asNumber)", "message": "asNumber must be empty when peerSelector is specified; the selected nodes' own AS numbers are used"}
 ]))]
 pub struct BgpPeerSpec {
     /// The one node that makes this session. Default: all nodes (or those
@@ -156,7 +157,16 @@ impl BgpPeerSpec {
             }
         }
         if let Some(asn) = self.as_number {
-            p.take("spec.asNumber", check_as_number(asn));
+            if self.peer_selector.is_some() {
+                // As Calico: the selected nodes' own AS numbers are used,
+                // so a number here would be silently ignored.
+                p.add(
+                    "spec.asNumber",
+                    "must be empty when peerSelector is specified; the selected nodes' own AS numbers are used",
+                );
+            } else {
+                p.take("spec.asNumber", check_as_number(asn));
+            }
         }
         if self.node.is_some() && self.node_selector.is_some() {
             p.add(

@@ -8,6 +8,11 @@ use serde::{Deserialize, Serialize};
 use super::common::{Problem, Problems, all_selector, check_selector, parse_network};
 use super::schema_rules;
 
+/// The link-local ranges, which no pool may overlap (as in Calico): an
+/// address there is never routed off its link.
+const LINK_LOCAL_V4: &str = "169.254.0.0/16";
+const LINK_LOCAL_V6: &str = "fe80::/10";
+
 /// How traffic between pods on different nodes is carried.
 ///
 /// `Never`: routed as is (pure L3). `Always`: always encapsulated.
@@ -44,8 +49,20 @@ pub enum EncapMode {
         "message": "blockSize is out of range for the pool's family; allowed 20 to 32 for IPv4, 116 to 128 for IPv6"
     },
     {
-        "rule": "!isCIDR(self.cidr) || (has(self.blockSize) ? self.blockSize : (cidr(self.cidr).ip().family() == 4 ? 26 : 122)) >= cidr(self.cidr).prefixLength()",
-        "message": "blockSize is shorter than the pool's prefix; blocks must fit in the pool"
+        "rule": "(has(self.disabled) && self.disabled) || !isCIDR(self.cidr) || (has(self.blockSize) ? self.blockSize : (cidr(self.cidr).ip().family() == 4 ? 26 : 122)) >= cidr(self.cidr).prefixLength()",
+        "message": "blockSize is shorter than the pool's prefix; blocks must fit in the pool (or disable the pool)"
+    },
+    {
+        "rule": "!isCIDR(self.cidr) || (cidr(self.cidr).ip().family() == 4 ? !(cidr('169.254.0.0/16').containsIP(cidr(self.cidr).masked().ip()) || cidr(self.cidr).containsIP('169.254.0.0')) : !(cidr('fe80::/10').containsIP(cidr(self.cidr).masked().ip()) || cidr(self.cidr).containsIP('fe80::')))",
+        "message": "cidr: the pool overlaps the link-local range (169.254.0.0/16, fe80::/10), which pods cannot be given"
+    },
+    {
+        "rule": "self.cidr == oldSelf.cidr",
+        "message": "cidr: IPPool CIDR cannot be modified; create a new pool (and disable this one) instead"
+    },
+    {
+        "rule": "!isCIDR(self.cidr) || !isCIDR(oldSelf.cidr) || (has(self.blockSize) ? self.blockSize : (cidr(self.cidr).ip().family() == 4 ? 26 : 122)) == (has(oldSelf.blockSize) ? oldSelf.blockSize : (cidr(oldSelf.cidr).ip().family() == 4 ? 26 : 122))",
+        "message": "blockSize: IPPool BlockSize cannot be modified; create a new pool (and disable this one) instead"
     },
     {
         "rule": "!has(self.ipipMode) || self.ipipMode == 'Never' || !isCIDR(self.cidr) || cidr(self.cidr).ip().family() == 4",
@@ -114,6 +131,38 @@ impl IpPoolSpec {
         }))
     }
 
+    /// What may not change once the pool is stored (Calico: "IPPool CIDR
+    /// cannot be modified", "IPPool BlockSize cannot be modified"): blocks
+    /// already claimed are carved from the pool as it was. Every problem
+    /// of `self` as an update of `old`; fields are named from `spec`.
+    pub fn check_update(&self, old: &IpPoolSpec) -> Vec<Problem> {
+        let mut p = Problems::default();
+        let (new_net, old_net) = (self.network().ok(), old.network().ok());
+        let cidr_changed = match (new_net, old_net) {
+            (Some(a), Some(b)) => a != b,
+            _ => self.cidr != old.cidr,
+        };
+        if cidr_changed {
+            p.add(
+                "spec.cidr",
+                format!(
+                    "IPPool CIDR cannot be modified (stored {}); create a new pool (and disable this one) instead",
+                    old.cidr
+                ),
+            );
+        } else if let (Some(a), Some(b)) = (self.effective_block_size(), old.effective_block_size())
+            && a != b
+        {
+            p.add(
+                "spec.blockSize",
+                format!(
+                    "IPPool BlockSize cannot be modified (stored {b}); create a new pool (and disable this one) instead"
+                ),
+            );
+        }
+        p.0
+    }
+
     /// Every problem with this spec; fields are named from `spec`.
     pub fn check(&self) -> Vec<Problem> {
         let mut p = Problems::default();
@@ -131,12 +180,26 @@ impl IpPoolSpec {
                     "spec.blockSize",
                     format!("{b} is out of range for an {family} pool; allowed {lo} to {hi}"),
                 );
-            } else if size < net.prefix_len() {
+            } else if size < net.prefix_len() && !self.disabled {
                 p.add(
                     "spec.blockSize",
                     format!(
                         "{size} is shorter than the pool's prefix /{}; blocks must fit in the pool",
                         net.prefix_len()
+                    ),
+                );
+            }
+            let link_local: IpNet = match net {
+                IpNet::V4(_) => LINK_LOCAL_V4,
+                IpNet::V6(_) => LINK_LOCAL_V6,
+            }
+            .parse()
+            .expect("a network");
+            if link_local.contains(&net.network()) || net.contains(&link_local.network()) {
+                p.add(
+                    "spec.cidr",
+                    format!(
+                        "{net} overlaps the link-local range {link_local}, which pods cannot be given"
                     ),
                 );
             }
@@ -185,5 +248,63 @@ mod tests {
         );
         s.block_size = Some(30);
         assert!(s.check().is_empty());
+    }
+
+    #[test]
+    fn a_disabled_pool_may_be_smaller_than_a_block() {
+        // As Calico: the pool-size rule holds only for pools in use.
+        let mut s = IpPoolSpec::new("10.0.0.0/28");
+        s.disabled = true;
+        assert!(s.check().is_empty(), "{:?}", s.check());
+        // The range of blockSize still holds.
+        s.block_size = Some(33);
+        assert_eq!(s.check().len(), 1);
+    }
+
+    #[test]
+    fn link_local_pools_are_refused() {
+        for cidr in [
+            "169.254.0.0/16",
+            "169.254.10.0/24",
+            "169.0.0.0/8",
+            "fe80::/64",
+            "fe80::/10",
+            "fe00::/7",
+        ] {
+            let mut s = IpPoolSpec::new(cidr);
+            s.block_size = Some(if cidr.contains(':') { 122 } else { 26 });
+            s.disabled = true;
+            let p = s.check();
+            assert!(
+                p.iter()
+                    .any(|(f, m)| f == "spec.cidr" && m.contains("link-local")),
+                "{cidr}: {p:?}"
+            );
+        }
+        for cidr in ["169.255.0.0/16", "169.253.0.0/16", "fec0::/10", "fd00::/56"] {
+            assert!(IpPoolSpec::new(cidr).check().is_empty(), "{cidr}");
+        }
+    }
+
+    #[test]
+    fn cidr_and_block_size_cannot_change() {
+        let old = IpPoolSpec::new("10.0.0.0/16");
+        let mut new = old.clone();
+        new.nat_outgoing = true;
+        new.block_size = Some(26); // the default, written out
+        assert!(new.check_update(&old).is_empty());
+        new.block_size = Some(24);
+        let p = new.check_update(&old);
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].0, "spec.blockSize");
+        assert!(
+            p[0].1.contains("IPPool BlockSize cannot be modified"),
+            "{p:?}"
+        );
+        let mut new = old.clone();
+        new.cidr = "10.1.0.0/16".into();
+        let p = new.check_update(&old);
+        assert_eq!(p[0].0, "spec.cidr");
+        assert!(p[0].1.contains("IPPool CIDR cannot be modified"), "{p:?}");
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{Problem, Problems, all_selector, check_selector, parse_network_or_address};
 pub use super::policy_values::{Port, Protocol};
+use super::schema_rules_policy::UNSUPPORTED;
 use super::{schema_rules, schema_rules_policy};
 
 /// What a rule does with the packets it matches. `Allow` and `Deny` end
@@ -50,7 +51,7 @@ pub enum PolicyType {
     doc = "Ordered Allow/Deny/Pass/Log policy for the pods of one namespace."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_spec_rules()))]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::namespaced_policy_spec_rules()))]
 pub struct NetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -74,6 +75,16 @@ pub struct NetworkPolicySpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(transform = schema_rules::bounded_list)]
     pub egress: Vec<Rule>,
+    /// Calico's tier: refused unless `default` (Tartan has one tier).
+    /// Declared so that an API server does not drop it unnoticed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// Calico's selector over service accounts: refused unless empty
+    /// (Tartan does not implement it, and a policy without it would apply
+    /// more widely). Declared so that an API server does not drop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub service_account_selector: Option<String>,
 }
 
 /// Policy for endpoints anywhere in the cluster, and for hosts. Policies
@@ -90,7 +101,7 @@ pub struct NetworkPolicySpec {
     doc = "Ordered Allow/Deny/Pass/Log policy for endpoints across the cluster."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_spec_rules()))]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::global_policy_spec_rules()))]
 pub struct GlobalNetworkPolicySpec {
     /// Where this policy stands among others: lower applies first.
     /// Default: after every policy that has an order.
@@ -119,6 +130,26 @@ pub struct GlobalNetworkPolicySpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(transform = schema_rules::bounded_list)]
     pub egress: Vec<Rule>,
+    /// Calico's tier: refused unless `default` (Tartan has one tier).
+    /// Declared so that an API server does not drop it unnoticed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<String>,
+    /// Calico's selector over service accounts: refused unless empty
+    /// (Tartan does not implement it, and a policy without it would apply
+    /// more widely). Declared so that an API server does not drop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 4096))]
+    pub service_account_selector: Option<String>,
+    /// Calico's flag for host endpoint policy on forwarded traffic:
+    /// refused when true. Declared so that an API server does not drop it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_on_forward: Option<bool>,
+    /// Calico's host endpoint policy before DNAT: refused when true.
+    #[serde(default, rename = "preDNAT", skip_serializing_if = "Option::is_none")]
+    pub pre_dnat: Option<bool>,
+    /// Calico's untracked host endpoint policy: refused when true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub do_not_track: Option<bool>,
 }
 
 /// One rule: every condition given must match for `action` to apply.
@@ -150,6 +181,12 @@ pub struct Rule {
     /// Conditions on the packet's destination.
     #[serde(default, skip_serializing_if = "EntityRule::is_empty")]
     pub destination: EntityRule,
+    /// Calico's match on HTTP methods and paths: refused (Tartan has no
+    /// application layer). Declared so that an API server does not drop
+    /// it unnoticed (a rule without it matches every request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::opaque_object)]
+    pub http: Option<serde_json::Value>,
 }
 
 /// An ICMP type, and optionally a code within it.
@@ -171,6 +208,7 @@ pub struct IcmpMatch {
 /// Conditions on one end of a packet. Every field given must match.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::entity_rule_rules()))]
 pub struct EntityRule {
     /// The address is in one of these networks (CIDRs or addresses).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -201,6 +239,16 @@ pub struct EntityRule {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(transform = schema_rules::ports_list)]
     pub not_ports: Vec<Port>,
+    /// Calico's match on service accounts: refused. Declared so that an
+    /// API server does not drop it unnoticed (a rule without it matches
+    /// every endpoint).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::opaque_object)]
+    pub service_accounts: Option<serde_json::Value>,
+    /// Calico's match on Services: refused, as serviceAccounts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::opaque_object)]
+    pub services: Option<serde_json::Value>,
 }
 
 impl EntityRule {
@@ -242,6 +290,7 @@ impl NetworkPolicySpec {
             &self.egress,
             &mut p,
         );
+        check_unsupported(&self.tier, &self.service_account_selector, &mut p);
         p.0
     }
 }
@@ -264,7 +313,39 @@ impl GlobalNetworkPolicySpec {
         if let Some(s) = &self.namespace_selector {
             check_selector("spec.namespaceSelector", s, &mut p);
         }
+        check_unsupported(&self.tier, &self.service_account_selector, &mut p);
+        for (field, value) in [
+            ("spec.preDNAT", self.pre_dnat),
+            ("spec.doNotTrack", self.do_not_track),
+            ("spec.applyOnForward", self.apply_on_forward),
+        ] {
+            if value == Some(true) {
+                p.add(
+                    field,
+                    "true is not supported by Tartan; remove the field or set it to false",
+                );
+            }
+        }
         p.0
+    }
+}
+
+/// Calico's spec fields Tartan does not implement, refused unless their
+/// value changes nothing.
+fn check_unsupported(tier: &Option<String>, sa_selector: &Option<String>, p: &mut Problems) {
+    if let Some(t) = tier
+        && t != "default"
+    {
+        p.add(
+            "spec.tier",
+            format!("{t:?}: only the tier default exists; Tartan does not support tiers, remove the field or set it to default"),
+        );
+    }
+    if sa_selector.as_deref().is_some_and(|s| !s.is_empty()) {
+        p.add(
+            "spec.serviceAccountSelector",
+            format!("{UNSUPPORTED} (a policy without it would apply to every endpoint its selector picks)"),
+        );
     }
 }
 
@@ -314,6 +395,7 @@ impl Rule {
             not_icmp: None,
             source: EntityRule::default(),
             destination: EntityRule::default(),
+            http: None,
         }
     }
 
@@ -363,6 +445,12 @@ impl Rule {
                 );
             }
         }
+        if self.http.is_some() {
+            p.add(
+                format!("{f}.http"),
+                format!("{UNSUPPORTED} (a rule without it would match every HTTP request)"),
+            );
+        }
         for (name, e) in [("source", &self.source), ("destination", &self.destination)] {
             e.check(&format!("{f}.{name}"), self, p);
         }
@@ -371,6 +459,17 @@ impl Rule {
 
 impl EntityRule {
     fn check(&self, f: &str, rule: &Rule, p: &mut Problems) {
+        for (name, v) in [
+            ("serviceAccounts", &self.service_accounts),
+            ("services", &self.services),
+        ] {
+            if v.is_some() {
+                p.add(
+                    format!("{f}.{name}"),
+                    format!("{UNSUPPORTED} (a rule without it would match every endpoint)"),
+                );
+            }
+        }
         for (name, nets) in [("nets", &self.nets), ("notNets", &self.not_nets)] {
             for (i, n) in nets.iter().enumerate() {
                 let field = format!("{f}.{name}[{i}]");

@@ -56,6 +56,19 @@ fn set(s: &mut Schema, key: &str, v: Value) {
     s.ensure_object().insert(key.into(), v);
 }
 
+/// A field Tartan declares only to refuse it (a Calico field it does not
+/// implement): any object, kept as written, so that an API server that
+/// does not validate strictly stores it rather than drops it, and a CEL
+/// rule beside it (`!has(self.x)`) refuses it.
+pub(crate) fn opaque_object(s: &mut Schema) {
+    let description = s.get("description").cloned();
+    let mut o = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    if let Some(d) = description {
+        o["description"] = d;
+    }
+    *s = Schema::try_from(o).unwrap_or_default();
+}
+
 /// Apply `f` to the schema of a list's items, and bound the list.
 fn items(s: &mut Schema, max_items: u64, f: fn(&mut Schema)) {
     set(s, "maxItems", json!(max_items));
@@ -154,10 +167,18 @@ pub(crate) fn dns_name_set(s: &mut Schema) {
     set(s, "x-kubernetes-list-type", json!("set"));
 }
 
-/// A key of a Secret's data.
+/// A key of a Secret's data (as the API server's IsConfigMapKey: not `.`,
+/// and not `..` or anything starting with it).
 pub(crate) fn secret_key(s: &mut Schema) {
     set(s, "maxLength", json!(253));
     set(s, "pattern", json!("^[-._a-zA-Z0-9]+$"));
+    add_rules(
+        s,
+        vec![rule(
+            "self != '.' && !self.startsWith('..')",
+            "is not a Secret key: '.' and keys starting with '..' are refused",
+        )],
+    );
 }
 
 /// A selector. Its grammar is more than CEL can parse; what is checked

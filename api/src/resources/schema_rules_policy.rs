@@ -49,6 +49,10 @@ pub fn policy_rule_rules() -> Vec<Value> {
         "ipVersion: protocol ICMP is for IPv4 and ICMPv6 for IPv6",
     ));
     out.push(rule(
+        "!has(self.http)",
+        &format!("http: {UNSUPPORTED} (a rule without it would match every HTTP request)"),
+    ));
+    out.push(rule(
         "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol).lowerAscii() != string(self.notProtocol).lowerAscii()",
         "notProtocol is also the rule's protocol; the rule could never match",
     ));
@@ -84,6 +88,65 @@ pub fn policy_spec_rules() -> Vec<Value> {
                 &format!(
                     "{list}: rules are given but spec.types leaves out {t}, so they would never apply"
                 ),
+            )
+        })
+        .collect()
+}
+
+/// What Tartan says of a Calico field it does not implement.
+pub const UNSUPPORTED: &str = "Tartan does not support it; remove the field";
+
+/// The rules of both policy kinds' specs on Calico fields Tartan does
+/// not implement: declared so that they are stored rather than dropped,
+/// and refused unless their value changes nothing.
+pub fn policy_spec_unsupported_rules() -> Vec<Value> {
+    vec![
+        rule(
+            "!has(self.serviceAccountSelector) || self.serviceAccountSelector == ''",
+            &format!(
+                "serviceAccountSelector: {UNSUPPORTED} (a policy without it would apply to every endpoint its selector picks)"
+            ),
+        ),
+        rule(
+            "!has(self.tier) || self.tier == 'default'",
+            &format!("tier: only the tier default exists; {UNSUPPORTED} or set it to default"),
+        ),
+    ]
+}
+
+/// The rules of a GlobalNetworkPolicy's spec on Calico's host endpoint
+/// fields: `preDNAT: true`, `doNotTrack: true` and `applyOnForward: true`
+/// are refused (false is what a policy without them does).
+pub fn global_policy_spec_rules() -> Vec<Value> {
+    let mut out = policy_spec_rules();
+    out.extend(policy_spec_unsupported_rules());
+    for field in ["preDNAT", "doNotTrack", "applyOnForward"] {
+        out.push(rule(
+            &format!("!has(self.{field}) || !self.{field}"),
+            &format!(
+                "{field}: true is not supported by Tartan; remove the field or set it to false"
+            ),
+        ));
+    }
+    out
+}
+
+/// The spec rules of a NetworkPolicy.
+pub fn namespaced_policy_spec_rules() -> Vec<Value> {
+    let mut out = policy_spec_rules();
+    out.extend(policy_spec_unsupported_rules());
+    out
+}
+
+/// The rules of a rule's source or destination on Calico's matches
+/// Tartan does not implement.
+pub fn entity_rule_rules() -> Vec<Value> {
+    ["serviceAccounts", "services"]
+        .into_iter()
+        .map(|f| {
+            rule(
+                &format!("!has(self.{f})"),
+                &format!("{f}: {UNSUPPORTED} (a rule without it would match every endpoint)"),
             )
         })
         .collect()

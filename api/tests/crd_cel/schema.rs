@@ -73,6 +73,22 @@ impl Evaluator {
         }
     }
 
+    /// Runs a transition rule with `self` bound to `new` and `oldSelf`
+    /// to `old`, as the API server does on an update: Ok(true) when it
+    /// holds.
+    pub fn transition_holds(&self, rule: &str, new: &Value, old: &Value) -> Result<bool, String> {
+        let program = self.program(rule)?;
+        let mut ctx = Context::with_env(self.env.clone());
+        k8s_cel::install(&mut ctx);
+        ctx.add_variable_from_value("self", to_cel(new));
+        ctx.add_variable_from_value("oldSelf", to_cel(old));
+        match program.execute(&ctx) {
+            Ok(Cel::Bool(b)) => Ok(b),
+            Ok(other) => Err(format!("gave {other:?}, not a bool")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
     fn walk(&self, s: &Value, v: &Value, path: &str, out: &mut Vec<String>) {
         let at = if path.is_empty() { "<root>" } else { path };
         let mut mine = Vec::new();
@@ -241,6 +257,11 @@ impl Evaluator {
         {
             let rule = r["rule"].as_str().unwrap_or_default();
             let message = r["message"].as_str().unwrap_or_default();
+            if rule.contains("oldSelf") {
+                // A transition rule: the API server runs it only on an
+                // update (see `transition_holds`), and this is a create.
+                continue;
+            }
             match self.rule_holds(rule, v) {
                 Ok(true) => {}
                 Ok(false) => out.push(format!("{at}: {message}")),

@@ -10,6 +10,7 @@ pub mod get;
 pub mod label;
 pub mod names;
 pub mod objects;
+pub mod pools;
 pub mod selector;
 pub mod write;
 

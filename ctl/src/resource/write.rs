@@ -4,7 +4,7 @@
 use tartan_api::store::{DynamicObject, StoreError, same_content};
 
 use super::objects::{Check, Prepared};
-use super::{Ctx, Progress, describe, load, names};
+use super::{Ctx, Progress, describe, load, names, pools};
 use crate::cli::FileArgs;
 use crate::output;
 
@@ -29,7 +29,35 @@ pub async fn run(ctx: &Ctx, mode: Mode, args: FileArgs) -> anyhow::Result<()> {
     let items = load(&args.files, ctx.namespace.as_deref(), Check::Validate)?;
     let refs = items.iter().map(|p| names::reference(&p.key)).collect();
     let mut progress = Progress::new(refs, mode.verb(), args.continue_on_error);
+    // Checks across pools, made before anything is written: a file with
+    // one refused pool writes nothing (unless going on past errors).
+    let refused = if pools::concern(&items) {
+        let (stored_pools, stored_lb) = pools::stored(ctx.store.as_ref())
+            .await
+            .map_err(|e| anyhow::anyhow!(describe(&e)))?;
+        pools::problems(mode, &items, &stored_pools, &stored_lb)
+    } else {
+        Vec::new()
+    };
+    if !refused.is_empty() && !args.continue_on_error {
+        let lines: Vec<String> = refused
+            .iter()
+            .map(|(i, why)| format!("{}: {why}", names::reference(&items[*i].key)))
+            .collect();
+        anyhow::bail!("{}\nnothing was written", lines.join("\n"));
+    }
     for (i, p) in items.iter().enumerate() {
+        let why: Vec<&str> = refused
+            .iter()
+            .filter(|(j, _)| *j == i)
+            .map(|(_, w)| w.as_str())
+            .collect();
+        if !why.is_empty() {
+            if let Some(stop) = progress.failed(i, &why.join("; ")) {
+                return Err(stop);
+            }
+            continue;
+        }
         match write_one(ctx, mode, p).await {
             Ok(outcome) => {
                 progress.succeeded();
@@ -168,9 +196,14 @@ mod tests {
 
     #[test]
     fn a_changed_spec_is_written_with_stored_identity_and_version() {
-        let f = file(json!({"cidr": "10.0.0.0/16", "blockSize": 24}), None);
+        // natOutgoing, not cidr or blockSize: those cannot change
+        // (`pools::problems`).
+        let f = file(
+            json!({"cidr": "10.0.0.0/16", "blockSize": 26, "natOutgoing": true}),
+            None,
+        );
         let o = for_apply(&f, &stored()).expect("a change");
-        assert_eq!(o.data["spec"]["blockSize"], 24);
+        assert_eq!(o.data["spec"]["natOutgoing"], true);
         assert_eq!(o.data["status"]["allocated"], 3, "status kept");
         assert_eq!(o.metadata.resource_version.as_deref(), Some("42"));
         assert_eq!(o.metadata.uid.as_deref(), Some("u-1"));
@@ -214,5 +247,77 @@ mod tests {
         let c = for_create(&stored());
         assert!(c.metadata.uid.is_none() && c.metadata.resource_version.is_none());
         assert!(c.metadata.creation_timestamp.is_none());
+    }
+}
+
+#[cfg(test)]
+mod store_tests {
+    use std::sync::Arc;
+
+    use tartan_api::Kind;
+    use tartan_api::store::memory::MemoryStore;
+    use tartan_api::store::{Datastore, ObjectKey};
+
+    use super::*;
+
+    fn file_of(text: &str) -> FileArgs {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("tartanctl-write-{}-{n}.yaml", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        FileArgs {
+            files: vec![path],
+            continue_on_error: false,
+        }
+    }
+
+    const POOL_A: &str = "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: a}, spec: {cidr: 10.0.0.0/16}}\n";
+
+    #[tokio::test]
+    async fn pools_that_overlap_or_change_their_cidr_are_not_written() {
+        let store = Arc::new(MemoryStore::new());
+        let ctx = Ctx {
+            store: store.clone(),
+            namespace: None,
+        };
+        run(&ctx, Mode::Apply, file_of(POOL_A)).await.unwrap();
+        let key = ObjectKey::new(Kind::IpPool, None, "a");
+        let before = store.get(&key).await.unwrap();
+        // A second pool inside the first, with a good one before it in
+        // the file: nothing is written.
+        let text = "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: c}, spec: {cidr: 10.9.0.0/16}}\n---\n{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: b}, spec: {cidr: 10.0.64.0/18}}\n";
+        let e = run(&ctx, Mode::Apply, file_of(text)).await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("IPPool(b) CIDR 10.0.64.0/18 overlaps with IPPool(a) CIDR 10.0.0.0/16"),
+            "{e}"
+        );
+        assert_eq!(store.list(Kind::IpPool, None).await.unwrap().items.len(), 1);
+        // blockSize of a stored pool.
+        let text = "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: a}, spec: {cidr: 10.0.0.0/16, blockSize: 28}}\n";
+        let e = run(&ctx, Mode::Apply, file_of(text)).await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("IPPool BlockSize cannot be modified"),
+            "{e}"
+        );
+        let after = store.get(&key).await.unwrap();
+        assert_eq!(
+            before.metadata.resource_version,
+            after.metadata.resource_version
+        );
+        // A LoadBalancerIPPool inside it.
+        let text = "{apiVersion: tartan.dev/v1, kind: LoadBalancerIPPool, metadata: {name: lb}, spec: {cidrs: [10.0.200.0/28]}}\n";
+        let e = run(&ctx, Mode::Create, file_of(text)).await.unwrap_err();
+        assert!(e.to_string().contains("overlaps with IPPool(a)"), "{e}");
+        assert!(
+            store
+                .list(Kind::LoadBalancerIpPool, None)
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
     }
 }
