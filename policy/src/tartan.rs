@@ -7,7 +7,8 @@
 //!   of the policy's namespace (NetworkPolicy) or of any namespace
 //!   (GlobalNetworkPolicy); `namespaceSelector` limits it to the namespaces
 //!   it picks, and alone means every endpoint there. `notSelector` is the
-//!   same scope negated.
+//!   same scope negated; in a NetworkPolicy, even alone, it keeps the end
+//!   in the policy's namespace (a pod there that does not match).
 //! - Every condition given must hold; a list (`nets`, `ports`) matches when
 //!   one of its items does, a `not` list when none does.
 //! - Policies without `order` come after every policy with one.
@@ -158,6 +159,13 @@ fn entity(
             negate: true,
         });
     }
+    // In a NetworkPolicy any selector field, a lone notSelector included,
+    // keeps the end inside the policy's namespace (as Calico does): a
+    // lone notSelector means "a pod of this namespace that does not match".
+    let pods = match (&pods, &not_pods, own) {
+        (None, Some(_), Some(_)) => Some(Selector::All),
+        _ => pods,
+    };
     if let Some(sel) = scope(own, ns.clone(), pods) {
         conds.push(Cond::Addr {
             side,

@@ -48,24 +48,16 @@ fn selector_scopes_of_namespaced_and_global_policies() {
         f64::INFINITY,
         "no order: after every ordered policy"
     );
-    let conds = &p.ingress.as_ref().unwrap()[0].conds;
     // In a NetworkPolicy both stay in its namespace; the second is negated.
-    let scopes: Vec<(&Namespaces, bool)> = conds
-        .iter()
-        .filter_map(|c| match c {
-            Cond::Addr {
-                addrs: Addrs::Endpoints(s),
-                negate,
-                side: Side::Source,
-            } => Some((&s.namespaces, *negate)),
-            _ => None,
-        })
+    let scopes: Vec<(Namespaces, bool)> = source_scopes(&p)
+        .into_iter()
+        .map(|(ns, _, negate)| (ns, negate))
         .collect();
     assert_eq!(
         scopes,
         [
-            (&Namespaces::Named("x".into()), false),
-            (&Namespaces::Named("x".into()), true)
+            (Namespaces::Named("x".into()), false),
+            (Namespaces::Named("x".into()), true)
         ]
     );
     // In a GlobalNetworkPolicy a selector alone means every namespace.
@@ -74,6 +66,45 @@ fn selector_scopes_of_namespaced_and_global_policies() {
     assert!(g.ingress.as_ref().unwrap()[0].conds.iter().any(|c| matches!(c,
         Cond::Addr { addrs: Addrs::Endpoints(s), negate: false, .. } if s.namespaces == Namespaces::Selected(Selector::All))));
     assert_eq!(g.applies_to.namespaces, Namespaces::Selected(Selector::All));
+}
+
+/// The source scopes of the first ingress rule: (namespaces, pods, negated).
+fn source_scopes(p: &crate::ir::Policy) -> Vec<(Namespaces, Selector, bool)> {
+    p.ingress.as_ref().unwrap()[0]
+        .conds
+        .iter()
+        .filter_map(|c| match c {
+            Cond::Addr {
+                addrs: Addrs::Endpoints(s),
+                negate,
+                side: Side::Source,
+            } => Some((s.namespaces.clone(), s.pods.clone(), *negate)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_lone_not_selector_stays_in_a_namespaced_policys_namespace() {
+    // As in Calico: any selector field of a NetworkPolicy's rule, a lone
+    // notSelector included, limits the end to the policy's namespace, so
+    // this allows pods of x that are not bad, and nothing from elsewhere.
+    let rule = json!({"action": "Allow", "source": {"notSelector": "role == 'bad'"}});
+    let p = from_network_policy(&tnp(json!({"ingress": [rule.clone()]}))).unwrap();
+    let bad = Selector::parse("role == 'bad'").unwrap();
+    assert_eq!(
+        source_scopes(&p),
+        [
+            (Namespaces::Named("x".into()), Selector::All, false),
+            (Namespaces::Named("x".into()), bad.clone(), true),
+        ]
+    );
+    // A GlobalNetworkPolicy has no namespace of its own: only the negation.
+    let g = from_global_network_policy(&gnp(json!({"ingress": [rule]}))).unwrap();
+    assert_eq!(
+        source_scopes(&g),
+        [(Namespaces::Selected(Selector::All), bad, true)]
+    );
 }
 
 #[test]
