@@ -2,7 +2,7 @@
 //! holds, else one from the node's own blocks, a newly claimed block, or
 //! (without strict affinity) another node's block; then the IPAMHandle.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -94,7 +94,7 @@ impl Ipam {
         let mut note_cooling = |s: block::Shortage| note(&mut cooling, s);
 
         // 2. A new block.
-        let taken: HashSet<IpNet> = snap
+        let taken: pools::Taken = snap
             .blocks
             .iter()
             .filter_map(|b| b.spec.network().ok())

@@ -2,9 +2,8 @@
 //! pools, reservations, blocks and the node's labels; the families and
 //! pools that apply; and whether an ADD would find room (CNI STATUS).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
-use ipnet::IpNet;
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::{IpPool, IpReservation, IpamBlock};
 use tartan_api::store::StoreError;
@@ -123,7 +122,7 @@ impl Ipam {
         let t = now();
         for (family, pools) in self.plan(&snap)? {
             let mut room = false;
-            let taken: HashSet<IpNet> = snap
+            let taken: pools::Taken = snap
                 .blocks
                 .iter()
                 .filter_map(|b| b.spec.network().ok())

@@ -1,7 +1,7 @@
 //! Which pools a node draws from, what in them is never handed out, and
 //! the candidate blocks they hold. Pure.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use ipnet::IpNet;
@@ -167,19 +167,48 @@ pub fn reserved_in(pool: &Pool, reservations: &[IpReservation]) -> Vec<IpNet> {
     out
 }
 
-/// The pool's blocks not in `taken`, lowest first, that hold at least one
-/// address that is not reserved. Lazy: a large IPv6 pool has more blocks
-/// than could ever be listed.
+/// The networks of the blocks that exist, of every pool and size.
+#[derive(Debug, Default)]
+pub struct Taken(BTreeSet<IpNet>);
+
+impl FromIterator<IpNet> for Taken {
+    fn from_iter<I: IntoIterator<Item = IpNet>>(nets: I) -> Taken {
+        Taken(nets.into_iter().map(|n| n.trunc()).collect())
+    }
+}
+
+impl Taken {
+    /// Whether `net` shares an address with a block that exists: the same
+    /// block, one inside it, or one around it. Pools that overlap (written
+    /// past tartanctl's check) have blocks of other sizes over the same
+    /// addresses, and a block claimed over them would hand out an address
+    /// twice.
+    pub fn overlaps(&self, net: &IpNet) -> bool {
+        let net = net.trunc();
+        let first = IpNet::new(net.network(), 0).unwrap_or(net);
+        let last = IpNet::new(net.broadcast(), net.max_prefix_len()).unwrap_or(net);
+        // Blocks are kept in (address, length) order: any that starts
+        // inside `net` is inside it.
+        self.0.range(first..=last).next().is_some()
+            || (0..net.prefix_len()).any(|len| {
+                IpNet::new(net.network(), len).is_ok_and(|around| self.0.contains(&around.trunc()))
+            })
+    }
+}
+
+/// The pool's blocks that overlap none `taken`, lowest first, that hold
+/// at least one address that is not reserved. Lazy: a large IPv6 pool
+/// has more blocks than could ever be listed.
 pub fn free_blocks<'a>(
     pool: &'a Pool,
-    taken: &'a HashSet<IpNet>,
+    taken: &'a Taken,
     reserved: &'a [IpNet],
 ) -> impl Iterator<Item = IpNet> + 'a {
     pool.net
         .subnets(pool.block_size)
         .into_iter()
         .flatten()
-        .filter(move |b| !taken.contains(b) && block::has_usable_address(b, reserved))
+        .filter(move |b| !taken.overlaps(b) && block::has_usable_address(b, reserved))
 }
 
 #[cfg(test)]
@@ -247,7 +276,7 @@ mod tests {
         );
         let reserved = reserved_in(&p, &[r]);
         assert_eq!(reserved.len(), 3);
-        let taken: HashSet<IpNet> = ["10.0.0.4/31".parse().unwrap()].into();
+        let taken: Taken = ["10.0.0.4/31".parse().unwrap()].into_iter().collect();
         let free: Vec<String> = free_blocks(&p, &taken, &reserved)
             .map(|b| b.to_string())
             .collect();
@@ -272,7 +301,7 @@ mod tests {
             let pool = p(net, block);
             let reserved = reserved_in(&pool, &[]);
             assert!(reserved.is_empty(), "{net}: {reserved:?}");
-            let free: Vec<String> = free_blocks(&pool, &HashSet::new(), &reserved)
+            let free: Vec<String> = free_blocks(&pool, &Taken::default(), &reserved)
                 .map(|b| b.to_string())
                 .collect();
             assert_eq!(free, blocks, "{net} in /{block}");
@@ -280,7 +309,7 @@ mod tests {
         // From four addresses on, the first and last are kept.
         let four = p("10.245.0.0/30", 32);
         let reserved = reserved_in(&four, &[]);
-        let free: Vec<String> = free_blocks(&four, &HashSet::new(), &reserved)
+        let free: Vec<String> = free_blocks(&four, &Taken::default(), &reserved)
             .map(|b| b.to_string())
             .collect();
         assert_eq!(free, ["10.245.0.1/32", "10.245.0.2/32"]);

@@ -398,3 +398,71 @@ async fn pools_follow_their_node_selector() {
     let e = ipam(&s, "n2").assign("net.c", &attrs()).await.unwrap_err();
     assert!(e.to_string().contains("does not select this node"), "{e}");
 }
+
+#[tokio::test]
+async fn overlapping_pools_never_give_one_address_twice() {
+    // Two pools over the same addresses with other block sizes (written
+    // past tartanctl's overlap check): a block of one is claimed; the
+    // other pool's block around it must not be claimed over it.
+    let s = store();
+    add_pool(&s, "a", "10.40.0.0/16", Some(26)).await;
+    add_pool(&s, "b", "10.40.0.0/16", Some(24)).await;
+    let from = |node: &str, pool: &str| {
+        let mut cfg = IpamConfig::new(node);
+        cfg.ipv4_pools = vec![pool.to_string()];
+        cfg.strict_affinity = true;
+        Ipam::new(s.clone(), cfg)
+    };
+    let a = from("n1", "a").assign("net.a", &attrs()).await.unwrap()[0];
+    let b = from("n2", "b").assign("net.b", &attrs()).await.unwrap()[0];
+    assert_eq!(a.to_string(), "10.40.0.1/32");
+    assert_ne!(a, b, "one address given to two pods");
+    let nets: Vec<IpNet> = blocks(&s)
+        .await
+        .iter()
+        .map(|b| b.spec.network().unwrap())
+        .collect();
+    for (i, x) in nets.iter().enumerate() {
+        for y in &nets[i + 1..] {
+            assert!(
+                !x.contains(y) && !y.contains(x),
+                "blocks {x} and {y} overlap"
+            );
+        }
+    }
+    // And the other way round: a /26 inside an existing /24 is taken too.
+    let c = from("n3", "a").assign("net.c", &attrs()).await.unwrap()[0];
+    assert!(![a, b].contains(&c), "{c}");
+    assert!(
+        !"10.40.1.0/24".parse::<IpNet>().unwrap().contains(&c.addr()),
+        "{c} is in n2's /24"
+    );
+}
+
+#[test]
+fn taken_blocks_overlap_inside_around_and_exactly() {
+    let taken: pools::Taken = ["10.0.1.0/24", "10.0.8.0/26", "fd00::/120"]
+        .iter()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    let over = |n: &str| taken.overlaps(&n.parse().unwrap());
+    for n in [
+        "10.0.1.0/24",
+        "10.0.1.64/26",
+        "10.0.0.0/16",
+        "10.0.8.0/24",
+        "fd00::/64",
+        "fd00::40/122",
+    ] {
+        assert!(over(n), "{n}");
+    }
+    for n in [
+        "10.0.0.0/24",
+        "10.0.2.0/24",
+        "10.0.8.64/26",
+        "fd00::100/120",
+        "11.0.0.0/8",
+    ] {
+        assert!(!over(n), "{n}");
+    }
+}
