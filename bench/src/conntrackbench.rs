@@ -55,7 +55,7 @@ fn service(vip: Ipv4Addr) -> ServiceInfo {
     ServiceInfo {
         cluster_ips: vec![vip],
         external: vec![],
-        source_ranges: vec![],
+        source_ranges: None,
         lb_ips: vec![],
         ports: vec![PortInfo {
             name: "dns".into(),

@@ -27,7 +27,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::resources::{GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy};
 use tartan_api::store::Datastore;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::calc::state::{BlockInfo, State};
 use crate::dataplane::events::{KernelEvents, take_check};
@@ -50,6 +50,14 @@ pub async fn run(
     store: Arc<dyn Datastore>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
+    // Before anything is forwarded and long before the datastore is
+    // read: a node just booted has no policy table, and its pods' traffic
+    // would pass unchecked until the first write.
+    match crate::dataplane::policy::close_pods_if_no_table() {
+        Ok(true) => info!("no policy table: pod interfaces closed until the first write"),
+        Ok(false) => {}
+        Err(e) => warn!(error = %e, "cannot close pod interfaces before the first policy write"),
+    }
     let mut w = Watches::open(&store, cfg.services);
     host::enable_forwarding();
     let routes = RouteDriver::connect(cfg.grace).context("open netlink")?;
@@ -121,7 +129,7 @@ pub async fn run(
             }
             ev = watches::next_of(&mut w.slices) => {
                 let node = dp.proxy.index.node().to_string();
-                let f = fold_proxied(ev, &mut bad, |s: EndpointSlice| SliceInfo::from_slice(&s, &node), |k, info| {
+                let f = fold_proxied(ev, &mut bad, |s: EndpointSlice| Ok(SliceInfo::from_slice(&s, &node)), |k, info| {
                     dp.proxy.index.set_slice(k, info)
                 });
                 synced.services[1] |= f.synced;

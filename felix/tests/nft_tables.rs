@@ -112,7 +112,7 @@ fn svc(spec: serde_json::Value) -> ServiceInfo {
         json!({"metadata": {"name": "web", "namespace": "x"}, "spec": spec}),
     )
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap()
+    ServiceInfo::from_service(&s).unwrap().unwrap()
 }
 
 fn slice(ips: &[&str]) -> SliceInfo {
@@ -203,12 +203,13 @@ fn service_proxy_writes_per_service_differences() {
         let lb: Service = serde_json::from_value(json!({
             "metadata": {"name": "lb", "namespace": "x"},
             "spec": {"clusterIP": "10.96.0.11", "type": "LoadBalancer",
-                     "loadBalancerSourceRanges": ["198.51.100.0/24", "203.0.113.7/32", "bad"],
+                     "loadBalancerSourceRanges": ["198.51.100.0/24", "203.0.113.7/32", "2001:db8::/32"],
                      "ports": [{"name": "http", "port": 80, "nodePort": 30081}]},
             "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
         }))
         .unwrap();
-        p.index.set_service("x/lb", ServiceInfo::from_service(&lb));
+        p.index
+            .set_service("x/lb", ServiceInfo::from_service(&lb).unwrap());
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         let listing = nft(&["list", "set", "ip", "tartan-svc", "lb_allowed"]);
@@ -427,7 +428,8 @@ fn a_new_service_table_over_netlink_equals_the_nft_one() {
                 "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
             }))
             .unwrap();
-            p.index.set_service("x/lb", ServiceInfo::from_service(&lb));
+            p.index
+                .set_service("x/lb", ServiceInfo::from_service(&lb).unwrap());
             p.index.set_service(
                 "x/empty",
                 Some(svc(
@@ -566,4 +568,121 @@ fn a_relabel_into_a_new_profile_goes_over_netlink_and_matches_nft() {
     });
     assert_eq!(by_netlink.0, by_nft.0, "after the relabel");
     assert_eq!(by_netlink.1, by_nft.1, "after the relabel back");
+}
+
+/// Datagrams from the "pod" on `tarpod0` that the node forwarded: a
+/// counter in a table of the test's own, after felix's chains.
+fn forwarded_from_pod() -> u64 {
+    let v = common::nft_list("inet", "probe");
+    v["nftables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|o| o.get("counter").filter(|c| c["name"] == "seen"))
+        .map(|c| c["packets"].as_u64().unwrap())
+        .unwrap()
+}
+
+/// A node just booted: before felix has read the datastore, its start
+/// writes a policy table in which every pod interface is unknown, so what
+/// a pod sends through the node is dropped; felix's first full write
+/// replaces it whole, and a felix restarted finds its table and leaves it.
+#[test]
+fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_write() {
+    use std::sync::mpsc;
+    use tartan_felix::dataplane::policy::close_pods_if_no_table;
+    in_new_netns(|| {
+        // The pod: a network namespace of its own, on a thread that sends
+        // a datagram past the node each time it is asked.
+        let (tid_tx, tid_rx) = mpsc::channel();
+        let (ask, asked) = mpsc::channel::<()>();
+        let (done, sent) = mpsc::channel::<()>();
+        let pod = std::thread::spawn(move || {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+            tid_tx.send(nix::unistd::gettid().as_raw()).unwrap();
+            // Set up by the node first.
+            asked.recv().unwrap();
+            ip(&["link", "set", "lo", "up"]);
+            ip(&["addr", "add", "10.0.0.2/24", "dev", "podeth"]);
+            ip(&["link", "set", "podeth", "up"]);
+            ip(&["route", "add", "default", "via", "10.0.0.1"]);
+            done.send(()).unwrap();
+            let udp = std::net::UdpSocket::bind("10.0.0.2:0").unwrap();
+            while asked.recv().is_ok() {
+                udp.send_to(b"x", "10.9.9.9:9").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                done.send(()).unwrap();
+            }
+        });
+        let tid = tid_rx.recv().unwrap().to_string();
+        ip(&[
+            "link", "add", "tarpod0", "type", "veth", "peer", "name", "podeth", "netns", &tid,
+        ]);
+        ip(&["addr", "add", "10.0.0.1/24", "dev", "tarpod0"]);
+        ip(&["link", "set", "tarpod0", "up"]);
+        // Where the datagrams leave (the forward hook counts them before
+        // the neighbour is looked for).
+        ip(&[
+            "link", "add", "out0", "type", "veth", "peer", "name", "out1",
+        ]);
+        ip(&["link", "set", "out0", "up"]);
+        ip(&["link", "set", "out1", "up"]);
+        ip(&["route", "add", "10.9.9.0/24", "dev", "out0"]);
+        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").unwrap();
+        nft(&["add", "table", "inet", "probe"]);
+        nft(&["add", "counter", "inet", "probe", "seen"]);
+        nft(&[
+            "add",
+            "chain",
+            "inet",
+            "probe",
+            "after",
+            "{ type filter hook forward priority 10; }",
+        ]);
+        nft(&[
+            "add", "rule", "inet", "probe", "after", "iifname", "tarpod0", "counter", "name",
+            "seen",
+        ]);
+        ask.send(()).unwrap();
+        sent.recv().unwrap();
+        let send = || {
+            ask.send(()).unwrap();
+            sent.recv().unwrap();
+            forwarded_from_pod()
+        };
+        // No table: open (what a node just booted had until felix's
+        // first write).
+        assert_eq!(send(), 1, "the test's path forwards");
+        assert!(close_pods_if_no_table().unwrap());
+        assert_eq!(send(), 1, "dropped before felix has read anything");
+        assert_eq!(send(), 1);
+        // The first full write: the pod known, no policy selecting it.
+        let eps = vec![endpoint("x", "a", "10.0.0.2", Some("tarpod0"))];
+        let rs = compile(&[], &eps, &BTreeMap::new());
+        let mut d: NftDriver<tartan_policy::compile::Ruleset> = NftDriver::default();
+        assert!(matches!(
+            d.apply(&rs, false, &|_| false).unwrap(),
+            Written::Full(_)
+        ));
+        assert_eq!(send(), 2, "open once written");
+        // Nothing of the stub is left: the kernel's table is the one a
+        // fresh write makes.
+        assert_eq!(d.apply(&rs, true, &|_| false).unwrap(), Written::Nothing);
+        let written = common::normalized_table("inet", "tartan");
+        let fresh = {
+            let rs = rs.clone();
+            in_new_netns(move || {
+                let mut d: NftDriver<tartan_policy::compile::Ruleset> = NftDriver::default();
+                d.apply(&rs, false, &|_| false).unwrap();
+                common::normalized_table("inet", "tartan")
+            })
+        };
+        assert_eq!(written, fresh);
+        // felix restarted: its table is there and stays as it is.
+        assert!(!close_pods_if_no_table().unwrap());
+        assert_eq!(common::normalized_table("inet", "tartan"), written);
+        assert_eq!(send(), 3);
+        drop(ask);
+        pod.join().unwrap();
+    });
 }

@@ -31,7 +31,7 @@ fn service(name: &str, spec: serde_json::Value, status: serde_json::Value) -> Se
         "metadata": {"name": name, "namespace": "x"}, "spec": spec, "status": status
     }))
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap()
+    ServiceInfo::from_service(&s).unwrap().unwrap()
 }
 
 fn slice(svc: &str, ips: &[&str]) -> SliceInfo {

@@ -71,7 +71,7 @@ pub(super) fn service_info(ip: Ipv4Addr) -> ServiceInfo {
     ServiceInfo {
         cluster_ips: vec![ip],
         external: vec![],
-        source_ranges: vec![],
+        source_ranges: None,
         lb_ips: vec![],
         ports: vec![PortInfo {
             name: "http".into(),

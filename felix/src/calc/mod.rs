@@ -5,6 +5,7 @@ pub mod desired;
 pub mod encap;
 pub mod endpoints;
 pub mod intern;
+pub mod labels;
 pub mod nat;
 pub mod policy;
 pub mod remote;

@@ -7,6 +7,7 @@ use tartan_policy::compile::{self, Ruleset};
 use tartan_policy::ir::Policy;
 use tartan_policy::isolate;
 
+use super::labels;
 use super::state::State;
 
 pub use super::state::Converted;
@@ -58,14 +59,15 @@ pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCa
 /// `kubernetes.io/metadata.name: <its name>`, whatever its stored labels
 /// say, as the API server makes it: a Namespace written without the label
 /// still matches a selector by its name, and one that claims another's
-/// name does not.
+/// name does not. Likewise Calico's `projectcalico.org/name`
+/// ([`labels`](super::labels)).
 fn namespace_labels(state: &State) -> BTreeMap<String, BTreeMap<String, String>> {
     state
         .namespaces
         .iter()
         .map(|(k, v)| {
             let name = k.trim_start_matches('/').to_string();
-            let mut labels = v.clone();
+            let mut labels = labels::namespace(&name, v.clone());
             labels.insert(compile::NAMESPACE_NAME_LABEL.to_string(), name.clone());
             (name, labels)
         })
@@ -221,12 +223,20 @@ pub(crate) mod tests {
             "/evil".into(),
             Labels::from([
                 (name.clone(), "kube-system".into()),
+                (labels::NAME.into(), "kube-system".into()),
                 ("a".into(), "b".into()),
             ]),
         );
         let ns = namespace_labels(&state);
-        assert_eq!(ns["plain"], Labels::from([(name.clone(), "plain".into())]));
+        assert_eq!(
+            ns["plain"],
+            Labels::from([
+                (name.clone(), "plain".into()),
+                (labels::NAME.into(), "plain".into())
+            ])
+        );
         assert_eq!(ns["evil"][&name], "evil");
+        assert_eq!(ns["evil"][labels::NAME], "evil");
         assert_eq!(ns["evil"]["a"], "b");
     }
 

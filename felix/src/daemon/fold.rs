@@ -13,8 +13,9 @@ use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::WatchEvent;
 
 use crate::calc::endpoints::Endpoints;
+use crate::calc::labels;
 use crate::calc::policy::Converted;
-use crate::calc::state::NodeInfo;
+use crate::calc::state::{Labels, NodeInfo};
 use crate::unreadable::Unreadable;
 
 fn key(o: &DynamicObject) -> String {
@@ -151,7 +152,10 @@ pub(super) fn fold_endpoint(
         |e, k, w| {
             e.set(
                 k,
-                w.map(|w| (w.spec, w.metadata.labels.unwrap_or_default())),
+                w.map(|w| {
+                    let own = w.metadata.labels.unwrap_or_default();
+                    (w.spec, labels::endpoint(namespace_of(k), own, None))
+                }),
             )
         },
     );
@@ -175,8 +179,23 @@ pub(super) fn fold_pod(
         sweep,
         |e| e.pod_keys().map(CompactString::from).collect(),
         |o| from_dynamic::<Pod>(o).map_err(|e| e.to_string()),
-        |e, k, p| e.set_pod(k, p.map(|p| p.metadata.labels.unwrap_or_default())),
+        |e, k, p| e.set_pod(k, p.map(|p| pod_labels(k, p))),
     )
+}
+
+fn namespace_of(key: &str) -> &str {
+    key.split_once('/').map_or("", |(ns, _)| ns)
+}
+
+/// Pod `key`'s labels as selectors see them: its own and the automatic
+/// ones, with its service account ([`labels`]).
+fn pod_labels(key: &str, p: Pod) -> Labels {
+    let sa = p.spec.as_ref().and_then(|s| {
+        s.service_account_name
+            .as_deref()
+            .or(s.service_account.as_deref())
+    });
+    labels::endpoint(namespace_of(key), p.metadata.labels.unwrap_or_default(), sa)
 }
 
 /// One event of a watch of `T`: each object read once by `read` (what
@@ -299,13 +318,13 @@ pub(super) fn converted(
 pub(super) fn fold_proxied<T: Resource, S>(
     ev: WatchEvent,
     bad: &mut Unreadable,
-    read: impl FnOnce(T) -> Option<S>,
+    read: impl FnOnce(T) -> Result<Option<S>, String>,
     set: impl FnOnce(&str, Option<S>) -> bool,
 ) -> Folded {
     fold_set::<T, Option<S>>(
         ev,
         bad,
-        |o| from_dynamic::<T>(o).map(read).map_err(|e| e.to_string()),
+        |o| read(from_dynamic::<T>(o).map_err(|e| e.to_string())?),
         |k, s| set(k, s.flatten()),
     )
 }
@@ -739,7 +758,7 @@ mod proxy_tests {
         fold_proxied(
             ev,
             bad,
-            |s: EndpointSlice| SliceInfo::from_slice(&s, "n1"),
+            |s: EndpointSlice| Ok(SliceInfo::from_slice(&s, "n1")),
             |k, i| ix.set_slice(k, i),
         )
     }
@@ -783,6 +802,55 @@ mod proxy_tests {
         assert_eq!(served(&mut ix), "absent");
     }
 
+    fn load_balancer(ranges: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "lb", "namespace": "x"},
+            "spec": {"type": "LoadBalancer", "clusterIP": "10.96.5.6",
+                     "ports": [{"port": 80}], "loadBalancerSourceRanges": ranges},
+            "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+        }))
+        .unwrap()
+    }
+
+    /// The clients the LoadBalancer IP's port 80 admits: `None` for
+    /// every client, or the networks.
+    fn lb_clients(ix: &mut ServiceIndex) -> Option<Vec<String>> {
+        let fe = (Ipv4Addr::new(192, 0, 2, 10), TCP, 80);
+        let t = ix.update();
+        t.lb_limited.contains(&fe).then(|| {
+            t.lb_allowed
+                .iter()
+                .filter(|(f, _)| *f == fe)
+                .map(|(_, n)| n.to_string())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn a_load_balancer_with_unreadable_source_ranges_is_never_served_open() {
+        let mut ix = ServiceIndex::new("n1");
+        let mut bad = Unreadable::new(None);
+        let lb_fe = (Ipv4Addr::new(192, 0, 2, 10), TCP, 80);
+        // Never readable: not served at all (it was served open).
+        let broken = || load_balancer(serde_json::json!(["10.0.0.0/33"]));
+        assert!(!fold_svc(&mut ix, &mut bad, WatchEvent::Added(broken())).changed);
+        assert_eq!(bad.keys(Kind::Service).collect::<Vec<_>>(), ["x/lb"]);
+        assert!(!ix.update().reject_fe.contains(&lb_fe));
+        assert_eq!(lb_clients(&mut ix), None);
+        // Readable: limited.
+        let good = load_balancer(serde_json::json!(["10.0.0.0/8"]));
+        assert!(fold_svc(&mut ix, &mut bad, WatchEvent::Modified(good)).changed);
+        assert_eq!(bad.count(Kind::Service), 0);
+        assert!(ix.update().reject_fe.contains(&lb_fe));
+        assert_eq!(lb_clients(&mut ix), Some(vec!["10.0.0.0/8".into()]));
+        // An update with one range that does not parse keeps the limit.
+        let worse = load_balancer(serde_json::json!(["172.16.0.0/12", "everyone"]));
+        assert!(!fold_svc(&mut ix, &mut bad, WatchEvent::Modified(worse)).changed);
+        assert_eq!(bad.count(Kind::Service), 1);
+        assert_eq!(lb_clients(&mut ix), Some(vec!["10.0.0.0/8".into()]));
+    }
+
     #[test]
     fn an_unreadable_slice_update_keeps_the_last_readable_version() {
         let mut ix = ServiceIndex::new("n1");
@@ -802,5 +870,110 @@ mod proxy_tests {
         assert!(fold_slice(&mut ix, &mut bad, WatchEvent::Deleted(broken())).changed);
         assert_eq!(bad.count(Kind::EndpointSlice), 0);
         assert_eq!(served(&mut ix), "reject");
+    }
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+    use crate::calc::policy::desired;
+    use crate::calc::state::State;
+    use tartan_api::Kind;
+    use tartan_api::resources::GlobalNetworkPolicy;
+    use tartan_policy::compile::OPEN_CHAIN;
+
+    /// Endpoint `pod.eth0` of namespace `ns` on node n1, with `labels`
+    /// as the CNI plugin copied them.
+    fn wep(ns: &str, pod: &str, labels: serde_json::Value) -> WatchEvent {
+        WatchEvent::Modified(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "tartan.dev/v1", "kind": "WorkloadEndpoint",
+                "metadata": {"name": format!("{pod}.eth0"), "namespace": ns, "labels": labels},
+                "spec": {"node": "n1", "pod": pod, "containerID": "c", "endpoint": "eth0",
+                         "interfaceName": format!("tar{pod}"), "ipNetworks": ["10.0.0.1/32"]}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn pod(ns: &str, name: &str, sa: &str, labels: serde_json::Value) -> WatchEvent {
+        WatchEvent::Modified(
+            serde_json::from_value(serde_json::json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": ns, "labels": labels},
+                "spec": {"containers": [], "serviceAccountName": sa}
+            }))
+            .unwrap(),
+        )
+    }
+
+    /// The interfaces a policy selecting `spec` isolates (for ingress).
+    fn selected(s: &State, spec: serde_json::Value) -> Vec<String> {
+        let mut spec = spec;
+        spec["types"] = serde_json::json!(["Ingress"]);
+        let p: GlobalNetworkPolicy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+            "metadata": {"name": "g"}, "spec": spec
+        }))
+        .unwrap();
+        let mut s = s.clone();
+        s.global_policies.insert(
+            "/g".into(),
+            converted(tartan_policy::tartan::from_global_network_policy(&p)),
+        );
+        assert!(s.global_policies["/g"].is_ok(), "{:?}", s.global_policies);
+        desired("n1", &s)
+            .to_endpoint
+            .into_iter()
+            .filter(|(_, chain)| chain != OPEN_CHAIN)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    #[test]
+    fn selectors_on_calicos_automatic_labels_match_and_cannot_be_forged() {
+        let mut s = State::for_node("n1");
+        let mut bad = Unreadable::new(None);
+        let (mut eps, mut pods) = (Sweep::default(), Sweep::default());
+        // Each label the other pod or namespace would have, claimed.
+        let forged = serde_json::json!({
+            labels::NAMESPACE: "x", labels::ORCHESTRATOR: "none",
+            labels::SERVICE_ACCOUNT: "sa1", "app": "b"
+        });
+        for ev in [
+            wep("x", "a", serde_json::json!({"app": "a"})),
+            wep("y", "b", forged.clone()),
+        ] {
+            fold_endpoint(&mut s.endpoints, ev, &mut bad, &mut eps);
+        }
+        s.namespaces.insert("/x".into(), Labels::new());
+        s.namespaces
+            .insert("/y".into(), [(labels::NAME.to_string(), "x".into())].into());
+        let by_ns = serde_json::json!({"selector": "projectcalico.org/namespace == 'x'"});
+        let by_sa = serde_json::json!({"selector": "projectcalico.org/serviceaccount == 'sa1'"});
+        let by_orch = serde_json::json!({"selector": "projectcalico.org/orchestrator == 'k8s'"});
+        let by_ns_name = serde_json::json!({"namespaceSelector": "projectcalico.org/name == 'x'"});
+        assert_eq!(selected(&s, by_ns.clone()), ["tara"]);
+        assert_eq!(selected(&s, by_orch.clone()), ["tara", "tarb"]);
+        assert_eq!(selected(&s, by_ns_name.clone()), ["tara"]);
+        // Before its Pod is seen, an endpoint has no service account: the
+        // copy's label is the Pod's own, not the service account.
+        assert!(selected(&s, by_sa.clone()).is_empty());
+        for ev in [
+            pod("x", "a", "sa1", serde_json::json!({"app": "a"})),
+            pod("y", "b", "sa2", forged),
+        ] {
+            fold_pod(&mut s.endpoints, ev, &mut bad, &mut pods);
+        }
+        assert_eq!(bad.count(Kind::Pod), 0);
+        assert_eq!(selected(&s, by_sa), ["tara"]);
+        assert_eq!(selected(&s, by_ns), ["tara"]);
+        assert_eq!(selected(&s, by_orch), ["tara", "tarb"]);
+        assert_eq!(selected(&s, by_ns_name), ["tara"]);
+        let b = s.endpoints.labels_of("y/b.eth0").unwrap();
+        assert_eq!(b[labels::NAMESPACE], "y");
+        assert_eq!(b[labels::ORCHESTRATOR], "k8s");
+        assert_eq!(b[labels::SERVICE_ACCOUNT], "sa2");
+        assert_eq!(b["app"], "b");
     }
 }

@@ -122,7 +122,7 @@ fn web_table(endpoints: &[&str]) -> SvcNft {
     .unwrap();
     let services = BTreeMap::from([(
         "x/web".to_string(),
-        ServiceInfo::from_service(&svc).unwrap(),
+        ServiceInfo::from_service(&svc).unwrap().unwrap(),
     )]);
     let slices = BTreeMap::from([(
         "x/web-1".to_string(),

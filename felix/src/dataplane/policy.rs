@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use tartan_nft::Transaction;
 use tartan_policy::compile::{Ruleset, render};
 
-use super::nft::{NftDriver, Table};
+use super::DataplaneError;
+use super::nft::{NftDriver, Table, run, table_present};
 
 impl Table for Ruleset {
     const FAMILY: &'static str = "inet";
@@ -26,3 +27,27 @@ impl Table for Ruleset {
 }
 
 pub type PolicyDriver = NftDriver<Ruleset>;
+
+/// The table felix writes at its start when the kernel has none (a node
+/// just booted): the table of no endpoint, whose `from_endpoint` and
+/// `to_endpoint` maps are empty, so everything forwarded from or to an
+/// interface that looks like a pod's (the full table's own match:
+/// `tar…`, not `tartan…`) is dropped until felix has read the datastore
+/// and written the real table. That first full write replaces it in one
+/// transaction (`add table; delete table; add table; …`), so nothing of
+/// it is left behind and no packet sees the node without a table.
+pub fn closed() -> Transaction {
+    render::full(&Ruleset::default())
+}
+
+/// At felix's start, before it waits for the datastore: when the kernel
+/// has no policy table, write [`closed`]. A table already there (felix
+/// restarted) is left as it is: it holds what the last felix wrote, which
+/// stands until this one writes anew. Whether it wrote the table.
+pub fn close_pods_if_no_table() -> Result<bool, DataplaneError> {
+    if table_present(Ruleset::FAMILY, Ruleset::NAME) {
+        return Ok(false);
+    }
+    run(&closed(), Ruleset::FAMILY, Ruleset::NAME)?;
+    Ok(true)
+}

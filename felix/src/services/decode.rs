@@ -13,7 +13,7 @@ use super::{ServiceInfo, SliceInfo};
 /// `Ok(None)` for one the proxy leaves alone.
 pub fn read_service(o: DynamicObject) -> Result<Option<ServiceInfo>, String> {
     let s: Service = from_dynamic(o).map_err(|e| e.to_string())?;
-    Ok(ServiceInfo::from_service(&s))
+    ServiceInfo::from_service(&s)
 }
 
 /// An EndpointSlice as the proxy of `node` keeps it (see [`read_service`]).

@@ -183,7 +183,7 @@ mod tests {
         let svc = ServiceInfo {
             cluster_ips: vec![],
             external: vec![],
-            source_ranges: vec![],
+            source_ranges: None,
             lb_ips: vec![],
             ports: vec![],
             affinity: None,

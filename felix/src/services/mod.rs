@@ -28,6 +28,8 @@
 //!   ([`healthcheck`]).
 //! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
 //!   outside those networks (NodePorts and external IPs are not limited).
+//!   A list with an entry that does not parse makes the Service
+//!   unreadable (its last readable version stays), never open.
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone, and so, as kube-proxy does, is a Service labelled
 //!   `service.kubernetes.io/service-proxy-name` (any value: another proxy
@@ -48,7 +50,7 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
-use ipnet::Ipv4Net;
+use ipnet::{IpNet, Ipv4Net};
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 
@@ -122,8 +124,9 @@ pub struct ServiceInfo {
     pub cluster_ips: Vec<Ipv4Addr>,
     pub external: Vec<Ipv4Addr>,
     /// `loadBalancerSourceRanges` (IPv4), applied to the LoadBalancer
-    /// ingress IPs in `lb_ips`.
-    pub source_ranges: Vec<Ipv4Net>,
+    /// ingress IPs in `lb_ips`: `None`, no limit; `Some` of no network,
+    /// no IPv4 client (the list named IPv6 networks only).
+    pub source_ranges: Option<Vec<Ipv4Net>>,
     pub lb_ips: Vec<Ipv4Addr>,
     pub ports: Vec<PortInfo>,
     pub affinity: Option<u32>,
@@ -198,20 +201,36 @@ fn port_info(p: &ServicePort) -> Option<PortInfo> {
 }
 
 impl ServiceInfo {
-    /// `None` for what the proxy leaves alone: ExternalName and headless
-    /// Services, those labelled for another proxy or as headless, and
-    /// objects without a spec.
-    pub fn from_service(s: &Service) -> Option<ServiceInfo> {
+    /// `Ok(None)` for what the proxy leaves alone: ExternalName and
+    /// headless Services, those labelled for another proxy or as
+    /// headless, and objects without a spec. `Err` for a LoadBalancer
+    /// whose `loadBalancerSourceRanges` felix cannot read: it is
+    /// unreadable (its last readable version stays served), never served
+    /// as open to every client.
+    pub fn from_service(s: &Service) -> Result<Option<ServiceInfo>, String> {
         if let Some(labels) = &s.metadata.labels
             && (labels.contains_key(SERVICE_PROXY_NAME_LABEL)
                 || labels.contains_key(HEADLESS_LABEL))
         {
-            return None;
+            return Ok(None);
         }
-        let spec = s.spec.as_ref()?;
+        let Some(spec) = s.spec.as_ref() else {
+            return Ok(None);
+        };
         if spec.type_.as_deref() == Some("ExternalName") {
-            return None;
+            return Ok(None);
         }
+        // Only a LoadBalancer's are applied (the API allows them on no
+        // other type).
+        let source_ranges = if spec.type_.as_deref() == Some("LoadBalancer") {
+            source_ranges(
+                spec.load_balancer_source_ranges
+                    .as_deref()
+                    .unwrap_or_default(),
+            )?
+        } else {
+            None
+        };
         let mut ips: Vec<String> = spec.cluster_ips.clone().unwrap_or_default();
         if let Some(ip) = &spec.cluster_ip
             && !ips.contains(ip)
@@ -219,7 +238,7 @@ impl ServiceInfo {
             ips.insert(0, ip.clone());
         }
         if ips.iter().any(|ip| ip == "None") {
-            return None;
+            return Ok(None);
         }
         let mut external: Vec<Ipv4Addr> = spec
             .external_ips
@@ -249,7 +268,7 @@ impl ServiceInfo {
         external.sort();
         external.dedup();
         let node_ports = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
-        Some(ServiceInfo {
+        Ok(Some(ServiceInfo {
             cluster_ips: ips.iter().filter_map(|a| v4(a)).collect(),
             external,
             ports: spec
@@ -275,12 +294,7 @@ impl ServiceInfo {
                     .map(|t| t.min(MAX_AFFINITY_SECONDS))
                     .unwrap_or(10_800)
             }),
-            source_ranges: spec
-                .load_balancer_source_ranges
-                .iter()
-                .flatten()
-                .filter_map(|r| r.trim().parse::<Ipv4Net>().ok().map(|n| n.trunc()))
-                .collect(),
+            source_ranges,
             lb_ips,
             external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
             internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
@@ -290,8 +304,33 @@ impl ServiceInfo {
             .flatten()
             .and_then(|n| u16::try_from(n).ok())
             .filter(|n| *n > 0),
-        })
+        }))
     }
+}
+
+/// `loadBalancerSourceRanges` as the proxy applies them: the IPv4
+/// networks (IPv6 ones are valid but limit IPv6 clients, which felix does
+/// not serve). A list is a limit even when no IPv4 network is left in it
+/// (IPv6 networks only: no IPv4 client may connect); an empty or absent
+/// one is none. One entry that is no network at all makes the whole list
+/// unreadable: skipping it could leave no network, and so no limit.
+fn source_ranges(ranges: &[String]) -> Result<Option<Vec<Ipv4Net>>, String> {
+    if ranges.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for (i, r) in ranges.iter().enumerate() {
+        match r.trim().parse::<IpNet>() {
+            Ok(IpNet::V4(n)) => out.push(n.trunc()),
+            Ok(IpNet::V6(_)) => {}
+            Err(_) => {
+                return Err(format!(
+                    "spec.loadBalancerSourceRanges[{i}]: {r:?} is not a network (CIDR)"
+                ));
+            }
+        }
+    }
+    Ok(Some(out))
 }
 
 impl SliceInfo {
@@ -422,10 +461,10 @@ pub fn desired_for(key: &str, svc: &ServiceInfo, slices: &[&SliceInfo], t: &mut 
             t.frontends
                 .insert((*ip, port.protocol, port.port), external.clone());
         }
-        if !svc.source_ranges.is_empty() {
+        if let Some(ranges) = &svc.source_ranges {
             for ip in &svc.lb_ips {
                 t.source_ranges
-                    .insert((*ip, port.protocol, port.port), svc.source_ranges.clone());
+                    .insert((*ip, port.protocol, port.port), ranges.clone());
             }
         }
         if let Some(np) = port.node_port {

@@ -12,7 +12,7 @@ fn service(spec: serde_json::Value, status: serde_json::Value) -> ServiceInfo {
         "metadata": {"name": "web", "namespace": "x"}, "spec": spec, "status": status
     }))
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap()
+    ServiceInfo::from_service(&s).unwrap().unwrap()
 }
 
 fn slice(endpoints: serde_json::Value) -> SliceInfo {
@@ -241,12 +241,18 @@ fn labelled_for_another_proxy_or_headless_is_not_proxied() {
         json!({"app": "web", HEADLESS_LABEL: "true"}),
     ] {
         assert!(
-            ServiceInfo::from_service(&labelled(labels.clone())).is_none(),
+            ServiceInfo::from_service(&labelled(labels.clone()))
+                .unwrap()
+                .is_none(),
             "{labels} is proxied"
         );
     }
     // Other labels leave it proxied.
-    assert!(ServiceInfo::from_service(&labelled(json!({"app": "web"}))).is_some());
+    assert!(
+        ServiceInfo::from_service(&labelled(json!({"app": "web"})))
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[test]
@@ -255,12 +261,12 @@ fn headless_external_name_and_cluster_ip_only() {
         "metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}
     }))
     .unwrap();
-    assert!(ServiceInfo::from_service(&s).is_none());
+    assert!(ServiceInfo::from_service(&s).unwrap().is_none());
     let s: Service = serde_json::from_value(json!({
         "metadata": {"name": "e"}, "spec": {"type": "ExternalName", "externalName": "example.org"}
     }))
     .unwrap();
-    assert!(ServiceInfo::from_service(&s).is_none());
+    assert!(ServiceInfo::from_service(&s).unwrap().is_none());
     // A ClusterIP Service's nodePort (left over from a type change) is not
     // opened.
     let svc = service(web(json!({"type": "ClusterIP"})), json!({}));
@@ -343,7 +349,7 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
             ServiceInfo {
                 cluster_ips: vec![ip],
                 external: vec![],
-                source_ranges: vec![],
+                source_ranges: None,
                 lb_ips: vec![],
                 ports: vec![PortInfo {
                     name: "http".into(),
@@ -745,4 +751,71 @@ fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
         ),
         "{p}"
     );
+}
+
+#[test]
+fn a_load_balancer_with_a_source_range_that_does_not_parse_is_unreadable() {
+    let read = |ranges: serde_json::Value| {
+        let s: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "x"},
+            "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.10",
+                     "ports": [{"port": 80}], "loadBalancerSourceRanges": ranges},
+            "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+        }))
+        .unwrap();
+        ServiceInfo::from_service(&s).map(|i| i.unwrap().source_ranges)
+    };
+    let net = |s: &str| s.parse::<Ipv4Net>().unwrap();
+    // Skipping what does not parse left no range, and so no limit: the
+    // LoadBalancer was open to every client.
+    for bad in [
+        json!(["not a network"]),
+        json!(["10.0.0.0/33", "not a network"]),
+        json!(["10.0.0.0/8", "10.0.0.0/33"]),
+        json!(["10.0.0.1"]),
+    ] {
+        let got = read(bad.clone());
+        assert!(got.is_err(), "{bad} read as {got:?}");
+    }
+    assert_eq!(
+        read(json!(["10.0.0.0/8", "oops"])).unwrap_err(),
+        r#"spec.loadBalancerSourceRanges[1]: "oops" is not a network (CIDR)"#
+    );
+    // What does parse: spaces trimmed, host bits cleared, IPv6 networks
+    // (which limit no IPv4 client) passed over.
+    assert_eq!(
+        read(json!([" 10.1.2.3/16 ", "2001:db8::/32"])).unwrap(),
+        Some(vec![net("10.1.0.0/16")])
+    );
+    assert_eq!(read(json!([])).unwrap(), None);
+    // IPv6 networks only: a limit that no IPv4 client passes, not none.
+    assert_eq!(read(json!(["2001:db8::/32"])).unwrap(), Some(vec![]));
+    // Left over on a Service of another type, they are not applied.
+    let s: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web", "namespace": "x"},
+        "spec": {"type": "NodePort", "clusterIP": "10.96.0.10",
+                 "ports": [{"port": 80}], "loadBalancerSourceRanges": ["oops"]}
+    }))
+    .unwrap();
+    assert!(ServiceInfo::from_service(&s).unwrap().is_some());
+}
+
+#[test]
+fn a_load_balancer_limited_to_ipv6_networks_admits_no_ipv4_client() {
+    // The list limits; none of it is IPv4: the IPv4 ingress IP is closed
+    // to new connections, not open to all.
+    let svc = service(
+        web(json!({"type": "LoadBalancer", "loadBalancerSourceRanges": ["2001:db8::/32"]})),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    );
+    let ip = |s: &str| s.parse::<Ipv4Addr>().unwrap();
+    let t = table(svc, None);
+    assert_eq!(
+        t.source_ranges.get(&(ip("192.0.2.10"), TCP, 80)),
+        Some(&vec![]),
+        "limited, with no network allowed"
+    );
+    let n = SvcNft::from_table(&t);
+    assert!(n.lb_limited.contains(&(ip("192.0.2.10"), TCP, 80)));
+    assert!(n.lb_allowed.iter().all(|(fe, _)| fe.0 != ip("192.0.2.10")));
 }

@@ -1,0 +1,48 @@
+//! The labels felix gives namespaces and endpoints itself, as Calico does
+//! (its "automatic labels"), so that selectors written for Calico match:
+//!
+//! - a namespace: `projectcalico.org/name` = its name (beside
+//!   `kubernetes.io/metadata.name`, which the policy compiler sets);
+//! - an endpoint: `projectcalico.org/namespace` = its namespace,
+//!   `projectcalico.org/orchestrator` = `k8s`, and, once felix has seen
+//!   its Pod, `projectcalico.org/serviceaccount` = the Pod's service
+//!   account.
+//!
+//! Each is forced: a label of the same key on the object is overwritten
+//! (a pod cannot pass for another namespace's or another service
+//! account's), and an endpoint without its Pod seen has no
+//! `projectcalico.org/serviceaccount` at all (the copy of the Pod's
+//! labels on a WorkloadEndpoint could only have it from the Pod's own
+//! labels). Pure.
+
+use super::state::Labels;
+
+/// On a namespace: its name.
+pub const NAME: &str = "projectcalico.org/name";
+/// On an endpoint: its namespace.
+pub const NAMESPACE: &str = "projectcalico.org/namespace";
+/// On an endpoint: [`KUBERNETES`].
+pub const ORCHESTRATOR: &str = "projectcalico.org/orchestrator";
+/// On an endpoint whose Pod felix has seen: the Pod's service account.
+pub const SERVICE_ACCOUNT: &str = "projectcalico.org/serviceaccount";
+/// Calico's name for Kubernetes as an orchestrator.
+pub const KUBERNETES: &str = "k8s";
+
+/// Namespace `name`'s labels with its automatic ones.
+pub fn namespace(name: &str, mut labels: Labels) -> Labels {
+    labels.insert(NAME.to_string(), name.to_string());
+    labels
+}
+
+/// The labels of an endpoint in `namespace` with its automatic ones:
+/// `labels` are its Pod's (then `service_account` is the Pod's) or the
+/// endpoint's copy of them (then `None`).
+pub fn endpoint(namespace: &str, mut labels: Labels, service_account: Option<&str>) -> Labels {
+    labels.insert(NAMESPACE.to_string(), namespace.to_string());
+    labels.insert(ORCHESTRATOR.to_string(), KUBERNETES.to_string());
+    match service_account.filter(|s| !s.is_empty()) {
+        Some(sa) => labels.insert(SERVICE_ACCOUNT.to_string(), sa.to_string()),
+        None => labels.remove(SERVICE_ACCOUNT),
+    };
+    labels
+}
