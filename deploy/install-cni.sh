@@ -9,7 +9,23 @@
 set -eu
 BIN=/host/opt/cni/bin
 NET=/host/etc/cni/net.d
-install -m 0755 /usr/local/bin/tartan /usr/local/bin/tartan-ipam "$BIN/"
+# Each binary under a temporary name, then renamed over the old one: the
+# runtime may start a plugin at any moment, and must find a whole file.
+put() {
+  install -m 0755 "$1" "$BIN/.$2.tartan-new"
+  mv -f "$BIN/.$2.tartan-new" "$BIN/$2"
+}
+put /usr/local/bin/tartan tartan
+put /usr/local/bin/tartan-ipam tartan-ipam
+# The conflist chains portmap (hostPort) and the runtime runs loopback for
+# every pod: shipped in the image for hosts that lack them, never replacing
+# the host's own.
+for p in portmap loopback; do
+  if [ ! -x "$BIN/$p" ]; then
+    put "/usr/lib/cni/$p" "$p"
+    echo "installed the $p plugin (the host had none)"
+  fi
+done
 # The conflist, rendered from the ConfigMap tartan-config (mounted at
 # /etc/tartan/config) with the pods' MTU (docs/install.md), written
 # atomically.

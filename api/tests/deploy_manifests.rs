@@ -93,7 +93,6 @@ fn deploy_manifests_parse_strictly() {
             "Deployment",
             "Namespace",
             "NetworkPolicy",
-            "NetworkPolicy",
             "Role",
             "Role",
             "Role",
@@ -296,9 +295,15 @@ fn the_shipped_config_map_is_valid_and_read_narrowly() {
     keys.sort();
     all.sort();
     assert_eq!(keys, all, "every key is shipped, with its default");
+    // The shipped values are the defaults, but for the Service proxy: an
+    // absent key means felix's own default (on), and the shipped file
+    // turns it off beside the kube-proxy that clusters come with.
     assert_eq!(
         TartanConfig::parse(&data).unwrap(),
-        TartanConfig::default(),
+        TartanConfig {
+            services: false,
+            ..TartanConfig::default()
+        },
         "the shipped values are the defaults"
     );
     let text = std::fs::read_to_string(deploy_dir().join("tartan-controllers.yaml")).unwrap();
@@ -318,4 +323,71 @@ fn the_shipped_config_map_is_valid_and_read_narrowly() {
         rules[0].resource_names.as_deref(),
         Some(&[CONFIG_MAP.to_string()][..])
     );
+}
+
+/// The workloads of one file, by kind and name.
+fn workload(file: &str, kind: &str, name: &str) -> Value {
+    let text = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+    documents(&text)
+        .into_iter()
+        .find(|d| d["kind"] == kind && d["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{file}: no {kind} {name}"))
+}
+
+/// On a new cluster no IPPool exists until tartan-controllers creates
+/// one: a pod on the pod network would wait for an address for ever, so it
+/// runs on the host network, and may run where the only node is the
+/// control plane. tartan-dns may too, and binds port 53 as nobody through
+/// the pod's own unprivileged-port floor (a capability added to a non-root
+/// container is lost at exec).
+#[test]
+fn what_must_run_first_on_a_new_cluster_can() {
+    let c = workload(
+        "tartan-controllers.yaml",
+        "Deployment",
+        "tartan-controllers",
+    );
+    let spec = &c["spec"]["template"]["spec"];
+    assert_eq!(spec["hostNetwork"], true, "tartan-controllers: {spec}");
+    assert_eq!(spec["dnsPolicy"], "ClusterFirstWithHostNet");
+    let d = workload("tartan-dns.yaml", "Deployment", "tartan-dns");
+    let dspec = &d["spec"]["template"]["spec"];
+    for s in [spec, dspec] {
+        let tolerates = s["tolerations"].as_array().cloned().unwrap_or_default();
+        assert!(
+            tolerates
+                .iter()
+                .any(|t| t["key"] == "node-role.kubernetes.io/control-plane"),
+            "{s}"
+        );
+    }
+    let sysctls = dspec["securityContext"]["sysctls"].as_array().unwrap();
+    assert!(
+        sysctls
+            .iter()
+            .any(|s| s["name"] == "net.ipv4.ip_unprivileged_port_start" && s["value"] == "0")
+    );
+}
+
+/// The manifests' default works on a cluster as installed: kubeadm, kind
+/// and k3s run kube-proxy, so felix's Service proxy is off unless the
+/// operator turns it on; the API server's real address can be given to
+/// the agents for clusters without kube-proxy.
+#[test]
+fn the_shipped_service_proxy_setting_leaves_kube_proxy_alone() {
+    let cm = workload("tartan-node.yaml", "ConfigMap", "tartan-config");
+    assert_eq!(cm["data"]["services"], "off");
+    let ds = workload("tartan-node.yaml", "DaemonSet", "tartan-node");
+    for c in ds["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+    {
+        let from = c["envFrom"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", c["name"]));
+        assert!(from.iter().any(
+            |f| f["configMapRef"]["name"] == "kubernetes-services-endpoint"
+                && f["configMapRef"]["optional"] == true
+        ));
+    }
 }
