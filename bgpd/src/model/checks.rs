@@ -34,6 +34,8 @@ pub fn unusable_next_hop(nh: &NextHop, own: &[IpAddr]) -> Option<String> {
 fn v4_fault(a: Ipv4Addr) -> Option<&'static str> {
     Some(if a.is_unspecified() {
         "unspecified"
+    } else if a.octets()[0] == 0 {
+        "in 0.0.0.0/8 (this network, RFC 1122: never a destination)"
     } else if a.is_loopback() {
         "loopback"
     } else if a.is_multicast() {

@@ -2,11 +2,10 @@
 //! no one object's validation can make (as Calico's IPPool checks): an
 //! IPPool's `cidr` overlaps no other IPPool, a LoadBalancerIPPool's
 //! addresses are in no IPPool (a pod and a Service would be given the
-//! same address), and a stored IPPool's `cidr` and `blockSize` do not
+//! same address) nor in another LoadBalancerIPPool, and a stored IPPool's `cidr` and `blockSize` do not
 //! change (blocks already claimed were carved from the pool as it was).
 
-use std::net::IpAddr;
-
+use ipnet::IpNet;
 use tartan_api::Kind;
 use tartan_api::resources::common::parse_network_or_address;
 use tartan_api::resources::ippool::IpPoolSpec;
@@ -40,32 +39,17 @@ fn spec<T: serde::de::DeserializeOwned>(o: &DynamicObject) -> Option<T> {
     serde_json::from_value(o.data.get("spec")?.clone()).ok()
 }
 
-/// A network: its first address and prefix length.
-type Net = (IpAddr, u8);
+/// A pool's network, host bits cleared.
+type Net = IpNet;
 
 fn net(text: &str) -> Option<Net> {
-    let n = parse_network_or_address(text).ok()?;
-    Some((n.network(), n.prefix_len()))
+    parse_network_or_address(text).ok().map(|n| n.trunc())
 }
 
-/// The address as a number, and the family's width.
-fn bits(a: IpAddr) -> (u128, u8) {
-    match a {
-        IpAddr::V4(a) => (u32::from(a).into(), 32),
-        IpAddr::V6(a) => (u128::from(a), 128),
-    }
-}
-
-/// Whether two networks share an address: of one family, and equal in
-/// the shorter prefix.
+/// Whether two networks share an address: one holds the other (networks
+/// of two families hold nothing of each other).
 fn overlap(a: &Net, b: &Net) -> bool {
-    let ((x, wx), (y, wy)) = (bits(a.0), bits(b.0));
-    if wx != wy {
-        return false;
-    }
-    let len = a.1.min(b.1);
-    let shift = u32::from(wx - len);
-    (x.checked_shr(shift).unwrap_or(0)) == (y.checked_shr(shift).unwrap_or(0))
+    a.contains(b) || b.contains(a)
 }
 
 /// One pool as it will stand: its name, its networks (one for an IPPool)
@@ -177,9 +161,21 @@ pub fn problems(
             }
         }
     }
-    // A LoadBalancerIPPool overlaps no IPPool.
+    // A LoadBalancerIPPool overlaps no IPPool, and no other
+    // LoadBalancerIPPool (one address would be given to two Services).
     for e in lb.iter().filter(|e| e.item.is_some()) {
         for (j, (text, this)) in e.nets.iter().enumerate() {
+            for other in lb.iter().filter(|o| o.name != e.name) {
+                if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
+                    out.push((
+                        e.item.unwrap_or_default(),
+                        format!(
+                            "spec.cidrs[{j}]: LoadBalancerIPPool({}) {text} overlaps with LoadBalancerIPPool({}) {ot}",
+                            e.name, other.name
+                        ),
+                    ));
+                }
+            }
             for other in &ip {
                 if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
                     out.push((
@@ -302,6 +298,26 @@ mod tests {
             ),
             []
         );
+    }
+
+    #[test]
+    fn load_balancer_pools_do_not_share_addresses_with_each_other() {
+        let stored_lb = lb("public", "{cidrs: [198.51.100.0/28]}");
+        let p = refusals(
+            Mode::Apply,
+            &lb("other", "{cidrs: [203.0.113.0/24, 198.51.100.8/29]}"),
+            "",
+            &stored_lb,
+        );
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].1.starts_with(
+                "spec.cidrs[1]: LoadBalancerIPPool(other) 198.51.100.8/29 overlaps with LoadBalancerIPPool(public) 198.51.100.0/28"
+            ),
+            "{p:?}"
+        );
+        // The same pool written again is no overlap with itself.
+        assert_eq!(refusals(Mode::Apply, &stored_lb, "", &stored_lb), []);
     }
 
     #[test]

@@ -29,9 +29,12 @@ fn segment() -> impl Strategy<Value = AsSegment> {
 /// A next hop a route may have (RFC 4271 6.3): anything unusable becomes
 /// a documentation address.
 fn v4_next_hop(a: u32) -> NextHop {
-    let a = Ipv4Addr::from(a);
-    let bad = a.is_unspecified() || a.is_loopback() || a.octets()[0] >= 224;
-    NextHop::V4(if bad { Ipv4Addr::new(192, 0, 2, 1) } else { a })
+    let nh = NextHop::V4(Ipv4Addr::from(a));
+    if crate::model::checks::unusable_next_hop(&nh, &[]).is_some() {
+        NextHop::V4(Ipv4Addr::new(192, 0, 2, 1))
+    } else {
+        nh
+    }
 }
 
 fn v6_global(a: u128) -> Ipv6Addr {
