@@ -174,9 +174,9 @@ pub fn non_special_ip(a: IpAddr) -> Result<(), String> {
             let o = v4.octets();
             if v4.is_unspecified() {
                 Some("may not be unspecified (0.0.0.0)")
-            } else if o[0] == 127 {
+            } else if v4.is_loopback() {
                 Some("may not be in the loopback range (127.0.0.0/8)")
-            } else if o[0] == 169 && o[1] == 254 {
+            } else if v4.is_link_local() {
                 Some("may not be in the link-local range (169.254.0.0/16)")
             } else if o[0] == 224 && o[1] == 0 && o[2] == 0 {
                 Some("may not be in the link-local multicast range (224.0.0.0/24)")
@@ -190,7 +190,7 @@ pub fn non_special_ip(a: IpAddr) -> Result<(), String> {
                 Some("may not be unspecified (::)")
             } else if v6.is_loopback() {
                 Some("may not be in the loopback range (::1/128)")
-            } else if o[0] == 0xfe && o[1] & 0xc0 == 0x80 {
+            } else if v6.is_unicast_link_local() {
                 Some("may not be in the link-local range (fe80::/10)")
             } else if o[0] == 0xff && o[1] & 0x0f == 0x02 {
                 Some("may not be in the link-local multicast range (ff02::/16)")

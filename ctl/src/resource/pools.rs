@@ -104,6 +104,14 @@ fn after(kind: Kind, items: &[Prepared], stored: &[DynamicObject]) -> Vec<Entry>
     out
 }
 
+/// A pool's network in a message, as Calico words it.
+fn describe(kind: Kind, name: &str, net: &str) -> String {
+    match kind {
+        Kind::IpPool => format!("IPPool({name}) CIDR {net}"),
+        _ => format!("LoadBalancerIPPool({name}) {net}"),
+    }
+}
+
 /// Every item of `items` these checks refuse: its index and why. `pools`
 /// and `lb_pools` are the stored IPPools and LoadBalancerIPPools.
 pub fn problems(
@@ -133,58 +141,38 @@ pub fn problems(
     }
     let ip = after(Kind::IpPool, items, pools);
     let lb = after(Kind::LoadBalancerIpPool, items, lb_pools);
-    // An IPPool overlaps no other IPPool and no LoadBalancerIPPool.
-    for e in ip.iter().filter(|e| e.item.is_some()) {
-        let Some((text, this)) = e.nets.first() else {
-            continue;
-        };
-        for other in ip.iter().filter(|o| o.name != e.name) {
-            if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
-                out.push((
-                    e.item.unwrap_or_default(),
-                    format!(
-                        "spec.cidr: IPPool({}) CIDR {text} overlaps with IPPool({}) CIDR {ot}",
-                        e.name, other.name
-                    ),
-                ));
-            }
-        }
-        for other in &lb {
-            if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
-                out.push((
-                    e.item.unwrap_or_default(),
-                    format!(
-                        "spec.cidr: IPPool({}) CIDR {text} overlaps with LoadBalancerIPPool({}) {ot}; pod and LoadBalancer addresses must not be shared",
-                        e.name, other.name
-                    ),
-                ));
-            }
-        }
-    }
-    // A LoadBalancerIPPool overlaps no IPPool, and no other
-    // LoadBalancerIPPool (one address would be given to two Services).
-    for e in lb.iter().filter(|e| e.item.is_some()) {
-        for (j, (text, this)) in e.nets.iter().enumerate() {
-            for other in lb.iter().filter(|o| o.name != e.name) {
-                if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
-                    out.push((
-                        e.item.unwrap_or_default(),
-                        format!(
-                            "spec.cidrs[{j}]: LoadBalancerIPPool({}) {text} overlaps with LoadBalancerIPPool({}) {ot}",
-                            e.name, other.name
-                        ),
-                    ));
-                }
-            }
-            for other in &ip {
-                if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
-                    out.push((
-                        e.item.unwrap_or_default(),
-                        format!(
-                            "spec.cidrs[{j}]: LoadBalancerIPPool({}) {text} overlaps with IPPool({}) CIDR {ot}; pod and LoadBalancer addresses must not be shared",
-                            e.name, other.name
-                        ),
-                    ));
+    // A pool of the file overlaps no other pool: an IPPool no IPPool and
+    // no LoadBalancerIPPool (pod and Service addresses are not shared), a
+    // LoadBalancerIPPool neither (nor one address for two Services).
+    let kinds = [(Kind::IpPool, &ip), (Kind::LoadBalancerIpPool, &lb)];
+    for (kind, entries) in kinds {
+        for e in entries.iter().filter(|e| e.item.is_some()) {
+            for (j, (text, this)) in e.nets.iter().enumerate() {
+                let field = match kind {
+                    Kind::IpPool => "spec.cidr".to_string(),
+                    _ => format!("spec.cidrs[{j}]"),
+                };
+                for (other_kind, others) in kinds {
+                    let suffix = if other_kind == kind {
+                        ""
+                    } else {
+                        "; pod and LoadBalancer addresses must not be shared"
+                    };
+                    for other in others
+                        .iter()
+                        .filter(|o| other_kind != kind || o.name != e.name)
+                    {
+                        if let Some((ot, _)) = other.nets.iter().find(|(_, n)| overlap(n, this)) {
+                            out.push((
+                                e.item.unwrap_or_default(),
+                                format!(
+                                    "{field}: {} overlaps with {}{suffix}",
+                                    describe(kind, &e.name, text),
+                                    describe(other_kind, &other.name, ot)
+                                ),
+                            ));
+                        }
+                    }
                 }
             }
         }

@@ -1,8 +1,8 @@
 //! The labels felix gives namespaces and endpoints itself, as Calico does
 //! (its "automatic labels"), so that selectors written for Calico match:
 //!
-//! - a namespace: `projectcalico.org/name` = its name (beside
-//!   `kubernetes.io/metadata.name`, which the policy compiler sets);
+//! - a namespace: `projectcalico.org/name` = its name, as
+//!   `kubernetes.io/metadata.name` is (the API server's own);
 //! - an endpoint: `projectcalico.org/namespace` = its namespace,
 //!   `projectcalico.org/orchestrator` = `k8s`, and, once felix has seen
 //!   its Pod, `projectcalico.org/serviceaccount` = the Pod's service
@@ -28,9 +28,15 @@ pub const SERVICE_ACCOUNT: &str = "projectcalico.org/serviceaccount";
 /// Calico's name for Kubernetes as an orchestrator.
 pub const KUBERNETES: &str = "k8s";
 
-/// Namespace `name`'s labels with its automatic ones.
+/// Namespace `name`'s labels with its automatic ones: Calico's, and
+/// `kubernetes.io/metadata.name` as the API server sets it (a Namespace
+/// stored without it, or claiming another's name, is read as its own).
 pub fn namespace(name: &str, mut labels: Labels) -> Labels {
     labels.insert(NAME.to_string(), name.to_string());
+    labels.insert(
+        tartan_policy::compile::NAMESPACE_NAME_LABEL.to_string(),
+        name.to_string(),
+    );
     labels
 }
 

@@ -67,8 +67,7 @@ fn namespace_labels(state: &State) -> BTreeMap<String, BTreeMap<String, String>>
         .iter()
         .map(|(k, v)| {
             let name = k.trim_start_matches('/').to_string();
-            let mut labels = labels::namespace(&name, v.clone());
-            labels.insert(compile::NAMESPACE_NAME_LABEL.to_string(), name.clone());
+            let labels = labels::namespace(&name, v.clone());
             (name, labels)
         })
         .collect()

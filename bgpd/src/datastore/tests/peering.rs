@@ -132,11 +132,10 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     );
 }
 
-/// ttlSecurity of a peerSelector BGPPeer applies to every node it picks.
-#[test]
-fn ttl_security_reaches_peer_selector_sessions() {
+/// The three nodes without the mesh, so that the BGPPeer `nodes`
+/// (`peerSelector: all()`, set up further by `with`) stands alone.
+fn without_mesh(with: impl FnOnce(&mut BgpPeerSpec)) -> Inputs {
     let mut i = three();
-    // Without the mesh, so that the peerSelector sessions stand alone.
     i.configs.insert(
         "default".into(),
         BgpConfigurationSpec {
@@ -149,9 +148,16 @@ fn ttl_security_reaches_peer_selector_sessions() {
         p.peer_ip = None;
         p.as_number = None;
         p.peer_selector = Some("all()".into());
-        p.ttl_security = Some(3);
+        with(&mut p);
         p
     });
+    i
+}
+
+/// ttlSecurity of a peerSelector BGPPeer applies to every node it picks.
+#[test]
+fn ttl_security_reaches_peer_selector_sessions() {
+    let i = without_mesh(|p| p.ttl_security = Some(3));
     let c = build(&i).unwrap();
     assert_eq!(addrs(&c), ["10.0.0.2", "10.0.0.3"]);
     for n in &c.neighbors {
@@ -215,25 +221,9 @@ fn a_bgp_peers_next_hop_mode_reaches_its_sessions() {
         (Api::SelfAddress, NextHopMode::SelfAddress),
         (Api::Keep, NextHopMode::Keep),
     ] {
-        let mut i = three();
-        // Without the mesh, so that the peerSelector sessions stand alone.
-        i.configs.insert(
-            "default".into(),
-            BgpConfigurationSpec {
-                node_to_node_mesh_enabled: Some(false),
-                ..Default::default()
-            },
-        );
+        let mut i = without_mesh(|p| p.next_hop_mode = api);
         i.peers.insert("tor".into(), {
             let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
-            p.next_hop_mode = api;
-            p
-        });
-        i.peers.insert("nodes".into(), {
-            let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
-            p.peer_ip = None;
-            p.as_number = None;
-            p.peer_selector = Some("all()".into());
             p.next_hop_mode = api;
             p
         });
