@@ -210,9 +210,8 @@ fn converge(l: &Line, t: &Tartan, bird: &Bird) -> Result<()> {
         ))
     })?;
     wait_kernel_route(&l.bird, &l.net_a(), Some("bird"), T)?;
-    if !tartan_lab::ping(&l.host_a, l.host_b(), 3) {
-        bail!("host-a cannot ping host-b across the learned routes");
-    }
+    tartan_lab::wait_ping(&l.host_a, l.host_b(), T)
+        .context("host-a cannot ping host-b across the learned routes")?;
     Ok(())
 }
 

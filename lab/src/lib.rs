@@ -12,6 +12,7 @@ pub mod netns;
 pub mod netpol;
 pub mod peers;
 pub mod process;
+pub mod subnet_claims;
 pub mod tempdir;
 pub mod topo;
 pub mod underlay;
@@ -19,4 +20,4 @@ pub mod wire;
 
 pub use process::Daemon;
 pub use tempdir::TempDir;
-pub use topo::{Family, KernelRoute, Pair, kernel_routes, ping, wait_kernel_route};
+pub use topo::{Family, KernelRoute, Pair, kernel_routes, ping, wait_kernel_route, wait_ping};

@@ -203,6 +203,17 @@ pub fn ping(ns: &Netns, addr: IpAddr, count: u32) -> bool {
     .is_ok()
 }
 
+/// Pings `addr` from inside `ns` until a reply comes back, for at most
+/// `timeout`: a link just made may take a moment to carry traffic on a
+/// busy host.
+pub fn wait_ping(ns: &Netns, addr: IpAddr, timeout: std::time::Duration) -> Result<()> {
+    crate::netns::wait_for(
+        &format!("a reply from {addr} in {}", ns.name()),
+        timeout,
+        || ping(ns, addr, 1).then_some(()),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

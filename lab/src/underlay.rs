@@ -6,31 +6,23 @@
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use ipnet::Ipv4Net;
 
 use crate::netns::{Netns, ip, unique_name};
+use crate::subnet_claims;
 
 static SUBNETS: AtomicU32 = AtomicU32::new(0);
 
 /// A /24 under 10.213.0.0/16 that overlaps no address or route of the
 /// host (other labs' underlays included: a lab's second subnet has no
-/// address here, only a route through its router).
+/// address here, only a route through its router) and that no lab being
+/// built has chosen: it is claimed for this process until
+/// [`subnet_claims::release`] (once its address or route is on the host).
 pub fn free_subnet() -> Result<Ipv4Net> {
-    let host = crate::cluster::hostnets::read()?;
-    let mut last = None;
-    for _ in 0..256 {
-        let n = (std::process::id() + SUBNETS.fetch_add(1, Ordering::Relaxed) * 7) % 250 + 1;
-        let net: Ipv4Net = format!("10.213.{n}.0/24").parse()?;
-        match crate::cluster::hostnets::overlap(&net, &host) {
-            None => return Ok(net),
-            Some(h) => last = Some(h.what.clone()),
-        }
-    }
-    bail!(
-        "no free /24 under 10.213.0.0/16 for an underlay (the last one tried overlaps the host's {})",
-        last.unwrap_or_default()
-    )
+    // Labs of one process start apart; other processes' labs from their pids.
+    let start = std::process::id() + SUBNETS.fetch_add(1, Ordering::Relaxed) * 7;
+    subnet_claims::claim(start)
 }
 
 /// One node of the underlay.
@@ -71,6 +63,7 @@ impl Underlay {
             &u.bridge,
         ])?;
         ip(&["link", "set", &u.bridge, "up"])?;
+        subnet_claims::release(&subnet);
         Ok(u)
     }
 

@@ -3,7 +3,7 @@ use anyhow::Result;
 use std::net::Ipv4Addr;
 use tartan_lab::netns::{Netns, veth};
 use tartan_lab::peers::{BgpConfig, Bird, Neighbor, Route};
-use tartan_lab::{Family, Pair, ping, wait_kernel_route};
+use tartan_lab::{Family, Pair, wait_kernel_route, wait_ping};
 
 use tartan_tests::peering::{self, PEER_WAIT as T};
 
@@ -11,7 +11,7 @@ use tartan_tests::peering::{self, PEER_WAIT as T};
 fn bird_ibgp_ipv4_route_reaches_peer_and_kernel() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
     let p = Pair::new("bi4")?;
-    assert!(ping(&p.b, p.a_v4().into(), 1), "veth must carry traffic");
+    wait_ping(&p.b, p.a_v4().into(), T)?;
     let (_a, b) = peering::ibgp_v4_established::<Bird>(
         &p,
         Route::new("192.0.2.0/24")
