@@ -13,6 +13,7 @@
 //!   [`mtu`]: the MTU under encapsulation.
 pub mod bgp;
 pub mod build_info;
+pub mod cni_files;
 pub mod examples;
 pub mod kind;
 pub mod logging;

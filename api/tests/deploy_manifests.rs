@@ -185,6 +185,9 @@ fn the_role_grants_writes_only_to_ipam_endpoints_node_updates_and_status_reports
         if res == ["nodes"] {
             // felix's VTEP MAC annotation: update only, never create or delete.
             assert_eq!(writes, ["update"], "nodes");
+        } else if res == ["nodes/status"] {
+            // felix's NetworkUnavailable=False on its Node: update only.
+            assert_eq!(writes, ["update"], "nodes/status");
         } else if res == ["bgpnodestatuses"] {
             // bgpd's status reports, and the sweep of those of nodes gone.
             assert_eq!(writes, ["create", "update", "delete"], "bgpnodestatuses");
@@ -202,6 +205,7 @@ fn the_role_grants_writes_only_to_ipam_endpoints_node_updates_and_status_reports
         written.extend(res);
     }
     assert!(written.contains(&"nodes".to_string()));
+    assert!(written.contains(&"nodes/status".to_string()));
     assert!(written.contains(&"bgpnodestatuses".to_string()));
 }
 
@@ -390,4 +394,57 @@ fn the_shipped_service_proxy_setting_leaves_kube_proxy_alone() {
                 && f["configMapRef"]["optional"] == true
         ));
     }
+}
+
+/// The runtime calls a node's network ready, and pods come, as soon as a
+/// conflist is in its directory: the init container leaves Tartan's as
+/// `<conflist>.pending` (an extension the runtime does not read) and
+/// felix, which writes the plugins' kubeconfig, moves it into place once
+/// that has a token. The two must name the same file, and the conflist
+/// the kubeconfig felix writes.
+#[test]
+fn the_conflist_appears_only_after_the_plugins_credentials() {
+    let script = std::fs::read_to_string(deploy_dir().join("install-cni.sh")).unwrap();
+    let net = script
+        .lines()
+        .find_map(|l| l.strip_prefix("NET="))
+        .expect("install-cni.sh sets NET")
+        .replace("${TARTAN_HOST_ROOT:-/host}", "/host");
+    let out = script
+        .split("--out ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("install-cni.sh renders the conflist with --out")
+        .trim_matches('"')
+        .replace("$NET", &net);
+    assert!(out.ends_with(".conflist.pending"), "{out}");
+    let kubeconfig = script
+        .split("--kubeconfig ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("the conflist names a kubeconfig")
+        .to_string();
+    let ds = workload("tartan-node.yaml", "DaemonSet", "tartan-node");
+    let felix = ds["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "felix")
+        .expect("a felix container")
+        .clone();
+    let args: Vec<String> = felix["command"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let arg = |flag: &str| {
+        let i = args.iter().position(|a| a == flag);
+        i.and_then(|i| args.get(i + 1))
+            .unwrap_or_else(|| panic!("felix has no {flag}: {args:?}"))
+            .clone()
+    };
+    // Both containers see the host's /etc/cni/net.d under /host.
+    assert_eq!(format!("{}.pending", arg("--cni-conflist")), out);
+    assert_eq!(arg("--cni-kubeconfig"), format!("/host{kubeconfig}"));
 }

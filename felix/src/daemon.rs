@@ -14,6 +14,7 @@ mod apply;
 mod config;
 mod fold;
 mod host;
+mod network_up;
 mod pending;
 mod servers;
 mod watches;

@@ -69,4 +69,16 @@ fn cni_token_flags_are_checked_before_starting() {
         "60",
     ]);
     assert!(err.contains("--cni-token-seconds"), "{err}");
+    // A conflist left pending for a kubeconfig nobody writes would never
+    // be installed: refused.
+    let err = run(&[
+        "--datastore",
+        "kubernetes",
+        "--cni-conflist",
+        "/nonexistent/10-tartan.conflist",
+    ]);
+    assert!(
+        err.contains("--cni-conflist needs --cni-kubeconfig"),
+        "{err}"
+    );
 }

@@ -50,6 +50,12 @@ struct Cli {
     /// Needs the kubernetes datastore.
     #[arg(long, env = "TARTAN_FELIX_CNI_KUBECONFIG")]
     cni_kubeconfig: Option<PathBuf>,
+    /// The CNI plugins' conflist, which the init container leaves beside
+    /// it as `<path>.pending`: felix moves it into place once the
+    /// kubeconfig of --cni-kubeconfig has a token (the runtime calls the
+    /// node's network ready when a conflist appears).
+    #[arg(long, env = "TARTAN_FELIX_CNI_CONFLIST")]
+    cni_conflist: Option<PathBuf>,
     /// The CNI plugins' service account.
     #[arg(long, default_value = "tartan-cni")]
     cni_service_account: String,
@@ -105,6 +111,11 @@ fn main() -> Result<()> {
                 .with_context(|| format!("--proxy-health-address {a:?} is not HOST:PORT"))?,
         ),
     };
+    if cli.cni_conflist.is_some() && cli.cni_kubeconfig.is_none() {
+        anyhow::bail!(
+            "--cni-conflist needs --cni-kubeconfig (felix installs it once the plugins have a token)"
+        );
+    }
     let cni_token = match cli.cni_kubeconfig {
         None => None,
         Some(_) if cli.datastore.trim() != "kubernetes" => {
@@ -119,6 +130,7 @@ fn main() -> Result<()> {
                 .pod_name
                 .filter(|n| !n.is_empty())
                 .map(|n| (n, cli.pod_uid.filter(|u| !u.is_empty()))),
+            conflist: cli.cni_conflist,
         }),
     };
     // One thread: felix's work is one loop over its watches, and every

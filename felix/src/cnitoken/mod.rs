@@ -26,4 +26,10 @@ pub struct CniToken {
     pub seconds: i64,
     /// felix's Pod (name, UID), to bind the tokens to: they die with it.
     pub pod: Option<(String, Option<String>)>,
+    /// The plugins' network configuration, which the init container
+    /// leaves beside it as `<conflist>.pending`: moved into place only
+    /// once the kubeconfig has a token, so that the runtime (which calls
+    /// the node's network ready when a conflist appears) never runs a
+    /// plugin without credentials.
+    pub conflist: Option<PathBuf>,
 }

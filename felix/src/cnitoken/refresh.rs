@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::authentication::v1::{BoundObjectReference, TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, PostParams};
+use tartan_api::cni_files::pending_conflist as pending;
 use tracing::{info, warn};
 
 use super::CniToken;
@@ -100,7 +101,27 @@ pub async fn refresh_once(cfg: &CniToken) -> Result<SystemTime> {
     let expires = SystemTime::from(status.expiration_timestamp.0);
     write_private(&cfg.kubeconfig, &kubeconfig(&cluster, &status.token))
         .with_context(|| format!("write {}", cfg.kubeconfig.display()))?;
+    if let Some(conflist) = &cfg.conflist
+        && install_pending(conflist)
+            .with_context(|| format!("install {}", pending(conflist).display()))?
+    {
+        info!(conflist = %conflist.display(), "installed the CNI configuration: pods on this node can be wired");
+    }
     Ok(expires)
+}
+
+/// Renames `<conflist>.pending` over `conflist` (one step: the runtime
+/// sees the old file or the new); false when there is none.
+pub fn install_pending(conflist: &Path) -> std::io::Result<bool> {
+    match std::fs::rename(pending(conflist), conflist) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    if let Some(dir) = conflist.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(true)
 }
 
 /// Write `text` to `path` so that a reader sees the old file or the new,
@@ -143,6 +164,32 @@ pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_pending_conflist_is_moved_into_place_once() {
+        let dir = std::env::temp_dir().join(format!("tartan-conflist-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let conflist = dir.join("10-tartan.conflist");
+        assert_eq!(pending(&conflist), dir.join("10-tartan.conflist.pending"));
+        // Nothing pending: the configuration in place (a felix restart)
+        // is left as it is.
+        std::fs::write(&conflist, "old").unwrap();
+        let none = install_pending(&conflist);
+        let kept = std::fs::read_to_string(&conflist);
+        std::fs::write(pending(&conflist), "new").unwrap();
+        let moved = install_pending(&conflist);
+        let text = std::fs::read_to_string(&conflist);
+        let again = install_pending(&conflist);
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(!none.unwrap());
+        assert_eq!(kept.unwrap(), "old");
+        assert!(moved.unwrap());
+        assert_eq!(text.unwrap(), "new");
+        assert!(!again.unwrap(), "moved once");
+        assert_eq!(left, 1, "no pending file left beside it");
+    }
 
     #[test]
     fn the_kubeconfig_is_replaced_whole_and_private() {

@@ -66,6 +66,12 @@ pub(super) struct Dataplane {
     /// The tunnels as last applied: read back from the kernel only when
     /// they change, at the periodic check, or after a kernel event.
     tunnels_applied: Option<encap::Tunnels>,
+    /// The Node says its network is available (set once per run, after
+    /// the first pass that wrote the routes and the policy).
+    network_up: bool,
+    /// A write of that was tried: after a failure, tried again only at
+    /// the periodic check, not on every datastore event.
+    network_up_tried: bool,
 }
 
 impl Dataplane {
@@ -91,6 +97,8 @@ impl Dataplane {
             nat_applied: None,
             published: None,
             tunnels_applied: None,
+            network_up: false,
+            network_up_tried: false,
         }
     }
 
@@ -220,6 +228,10 @@ impl Dataplane {
                         "routes updated"
                     );
                 }
+                if policy_synced && !self.network_up && (!self.network_up_tried || checks.kernel) {
+                    self.network_up_tried = true;
+                    self.network_up = mark_network_up(store, node).await;
+                }
             }
             Err(e) => {
                 health.apply_failures.inc();
@@ -296,6 +308,27 @@ fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
         Err(e) => {
             health.service_failures.inc();
             warn!(error = %e, "service table not written; retrying at the next check");
+        }
+    }
+}
+
+/// Set the Node's condition NetworkUnavailable to False; true when it
+/// says so now.
+async fn mark_network_up(store: &dyn Datastore, node: &str) -> bool {
+    match super::network_up::mark_network_available(store, node).await {
+        Ok(wrote) => {
+            if wrote {
+                info!(
+                    condition = super::network_up::CONDITION,
+                    reason = super::network_up::REASON,
+                    "the Node's network marked available"
+                );
+            }
+            true
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot mark the Node's network available; retrying at the next check");
+            false
         }
     }
 }

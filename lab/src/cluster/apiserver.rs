@@ -64,22 +64,28 @@ pub fn cni_kubeconfig(st: &LabState, node: &str) -> Option<PathBuf> {
 }
 
 /// Waits until felix of every node has written its CNI plugin's
-/// kubeconfig (nothing to wait for on etcd).
+/// kubeconfig and then installed the conflist (nothing to wait for on
+/// etcd).
 pub fn wait_cni_kubeconfigs(st: &LabState, limit: Duration) -> Result<()> {
     let deadline = Instant::now() + limit;
     for n in &st.nodes {
-        let Some(path) = cni_kubeconfig(st, &n.name) else {
+        let Some(kubeconfig) = cni_kubeconfig(st, &n.name) else {
             continue;
         };
-        while !path.exists() {
-            if Instant::now() > deadline {
-                bail!(
-                    "felix on {} wrote no CNI kubeconfig ({}) in {limit:?}; see its log",
-                    n.name,
-                    path.display()
-                );
+        for (path, what) in [
+            (&kubeconfig, "wrote no CNI kubeconfig"),
+            (&n.conflist, "installed no conflist"),
+        ] {
+            while !path.exists() {
+                if Instant::now() > deadline {
+                    bail!(
+                        "felix on {} {what} ({}) in {limit:?}; see its log",
+                        n.name,
+                        path.display()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(100));
             }
-            std::thread::sleep(Duration::from_millis(100));
         }
     }
     Ok(())

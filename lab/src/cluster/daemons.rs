@@ -48,9 +48,11 @@ pub fn start_daemon(st: &LabState, i: usize, which: Daemon) -> Result<state::Pro
                 "--node",
                 &n.name,
             ]);
-            // felix keeps the CNI plugin's token, as in deploy/.
+            // felix keeps the CNI plugin's token, and installs the
+            // conflist once it has one, as in deploy/.
             if let Some(k) = super::apiserver::cni_kubeconfig(st, &n.name) {
                 cmd.arg("--cni-kubeconfig").arg(k);
+                cmd.arg("--cni-conflist").arg(&n.conflist);
             }
             dir.join(format!("felix-{}.log", n.name))
         }

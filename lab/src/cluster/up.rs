@@ -122,6 +122,8 @@ fn build(
         &st.bridge,
     ])?;
     ip(&["link", "set", &st.bridge, "up"])?;
+    // The bridge's address holds the subnet from here on.
+    crate::subnet_claims::release(&subnet);
     let router_a = subnet.hosts().last().context("empty subnet")?;
     if let Some(b) = subnet2 {
         let router_b = b.hosts().next().context("empty subnet")?;
@@ -157,6 +159,7 @@ fn build(
         enable_forwarding(&router)?;
         // etcd (here) answers nodes on the second subnet through the router.
         ip(&["route", "add", &b.to_string(), "via", &router_a.to_string()])?;
+        crate::subnet_claims::release(&b);
     }
 
     let kube = o.datastore == LabDatastore::Kubernetes;
@@ -323,10 +326,14 @@ fn build(
             "name": "tartan-lab",
             "plugins": [plugin]
         });
-        std::fs::write(
-            &st.nodes[i - 1].conflist,
-            serde_json::to_string_pretty(&conflist)?,
-        )?;
+        // As in deploy/: on the Kubernetes datastore the conflist waits
+        // beside its place until felix has the plugin's token.
+        let path = &st.nodes[i - 1].conflist;
+        let path = match super::apiserver::cni_kubeconfig(&st, &st.nodes[i - 1].name) {
+            Some(_) => tartan_api::cni_files::pending_conflist(path),
+            None => path.clone(),
+        };
+        std::fs::write(&path, serde_json::to_string_pretty(&conflist)?)?;
     }
     if o.topology == "tor" {
         let tor_ip = subnet.hosts().last().context("empty subnet")?;

@@ -299,6 +299,17 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
             .exec("nft", &["list", "table", "inet", "tartan"])
             .is_ok()
     });
+    // ... and, with its routes and policy written, says node-1's network
+    // is up (through the Node's status).
+    wait("felix marks node-1's network available", &daemons, || {
+        api.get(&key(Kind::Node, None, "node-1"))
+            .and_then(|o| serde_json::to_value(o).ok())
+            .and_then(|v| {
+                let cs = v.pointer("/status/conditions")?.as_array()?.clone();
+                cs.into_iter().find(|c| c["type"] == "NetworkUnavailable")
+            })
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "TartanIsUp")
+    });
     wait("the controllers hold the Lease", &daemons, || {
         api.get(&key(
             Kind::Lease,
