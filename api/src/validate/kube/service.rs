@@ -51,17 +51,22 @@ pub(super) fn check(s: &Service, p: &mut Problems) {
     if kind != "ExternalName" {
         cluster_ips(spec, headless, selectorless, p);
     } else {
-        for (i, a) in spec.cluster_ips.iter().flatten().enumerate() {
-            if a != "None" && self::ip(a).is_err() {
-                p.add(
-                    format!("spec.clusterIPs[{i}]"),
-                    format!("{a:?} is not a valid IP address"),
-                );
-            }
-        }
-        for (i, fam) in spec.ip_families.iter().flatten().enumerate() {
-            if let Err(e) = one_of(fam, &["IPv4", "IPv6"]) {
-                p.add(format!("spec.ipFamilies[{i}]"), e);
+        // An ExternalName Service is a DNS alias: no cluster address, so
+        // none of the fields that choose one (the API server fills
+        // `clusterIPs` from `clusterIP` before it checks).
+        let has_ip = spec.cluster_ip.as_deref().is_some_and(|ip| !ip.is_empty())
+            || spec.cluster_ips.as_ref().is_some_and(|v| !v.is_empty());
+        let forbidden = [
+            ("spec.clusterIPs", has_ip),
+            (
+                "spec.ipFamilies",
+                spec.ip_families.as_ref().is_some_and(|v| !v.is_empty()),
+            ),
+            ("spec.ipFamilyPolicy", spec.ip_family_policy.is_some()),
+        ];
+        for (field, set) in forbidden {
+            if set {
+                p.add(field, "Forbidden: may not be set for ExternalName services");
             }
         }
     }
@@ -571,6 +576,38 @@ mod tests {
         ok(json!({"clusterIP": "None", "ipFamilies": ["IPv4", "IPv6"]}));
         // An ExternalName Service has no cluster addresses to check.
         ok(json!({"type": "ExternalName", "externalName": "example.com"}));
+    }
+
+    #[test]
+    fn an_external_name_service_chooses_no_cluster_address() {
+        let ext = |extra: Value| {
+            let mut v = json!({"type": "ExternalName", "externalName": "db.example.com."});
+            v.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            v
+        };
+        ok(ext(json!({"ports": ports()})));
+        for (extra, field) in [
+            (json!({"clusterIP": "10.96.0.9"}), "spec.clusterIPs"),
+            (json!({"clusterIP": "None"}), "spec.clusterIPs"),
+            (json!({"clusterIPs": ["10.96.0.9"]}), "spec.clusterIPs"),
+            (json!({"ipFamilies": ["IPv4"]}), "spec.ipFamilies"),
+            (
+                json!({"ipFamilyPolicy": "SingleStack"}),
+                "spec.ipFamilyPolicy",
+            ),
+        ] {
+            let p = problems(ext(extra.clone()));
+            assert_eq!(
+                p.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+                [field],
+                "{extra}: {p:?}"
+            );
+            assert!(p[0].1.contains("may not be set for ExternalName"), "{p:?}");
+        }
+        // An empty clusterIP is no address.
+        ok(ext(json!({"clusterIP": ""})));
     }
 
     #[test]
