@@ -5,7 +5,7 @@
 //! | name (relative to the zone) | records |
 //! |---|---|
 //! | (apex) | SOA, NS `ns.dns.<zone>` |
-//! | `ns.dns` | A/AAAA of the cluster IPs of `kube-system/kube-dns` |
+//! | `ns.dns` | A/AAAA of the cluster IPs of `kube-system/kube-dns` (`dns` itself exists, empty) |
 //! | `dns-version` | TXT `"1.1.0"` |
 //! | `<svc>.<ns>.svc` | A/AAAA of the cluster IPs; of the ready endpoints when headless; CNAME when ExternalName |
 //! | `<host>.<svc>.<ns>.svc` | A/AAAA of a headless Service's endpoint by hostname (or dashed address) |
@@ -292,6 +292,9 @@ fn in_zone(records: &Records, zone: &Zone, rel: &[String]) -> AtName {
             RData::NS(NS(zone.abs(NAME_SERVER)?)),
         ]),
         ["ns", "dns"] => Some(name_server_addresses(records)),
+        // The empty non-terminal above the name server's name: it exists
+        // (RFC 4592 2.2.2, RFC 8020), so NODATA, not NXDOMAIN.
+        ["dns"] => Some(vec![]),
         ["dns-version"] => Some(vec![RData::TXT(TXT::new(vec![SPEC_VERSION.into()]))]),
         ["svc"] | ["pod"] => Some(vec![]),
         [ns, "svc"] | [ns, "pod"] => records.namespace_exists(ns).then(Vec::new),

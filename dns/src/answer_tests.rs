@@ -685,3 +685,19 @@ fn the_apex_names_its_name_server_and_that_name_has_the_dns_services_address() {
     // The apex's SOA is still its only SOA.
     assert_eq!(ask(&r, "cluster.local.", RecordType::SOA).answers.len(), 1);
 }
+
+#[test]
+fn the_empty_non_terminal_above_the_name_server_is_nodata() {
+    // `ns.dns.<zone>` exists, so `dns.<zone>` does too, without records:
+    // NODATA with the SOA, not NXDOMAIN (RFC 4592 2.2.2, RFC 8020 2).
+    let r = cluster();
+    for t in [RecordType::A, RecordType::AAAA, RecordType::TXT] {
+        let a = ask(&r, "DNS.cluster.local.", t);
+        assert_eq!(a.rcode, ResponseCode::NoError, "{t}");
+        assert!(a.answers.is_empty(), "{t}");
+        assert_eq!(a.authorities[0].record_type(), RecordType::SOA, "{t}");
+    }
+    // Other names beside it stay NXDOMAIN.
+    let a = ask(&r, "x.dns.cluster.local.", RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NXDomain);
+}

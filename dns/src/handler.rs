@@ -3,15 +3,18 @@
 //! panics on input; garbage that is not even a DNS header is dropped.
 //!
 //! - Not a query (QR set): dropped, so two servers never loop.
-//! - Undecodable, or not exactly one question: FORMERR (if the header has an id).
-//! - Opcode other than QUERY: NOTIMP.
+//! - A QUERY that is undecodable, or has not exactly one question: FORMERR
+//!   (if the header has an id).
+//! - Opcode other than QUERY: NOTIMP, decodable or not.
+//! - Every reply copies the request's opcode and RD bit (RFC 1035 4.1.1),
+//!   an undecodable request's too (read from its header).
 //! - EDNS version above 0: BADVERS. An EDNS request gets an OPT back,
 //!   with the request's DO bit.
 //! - Zone transfers (AXFR, IXFR), of any zone: REFUSED.
 //! - An ExternalName's CNAME to a name outside the zone is followed
 //!   through the forwarder (see [`Handler::follow`]).
 //! - UDP answers larger than the client's limit (512, or its EDNS payload
-//!   size up to 4096) lose their additional section (no TC) if that is
+//!   size up to [`MAX_UDP`]) lose their additional section (no TC) if that is
 //!   enough, else are cut to the header and question with TC set, so
 //!   the client asks again over TCP.
 //! - A UDP reply from the records is kept ([`ReplyCache`]) and sent again,
@@ -37,7 +40,10 @@ use crate::metrics::{Metrics, QueryLabels};
 use crate::records::Records;
 use crate::replies::{Reply, ReplyCache};
 
-/// The payload size we advertise and the most we send over UDP.
+/// The payload size we advertise and the most we send over UDP, whatever
+/// a client advertises: 1,232 bytes fit an IPv6 packet of the minimum MTU
+/// unfragmented (the DNS Flag Day 2020 value), and a fragmented UDP
+/// answer is lost wherever fragments are (pod MTUs under VXLAN, NAT).
 pub const MAX_UDP: u16 = 1232;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,13 +106,7 @@ impl Handler {
         }
         let request = match Message::from_vec(req) {
             Ok(m) => m,
-            Err(_) => {
-                return self.finish(
-                    Message::error_msg(id, OpCode::Query, ResponseCode::FormErr),
-                    None,
-                    transport,
-                );
-            }
+            Err(_) => return self.finish(undecodable(id, [req[2], req[3]]), None, transport),
         };
         if request.metadata.message_type != MessageType::Query {
             return None;
@@ -301,7 +301,7 @@ impl Handler {
             Transport::Udp => usize::from(
                 request
                     .and_then(|r| r.edns.as_ref())
-                    .map_or(512, |e| e.max_payload().clamp(512, 4096)),
+                    .map_or(512, |e| e.max_payload().clamp(512, MAX_UDP)),
             ),
         };
         if bytes.len() <= limit {
@@ -324,6 +324,25 @@ impl Handler {
         }
         (resp.truncate().to_vec().ok(), counter)
     }
+}
+
+/// The answer to a request (QR clear) whose body does not decode, made
+/// from its ID and flag bytes (the header's third and fourth) alone: the
+/// opcode and RD (and CD) are copied, as RFC 1035 4.1.1 asks; an opcode
+/// other than QUERY is NOTIMP whatever follows it (we implement no other,
+/// so its body is not ours to judge); a QUERY that does not decode is
+/// FORMERR.
+fn undecodable(id: u16, flags: [u8; 2]) -> Message {
+    let op_code = OpCode::from_u8((flags[0] >> 3) & 0x0f);
+    let rcode = if op_code == OpCode::Query {
+        ResponseCode::FormErr
+    } else {
+        ResponseCode::NotImp
+    };
+    let mut m = Message::error_msg(id, op_code, rcode);
+    m.metadata.recursion_desired = flags[0] & 0x01 != 0;
+    m.metadata.checking_disabled = flags[1] & 0x10 != 0;
+    m
 }
 
 /// The rcode's mnemonic as DNS tools print it.

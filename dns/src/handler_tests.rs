@@ -1,6 +1,6 @@
 use std::sync::{Arc, RwLock};
 
-use hickory_proto::op::{Edns, Message, OpCode, Query, ResponseCode};
+use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RecordType};
 use proptest::prelude::*;
 use serde_json::json;
@@ -86,6 +86,21 @@ fn large_udp_answer_is_truncated_and_tcp_carries_it_whole() {
     assert_eq!(m.answers.len(), 40);
     let m = run(&h, &query(&name, RecordType::A, None), Transport::Udp).unwrap();
     assert!(m.metadata.truncation);
+}
+
+#[test]
+fn no_udp_answer_is_larger_than_what_we_advertise() {
+    // 100 addresses (about 1.7 KB) fit the 4096 bytes a client offers,
+    // but would be sent in fragments: over TCP instead.
+    let h = handler(big_headless(100));
+    let name = format!("big.{NS}.svc.cluster.local.");
+    let req = query(&name, RecordType::A, Some(4096));
+    let m = run(&h, &req, Transport::Udp).unwrap();
+    assert!(m.metadata.truncation, "sent whole over UDP");
+    assert!(m.answers.is_empty());
+    assert_eq!(m.edns.as_ref().unwrap().max_payload(), MAX_UDP);
+    let m = run(&h, &req, Transport::Tcp).unwrap();
+    assert_eq!(m.answers.len(), 100);
 }
 
 #[test]
@@ -179,6 +194,28 @@ fn outside_the_zone_without_upstreams_is_servfail_and_zone_transfers_refused() {
     assert_eq!(m.metadata.response_code, ResponseCode::Refused);
 }
 
+/// What any UDP reply to `req` must be: a response with the request's ID,
+/// opcode and RD (RFC 1035 4.1.1); no larger than 512 bytes unless the
+/// request carries an OPT (RFC 1035 4.2.1), and then no larger than its
+/// payload size (RFC 6891 6.2.3, 6.2.5); with an OPT when the request
+/// had one it could be read from (RFC 6891 7).
+fn reply_fits_request(req: &[u8], m: &Message, len: usize) -> Result<(), TestCaseError> {
+    prop_assert_eq!(m.metadata.message_type, MessageType::Response);
+    prop_assert_eq!(m.metadata.id, u16::from_be_bytes([req[0], req[1]]));
+    prop_assert_eq!(u8::from(m.metadata.op_code), (req[2] >> 3) & 0x0f);
+    prop_assert_eq!(m.metadata.recursion_desired, req[2] & 1 != 0);
+    let limit = match Message::from_vec(req) {
+        Ok(q) => {
+            prop_assert_eq!(m.edns.is_some(), q.edns.is_some());
+            q.edns
+                .map_or(512, |e| usize::from(e.max_payload().clamp(512, MAX_UDP)))
+        }
+        Err(_) => 512,
+    };
+    prop_assert!(len <= limit, "{} bytes for a limit of {}", len, limit);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -189,8 +226,10 @@ proptest! {
         let h = handler(cluster());
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         if let Some(out) = rt.block_on(h.handle(&bytes, Transport::Udp)) {
-            prop_assert!(out.len() <= 4096);
-            prop_assert!(Message::from_vec(&out).is_ok());
+            prop_assert!(out.len() <= usize::from(MAX_UDP));
+            let m = Message::from_vec(&out);
+            prop_assert!(m.is_ok());
+            reply_fits_request(&bytes, &m.unwrap(), out.len())?;
         }
     }
 
@@ -211,7 +250,11 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         for tr in [Transport::Udp, Transport::Tcp] {
             if let Some(out) = rt.block_on(h.handle(&req, tr)) {
-                prop_assert!(Message::from_vec(&out).is_ok());
+                let m = Message::from_vec(&out);
+                prop_assert!(m.is_ok());
+                if tr == Transport::Udp {
+                    reply_fits_request(&req, &m.unwrap(), out.len())?;
+                }
             }
         }
     }
@@ -303,4 +346,57 @@ fn rt_handle(h: &Handler, req: &[u8], t: Transport) -> Vec<u8> {
         .unwrap()
         .block_on(h.handle(req, t))
         .unwrap()
+}
+
+/// A request of `flags` (header bytes 2 and 3) and `counts`, then `body`.
+fn raw(flags: [u8; 2], counts: [u16; 4], body: &[u8]) -> Vec<u8> {
+    let mut v = vec![0xab, 0xcd, flags[0], flags[1]];
+    for c in counts {
+        v.extend_from_slice(&c.to_be_bytes());
+    }
+    v.extend_from_slice(body);
+    v
+}
+
+#[test]
+fn an_undecodable_request_gets_its_opcode_and_rd_back() {
+    let h = handler(cluster());
+    // RFC 1035 4.1.1: OPCODE and RD are copied into the response, even
+    // when the rest of the request does not decode. A QUERY: FORMERR.
+    let bad = raw([0x01, 0x10], [1, 0, 0, 0], &[3, b'a']);
+    let m = run(&h, &bad, Transport::Udp).unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
+    assert_eq!(m.metadata.op_code, OpCode::Query);
+    assert!(m.metadata.recursion_desired);
+    assert!(m.metadata.checking_disabled);
+    // Another opcode: NOTIMP (RFC 1035 4.1.1), its opcode copied, whether
+    // or not its body decodes.
+    for (op, counts) in [(15u8, [1, 0, 0, 0]), (1, [1, 0, 0, 0]), (15, [0, 0, 0, 0])] {
+        let bad = raw([op << 3 | 1, 0], counts, &[3, b'a']);
+        let m = run(&h, &bad, Transport::Tcp).unwrap();
+        assert_eq!(m.metadata.response_code, ResponseCode::NotImp, "{op}");
+        assert_eq!(u8::from(m.metadata.op_code), op);
+        assert!(m.metadata.recursion_desired);
+        assert_eq!(m.metadata.id, 0xabcd);
+    }
+}
+
+#[test]
+fn compression_pointers_that_loop_or_point_forward_are_formerr() {
+    let h = handler(cluster());
+    for body in [
+        // A pointer to itself.
+        &[0xc0, 12, 0, 1, 0, 1][..],
+        // A pointer forward, past itself.
+        &[0xc0, 14, 0, 1, 0, 1, 0][..],
+        // Two labels pointing at each other.
+        &[1, b'a', 0xc0, 16, 1, b'b', 0xc0, 12, 0, 1, 0, 1][..],
+        // A pointer past the end.
+        &[0xff, 0xff, 0, 1, 0, 1][..],
+    ] {
+        for t in [Transport::Udp, Transport::Tcp] {
+            let m = run(&h, &raw([1, 0], [1, 0, 0, 0], body), t).unwrap();
+            assert_eq!(m.metadata.response_code, ResponseCode::FormErr, "{body:?}");
+        }
+    }
 }
