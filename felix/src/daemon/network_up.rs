@@ -7,24 +7,20 @@
 //! otherwise. Written once per run (a Node that already says `False` is
 //! not written), through the `status` subresource.
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use tartan_api::store::typed::{TypedStore, to_dynamic};
-use tartan_api::store::{Datastore, StoreError};
+use serde_json::Value;
+use tartan_api::Kind;
+use tartan_api::store::{Datastore, ObjectKey, StoreError};
 
 pub(super) const CONDITION: &str = "NetworkUnavailable";
 pub(super) const REASON: &str = "TartanIsUp";
 const MESSAGE: &str = "Tartan is running on this node";
 
-/// Sets the condition on `node` as of `now`; false when it already
-/// said `False` for Tartan (nothing to write).
-pub(super) fn set_network_available(node: &mut Node, now: Timestamp) -> bool {
-    let conditions = node
-        .status
-        .get_or_insert_with(NodeStatus::default)
-        .conditions
-        .get_or_insert_with(Vec::new);
+/// Sets the condition among `conditions` as of `now`; false when it
+/// already said `False` for Tartan (nothing to write).
+pub(super) fn set_network_available(conditions: &mut Vec<NodeCondition>, now: Timestamp) -> bool {
     let fresh = NodeCondition {
         type_: CONDITION.to_string(),
         status: "False".to_string(),
@@ -55,6 +51,36 @@ pub(super) fn set_network_available(node: &mut Node, now: Timestamp) -> bool {
     }
 }
 
+/// The same on a Node as stored (its JSON, less `metadata`): only
+/// `status.conditions` is read and rewritten, so that status fields this
+/// build's Node type does not know (a newer API server's) go back as
+/// they came.
+pub(super) fn set_in_node(data: &mut Value, now: Timestamp) -> Result<bool, serde_json::Error> {
+    let Some(node) = data.as_object_mut() else {
+        return Ok(false);
+    };
+    let status = node
+        .entry("status")
+        .or_insert_with(|| Value::Object(Default::default()));
+    if !status.is_object() {
+        *status = Value::Object(Default::default());
+    }
+    let slot = status
+        .as_object_mut()
+        .expect("made an object above")
+        .entry("conditions")
+        .or_insert(Value::Null);
+    let mut conditions: Vec<NodeCondition> = match &*slot {
+        Value::Null => vec![],
+        v => serde_json::from_value(v.clone())?,
+    };
+    if !set_network_available(&mut conditions, now) {
+        return Ok(false);
+    }
+    *slot = serde_json::to_value(conditions)?;
+    Ok(true)
+}
+
 /// Reads `node` and writes the condition where it is missing or not
 /// `False`; a write that lost a race with another writer of the Node
 /// (the kubelet's heartbeats) is tried again on the Node as it is now.
@@ -63,13 +89,15 @@ pub(super) async fn mark_network_available(
     store: &dyn Datastore,
     node: &str,
 ) -> Result<bool, StoreError> {
+    let key = ObjectKey::new(Kind::Node, None, node);
     let mut tries = 0;
     loop {
-        let mut n: Node = store.get_typed(None, node).await?;
-        if !set_network_available(&mut n, Timestamp::now()) {
+        let mut obj = store.get(&key).await?;
+        let changed = set_in_node(&mut obj.data, Timestamp::now())
+            .map_err(|e| StoreError::Invalid(format!("Node {node}: status.conditions: {e}")))?;
+        if !changed {
             return Ok(false);
         }
-        let obj = to_dynamic(&n)?;
         match store.update_status(obj).await {
             Ok(_) => return Ok(true),
             Err(StoreError::Conflict { .. }) if tries < 4 => tries += 1,
@@ -83,8 +111,18 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    use k8s_openapi::api::core::v1::{Node, NodeStatus};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
     use tartan_api::store::memory::MemoryStore;
+    use tartan_api::store::typed::{TypedStore, to_dynamic};
+
+    /// [`set_in_node`] on a typed Node, through its JSON.
+    fn set(n: &mut Node, now: Timestamp) -> bool {
+        let mut v = serde_json::to_value(&*n).unwrap();
+        let changed = set_in_node(&mut v, now).unwrap();
+        *n = serde_json::from_value(v).unwrap();
+        changed
+    }
 
     fn at(s: i64) -> Timestamp {
         Timestamp::from_second(1_800_000_000 + s).unwrap()
@@ -124,7 +162,7 @@ mod tests {
             last_transition_time: Some(Time(at(0))),
             ..Default::default()
         }));
-        assert!(set_network_available(&mut n, at(5)));
+        assert!(set(&mut n, at(5)));
         let c = condition(&n);
         assert_eq!(c.len(), 1, "one condition of the type");
         assert_eq!(c[0].status, "False");
@@ -138,13 +176,10 @@ mod tests {
     #[test]
     fn a_node_without_the_condition_gets_it_and_then_nothing_changes() {
         let mut n = node_with(None);
-        assert!(set_network_available(&mut n, at(1)));
+        assert!(set(&mut n, at(1)));
         assert_eq!(condition(&n)[0].status, "False");
         let before = n.clone();
-        assert!(
-            !set_network_available(&mut n, at(9)),
-            "already False for Tartan"
-        );
+        assert!(!set(&mut n, at(9)), "already False for Tartan");
         assert_eq!(n, before);
     }
 
@@ -157,7 +192,7 @@ mod tests {
             last_transition_time: Some(Time(at(0))),
             ..Default::default()
         }));
-        assert!(set_network_available(&mut n, at(7)));
+        assert!(set(&mut n, at(7)));
         let c = condition(&n);
         assert_eq!(c[0].reason.as_deref(), Some(REASON));
         assert_eq!(c[0].last_transition_time, Some(Time(at(0))));
@@ -178,5 +213,42 @@ mod tests {
         assert!(!mark_network_available(store.as_ref(), "n1").await.unwrap());
         let again: Node = store.get_typed(None, "n1").await.unwrap();
         assert_eq!(again.metadata.resource_version, rv, "no second write");
+    }
+
+    #[tokio::test]
+    async fn status_fields_this_build_does_not_know_are_written_back_as_they_came() {
+        let store: Arc<dyn Datastore> = Arc::new(MemoryStore::new());
+        let mut obj = to_dynamic(&node_with(None)).unwrap();
+        obj.data["status"]["runtimeHandlers"] = serde_json::json!([{"name": "kata"}]);
+        obj.data["status"]["someFutureField"] = serde_json::json!({"x": 1});
+        store.create(obj).await.unwrap();
+        assert!(mark_network_available(store.as_ref(), "n1").await.unwrap());
+        let got = store
+            .get(&ObjectKey::new(Kind::Node, None, "n1"))
+            .await
+            .unwrap();
+        assert_eq!(
+            got.data["status"]["someFutureField"],
+            serde_json::json!({"x": 1})
+        );
+        assert_eq!(
+            got.data["status"]["runtimeHandlers"],
+            serde_json::json!([{"name": "kata"}])
+        );
+        let types: Vec<&str> = got.data["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["type"].as_str())
+            .collect();
+        assert_eq!(types, ["Ready", CONDITION]);
+    }
+
+    #[test]
+    fn a_node_without_a_status_gets_one() {
+        let mut v = serde_json::json!({"spec": {}});
+        assert!(set_in_node(&mut v, at(3)).unwrap());
+        assert_eq!(v["status"]["conditions"][0]["type"], CONDITION);
+        assert_eq!(v["status"]["conditions"][0]["status"], "False");
     }
 }
