@@ -20,7 +20,7 @@ use crate::cluster::state::STATE_ROOT;
 
 /// How many /24s under 10.213.0.0/16 an underlay may use (10.213.1.0 to
 /// 10.213.250.0).
-const SUBNETS: u32 = 250;
+const UNDERLAY_SUBNETS: u32 = 250;
 
 fn claims_dir() -> PathBuf {
     Path::new(STATE_ROOT).join(".underlays")
@@ -44,8 +44,8 @@ fn subnet(n: u32) -> Ipv4Net {
 /// neither a network of the host nor a claimed one.
 pub fn pick(start: u32, host: &[HostNet], claimed: &[Ipv4Net]) -> Result<Ipv4Net> {
     let mut last = None;
-    for i in 0..SUBNETS {
-        let net = subnet((start + i) % SUBNETS + 1);
+    for i in 0..UNDERLAY_SUBNETS {
+        let net = subnet((start + i) % UNDERLAY_SUBNETS + 1);
         if let Some(h) = hostnets::overlap(&net, host) {
             last = Some(h.what.clone());
         } else if claimed.iter().any(|c| hostnets::overlaps(c, &net)) {

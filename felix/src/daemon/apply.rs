@@ -66,12 +66,19 @@ pub(super) struct Dataplane {
     /// The tunnels as last applied: read back from the kernel only when
     /// they change, at the periodic check, or after a kernel event.
     tunnels_applied: Option<encap::Tunnels>,
-    /// The Node says its network is available (set once per run, after
-    /// the first pass that wrote the routes and the policy).
-    network_up: bool,
-    /// A write of that was tried: after a failure, tried again only at
-    /// the periodic check, not on every datastore event.
-    network_up_tried: bool,
+    /// Whether the Node says its network is available (set once per
+    /// run, after the first pass that wrote the routes and the policy).
+    network_up: NetworkUp,
+}
+
+/// The Node's NetworkUnavailable condition as felix last left it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NetworkUp {
+    Untried,
+    /// The write failed: tried again only at the periodic check, not on
+    /// every datastore event.
+    Failed,
+    Marked,
 }
 
 impl Dataplane {
@@ -97,8 +104,7 @@ impl Dataplane {
             nat_applied: None,
             published: None,
             tunnels_applied: None,
-            network_up: false,
-            network_up_tried: false,
+            network_up: NetworkUp::Untried,
         }
     }
 
@@ -228,9 +234,16 @@ impl Dataplane {
                         "routes updated"
                     );
                 }
-                if policy_synced && !self.network_up && (!self.network_up_tried || checks.kernel) {
-                    self.network_up_tried = true;
-                    self.network_up = mark_network_up(store, node).await;
+                let due = match self.network_up {
+                    NetworkUp::Untried => true,
+                    NetworkUp::Failed => checks.kernel,
+                    NetworkUp::Marked => false,
+                };
+                if policy_synced && due {
+                    self.network_up = match mark_network_up(store, node).await {
+                        true => NetworkUp::Marked,
+                        false => NetworkUp::Failed,
+                    };
                 }
             }
             Err(e) => {

@@ -315,7 +315,8 @@ fn build(
             "logFile": dir.join(format!("cni-{node}.log")).display().to_string(),
             "ipam": {"type": "tartan-ipam"}
         });
-        if let Some(k) = super::apiserver::cni_kubeconfig(&st, &node) {
+        let kubeconfig = super::apiserver::cni_kubeconfig(&st, &node);
+        if let Some(k) = &kubeconfig {
             plugin["kubeconfig"] = json!(k.display().to_string());
         }
         if let Some(mtu) = super::pools::pod_mtu(o)? {
@@ -329,7 +330,7 @@ fn build(
         // As in deploy/: on the Kubernetes datastore the conflist waits
         // beside its place until felix has the plugin's token.
         let path = &st.nodes[i - 1].conflist;
-        let path = match super::apiserver::cni_kubeconfig(&st, &st.nodes[i - 1].name) {
+        let path = match kubeconfig {
             Some(_) => tartan_api::cni_files::pending_conflist(path),
             None => path.clone(),
         };
