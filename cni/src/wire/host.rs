@@ -87,7 +87,8 @@ impl Host {
         // up) is dropped, so a pod cannot pass for another before policy
         // (which knows peers by address). The kernel applies the larger of
         // this and `all.rp_filter`: a host with loose `all` (2) keeps only
-        // the looser check. IPv6 has no such filter.
+        // the looser check. IPv6 has no such filter; felix's policy table
+        // checks both families the same way (a FIB lookup).
         sysctl(&format!("net/ipv4/conf/{name}/rp_filter"), "1")?;
         if req.addresses.iter().any(|a| matches!(a, IpNet::V6(_))) {
             // addr_gen_mode 0 (EUI-64): the link-local made at "up" is

@@ -6,6 +6,7 @@
 //!
 //! ```text
 //! chain forward { type filter hook forward priority filter; policy accept;
+//!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop  # spoofed
 //!     ct state established,related accept
 //!     iifname "tar*" iifname != "tartan*" ct state invalid drop  # to and from pods only:
 //!     oifname "tar*" oifname != "tartan*" ct state invalid drop  # transit is routed as a router would
@@ -15,10 +16,20 @@
 //!     ct state established,related accept
 //!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
+//! chain input { type filter hook input priority filter; policy accept;
+//!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop
+//! }
 //! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
 //! chain to_endpoint { oifname vmap @to_endpoint; drop }
 //! chain open { }
 //! ```
+//!
+//! A pod's packets must come from an address routed back through its own
+//! interface (the CNI plugin's host route): policy knows peers by
+//! address, so a pod sending as another pod, or as an address made up,
+//! is dropped before anything else, in both families and whatever the
+//! host's `rp_filter` says (IPv6 has no such sysctl). This is the strict
+//! reverse-path check, done by the kernel's FIB lookup.
 //!
 //! Egress and ingress are two base chains so that a profile can end its
 //! direction with `accept` (the packet goes on to the next base chain):
@@ -47,6 +58,8 @@ use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
 pub const TABLE: &str = "tartan";
 pub const FORWARD: &str = "forward";
 pub const FORWARD_IN: &str = "forward_in";
+/// Packets from pods to the node itself: only the source check.
+pub const INPUT: &str = "input";
 pub const FROM_ENDPOINT: &str = "from_endpoint";
 pub const TO_ENDPOINT: &str = "to_endpoint";
 /// Interfaces of pods start with this (the CNI plugin names them).
@@ -220,7 +233,19 @@ fn fixed_rules() -> Vec<Command> {
     let ifname = |k| meta(k);
     let wildcard = || s(format!("{INTERFACE_PREFIX}*"));
     let devices = || s(format!("{DEVICE_PREFIX}*"));
+    let spoofed = || {
+        vec![
+            matches(ifname(MetaKey::Iifname), wildcard(), true),
+            matches(ifname(MetaKey::Iifname), devices(), false),
+            no_route_back(),
+            drop(),
+        ]
+    };
     vec![
+        // First, before an established flow is let through: a pod may
+        // not slip packets into another pod's connection either.
+        rule(FORWARD, spoofed()),
+        rule(INPUT, spoofed()),
         rule(
             FORWARD,
             vec![
@@ -329,6 +354,13 @@ pub fn full(rs: &Ruleset) -> Transaction {
             prio: Some(1),
             policy: Some(NfChainPolicy::Accept),
             ..chain(FORWARD_IN)
+        })),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Input),
+            prio: Some(0),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(INPUT)
         })),
     ];
     for c in [FROM_ENDPOINT, TO_ENDPOINT, OPEN_CHAIN] {

@@ -106,6 +106,20 @@ pub fn goto(chain: &str) -> Statement<'static> {
     })
 }
 
+/// `fib saddr . iif oif missing`: no route back to the packet's source
+/// leaves through the interface it came in on (strict reverse path).
+pub fn no_route_back() -> Statement<'static> {
+    use nftables::expr::{Fib, FibFlag, FibResult};
+    Statement::Match(Match {
+        left: Expression::Named(NamedExpression::Fib(Fib {
+            result: FibResult::Oif,
+            flags: [FibFlag::Saddr, FibFlag::Iif].into_iter().collect(),
+        })),
+        right: Expression::Boolean(false),
+        op: Operator::EQ,
+    })
+}
+
 pub fn drop() -> Statement<'static> {
     Statement::Drop(None)
 }

@@ -78,6 +78,17 @@ pub fn expr(e: &Expression) -> String {
                     g.ng_mod
                 )
             }
+            NamedExpression::Fib(f) => {
+                // nft's order (its flags are a set, held in a HashSet).
+                use nftables::expr::FibFlag::*;
+                let flags: Vec<String> = [Saddr, Daddr, Mark, Iif, Oif]
+                    .into_iter()
+                    .filter(|k| f.flags.contains(k))
+                    .map(|k| json(&k).trim_matches('"').to_string())
+                    .collect();
+                let result = json(&f.result);
+                format!("fib {} {}", flags.join(" . "), result.trim_matches('"'))
+            }
             other => json(other),
         },
     }
