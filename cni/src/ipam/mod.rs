@@ -37,6 +37,7 @@ use tartan_api::store::Datastore;
 pub use error::IpamError;
 pub use local::{NODE_LABEL, node_label_value};
 pub use pools::{Family, Pool};
+pub use release::Collected;
 
 /// How many compare-and-swap rounds one call makes before giving up.
 const MAX_ATTEMPTS: u32 = 400;

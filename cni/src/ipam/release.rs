@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
+use ipnet::IpNet;
+
 use tartan_api::resources::{BlockAffinity, IpamBlock, IpamHandle};
 use tartan_api::store::StoreError;
 use tartan_api::store::typed::TypedStore;
@@ -91,7 +93,22 @@ impl Ipam {
         blocks: Vec<IpamBlock>,
         which: impl Fn(&str, IpAddr) -> bool,
     ) -> Result<Vec<(String, IpAddr)>, IpamError> {
+        let (out, mut errors) = self.release_in_each(blocks, which).await;
+        match errors.is_empty() {
+            true => Ok(out),
+            false => Err(errors.swap_remove(0)),
+        }
+    }
+
+    /// [`Self::release_in`] going on past a block it could not write:
+    /// what was released, and each block's failure.
+    async fn release_in_each(
+        &self,
+        blocks: Vec<IpamBlock>,
+        which: impl Fn(&str, IpAddr) -> bool,
+    ) -> (Vec<(String, IpAddr)>, Vec<IpamError>) {
         let mut out = Vec::new();
+        let mut errors = Vec::new();
         for b in blocks {
             let Ok(net) = b.spec.network() else { continue };
             let hit = block::holders(&b.spec, &net)
@@ -114,15 +131,22 @@ impl Ipam {
                     });
                     Ok::<_, ()>(got)
                 })
-                .await?;
-            if let Ok((got, _)) = r {
-                for (h, a) in &got {
-                    info!(handle = %h, address = %a, "released");
+                .await;
+            match r {
+                Ok(Ok((got, _))) => {
+                    for (h, a) in &got {
+                        info!(handle = %h, address = %a, "released");
+                    }
+                    out.extend(got);
                 }
-                out.extend(got);
+                Ok(Err(())) => {}
+                Err(e) => {
+                    warn!(block = %net, error = %e, "could not release in this block");
+                    errors.push(e);
+                }
             }
         }
-        Ok(out)
+        (out, errors)
     }
 
     /// Garbage collection on this node: release every allocation whose
@@ -132,11 +156,16 @@ impl Ipam {
     /// attachments, so another node's are never its to collect); drop the IPAMHandles of what was released, and such
     /// handles that hold nothing; restore BlockAffinity records missing
     /// for this node's blocks. Returns what was released, per handle.
+    ///
+    /// A write that fails does not stop the collection (the CNI
+    /// specification asks a GC to remove as much as it can): the rest is
+    /// done, and the failures come back in [`Collected::errors`]. Only a
+    /// failure to read what there is fails the whole call.
     pub async fn gc(
         &self,
         prefix: &str,
         keep: impl Fn(&str) -> bool,
-    ) -> Result<BTreeMap<String, Vec<IpAddr>>, IpamError> {
+    ) -> Result<Collected, IpamError> {
         let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
         let mut doomed: HashSet<(String, IpAddr)> = HashSet::new();
         for b in &blocks {
@@ -163,9 +192,23 @@ impl Ipam {
                 }
             }
         }
-        let released = self
-            .release_in(blocks, |h, a| doomed.contains(&(h.to_string(), a)))
-            .await?;
+        // Which handles still hold an address anywhere, and this node's
+        // blocks: a handle of this node's blocks that holds nothing in
+        // them is an orphan (its removal failed after its addresses went
+        // back), removed below. ADDs on this node wait for the lock the
+        // caller holds, so none is between its block write and its handle.
+        let mut holding: HashSet<String> = HashSet::new();
+        let mut own_blocks: HashSet<IpNet> = HashSet::new();
+        for b in &blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            holding.extend(block::holders(&b.spec, &net).into_keys());
+            if b.spec.affine_node() == Some(self.cfg.node.as_str()) {
+                own_blocks.insert(net);
+            }
+        }
+        let (released, mut errors) = self
+            .release_in_each(blocks, |h, a| doomed.contains(&(h.to_string(), a)))
+            .await;
         let mut out: BTreeMap<String, Vec<IpAddr>> = BTreeMap::new();
         for (h, a) in released {
             out.entry(h).or_default().push(a);
@@ -174,16 +217,37 @@ impl Ipam {
         let (handles, _) = self.store.list_typed::<IpamHandle>(None).await?;
         for h in handles {
             let id = &h.spec.handle_id;
-            let empty = h.spec.block.values().all(|n| *n == 0);
+            let orphan = !holding.contains(id.as_str())
+                && h.spec.block.keys().all(|k| {
+                    k.parse::<IpNet>()
+                        .is_ok_and(|net| own_blocks.contains(&net))
+                });
+            let empty = h.spec.block.values().all(|n| *n == 0) || orphan;
             let ours = doomed_handles.contains(id.as_str());
-            if id.starts_with(prefix) && !keep(id) && (ours || empty) {
+            // A handle whose addresses could not all be released stays:
+            // it is how the next GC finds them.
+            let unreleased = ours && !released_all(&doomed, &out, id);
+            if id.starts_with(prefix) && !keep(id) && (ours || empty) && !unreleased {
                 let name = h.metadata.name.clone().unwrap_or_default();
-                self.drop_handle_object(&name).await?;
-                out.entry(id.clone()).or_default();
+                match self.drop_handle_object(&name).await {
+                    Ok(()) => {
+                        out.entry(id.clone()).or_default();
+                    }
+                    Err(e) => {
+                        warn!(handle = %id, error = %e, "could not remove the handle");
+                        errors.push(e);
+                    }
+                }
             }
         }
-        self.repair_affinities().await?;
-        Ok(out)
+        if let Err(e) = self.repair_affinities().await {
+            warn!(error = %e, "could not repair this node's block affinities");
+            errors.push(e);
+        }
+        Ok(Collected {
+            released: out,
+            errors,
+        })
     }
 
     /// Recreate the BlockAffinity of any block this node holds without one
@@ -231,4 +295,24 @@ impl Ipam {
         }
         Ok(())
     }
+}
+
+/// What a GC released, per handle, and what it could not do.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub released: BTreeMap<String, Vec<IpAddr>>,
+    pub errors: Vec<IpamError>,
+}
+
+/// Every address of handle `id` that GC meant to release was released.
+fn released_all(
+    doomed: &HashSet<(String, IpAddr)>,
+    released: &BTreeMap<String, Vec<IpAddr>>,
+    id: &str,
+) -> bool {
+    let got = released.get(id).map(Vec::as_slice).unwrap_or(&[]);
+    doomed
+        .iter()
+        .filter(|(h, _)| h == id)
+        .all(|(_, a)| got.contains(a))
 }

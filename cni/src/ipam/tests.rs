@@ -298,7 +298,8 @@ async fn gc_releases_what_is_not_kept_and_repairs_affinity() {
         .await
         .unwrap();
     let out = i.gc("net.", |h| h == "net.b").await.unwrap();
-    let gone: Vec<&String> = out.keys().collect();
+    assert!(out.errors.is_empty(), "{:?}", out.errors);
+    let gone: Vec<&String> = out.released.keys().collect();
     assert_eq!(gone, ["net.a", "net.c"]);
     let left = holders_left(&s).await;
     assert_eq!(
@@ -309,6 +310,101 @@ async fn gc_releases_what_is_not_kept_and_repairs_affinity() {
     s.get_typed::<BlockAffinity>(None, "n1.10-10-0-0-26")
         .await
         .unwrap();
+}
+
+/// A store whose deletes of one object fail as if the store were away.
+struct FailsToDelete {
+    inner: Arc<dyn Datastore>,
+    name: String,
+}
+
+#[async_trait::async_trait]
+impl Datastore for FailsToDelete {
+    async fn get(
+        &self,
+        key: &tartan_api::store::ObjectKey,
+    ) -> tartan_api::store::Result<tartan_api::store::DynamicObject> {
+        self.inner.get(key).await
+    }
+    async fn list(
+        &self,
+        kind: tartan_api::kind::Kind,
+        namespace: Option<&str>,
+    ) -> tartan_api::store::Result<tartan_api::store::Listing> {
+        self.inner.list(kind, namespace).await
+    }
+    async fn create(
+        &self,
+        obj: tartan_api::store::DynamicObject,
+    ) -> tartan_api::store::Result<tartan_api::store::DynamicObject> {
+        self.inner.create(obj).await
+    }
+    async fn update(
+        &self,
+        obj: tartan_api::store::DynamicObject,
+    ) -> tartan_api::store::Result<tartan_api::store::DynamicObject> {
+        self.inner.update(obj).await
+    }
+    async fn delete(
+        &self,
+        key: &tartan_api::store::ObjectKey,
+        resource_version: Option<&str>,
+    ) -> tartan_api::store::Result<()> {
+        if key.name == self.name {
+            return Err(tartan_api::store::StoreError::Unavailable(
+                "injected".into(),
+            ));
+        }
+        self.inner.delete(key, resource_version).await
+    }
+    async fn watch_raw(
+        &self,
+        scope: &tartan_api::store::WatchScope,
+        revision: &str,
+    ) -> tartan_api::store::Result<
+        futures::stream::BoxStream<'static, tartan_api::store::Result<tartan_api::store::RawEvent>>,
+    > {
+        self.inner.watch_raw(scope, revision).await
+    }
+    fn describe(&self) -> String {
+        "fails-to-delete".into()
+    }
+}
+
+#[tokio::test]
+async fn gc_goes_on_past_what_it_cannot_remove() {
+    let s = store();
+    add_pool(&s, "p", "10.10.0.0/16", None).await;
+    let i = ipam(&s, "n1");
+    for c in ["a", "b", "c"] {
+        i.assign(&format!("net.{c}"), &attrs()).await.unwrap();
+    }
+    // The first handle's record cannot be deleted.
+    let failing: Arc<dyn Datastore> = Arc::new(FailsToDelete {
+        inner: s.clone(),
+        name: handle_object_name("net.a"),
+    });
+    let out = ipam(&failing, "n1").gc("net.", |_| false).await.unwrap();
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    assert!(out.errors[0].is_transient());
+    // Every address went back, and the other handles were removed.
+    assert!(holders_left(&s).await.is_empty());
+    let gone: Vec<&String> = out.released.keys().collect();
+    assert_eq!(gone, ["net.a", "net.b", "net.c"]);
+    for c in ["b", "c"] {
+        assert!(
+            s.get_typed::<IpamHandle>(None, &handle_object_name(&format!("net.{c}")))
+                .await
+                .is_err()
+        );
+    }
+    // The one left is removed by the next GC, once the store lets it.
+    ipam(&s, "n1").gc("net.", |_| false).await.unwrap();
+    assert!(
+        s.get_typed::<IpamHandle>(None, &handle_object_name("net.a"))
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test]
@@ -327,7 +423,7 @@ async fn gc_on_one_node_leaves_other_nodes_allocations() {
         .gc("net.", |h| h.strip_prefix("net.") == Some("pod.1"))
         .await
         .unwrap();
-    let gone: Vec<&String> = out.keys().collect();
+    let gone: Vec<&String> = out.released.keys().collect();
     assert_eq!(gone, ["net.b"]);
     let left = holders_left(&s).await;
     assert_eq!(
