@@ -3,9 +3,10 @@
 //! process) would each read the host's networks, see the same /24 free,
 //! and both put it on a bridge. So the choice is made under a host-wide
 //! lock, and the chosen /24 is claimed in a file holding the claimer's
-//! pid until its address or route is on the host: a claim counts while
-//! its process lives (or until it is released), and a dead process's
-//! claim is removed by the next one to choose.
+//! pid and start time until its address or route is on the host: a claim
+//! counts while its process lives (or until it is released), and the claim
+//! of a process that is gone, a zombie, or whose pid another process now
+//! has, is removed by the next one to choose.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -60,8 +61,53 @@ pub fn pick(start: u32, host: &[HostNet], claimed: &[Ipv4Net]) -> Result<Ipv4Net
     )
 }
 
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+/// A process's identity: its pid and its start time (field 22 of
+/// `/proc/<pid>/stat`, in clock ticks since boot), so that a pid used
+/// again by another process does not inherit a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Owner {
+    pid: u32,
+    start: u64,
+}
+
+impl Owner {
+    fn me() -> Option<Owner> {
+        Owner::of(std::process::id())
+    }
+
+    /// The process `pid` as it is now, unless it is gone or a zombie
+    /// (exited, not yet reaped: it holds nothing any more).
+    fn of(pid: u32) -> Option<Owner> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat_owner(pid, &stat)
+    }
+
+    fn to_line(self) -> String {
+        format!("{} {}", self.pid, self.start)
+    }
+
+    fn parse(line: &str) -> Option<Owner> {
+        let mut words = line.split_whitespace();
+        let pid = words.next()?.parse().ok()?;
+        let start = words.next()?.parse().ok()?;
+        Some(Owner { pid, start })
+    }
+}
+
+/// The owner a `/proc/<pid>/stat` line describes; None for a zombie or
+/// dead process. The command name (field 2) is in parentheses and may
+/// hold spaces and parentheses itself: fields are counted after the last
+/// `)`.
+fn stat_owner(pid: u32, stat: &str) -> Option<Owner> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // Field 3, the state; field 22, the start time (the 20th after ')').
+    let state = fields.next()?;
+    if matches!(state, "Z" | "X" | "x") {
+        return None;
+    }
+    let start = fields.nth(18)?.parse().ok()?;
+    Some(Owner { pid, start })
 }
 
 /// The claims of living processes; a dead process's claim is removed.
@@ -77,9 +123,9 @@ fn living_claims(dir: &Path) -> Vec<Ipv4Net> {
         };
         let owner = std::fs::read_to_string(e.path())
             .ok()
-            .and_then(|s| s.trim().parse::<u32>().ok());
+            .and_then(|s| Owner::parse(&s));
         match owner {
-            Some(pid) if alive(pid) => out.push(net),
+            Some(o) if Owner::of(o.pid) == Some(o) => out.push(net),
             _ => {
                 let _ = std::fs::remove_file(e.path());
             }
@@ -106,7 +152,8 @@ pub fn claim(start: u32) -> Result<Ipv4Net> {
     let net = pick(start, &host, &living_claims(&dir))?;
     let path = dir.join(file_name(&net));
     let mut f = File::create(&path).with_context(|| format!("create {}", path.display()))?;
-    write!(f, "{}", std::process::id()).with_context(|| format!("write {}", path.display()))?;
+    let me = Owner::me().context("read this process's /proc/self/stat")?;
+    write!(f, "{}", me.to_line()).with_context(|| format!("write {}", path.display()))?;
     Ok(net)
 }
 
@@ -114,7 +161,11 @@ pub fn claim(start: u32) -> Result<Ipv4Net> {
 /// the host now, or it is gone).
 pub fn release(net: &Ipv4Net) {
     let path = claims_dir().join(file_name(net));
-    if std::fs::read_to_string(&path).is_ok_and(|s| s.trim() == std::process::id().to_string()) {
+    let mine = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| Owner::parse(&s))
+        .is_some_and(|o| Some(o) == Owner::me());
+    if mine {
         let _ = std::fs::remove_file(path);
     }
 }
@@ -153,6 +204,40 @@ mod tests {
         let all = [host("10.213.0.0/16")];
         let e = pick(0, &all, &[]).unwrap_err().to_string();
         assert!(e.contains("address 10.213.0.0/16"), "{e}");
+    }
+
+    #[test]
+    fn a_zombie_or_a_reused_pid_holds_no_claim() {
+        let stat = |state: &str, start: u64| {
+            format!(
+                "41 (tartan-lab (x) y) {state} 1 41 41 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 {start} 1000 10 18446744073709551615"
+            )
+        };
+        assert_eq!(
+            stat_owner(41, &stat("S", 777)),
+            Some(Owner {
+                pid: 41,
+                start: 777
+            })
+        );
+        assert_eq!(stat_owner(41, &stat("Z", 777)), None);
+        assert_eq!(stat_owner(41, &stat("X", 777)), None);
+        // The claim names the process that made it; the same pid started
+        // later is another process.
+        let claim = Owner::parse(
+            &Owner {
+                pid: 41,
+                start: 777,
+            }
+            .to_line(),
+        )
+        .unwrap();
+        assert_ne!(stat_owner(41, &stat("R", 900)), Some(claim));
+        // A claim file of the older format (a pid alone) is no one's.
+        assert_eq!(Owner::parse("41"), None);
+        // This process, as its claims record it, is alive.
+        let me = Owner::me().unwrap();
+        assert_eq!(Owner::of(me.pid), Some(me));
     }
 
     #[test]
