@@ -214,6 +214,7 @@ mod tests {
             NodeInfo {
                 ipv4: Some(addr.parse().unwrap()),
                 vxlan_mac: mac,
+                uid: None,
             },
         );
     }

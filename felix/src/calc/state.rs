@@ -16,20 +16,27 @@ use super::endpoints::Endpoints;
 /// `policy.rs`).
 pub type Converted = Result<Policy, String>;
 
-/// What felix needs of a Node: where it is on the underlay, and its VXLAN
-/// endpoint's MAC once the node's felix has published it.
+/// What felix needs of a Node: where it is on the underlay, its VXLAN
+/// endpoint's MAC once the node's felix has published it, and which Node
+/// object it is.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct NodeInfo {
     /// The node's IPv4 address with its subnet's prefix.
     pub ipv4: Option<Ipv4Net>,
     pub vxlan_mac: Option<[u8; 6]>,
+    /// The Node's `metadata.uid`: another one is the node registered
+    /// anew (deleted and created again), which felix marks again.
+    pub uid: Option<String>,
 }
 
 impl NodeInfo {
     /// Unreadable annotations read as absent (the node is then not
     /// reached through a tunnel, and felix says so where it matters).
     pub fn from_node(n: &Node) -> NodeInfo {
-        NodeInfo::from_annotations(n.metadata.annotations.as_ref())
+        NodeInfo {
+            uid: n.metadata.uid.clone(),
+            ..NodeInfo::from_annotations(n.metadata.annotations.as_ref())
+        }
     }
 
     /// [`NodeInfo::from_node`] from the Node's annotations alone.
@@ -38,6 +45,7 @@ impl NodeInfo {
         NodeInfo {
             ipv4: get(BGP_IPV4_ADDRESS).and_then(|v| v.parse().ok()),
             vxlan_mac: get(VXLAN_TUNNEL_MAC).and_then(parse_mac),
+            uid: None,
         }
     }
 }

@@ -13,7 +13,7 @@ use tracing::{info, warn};
 use crate::calc::desired::Calc;
 use crate::calc::encap;
 use crate::calc::nat::Nat;
-use crate::calc::state::State;
+use crate::calc::state::{NodeInfo, State};
 use crate::dataplane::events::{SharedNews, take_routes};
 use crate::dataplane::nft::Written;
 use crate::dataplane::policy::PolicyDriver;
@@ -72,13 +72,31 @@ pub(super) struct Dataplane {
 }
 
 /// The Node's NetworkUnavailable condition as felix last left it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum NetworkUp {
     Untried,
     /// The write failed: tried again only at the periodic check, not on
     /// every datastore event.
     Failed,
-    Marked,
+    /// Written on (or found on) the Node of this UID. A Node registered
+    /// anew while felix runs (another UID) comes without it and is marked
+    /// again; the condition as another writer sets it later on the same
+    /// Node (a cloud's route controller) is left to that writer.
+    Marked(Option<String>),
+}
+
+impl NetworkUp {
+    /// Whether to write (or check) the condition in this pass; `check`:
+    /// the periodic check; `watched`: the Node as the watch has it.
+    fn due(&self, check: bool, watched: Option<&NodeInfo>) -> bool {
+        match self {
+            NetworkUp::Untried => true,
+            NetworkUp::Failed => check,
+            // At the periodic check, and only once the watch has the Node
+            // registered anew: a watch behind the write costs no read.
+            NetworkUp::Marked(uid) => check && watched.is_some_and(|n| n.uid != *uid),
+        }
+    }
 }
 
 impl Dataplane {
@@ -234,15 +252,11 @@ impl Dataplane {
                         "routes updated"
                     );
                 }
-                let due = match self.network_up {
-                    NetworkUp::Untried => true,
-                    NetworkUp::Failed => checks.kernel,
-                    NetworkUp::Marked => false,
-                };
+                let due = self.network_up.due(checks.kernel, state.node(node));
                 if policy_synced && due {
                     self.network_up = match mark_network_up(store, node).await {
-                        true => NetworkUp::Marked,
-                        false => NetworkUp::Failed,
+                        Some(uid) => NetworkUp::Marked(uid),
+                        None => NetworkUp::Failed,
                     };
                 }
             }
@@ -325,11 +339,11 @@ fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
     }
 }
 
-/// Set the Node's condition NetworkUnavailable to False; true when it
-/// says so now.
-async fn mark_network_up(store: &dyn Datastore, node: &str) -> bool {
+/// Set the Node's condition NetworkUnavailable to False; the Node's UID
+/// when it says so now.
+async fn mark_network_up(store: &dyn Datastore, node: &str) -> Option<Option<String>> {
     match super::network_up::mark_network_available(store, node).await {
-        Ok(wrote) => {
+        Ok((wrote, uid)) => {
             if wrote {
                 info!(
                     condition = super::network_up::CONDITION,
@@ -337,11 +351,11 @@ async fn mark_network_up(store: &dyn Datastore, node: &str) -> bool {
                     "the Node's network marked available"
                 );
             }
-            true
+            Some(uid)
         }
         Err(e) => {
             warn!(error = %e, "cannot mark the Node's network available; retrying at the next check");
-            false
+            None
         }
     }
 }
@@ -359,4 +373,30 @@ async fn publish_vtep(
         .insert(VXLAN_TUNNEL_MAC.to_string(), format_mac(&mac));
     store.update_typed(&n).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_condition_is_written_again_only_on_a_node_registered_anew() {
+        let node = |uid: &str| NodeInfo {
+            uid: Some(uid.to_string()),
+            ..NodeInfo::default()
+        };
+        let marked = NetworkUp::Marked(Some("a".into()));
+        // The first pass writes it; a failure waits for the check.
+        assert!(NetworkUp::Untried.due(false, None));
+        assert!(!NetworkUp::Failed.due(false, Some(&node("a"))));
+        assert!(NetworkUp::Failed.due(true, Some(&node("a"))));
+        // Marked on Node "a": the same Node (its heartbeats, or another
+        // writer's condition on it) is left alone.
+        assert!(!marked.due(true, Some(&node("a"))));
+        // Gone: nothing to mark until it is back.
+        assert!(!marked.due(true, None));
+        // Registered anew: marked again, at the periodic check.
+        assert!(!marked.due(false, Some(&node("b"))));
+        assert!(marked.due(true, Some(&node("b"))));
+    }
 }

@@ -48,8 +48,8 @@ pub(super) fn fold<T: Resource, S: PartialEq>(
     fold_read(map, ev, bad, |t| Ok(spec(t)), None)
 }
 
-/// A Node's event into `nodes`: felix keeps only [`NodeInfo`] (address
-/// and VXLAN MAC), so a kubelet's heartbeat (status, resourceVersion)
+/// A Node's event into `nodes`: felix keeps only [`NodeInfo`] (address,
+/// VXLAN MAC, UID), so a kubelet's heartbeat (status, resourceVersion)
 /// folds to no change and causes no pass over the dataplane. Only the
 /// annotations are read, from the metadata the watch has already parsed:
 /// a heartbeat's status is not parsed at all (parsing whole Nodes at 500
@@ -68,7 +68,10 @@ pub(super) fn fold_node(
 /// does not read, and does not check.
 fn node_info(o: DynamicObject) -> Result<NodeInfo, String> {
     tartan_api::resources::node::metadata_readable(&o)?;
-    Ok(NodeInfo::from_annotations(o.metadata.annotations.as_ref()))
+    Ok(NodeInfo {
+        uid: o.metadata.uid.clone(),
+        ..NodeInfo::from_annotations(o.metadata.annotations.as_ref())
+    })
 }
 
 /// The keys a consumer that keeps its watch's record held when a listing

@@ -4,8 +4,10 @@
 //! clouds registers its Node with the condition `True`, and the Node
 //! lifecycle controller then taints it `node.kubernetes.io/network-unavailable`,
 //! so that no pod is scheduled there until the network plugin says
-//! otherwise. Written once per run (a Node that already says `False` is
-//! not written), through the `status` subresource.
+//! otherwise. Written after felix's first pass that wrote the routes and
+//! policy (a Node that already says `False` is not written), through the
+//! `status` subresource, and again on a Node registered anew (another
+//! UID) while felix runs.
 
 use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -84,22 +86,23 @@ pub(super) fn set_in_node(data: &mut Value, now: Timestamp) -> Result<bool, serd
 /// Reads `node` and writes the condition where it is missing or not
 /// `False`; a write that lost a race with another writer of the Node
 /// (the kubelet's heartbeats) is tried again on the Node as it is now.
-/// Returns whether a write was made.
+/// Returns whether a write was made, and the Node's UID.
 pub(super) async fn mark_network_available(
     store: &dyn Datastore,
     node: &str,
-) -> Result<bool, StoreError> {
+) -> Result<(bool, Option<String>), StoreError> {
     let key = ObjectKey::new(Kind::Node, None, node);
     let mut tries = 0;
     loop {
         let mut obj = store.get(&key).await?;
+        let uid = obj.metadata.uid.clone();
         let changed = set_in_node(&mut obj.data, Timestamp::now())
             .map_err(|e| StoreError::Invalid(format!("Node {node}: status.conditions: {e}")))?;
         if !changed {
-            return Ok(false);
+            return Ok((false, uid));
         }
         match store.update_status(obj).await {
-            Ok(_) => return Ok(true),
+            Ok(_) => return Ok((true, uid)),
             Err(StoreError::Conflict { .. }) if tries < 4 => tries += 1,
             Err(e) => return Err(e),
         }
@@ -206,11 +209,21 @@ mod tests {
             .create(to_dynamic(&node_with(None)).unwrap())
             .await
             .unwrap();
-        assert!(mark_network_available(store.as_ref(), "n1").await.unwrap());
+        assert!(
+            mark_network_available(store.as_ref(), "n1")
+                .await
+                .unwrap()
+                .0
+        );
         let n: Node = store.get_typed(None, "n1").await.unwrap();
         assert_eq!(condition(&n)[0].status, "False");
         let rv = n.metadata.resource_version.clone();
-        assert!(!mark_network_available(store.as_ref(), "n1").await.unwrap());
+        assert!(
+            !mark_network_available(store.as_ref(), "n1")
+                .await
+                .unwrap()
+                .0
+        );
         let again: Node = store.get_typed(None, "n1").await.unwrap();
         assert_eq!(again.metadata.resource_version, rv, "no second write");
     }
@@ -222,7 +235,12 @@ mod tests {
         obj.data["status"]["runtimeHandlers"] = serde_json::json!([{"name": "kata"}]);
         obj.data["status"]["someFutureField"] = serde_json::json!({"x": 1});
         store.create(obj).await.unwrap();
-        assert!(mark_network_available(store.as_ref(), "n1").await.unwrap());
+        assert!(
+            mark_network_available(store.as_ref(), "n1")
+                .await
+                .unwrap()
+                .0
+        );
         let got = store
             .get(&ObjectKey::new(Kind::Node, None, "n1"))
             .await

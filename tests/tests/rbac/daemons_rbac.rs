@@ -423,6 +423,28 @@ fn the_daemons_use_what_deploy_grants_and_nothing_more() {
     api.modify(&key(Kind::IpPool, None, "pool-a"), relabel)
         .unwrap();
 
+    // node-1 registered anew while felix runs (deleted and created again,
+    // a cloud's kubelet saying its network is unavailable): felix marks
+    // the new Node too.
+    let node_1 = key(Kind::Node, None, "node-1");
+    let mut again = serde_json::to_value(api.get(&node_1).unwrap()).unwrap();
+    for field in ["uid", "resourceVersion", "creationTimestamp"] {
+        again["metadata"].as_object_mut().unwrap().remove(field);
+    }
+    again["status"]["conditions"] = json!([{"type": "NetworkUnavailable", "status": "True",
+        "reason": "NoRouteCreated", "message": "Node created without a route"}]);
+    api.delete(&node_1).unwrap();
+    api.create(again).unwrap();
+    wait("felix marks node-1 registered anew", &daemons, || {
+        api.get(&node_1)
+            .and_then(|o| serde_json::to_value(o).ok())
+            .and_then(|v| {
+                let cs = v.pointer("/status/conditions")?.as_array()?.clone();
+                cs.into_iter().find(|c| c["type"] == "NetworkUnavailable")
+            })
+            .is_some_and(|c| c["status"] == "False" && c["reason"] == "TartanIsUp")
+    });
+
     // An operator reads with tartanctl.
     for args in [
         &["get", "ippools"][..],
