@@ -373,6 +373,59 @@ fn what_must_run_first_on_a_new_cluster_can() {
     );
 }
 
+/// A pod on the host network that declares ports holds them on its node,
+/// so two such pods of one workload never share a node: a Deployment of
+/// them must not ask for more replicas than a one-node cluster holds, nor
+/// surge a new pod beside the old one in a rollout; a DaemonSet must not
+/// surge either. Otherwise a pod stays Pending and the rollout never ends.
+#[test]
+fn host_network_workloads_roll_out_on_a_one_node_cluster() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(deploy_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for d in documents(&text) {
+            let spec = &d["spec"]["template"]["spec"];
+            let ports = spec["containers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["ports"].as_array().is_some_and(|p| !p.is_empty()));
+            if spec["hostNetwork"] != true || !ports {
+                continue;
+            }
+            let name = format!("{} {}", d["kind"], d["metadata"]["name"]);
+            seen += 1;
+            let surge = match d["kind"].as_str() {
+                Some("Deployment") => {
+                    let replicas = d["spec"]["replicas"].as_u64().unwrap_or(1);
+                    assert_eq!(replicas, 1, "{name}: replicas");
+                    let s = &d["spec"]["strategy"];
+                    assert_eq!(s["type"], "RollingUpdate", "{name}: strategy");
+                    s["rollingUpdate"]["maxSurge"].clone()
+                }
+                Some("DaemonSet") => {
+                    d["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"].clone()
+                }
+                other => panic!("{name}: a host-network {other:?} is not checked here"),
+            };
+            // Kubernetes' defaults: 25% for a Deployment, 0 for a DaemonSet.
+            let none = surge == 0
+                || surge == "0"
+                || surge == "0%"
+                || (surge.is_null() && d["kind"] == "DaemonSet");
+            assert!(none, "{name}: maxSurge {surge}");
+        }
+    }
+    assert!(
+        seen >= 2,
+        "the node DaemonSet and tartan-controllers: {seen}"
+    );
+}
+
 /// The manifests' default works on a cluster as installed: kubeadm, kind
 /// and k3s run kube-proxy, so felix's Service proxy is off unless the
 /// operator turns it on; the API server's real address can be given to
