@@ -125,6 +125,29 @@ pub fn validate(obj: &DynamicObject) -> Result<(), Invalid> {
     }
 }
 
+/// What the API server does to an update before it checks it
+/// (`PrepareForUpdate`): `obj`, about to replace `stored`, loses what its
+/// kind's strategy drops. For a Service, the fields its new type no longer
+/// allows that the update left as stored
+/// ([`kube::drop_type_dependent_fields`]); other kinds are left alone.
+/// Never for a create.
+pub fn prepare_update(obj: &mut DynamicObject, stored: &DynamicObject) {
+    let is_service = |o: &DynamicObject| {
+        o.types
+            .as_ref()
+            .is_some_and(|t| t.api_version == "v1" && t.kind == "Service")
+    };
+    if is_service(obj) && is_service(stored) {
+        kube::drop_type_dependent_fields(&mut obj.data, &stored.data);
+    }
+}
+
+/// Whether [`prepare_update`] may change an object of `kind`: its checks
+/// then wait for the stored version.
+pub fn depends_on_stored(kind: Kind) -> bool {
+    kind == Kind::Service
+}
+
 fn metadata_problems(kind: Kind, obj: &DynamicObject) -> Vec<Problem> {
     let mut p = Vec::new();
     let info = kind.info();

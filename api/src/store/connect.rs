@@ -91,7 +91,8 @@ pub async fn connect(spec: &str, give_up_after: Option<Duration>) -> Result<Arc<
     Ok(Arc::new(Retrying::new(Checked(backend), give_up_after)))
 }
 
-/// Validates Tartan objects before they are written.
+/// Validates Tartan objects before they are written (an update of a
+/// Service prepared against its stored version first).
 pub struct Checked(pub Box<dyn Datastore>);
 
 fn check(obj: &DynamicObject) -> Result<()> {
@@ -132,7 +133,19 @@ impl Datastore for Checked {
         self.0.create(obj).await
     }
 
-    async fn update(&self, obj: DynamicObject) -> Result<DynamicObject> {
+    async fn update(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        // As the API server prepares an update before it validates it (a
+        // Service loses what its old type left behind): every writer,
+        // tartanctl or Tartan's API server, gets the same answer.
+        let key = ObjectKey::of(&obj)?;
+        if crate::validate::depends_on_stored(key.kind) {
+            match self.0.get(&key).await {
+                Ok(stored) => crate::validate::prepare_update(&mut obj, &stored),
+                // Refused by the update itself.
+                Err(StoreError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
         check(&obj)?;
         self.0.update(obj).await
     }
@@ -162,6 +175,42 @@ impl Datastore for Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_service_update_is_prepared_against_the_stored_one() {
+        let store = connect("memory", None).await.unwrap();
+        let svc = |spec: serde_json::Value| -> DynamicObject {
+            serde_json::from_value(serde_json::json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "web", "namespace": "default"}, "spec": spec}))
+            .unwrap()
+        };
+        let created = store
+            .create(svc(
+                serde_json::json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}),
+            ))
+            .await
+            .unwrap();
+        let alias = |ip: &str| {
+            let mut o = svc(serde_json::json!({"type": "ExternalName",
+                "externalName": "db.example.com", "clusterIP": ip, "ports": [{"port": 80}]}));
+            o.metadata.resource_version = created.metadata.resource_version.clone();
+            o
+        };
+        // A changed address is the user's: refused.
+        let e = store.update(alias("10.96.0.11")).await.unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("spec.clusterIPs: Forbidden: may not be set for ExternalName services"),
+            "{e}"
+        );
+        // The stored one, left over: dropped.
+        let written = store.update(alias("10.96.0.10")).await.unwrap();
+        assert!(
+            written.data["spec"].get("clusterIP").is_none(),
+            "{written:?}"
+        );
+        assert_eq!(written.data["spec"]["type"], "ExternalName");
+    }
 
     #[test]
     fn specs_parse() {

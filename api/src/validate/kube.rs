@@ -12,6 +12,7 @@ mod node;
 mod pod;
 mod secret;
 mod service;
+mod service_update;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
@@ -26,6 +27,7 @@ use crate::kind::Kind;
 use crate::resources::common::Problems;
 
 pub(crate) use fields::label_map;
+pub use service_update::drop_type_dependent_fields;
 
 /// Every problem with a Kubernetes object in its stored shape (metadata
 /// names are checked by the caller).

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 use tartan_api::store::typed::{TypedStore, from_dynamic, to_dynamic};
 use tartan_api::store::{Datastore, DynamicObject, StoreError};
+use tartan_api::validate::kube::drop_type_dependent_fields;
 
 use super::Error;
 use super::alloc::{self, Held, Ranges, key};
@@ -120,12 +121,13 @@ async fn claim(
             held.remove(s);
         }
         let by_key: BTreeMap<String, &Service> = selves.iter().map(|s| (key(s), s)).collect();
-        let done = match alloc::allocate_in(ranges, &mut held, &by_key, incoming) {
+        let incoming = prepared(incoming, &by_key)?;
+        let done = match alloc::allocate_in(ranges, &mut held, &by_key, &incoming) {
             Ok(d) => d,
             Err(r) if r.taken && !repaired => {
                 // Named by a listing; a claim no Service holds is freed.
                 let (all, _) = store.list_typed::<Service>(None).await?;
-                if let Err(problems) = alloc::allocate(ranges, &all, incoming) {
+                if let Err(problems) = alloc::allocate(ranges, &all, &incoming) {
                     return Ok(Err(problems));
                 }
                 repair_from(store, ranges, &all).await?;
@@ -144,4 +146,30 @@ async fn claim(
         }
     }
     Err(Error::RecordsKeptChanging)
+}
+
+/// `incoming` as the API server prepares an update before it allocates:
+/// each updated Service loses what its old type left behind unchanged (a
+/// ClusterIP on a change to ExternalName, NodePorts on one to ClusterIP),
+/// so that what it held is released, not carried over.
+fn prepared(
+    incoming: &[Service],
+    selves: &BTreeMap<String, &Service>,
+) -> Result<Vec<Service>, Error> {
+    incoming
+        .iter()
+        .map(|s| {
+            let Some(old) = selves.get(&key(s)) else {
+                return Ok(s.clone());
+            };
+            let mut new = serde_json::to_value(s).map_err(to_store)?;
+            let old = serde_json::to_value(old).map_err(to_store)?;
+            drop_type_dependent_fields(&mut new, &old);
+            serde_json::from_value(new).map_err(to_store)
+        })
+        .collect()
+}
+
+fn to_store(e: serde_json::Error) -> Error {
+    Error::Store(StoreError::BadObject(e.to_string()))
 }

@@ -295,3 +295,59 @@ async fn a_claim_left_by_a_crash_is_repaired() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_change_to_external_name_frees_the_cluster_ip_the_file_still_names() {
+    let store = memory().await;
+    let a = apply(&*store, vec![svc("a", "ClusterIP", json!({}))])
+        .await
+        .unwrap();
+    let x = ip(&a[0]);
+    // The same file, now an alias, with the address it was given still in
+    // it: a leftover (unchanged), dropped as the API server does.
+    let alias = |extra: Value| {
+        let mut e = json!({"externalName": "db.example.com", "clusterIP": x});
+        e.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        svc("a", "ExternalName", e)
+    };
+    let out = apply(&*store, vec![alias(json!({}))]).await.unwrap();
+    assert!(out[0].data["spec"].get("clusterIP").is_none(), "{out:?}");
+    assert!(out[0].data["spec"].get("clusterIPs").is_none(), "{out:?}");
+    // Freed: another Service may ask for it.
+    let b = apply(
+        &*store,
+        vec![svc("b", "ClusterIP", json!({"clusterIP": x}))],
+    )
+    .await
+    .unwrap();
+    assert_eq!(ip(&b[0]), x);
+}
+
+#[tokio::test]
+async fn a_change_to_cluster_ip_frees_the_node_ports_the_file_still_names() {
+    let store = memory().await;
+    let a = apply(&*store, vec![svc("a", "NodePort", json!({}))])
+        .await
+        .unwrap();
+    let n = ports(&a[0])[0];
+    let back = svc(
+        "a",
+        "ClusterIP",
+        json!({"ports": [{"port": 80, "nodePort": n}]}),
+    );
+    let out = apply(&*store, vec![back]).await.unwrap();
+    assert!(ports(&out[0]).is_empty(), "{out:?}");
+    let b = apply(
+        &*store,
+        vec![svc(
+            "b",
+            "NodePort",
+            json!({"ports": [{"port": 80, "nodePort": n}]}),
+        )],
+    )
+    .await
+    .unwrap();
+    assert_eq!(ports(&b[0]), [n]);
+}

@@ -12,6 +12,7 @@ pub mod names;
 pub mod objects;
 pub mod pools;
 pub mod selector;
+pub mod updates;
 pub mod write;
 
 use std::io::Read;

@@ -23,7 +23,13 @@ pub struct Prepared {
 /// Whether to run validation (writes do; deletes only need the key).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Check {
+    /// Every object as sent.
     Validate,
+    /// Every object as sent, except those whose checks depend on their
+    /// stored version (a Service being updated first loses what its old
+    /// type left behind, `tartan_api::validate::prepare_update`): the
+    /// caller checks those once it has read the store.
+    ValidateUnlessStored,
     KeyOnly,
 }
 
@@ -134,7 +140,12 @@ fn prepare_one(doc: Document, namespace: Option<&str>, check: Check) -> Result<P
     let object = names::display(&key);
     let obj: DynamicObject = serde_json::from_value(value)
         .map_err(|e| fail(Some(object.clone()), format!("malformed: {e}")))?;
-    if check == Check::Validate {
+    let validate = match check {
+        Check::Validate => true,
+        Check::ValidateUnlessStored => !tartan_api::validate::depends_on_stored(kind),
+        Check::KeyOnly => false,
+    };
+    if validate {
         tartan_api::validate::validate(&obj).map_err(|e| fail(None, e.to_string()))?;
     }
     Ok(Prepared { origin, key, obj })

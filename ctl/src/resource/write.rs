@@ -4,7 +4,7 @@
 use tartan_api::store::{DynamicObject, StoreError, same_content};
 
 use super::objects::{Check, Prepared};
-use super::{Ctx, Progress, describe, load, names, pools};
+use super::{Ctx, Progress, describe, load, names, pools, updates};
 use crate::cli::FileArgs;
 use crate::output;
 
@@ -26,7 +26,12 @@ impl Mode {
 }
 
 pub async fn run(ctx: &Ctx, mode: Mode, args: FileArgs) -> anyhow::Result<()> {
-    let items = load(&args.files, ctx.namespace.as_deref(), Check::Validate)?;
+    let items = load(
+        &args.files,
+        ctx.namespace.as_deref(),
+        Check::ValidateUnlessStored,
+    )?;
+    updates::check_against_stored(ctx, mode, &items).await?;
     let refs = items.iter().map(|p| names::reference(&p.key)).collect();
     let mut progress = Progress::new(refs, mode.verb(), args.continue_on_error);
     // Checks across pools, made before anything is written: a file with
@@ -82,7 +87,8 @@ async fn write_one(ctx: &Ctx, mode: Mode, p: &Prepared) -> Result<&'static str, 
         }
         Mode::Replace => {
             let stored = store.get(&p.key).await?;
-            store.update(for_replace(&p.obj, &stored)).await?;
+            let desired = updates::prepared(&p.obj, &stored);
+            store.update(for_replace(&desired, &stored)).await?;
             Ok("replaced")
         }
         Mode::Apply => match store.get(&p.key).await {
@@ -91,7 +97,7 @@ async fn write_one(ctx: &Ctx, mode: Mode, p: &Prepared) -> Result<&'static str, 
                 Ok("created")
             }
             Err(e) => Err(e),
-            Ok(stored) => match for_apply(&p.obj, &stored) {
+            Ok(stored) => match for_apply(&updates::prepared(&p.obj, &stored), &stored) {
                 None => Ok("unchanged"),
                 Some(obj) => {
                     store.update(obj).await?;
@@ -319,5 +325,49 @@ mod store_tests {
                 .items
                 .is_empty()
         );
+    }
+
+    #[tokio::test]
+    async fn a_service_turned_external_name_loses_the_address_it_left_behind() {
+        let store = Arc::new(MemoryStore::new());
+        let ctx = Ctx {
+            store: store.clone(),
+            namespace: None,
+        };
+        let web = |spec: &str| {
+            format!("{{apiVersion: v1, kind: Service, metadata: {{name: web}}, spec: {spec}}}\n")
+        };
+        let alias = |ip: &str| {
+            web(&format!(
+                "{{type: ExternalName, externalName: db.example.com, clusterIP: {ip}, ports: [{{port: 80}}]}}"
+            ))
+        };
+        let text = web("{clusterIP: 10.96.0.10, ports: [{port: 80}]}");
+        run(&ctx, Mode::Apply, file_of(&text)).await.unwrap();
+        let key = ObjectKey::new(Kind::Service, Some("default"), "web");
+        // Another address is the user's own: refused, nothing written.
+        let e = run(&ctx, Mode::Apply, file_of(&alias("10.96.0.11")))
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("nothing was written"), "{e}");
+        assert_eq!(
+            store.get(&key).await.unwrap().data["spec"]["clusterIP"],
+            "10.96.0.10"
+        );
+        // The stored one, left in the file: dropped (apply and replace).
+        for mode in [Mode::Apply, Mode::Replace] {
+            run(&ctx, mode, file_of(&alias("10.96.0.10")))
+                .await
+                .unwrap();
+            let s = store.get(&key).await.unwrap();
+            assert_eq!(s.data["spec"]["type"], "ExternalName", "{mode:?}");
+            assert!(s.data["spec"].get("clusterIP").is_none(), "{mode:?}: {s:?}");
+            // Back to ClusterIP for the next round.
+            run(&ctx, Mode::Replace, file_of(&text)).await.unwrap();
+        }
+        // A create drops nothing.
+        let other = alias("10.96.0.12").replace("name: web", "name: other");
+        let e = run(&ctx, Mode::Create, file_of(&other)).await.unwrap_err();
+        assert!(e.to_string().contains("nothing was written"), "{e}");
     }
 }

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 use super::fields::{label_map, number_or_name, protocol};
 use crate::resources::common::{Problems, dns_label, dns_subdomain};
-use crate::validate::names::{cidr, ip, non_special_ip, one_of, port_number};
+use crate::validate::names::{cidr, ip, non_special_ip, one_of, port_number, qualified_name};
 
 pub(super) fn check(s: &Service, p: &mut Problems) {
     let Some(spec) = &s.spec else {
@@ -137,6 +137,40 @@ pub(super) fn check(s: &Service, p: &mut Problems) {
                 ),
             );
         }
+    }
+    // Fields of one type only. On an update, one left over from the old
+    // type has been cleared already (`service_update`); one given is
+    // refused here, as the API server does.
+    let lb = kind == "LoadBalancer";
+    if spec.allocate_load_balancer_node_ports.is_some() && !lb {
+        p.add(
+            "spec.allocateLoadBalancerNodePorts",
+            "Forbidden: may only be used when `type` is 'LoadBalancer'",
+        );
+    }
+    match &spec.load_balancer_class {
+        Some(_) if !lb => p.add(
+            "spec.loadBalancerClass",
+            "Forbidden: may only be used when `type` is 'LoadBalancer'",
+        ),
+        Some(c) => {
+            if let Err(e) = qualified_name(c) {
+                p.add("spec.loadBalancerClass", e);
+            }
+        }
+        None => {}
+    }
+    let local = spec.external_traffic_policy.as_deref() == Some("Local");
+    if let Some(n) = spec.health_check_node_port
+        && n != 0
+        && !(lb && local)
+    {
+        p.add(
+            "spec.healthCheckNodePort",
+            format!(
+                "{n}: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+            ),
+        );
     }
     if kind == "ExternalName" {
         match &spec.external_name {
