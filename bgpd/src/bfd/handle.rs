@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::hops::Hops;
 use super::packet::{Diag, State};
 use super::queue::QueueSender;
 use super::session::{Session, SessionConfig};
@@ -61,6 +62,7 @@ pub(super) enum Command {
         client: u64,
         peer: IpAddr,
         local: Option<IpAddr>,
+        hops: Hops,
         config: SessionConfig,
         status: watch::Sender<BfdStatus>,
     },
@@ -84,8 +86,15 @@ pub struct BfdHandle {
 
 impl BfdHandle {
     /// A session towards `peer` (shared with other clients of the same
-    /// peer), sending from `local` or the address the kernel picks.
-    pub fn add(&self, peer: IpAddr, local: Option<IpAddr>, config: SessionConfig) -> BfdClient {
+    /// peer and mode), single-hop or multihop as `hops` says, sending from
+    /// `local` or the address the kernel picks.
+    pub fn add(
+        &self,
+        peer: IpAddr,
+        local: Option<IpAddr>,
+        hops: Hops,
+        config: SessionConfig,
+    ) -> BfdClient {
         let client = self.next_client.fetch_add(1, Ordering::Relaxed);
         let initial = BfdStatus {
             state: State::Down,
@@ -103,6 +112,7 @@ impl BfdHandle {
             client,
             peer: peer.to_canonical(),
             local,
+            hops,
             config,
             status: tx,
         });

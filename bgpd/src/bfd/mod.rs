@@ -1,7 +1,9 @@
 //! Bidirectional Forwarding Detection: the Control packet codec and the
-//! session state machine (RFC 5880, pure), the single-hop runtime over UDP
-//! (RFC 5881) and what BGP needs from it as a client (RFC 5882).
+//! session state machine (RFC 5880, pure), the runtime over UDP for single
+//! hop (RFC 5881) and multihop (RFC 5883), and what BGP needs from it as a
+//! client (RFC 5882).
 mod handle;
+pub mod hops;
 pub mod packet;
 mod queue;
 mod runtime;
@@ -10,6 +12,7 @@ pub mod socket;
 pub mod timers;
 
 pub use handle::{BfdClient, BfdHandle, BfdStatus};
+pub use hops::Hops;
 pub use packet::{ControlPacket, DecodeError, Diag, State};
 pub use runtime::{RuntimeOptions, spawn};
 pub use session::{Session, SessionConfig, Transition};

@@ -12,7 +12,10 @@
 //! few milliseconds rather than one per packet. Packets are
 //! matched to sessions by Your Discriminator, or by the source address while
 //! the peer does not know ours yet (RFC 5880 section 6.8.6, RFC 5881
-//! section 3).
+//! section 3), by the source and destination addresses for multihop
+//! (RFC 5883 section 4). Single-hop sessions use port 3784, multihop ones
+//! port 4784 (RFC 5883 section 5); a packet for one kind of session
+//! arriving on the other's port is dropped.
 
 use std::collections::HashMap;
 use std::io;
@@ -26,6 +29,7 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::handle::{BfdHandle, BfdStatus, Command};
+use super::hops::Hops;
 use super::packet::{ControlPacket, State};
 use super::queue::{QueueReceiver, queue};
 use super::session::{Session, Transition};
@@ -49,13 +53,17 @@ const RECEIVE_BATCH: usize = 256;
 /// only in tests.
 #[derive(Debug, Clone, Copy)]
 pub struct RuntimeOptions {
+    /// Single hop (RFC 5881: 3784).
     pub port: u16,
+    /// Multihop (RFC 5883: 4784).
+    pub multihop_port: u16,
 }
 
 impl Default for RuntimeOptions {
     fn default() -> Self {
         RuntimeOptions {
             port: socket::CONTROL_PORT,
+            multihop_port: socket::MULTIHOP_CONTROL_PORT,
         }
     }
 }
@@ -64,6 +72,7 @@ struct Entry {
     session: Session,
     peer: IpAddr,
     local: Option<IpAddr>,
+    hops: Hops,
     socket: Option<UdpSocket>,
     clients: Vec<(u64, watch::Sender<BfdStatus>)>,
     transitions: u64,
@@ -71,29 +80,54 @@ struct Entry {
     port: u16,
 }
 
+/// The key of a session while the peer does not know our discriminator:
+/// its address, and whether it is multihop (one of each may exist).
+type PeerKey = (IpAddr, bool);
+
 struct Runtime {
     sessions: HashMap<u32, Entry>,
-    by_peer: HashMap<IpAddr, u32>,
+    by_peer: HashMap<PeerKey, u32>,
     next_discr: u32,
     seed: u64,
-    port: u16,
+    options: RuntimeOptions,
     metrics: Option<Arc<crate::control::Metrics>>,
 }
 
+/// A receiving socket and whether it is the multihop one.
+struct Receiver {
+    socket: UdpSocket,
+    multihop: bool,
+}
+
 /// Start the runtime: binds port 3784 for IPv4 (required) and IPv6 (when
-/// the host has IPv6) and starts its thread.
+/// the host has IPv6), port 4784 for multihop (when free: multihop
+/// sessions stay Down without it), and starts its thread.
 pub fn spawn(
     options: RuntimeOptions,
     metrics: Option<Arc<crate::control::Metrics>>,
 ) -> io::Result<BfdHandle> {
-    let rx4 = socket::bind_receiver(false, options.port)?;
-    let rx6 = match socket::bind_receiver(true, options.port) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            warn!(error = %e, "BFD over IPv6 unavailable");
-            None
+    let mut receivers = vec![Receiver {
+        socket: socket::bind_receiver(false, options.port)?,
+        multihop: false,
+    }];
+    match socket::bind_receiver(true, options.port) {
+        Ok(s) => receivers.push(Receiver {
+            socket: s,
+            multihop: false,
+        }),
+        Err(e) => warn!(error = %e, "BFD over IPv6 unavailable"),
+    }
+    for v6 in [false, true] {
+        match socket::bind_receiver(v6, options.multihop_port) {
+            Ok(s) => receivers.push(Receiver {
+                socket: s,
+                multihop: true,
+            }),
+            Err(e) => {
+                warn!(error = %e, v6, port = options.multihop_port, "multihop BFD unavailable")
+            }
         }
-    };
+    }
     let seed = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -105,14 +139,14 @@ pub fn spawn(
         by_peer: HashMap::new(),
         next_discr: (seed as u32) | 1,
         seed,
-        port: options.port,
+        options,
         metrics,
     };
     // Its own thread, blocking in poll(2): BGP work never delays a BFD
     // packet, and the many small wakeups of fast sessions cost no runtime.
     std::thread::Builder::new()
         .name("tartan-bfd".into())
-        .spawn(move || rt.run(rx, rx4, rx6))?;
+        .spawn(move || rt.run(rx, receivers))?;
     Ok(BfdHandle {
         commands: tx,
         next_client: Arc::new(AtomicU64::new(1)),
@@ -120,7 +154,7 @@ pub fn spawn(
 }
 
 impl Runtime {
-    fn run(mut self, commands: QueueReceiver<Command>, rx4: UdpSocket, rx6: Option<UdpSocket>) {
+    fn run(mut self, commands: QueueReceiver<Command>, receivers: Vec<Receiver>) {
         let mut buf = [0u8; 512];
         loop {
             let now = Instant::now();
@@ -140,8 +174,7 @@ impl Runtime {
                 });
             let mut fds = vec![commands.fd()];
             if deadline.is_none_or(|d| d > now + hold) {
-                fds.push(rx4.as_fd());
-                fds.extend(rx6.as_ref().map(|s| s.as_fd()));
+                fds.extend(receivers.iter().map(|r| r.socket.as_fd()));
             }
             let timeout = deadline.map(|d| d.saturating_duration_since(now));
             if let Err(e) = socket::wait(&fds, timeout) {
@@ -153,9 +186,8 @@ impl Runtime {
             }
             // Packets before timers: one that came in time must not be
             // taken for a missed one.
-            self.drain(&rx4, &mut buf);
-            if let Some(s) = &rx6 {
-                self.drain(s, &mut buf);
+            for r in &receivers {
+                self.drain(&r.socket, r.multihop, &mut buf);
             }
             self.tick(Instant::now());
         }
@@ -172,16 +204,24 @@ impl Runtime {
         }
     }
 
-    fn drain(&mut self, sock: &UdpSocket, buf: &mut [u8]) {
+    fn drain(&mut self, sock: &UdpSocket, multihop: bool, buf: &mut [u8]) {
         for _ in 0..RECEIVE_BATCH {
             match socket::recv(sock, buf) {
                 Ok(r) => {
-                    if r.ttl != Some(GTSM_TTL) {
+                    // Multihop TTLs are checked per session, against the
+                    // minimum of its hop count (`Hops::accepts_ttl`).
+                    if !multihop && r.ttl != Some(GTSM_TTL) {
                         debug!(from = %r.from, ttl = ?r.ttl, "BFD packet dropped: TTL is not 255 (RFC 5881 5)");
                         continue;
                     }
                     let len = r.len.min(buf.len());
-                    self.packet(&buf[..len], r.from.ip().to_canonical());
+                    let arrived = Arrival {
+                        from: r.from.ip().to_canonical(),
+                        to: r.to,
+                        ttl: r.ttl,
+                        multihop,
+                    };
+                    self.packet(&buf[..len], arrived);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
@@ -192,7 +232,13 @@ impl Runtime {
         }
     }
 
-    fn packet(&mut self, bytes: &[u8], from: IpAddr) {
+    fn packet(&mut self, bytes: &[u8], arrived: Arrival) {
+        let Arrival {
+            from,
+            to,
+            ttl,
+            multihop,
+        } = arrived;
         let pkt = match ControlPacket::decode(bytes) {
             Ok(p) => p,
             Err(e) => {
@@ -203,10 +249,10 @@ impl Runtime {
         let discr = if pkt.your_discr != 0 {
             pkt.your_discr
         } else {
-            match self.by_peer.get(&from) {
+            match self.by_peer.get(&(from, multihop)) {
                 Some(d) => *d,
                 None => {
-                    debug!(%from, "BFD packet from a peer without a session");
+                    debug!(%from, multihop, "BFD packet from a peer without a session");
                     return;
                 }
             }
@@ -217,6 +263,28 @@ impl Runtime {
         };
         if entry.peer != from {
             debug!(%from, expected = %entry.peer, "BFD packet from the wrong source for its discriminator");
+            return;
+        }
+        if multihop {
+            // RFC 5883 sections 4 and 5: the session is a multihop one, the
+            // packet went to the address we send from (when we chose one),
+            // and came from no further than the hops BGP allows.
+            if !entry.hops.is_multihop() {
+                debug!(%from, "BFD packet on the multihop port for a single-hop session");
+                return;
+            }
+            if let (Some(local), Some(to)) = (entry.local, to)
+                && local.to_canonical() != to
+            {
+                debug!(%from, %to, %local, "multihop BFD packet to another of our addresses");
+                return;
+            }
+            if !entry.hops.accepts_ttl(ttl) {
+                debug!(%from, ?ttl, hops = ?entry.hops, "multihop BFD packet dropped: TTL below the minimum");
+                return;
+            }
+        } else if entry.hops.is_multihop() {
+            debug!(%from, "BFD packet on the single-hop port for a multihop session");
             return;
         }
         let now = Instant::now();
@@ -239,8 +307,9 @@ impl Runtime {
         }
         for discr in retired {
             if let Some(e) = self.sessions.remove(&discr) {
-                if self.by_peer.get(&e.peer) == Some(&discr) {
-                    self.by_peer.remove(&e.peer);
+                let key = (e.peer, e.hops.is_multihop());
+                if self.by_peer.get(&key) == Some(&discr) {
+                    self.by_peer.remove(&key);
                 }
                 info!(peer = %e.peer, discr, "BFD session removed");
             }
@@ -253,13 +322,17 @@ impl Runtime {
                 client,
                 peer,
                 local,
+                hops,
                 config,
                 status,
             } => {
                 let now = Instant::now();
-                if let Some(d) = self.by_peer.get(&peer)
+                if let Some(d) = self.by_peer.get(&(peer, hops.is_multihop()))
                     && let Some(e) = self.sessions.get_mut(d)
                 {
+                    // Two BGP sessions with one peer may allow different
+                    // hop counts: the last one asked for applies.
+                    e.hops = hops;
                     if e.session.retiring() {
                         // Wanted again while being removed: keep it.
                         info!(peer = %e.peer, discr = *d, "BFD session kept: a client is back");
@@ -277,22 +350,31 @@ impl Runtime {
                 self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1);
                 let session = Session::new(discr, config, now, self.seed);
                 status.send_replace(BfdStatus::of(&session, 0));
-                info!(%peer, discr, ?config, "BFD session added");
-                let metrics = self.metrics.as_ref().map(|m| m.bfd(peer));
+                info!(%peer, discr, mode = hops.name(), ?hops, ?config, "BFD session added");
+                let metrics = self
+                    .metrics
+                    .as_ref()
+                    .map(|m| m.bfd(peer, hops.is_multihop()));
+                let port = if hops.is_multihop() {
+                    self.options.multihop_port
+                } else {
+                    self.options.port
+                };
                 self.sessions.insert(
                     discr,
                     Entry {
                         session,
                         peer,
                         local,
+                        hops,
                         socket: None,
                         clients: vec![(client, status)],
                         transitions: 0,
                         metrics,
-                        port: self.port,
+                        port,
                     },
                 );
-                self.by_peer.insert(peer, discr);
+                self.by_peer.insert((peer, hops.is_multihop()), discr);
             }
             Command::Remove { client } => {
                 let found = self.sessions.iter_mut().find_map(|(d, e)| {
@@ -344,6 +426,16 @@ impl Runtime {
             }
         }
     }
+}
+
+/// Where and how a datagram arrived: its source, the address it was sent
+/// to (when the kernel said), its TTL, and whether on the multihop port.
+#[derive(Debug, Clone, Copy)]
+struct Arrival {
+    from: IpAddr,
+    to: Option<IpAddr>,
+    ttl: Option<u8>,
+    multihop: bool,
 }
 
 impl Entry {
@@ -432,7 +524,10 @@ mod tests {
             by_peer: HashMap::new(),
             next_discr: 100,
             seed: 1,
-            port: peer.local_addr().unwrap().port(),
+            options: RuntimeOptions {
+                port: peer.local_addr().unwrap().port(),
+                multihop_port: peer.local_addr().unwrap().port(),
+            },
             metrics: None,
         };
         (rt, peer)
@@ -445,6 +540,7 @@ mod tests {
             client,
             peer: LOOPBACK,
             local: None,
+            hops: Hops::Single,
             config: config(),
             status,
         });
@@ -479,13 +575,21 @@ mod tests {
     fn a_client_back_during_the_removal_keeps_the_session() {
         let (mut rt, peer) = runtime();
         let _first = add(&mut rt, 1);
-        let discr = *rt.by_peer.get(&LOOPBACK).unwrap();
+        let discr = *rt.by_peer.get(&(LOOPBACK, false)).unwrap();
         rt.command(Command::Remove { client: 1 });
         assert_eq!(received(&peer).state, State::AdminDown);
         let status = add(&mut rt, 2);
-        assert_eq!(rt.by_peer.get(&LOOPBACK), Some(&discr), "the same session");
+        assert_eq!(
+            rt.by_peer.get(&(LOOPBACK, false)),
+            Some(&discr),
+            "the same session"
+        );
         assert_eq!(status.borrow().state, State::Down);
         rt.tick(Instant::now() + Duration::from_secs(60));
         assert!(rt.sessions.contains_key(&discr), "not removed");
     }
 }
+
+#[cfg(test)]
+#[path = "runtime_multihop_tests.rs"]
+mod multihop_tests;

@@ -1,6 +1,7 @@
-//! The UDP sockets of single-hop BFD (RFC 5881): one receiving socket per
-//! address family on port 3784 that reports each packet's TTL (hop limit),
-//! and one sending socket per session from a source port in 49152–65535 with
+//! The UDP sockets of BFD: one receiving socket per address family on port
+//! 3784 for single hop (RFC 5881) and one on 4784 for multihop (RFC 5883),
+//! each reporting a packet's TTL (hop limit) and destination address, and
+//! one sending socket per session from a source port in 49152–65535 with
 //! TTL 255; and the runtime's wait for any of its descriptors.
 
 use std::io;
@@ -14,11 +15,14 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 /// The single-hop Control packet port (RFC 5881 section 4).
 pub const CONTROL_PORT: u16 = 3784;
+/// The multihop Control packet port (RFC 5883 section 5).
+pub const MULTIHOP_CONTROL_PORT: u16 = 4784;
 /// The TTL (hop limit) sent and required on receipt (RFC 5881 section 5).
 pub const GTSM_TTL: u8 = 255;
 const SOURCE_PORTS: std::ops::RangeInclusive<u16> = 49152..=65535;
 
-/// The receiving socket of one address family, bound to the Control port.
+/// The receiving socket of one address family, bound to a Control port,
+/// reporting the TTL and the destination address of each packet.
 pub fn bind_receiver(v6: bool, port: u16) -> io::Result<UdpSocket> {
     let (domain, addr) = if v6 {
         (
@@ -35,26 +39,30 @@ pub fn bind_receiver(v6: bool, port: u16) -> io::Result<UdpSocket> {
     if v6 {
         s.set_only_v6(true)?;
         socket::setsockopt(&s, sockopt::Ipv6RecvHopLimit, &true).map_err(io::Error::from)?;
+        socket::setsockopt(&s, sockopt::Ipv6RecvPacketInfo, &true).map_err(io::Error::from)?;
     } else {
         socket::setsockopt(&s, sockopt::Ipv4RecvTtl, &true).map_err(io::Error::from)?;
+        socket::setsockopt(&s, sockopt::Ipv4PacketInfo, &true).map_err(io::Error::from)?;
     }
     s.set_nonblocking(true)?;
     s.bind(&addr.into())?;
     Ok(s.into())
 }
 
-/// One received datagram: payload length, source and TTL (None when the
-/// kernel did not report it, which fails the GTSM check).
+/// One received datagram: payload length, source, TTL (None when the
+/// kernel did not report it, which fails the GTSM check) and the address
+/// it was sent to (None when not reported).
 pub struct Received {
     pub len: usize,
     pub from: SocketAddr,
     pub ttl: Option<u8>,
+    pub to: Option<IpAddr>,
 }
 
 /// Receive one datagram without blocking (`WouldBlock` when there is none).
 pub fn recv(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received> {
     let mut iov = [io::IoSliceMut::new(buf)];
-    let mut cmsg = nix::cmsg_space!(libc::c_int, libc::c_int);
+    let mut cmsg = nix::cmsg_space!(libc::c_int, libc::in6_pktinfo);
     let msg = socket::recvmsg::<SockaddrStorage>(
         sock.as_fd().as_raw_fd(),
         &mut iov,
@@ -63,10 +71,17 @@ pub fn recv(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received> {
     )
     .map_err(io::Error::from)?;
     let mut ttl = None;
+    let mut to = None;
     for c in msg.cmsgs().map_err(io::Error::from)? {
         match c {
             ControlMessageOwned::Ipv4Ttl(t) => ttl = u8::try_from(t).ok(),
             ControlMessageOwned::Ipv6HopLimit(t) => ttl = u8::try_from(t).ok(),
+            ControlMessageOwned::Ipv4PacketInfo(i) => {
+                to = Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(i.ipi_addr.s_addr))));
+            }
+            ControlMessageOwned::Ipv6PacketInfo(i) => {
+                to = Some(IpAddr::V6(Ipv6Addr::from(i.ipi6_addr.s6_addr)).to_canonical());
+            }
             _ => {}
         }
     }
@@ -85,6 +100,7 @@ pub fn recv(sock: &impl AsFd, buf: &mut [u8]) -> io::Result<Received> {
         len: msg.bytes,
         from,
         ttl,
+        to,
     })
 }
 

@@ -64,9 +64,10 @@ pub struct Neighbor {
     pub export: bool,
     /// Source address for our outgoing connection.
     pub local_address: Option<IpAddr>,
-    /// BFD (RFC 5880/5881) for this session; None: off. While set, the
-    /// session is opened only with BFD Up and closed when it goes Down,
-    /// except when the peer took BFD down administratively (RFC 5882 3.2).
+    /// BFD (RFC 5880/5881, or multihop RFC 5883 as `bfd::Hops` decides)
+    /// for this session; None: off. While set, the session is opened only
+    /// with BFD Up and closed when it goes Down, except when the peer took
+    /// BFD down administratively (RFC 5882 3.2).
     pub bfd: Option<crate::bfd::SessionConfig>,
 }
 

@@ -102,6 +102,7 @@ pub struct Metrics {
     rib_prefixes: Family<FamilyLabels, Gauge>,
     bfd_state: Family<PeerLabels, Gauge>,
     bfd_transitions: Family<PeerLabels, Counter>,
+    bfd_multihop: Family<PeerLabels, Gauge>,
     durations: Durations,
 }
 
@@ -128,6 +129,7 @@ impl Metrics {
             rib_prefixes: Family::default(),
             bfd_state: Family::default(),
             bfd_transitions: Family::default(),
+            bfd_multihop: Family::default(),
             durations: Durations::default(),
         };
         m.register()
@@ -202,6 +204,11 @@ impl Metrics {
             "BFD session state changes",
             self.bfd_transitions.clone(),
         );
+        r.register(
+            "tartan_bfd_session_multihop",
+            "1 for a multihop BFD session (RFC 5883, port 4784), 0 for single hop (RFC 5881)",
+            self.bfd_multihop.clone(),
+        );
         self.durations.register(r);
         self
     }
@@ -213,7 +220,7 @@ impl Metrics {
     }
 
     /// The series of the BFD session towards `addr` (created at Down).
-    pub fn bfd(&self, addr: IpAddr) -> BfdMetrics {
+    pub fn bfd(&self, addr: IpAddr, multihop: bool) -> BfdMetrics {
         let labels = PeerLabels {
             peer: addr.to_string(),
         };
@@ -222,6 +229,9 @@ impl Metrics {
             transitions: self.bfd_transitions.get_or_create_owned(&labels),
         };
         m.state.set(1);
+        self.bfd_multihop
+            .get_or_create(&labels)
+            .set(i64::from(multihop));
         m
     }
 

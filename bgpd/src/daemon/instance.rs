@@ -4,7 +4,7 @@ use super::control_channel::{ControlHandle, ControlRequest};
 use super::drain_state::DrainState;
 use super::listener::{Listeners, Routes};
 use super::origin::announce_attrs;
-use crate::bfd::{BfdClient, BfdHandle, RuntimeOptions, SessionConfig};
+use crate::bfd::{BfdClient, BfdHandle, Hops, RuntimeOptions, SessionConfig};
 use crate::config::{Config, Neighbor};
 use crate::control::Metrics;
 use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
@@ -209,7 +209,20 @@ impl Daemon {
     /// A BFD session for `n`, starting the runtime if need be. When the
     /// runtime cannot start (port 3784 taken) the session stays Down, and
     /// so does BGP with it: BFD was asked for, so the path is unproven.
+    /// Single hop or multihop is decided here, once per neighbor
+    /// (`Hops::for_neighbor`), from the node's connected networks now:
+    /// the BGP connection it could also be told from is opened only once
+    /// BFD is Up.
     fn bfd_client(&mut self, n: &Neighbor, cfg: SessionConfig) -> BfdClient {
+        let connected = crate::bfd::hops::is_connected(n.address);
+        let hops = Hops::for_neighbor(n.asn == self.config.asn, n.multihop, connected);
+        info!(
+            peer = %n.address,
+            mode = hops.name(),
+            connected,
+            ttl = n.multihop,
+            "BFD mode chosen"
+        );
         if self.bfd.is_none() {
             match crate::bfd::spawn(self.options.bfd, Some(self.options.metrics.clone())) {
                 Ok(h) => self.bfd = Some(h),
@@ -219,7 +232,7 @@ impl Daemon {
             }
         }
         match &self.bfd {
-            Some(h) => h.add(n.address, n.local_address, cfg),
+            Some(h) => h.add(n.address, n.local_address, hops, cfg),
             None => BfdClient::detached(cfg),
         }
     }

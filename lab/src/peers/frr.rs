@@ -373,7 +373,12 @@ pub(crate) fn render(c: &BgpConfig) -> String {
 }
 
 /// bfdd.conf: one profile per neighbor with BFD (`tartan-0`, …, in
-/// neighbor order), which bgpd.conf refers to.
+/// neighbor order), which bgpd.conf refers to. An eBGP multihop neighbor
+/// with a local address also gets a multihop `peer` of its own in bfdd
+/// (minimum TTL 256 − hops): FRR's bgpd alone asks for a multihop BFD
+/// session only once it has a BGP connection, and a peer that opens BGP
+/// only with BFD Up (RFC 5882 clients such as tartan-bgpd) would wait
+/// forever.
 pub(crate) fn render_bfd(c: &BgpConfig) -> String {
     let mut s = String::from("bfd\n");
     for (i, n) in c.neighbors.iter().enumerate() {
@@ -382,6 +387,18 @@ pub(crate) fn render_bfd(c: &BgpConfig) -> String {
                 s,
                 " profile tartan-{i}\n  receive-interval {}\n  transmit-interval {}\n  detect-multiplier {}\n exit\n !",
                 b.min_rx_ms, b.min_tx_ms, b.multiplier
+            );
+        }
+    }
+    for (i, n) in c.neighbors.iter().enumerate() {
+        if let (Some(_), Some(hops), Some(local)) = (n.bfd, n.multihop, n.local_address)
+            && hops > 1
+        {
+            let _ = writeln!(
+                s,
+                " peer {} multihop local-address {local}\n  profile tartan-{i}\n  minimum-ttl {}\n exit\n !",
+                n.address,
+                256 - u16::from(hops)
             );
         }
     }

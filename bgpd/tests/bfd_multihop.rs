@@ -1,0 +1,226 @@
+//! Multihop BFD (RFC 5883) against FRR's bfdd two hops away: tartan-bgpd
+//! in one namespace, a router namespace in between, FRR (bgpd + bfdd) in a
+//! third; an eBGP multihop session with BFD. BFD must come Up on both sides
+//! (single-hop BFD never would: the peer's packets arrive with TTL 254 and
+//! FRR speaks multihop on port 4784), the BGP session reach Established with
+//! routes both ways, and a cut in the router must take BFD and the BGP
+//! session down long before the hold time. Run as root.
+mod support;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::{Duration, Instant};
+use support::{T, start_tartan};
+use tartan_lab::netns::{Netns, run, veth, wait_for};
+use tartan_lab::peers::{BgpConfig, Frr, Neighbor, Route, TartanOptions};
+
+const OURS: &str = "203.0.113.0/24";
+const THEIRS: &str = "198.51.100.0/24";
+
+/// tartan (10.61.1.1) — router (10.61.1.2 | 10.61.2.2) — FRR (10.61.2.1).
+const TARTAN: Ipv4Addr = Ipv4Addr::new(10, 61, 1, 1);
+const ROUTER_T: Ipv4Addr = Ipv4Addr::new(10, 61, 1, 2);
+const ROUTER_P: Ipv4Addr = Ipv4Addr::new(10, 61, 2, 2);
+const PEER: Ipv4Addr = Ipv4Addr::new(10, 61, 2, 1);
+
+/// The three namespaces (removed, with their links and every process
+/// left in them, when dropped).
+struct TwoHops {
+    tartan: Netns,
+    router: Netns,
+    peer: Netns,
+}
+
+impl TwoHops {
+    fn new() -> Result<TwoHops> {
+        let tartan = Netns::new("bmt")?;
+        let router = Netns::new("bmr")?;
+        let peer = Netns::new("bmp")?;
+        veth(
+            &tartan,
+            &[&format!("{TARTAN}/24")],
+            &router,
+            &[&format!("{ROUTER_T}/24")],
+        )?;
+        veth(
+            &router,
+            &[&format!("{ROUTER_P}/24")],
+            &peer,
+            &[&format!("{PEER}/24")],
+        )?;
+        router.exec("sysctl", &["-qw", "net.ipv4.ip_forward=1"])?;
+        tartan.ip(&["route", "add", "10.61.2.0/24", "via", &ROUTER_T.to_string()])?;
+        peer.ip(&["route", "add", "10.61.1.0/24", "via", &ROUTER_P.to_string()])?;
+        Ok(TwoHops {
+            tartan,
+            router,
+            peer,
+        })
+    }
+}
+
+/// Why the test cannot run here, if it cannot.
+fn missing() -> Option<String> {
+    if !std::path::Path::new("/usr/lib/frr/bfdd").exists() {
+        return Some("/usr/lib/frr/bfdd is not installed (Debian package frr)".into());
+    }
+    if run(std::process::Command::new("nft").arg("--version")).is_err() {
+        return Some("nft is not installed (Debian package nftables)".into());
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("needs root for network namespaces".into());
+    }
+    None
+}
+
+/// FRR's view of its BFD session with `peer`, from `show bfd peers json`.
+fn frr_bfd_peer(frr: &Frr, peer: IpAddr) -> Option<Value> {
+    let v = frr.json("show bfd peers json").ok()?;
+    v.as_array()?
+        .iter()
+        .find(|p| p.get("peer").and_then(Value::as_str) == Some(&peer.to_string()))
+        .cloned()
+}
+
+/// Drop everything the router forwards (`on`), or stop dropping: the path
+/// breaks while both ends keep their links up.
+fn cut_router(router: &Netns, on: bool) -> Result<()> {
+    let script = if on {
+        "table inet tartan-test-mhcut {\n chain cut { type filter hook forward priority -300; policy drop; }\n}\n"
+    } else {
+        "delete table inet tartan-test-mhcut\n"
+    };
+    let path = std::env::temp_dir().join(format!("tartan-test-mhcut-{}.nft", std::process::id()));
+    std::fs::write(&path, script)?;
+    let r = run(router.command("nft").arg("-f").arg(&path));
+    let _ = std::fs::remove_file(&path);
+    r.map(|_| ())
+}
+
+#[test]
+fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<()> {
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return Ok(());
+    }
+    let net = TwoHops::new()?;
+    let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
+    // FRR: eBGP multihop 2 from its own address, BFD at 100 ms × 3, so
+    // its bgpd asks bfdd for a multihop session (hop count 2).
+    let frr = Frr::start(
+        &net.peer,
+        BgpConfig::new(PEER, 65002)
+            .neighbor(
+                Neighbor::new(t_addr, 65001)
+                    .multihop(2)
+                    .local_address(p_addr)
+                    .bfd(100, 100, 3),
+            )
+            .route(Route::new(THEIRS)),
+    )?;
+    // Hold time 90 s: only BFD can take the session down quickly.
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    let tartan = start_tartan(
+        &net.tartan,
+        &BgpConfig::new(TARTAN, 65001)
+            .neighbor(
+                Neighbor::new(p_addr, 65002)
+                    .multihop(2)
+                    .local_address(t_addr)
+                    .bfd(100, 100, 3),
+            )
+            .route(Route::new(OURS)),
+        &opts,
+    )?;
+    let fail = |what: &str| {
+        format!(
+            "{what}\nFRR bfd: {:?}\nFRR bgp: {:?}\nFRR neighbor: {:?}\nbfdd log:\n{}\ntartan log:\n{}",
+            frr.vtysh("show bfd peers").ok(),
+            frr.vtysh("show bgp summary").ok(),
+            frr.vtysh(&format!("show bgp neighbors {t_addr}")).ok(),
+            frr.bfdd().map(|d| d.log_tail(30)).unwrap_or_default(),
+            tartan.log()
+        )
+    };
+
+    // Up on both sides; BGP follows BFD.
+    tartan
+        .wait_established(p_addr, T)
+        .with_context(|| fail("tartan BGP not Established"))?;
+    let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
+    assert_eq!(ours.state, "up", "{ours:?}");
+    let theirs = wait_for("FRR BFD up", T, || {
+        frr_bfd_peer(&frr, t_addr).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+    })
+    .with_context(|| fail("FRR BFD not up"))?;
+    assert_eq!(
+        theirs.get("multihop").and_then(Value::as_bool),
+        Some(true),
+        "FRR runs it as multihop: {theirs}"
+    );
+    let log = tartan.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("BFD mode chosen") && l.contains("multihop")),
+        "tartan logs the multihop mode:\n{log}"
+    );
+    frr.wait_established(T)?;
+
+    // Routes both ways.
+    let r = frr.wait_route(OURS, T)?;
+    assert_eq!(r.next_hops.first().copied(), Some(t_addr), "{r:?}");
+    wait_for("FRR's route in tartan's RIB", T, || {
+        let routes = tartan.routes("ipv4-unicast").ok()?;
+        routes
+            .iter()
+            .any(|r| r.prefix.to_string() == THEIRS)
+            .then_some(())
+    })
+    .with_context(|| fail("no route from FRR"))?;
+
+    // Cut the path in the router: BFD detects it in 300 ms; the hold time
+    // (90 s) would take far longer.
+    cut_router(&net.router, true)?;
+    let cut = Instant::now();
+    let down = wait_for("tartan BGP session down", Duration::from_secs(10), || {
+        let p = tartan.peer(p_addr).ok()?;
+        (p.state.to_string() != "Established").then_some(p)
+    })
+    .with_context(|| fail("BGP still up after the cut"))?;
+    let took = cut.elapsed();
+    eprintln!("BGP session down {took:?} after the cut");
+    if took > Duration::from_secs(5) {
+        bail!("{}", fail(&format!("BGP went down only after {took:?}")));
+    }
+    let bfd = down.bfd.context("tartan shows no BFD")?;
+    assert_eq!(bfd.state, "down", "{bfd:?}");
+    assert_eq!(bfd.diagnostic, "ControlDetectionTimeExpired", "{bfd:?}");
+    wait_for("FRR BFD down", Duration::from_secs(5), || {
+        frr_bfd_peer(&frr, t_addr)
+            .filter(|v| v.get("status").and_then(Value::as_str) == Some("down"))
+    })
+    .with_context(|| fail("FRR BFD still up"))?;
+    wait_for(
+        "FRR's route gone from tartan's RIB",
+        Duration::from_secs(5),
+        || {
+            let routes = tartan.routes("ipv4-unicast").ok()?;
+            (!routes.iter().any(|r| r.prefix.to_string() == THEIRS)).then_some(())
+        },
+    )?;
+
+    // Mend it: BFD and then BGP come back.
+    cut_router(&net.router, false)?;
+    tartan
+        .wait_established(p_addr, T)
+        .with_context(|| fail("BGP not back after the cut"))?;
+    drop(frr);
+    drop(tartan);
+    drop(net);
+    Ok(())
+}
