@@ -86,11 +86,18 @@ impl Owner {
         format!("{} {}", self.pid, self.start)
     }
 
+    /// A claim file's owner. One written by an older version holds the pid
+    /// alone: it is that process as it is now, unless gone or a zombie.
     fn parse(line: &str) -> Option<Owner> {
         let mut words = line.split_whitespace();
         let pid = words.next()?.parse().ok()?;
-        let start = words.next()?.parse().ok()?;
-        Some(Owner { pid, start })
+        match words.next() {
+            Some(start) => Some(Owner {
+                pid,
+                start: start.parse().ok()?,
+            }),
+            None => Owner::of(pid),
+        }
     }
 }
 
@@ -233,11 +240,11 @@ mod tests {
         )
         .unwrap();
         assert_ne!(stat_owner(41, &stat("R", 900)), Some(claim));
-        // A claim file of the older format (a pid alone) is no one's.
-        assert_eq!(Owner::parse("41"), None);
-        // This process, as its claims record it, is alive.
+        // This process, as its claims record it, is alive; a claim file of
+        // the older format (its pid alone) too.
         let me = Owner::me().unwrap();
         assert_eq!(Owner::of(me.pid), Some(me));
+        assert_eq!(Owner::parse(&me.pid.to_string()), Some(me));
     }
 
     #[test]

@@ -192,20 +192,6 @@ impl Ipam {
                 }
             }
         }
-        // Which handles still hold an address anywhere, and this node's
-        // blocks: a handle of this node's blocks that holds nothing in
-        // them is an orphan (its removal failed after its addresses went
-        // back), removed below. ADDs on this node wait for the lock the
-        // caller holds, so none is between its block write and its handle.
-        let mut holding: HashSet<String> = HashSet::new();
-        let mut own_blocks: HashSet<IpNet> = HashSet::new();
-        for b in &blocks {
-            let Ok(net) = b.spec.network() else { continue };
-            holding.extend(block::holders(&b.spec, &net).into_keys());
-            if b.spec.affine_node() == Some(self.cfg.node.as_str()) {
-                own_blocks.insert(net);
-            }
-        }
         let (released, mut errors) = self
             .release_in_each(blocks, |h, a| doomed.contains(&(h.to_string(), a)))
             .await;
@@ -215,6 +201,22 @@ impl Ipam {
         }
         let doomed_handles: HashSet<&str> = doomed.iter().map(|(h, _)| h.as_str()).collect();
         let (handles, _) = self.store.list_typed::<IpamHandle>(None).await?;
+        // Which handles hold an address anywhere, and this node's blocks,
+        // read after the handles: an ADD writes its block before its
+        // handle (a DEL releases before it deletes), so a handle listed
+        // above whose addresses are taken shows them here, whichever node
+        // took them. A handle of this node's blocks that holds nothing is
+        // an orphan (its removal failed after its addresses went back).
+        let (blocks, _) = self.store.list_typed::<IpamBlock>(None).await?;
+        let mut holding: HashSet<String> = HashSet::new();
+        let mut own_blocks: HashSet<IpNet> = HashSet::new();
+        for b in &blocks {
+            let Ok(net) = b.spec.network() else { continue };
+            holding.extend(block::holders(&b.spec, &net).into_keys());
+            if b.spec.affine_node() == Some(self.cfg.node.as_str()) {
+                own_blocks.insert(net);
+            }
+        }
         for h in handles {
             let id = &h.spec.handle_id;
             let orphan = !holding.contains(id.as_str())

@@ -75,19 +75,18 @@ fn a_network_policy_lands_in_the_fake_as_the_driver_writes_it() {
     let rs = policy_ruleset("client");
     let f = written(&rs);
     let t = f.table("inet", "tartan").expect("the policy table");
-    // The fixed base chains: a pod's spoofed source dropped first, then
-    // established, pods' egress and ingress each sent to their endpoint's
-    // chain.
+    // The fixed base chains: established first, pods' egress and ingress
+    // each sent to their endpoint's chain; a pod's spoofed source dropped
+    // in prerouting, before all of it.
     let forward = f.rules("inet", "tartan", "forward").unwrap();
-    assert_eq!(forward.len(), 5, "{forward:?}");
+    assert_eq!(forward.len(), 4, "{forward:?}");
+    assert!(forward[0].ends_with("accept"), "{forward:?}");
+    assert!(forward[3].contains("jump from_endpoint"), "{forward:?}");
+    let pre = f.rules("inet", "tartan", "prerouting").unwrap();
     assert_eq!(
-        forward[0],
-        "meta iifname == tar* meta iifname != tartan* fib saddr . iif oif == false drop"
+        pre,
+        ["meta iifname == tar* meta iifname != tartan* fib saddr . iif oif == false drop"]
     );
-    assert!(forward[1].ends_with("accept"), "{forward:?}");
-    assert!(forward[4].contains("jump from_endpoint"), "{forward:?}");
-    let input = f.rules("inet", "tartan", "input").unwrap();
-    assert_eq!(input, &forward[..1], "only the source check on input");
     // The selected pod's interface goes to a profile chain that allows
     // the client's address on TCP 80 and ends with a drop.
     let to = f.elements("inet", "tartan", "to_endpoint").unwrap();

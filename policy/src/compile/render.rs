@@ -6,7 +6,6 @@
 //!
 //! ```text
 //! chain forward { type filter hook forward priority filter; policy accept;
-//!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop  # spoofed
 //!     ct state established,related accept
 //!     iifname "tar*" iifname != "tartan*" ct state invalid drop  # to and from pods only:
 //!     oifname "tar*" oifname != "tartan*" ct state invalid drop  # transit is routed as a router would
@@ -16,8 +15,8 @@
 //!     ct state established,related accept
 //!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
-//! chain input { type filter hook input priority filter; policy accept;
-//!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop
+//! chain prerouting { type filter hook prerouting priority raw; policy accept;
+//!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop  # spoofed
 //! }
 //! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
 //! chain to_endpoint { oifname vmap @to_endpoint; drop }
@@ -58,8 +57,10 @@ use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
 pub const TABLE: &str = "tartan";
 pub const FORWARD: &str = "forward";
 pub const FORWARD_IN: &str = "forward_in";
-/// Packets from pods to the node itself: only the source check.
-pub const INPUT: &str = "input";
+/// Every packet from a pod, before conntrack and NAT: only the source
+/// check. In prerouting because kernels before 5.19 take a `fib ... oif`
+/// lookup in no other hook, and refuse the whole table otherwise.
+pub const PREROUTING: &str = "prerouting";
 pub const FROM_ENDPOINT: &str = "from_endpoint";
 pub const TO_ENDPOINT: &str = "to_endpoint";
 /// Interfaces of pods start with this (the CNI plugin names them).
@@ -242,10 +243,9 @@ fn fixed_rules() -> Vec<Command> {
         ]
     };
     vec![
-        // First, before an established flow is let through: a pod may
-        // not slip packets into another pod's connection either.
-        rule(FORWARD, spoofed()),
-        rule(INPUT, spoofed()),
+        // Before conntrack, so before an established flow is let through:
+        // a pod may not slip packets into another pod's connection either.
+        rule(PREROUTING, spoofed()),
         rule(
             FORWARD,
             vec![
@@ -357,10 +357,11 @@ pub fn full(rs: &Ruleset) -> Transaction {
         })),
         add(NfListObject::Chain(Chain {
             _type: Some(NfChainType::Filter),
-            hook: Some(NfHook::Input),
-            prio: Some(0),
+            hook: Some(NfHook::Prerouting),
+            // raw
+            prio: Some(-300),
             policy: Some(NfChainPolicy::Accept),
-            ..chain(INPUT)
+            ..chain(PREROUTING)
         })),
     ];
     for c in [FROM_ENDPOINT, TO_ENDPOINT, OPEN_CHAIN] {
