@@ -11,13 +11,13 @@ use tokio::sync::watch;
 use super::{Arrival, Command, Runtime, RuntimeOptions};
 use crate::bfd::handle::BfdStatus;
 use crate::bfd::hops::Hops;
-use crate::bfd::packet::{ControlPacket, Diag, State};
+use crate::bfd::packet::{ControlPacket, State};
 use crate::bfd::session::{Session, SessionConfig};
+use crate::bfd::tests::fsm::from_remote;
 
 const PEER: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 const OURS: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1));
 const OTHER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 9));
-const REMOTE: u32 = 0x2222;
 
 fn config() -> SessionConfig {
     SessionConfig {
@@ -78,18 +78,8 @@ fn add(rt: &mut Runtime, hops: Hops, local: Option<IpAddr>) -> (u32, watch::Rece
 /// The peer's packet in `state`, naming our discriminator `your`.
 fn peer_packet(state: State, your: u32) -> Vec<u8> {
     ControlPacket {
-        diag: Diag::None,
-        state,
-        poll: false,
-        final_: false,
-        control_plane_independent: false,
-        demand: false,
-        detect_mult: 3,
-        my_discr: REMOTE,
         your_discr: your,
-        desired_min_tx_us: 300_000,
-        required_min_rx_us: 300_000,
-        required_min_echo_rx_us: 0,
+        ..from_remote(state, 300)
     }
     .encode()
     .to_vec()

@@ -8,7 +8,7 @@ use crate::bfd::packet::{ControlPacket, Diag, State};
 use crate::bfd::session::{Session, SessionConfig, Transition};
 
 pub(super) const LOCAL: u32 = 0x1111;
-pub(super) const REMOTE: u32 = 0x2222;
+pub(in crate::bfd) const REMOTE: u32 = 0x2222;
 
 pub(super) fn config(ms: u64, mult: u8) -> SessionConfig {
     SessionConfig {
@@ -19,7 +19,7 @@ pub(super) fn config(ms: u64, mult: u8) -> SessionConfig {
 }
 
 /// A packet from the remote in `state`, with its timers at `ms`.
-pub(super) fn from_remote(state: State, ms: u32) -> ControlPacket {
+pub(in crate::bfd) fn from_remote(state: State, ms: u32) -> ControlPacket {
     ControlPacket {
         diag: Diag::None,
         state,

@@ -1,7 +1,7 @@
 //! Unit tests of the BFD codec, state machine and timers: no sockets, no runtime.
 mod codec;
 mod demand;
-mod fsm;
+pub(in crate::bfd) mod fsm;
 mod poll;
 mod retire;
 mod timers;
