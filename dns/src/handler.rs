@@ -284,7 +284,7 @@ impl Handler {
             })
             .clone();
         counter.inc();
-        let bytes = match resp.to_vec() {
+        let bytes = match crate::wire::encode(&resp) {
             Ok(b) => b,
             Err(_) => {
                 let mut m = Message::error_msg(
@@ -293,7 +293,7 @@ impl Handler {
                     ResponseCode::ServFail,
                 );
                 m.add_queries(resp.queries.iter().cloned());
-                return (m.to_vec().ok(), counter);
+                return (crate::wire::encode(&m).ok(), counter);
             }
         };
         let limit = match transport {
@@ -313,7 +313,7 @@ impl Handler {
         if !resp.additionals.is_empty() {
             let mut lean = resp.clone();
             lean.additionals.clear();
-            if let Ok(b) = lean.to_vec()
+            if let Ok(b) = crate::wire::encode(&lean)
                 && b.len() <= limit
             {
                 return (Some(b), counter);
@@ -322,7 +322,7 @@ impl Handler {
         if transport == Transport::Udp {
             self.metrics.truncated.inc();
         }
-        (resp.truncate().to_vec().ok(), counter)
+        (crate::wire::encode(&resp.truncate()).ok(), counter)
     }
 }
 

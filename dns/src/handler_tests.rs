@@ -89,6 +89,19 @@ fn large_udp_answer_is_truncated_and_tcp_carries_it_whole() {
 }
 
 #[test]
+fn a_headless_service_of_thousands_of_endpoints_comes_whole_over_tcp() {
+    // Every address costs 16 bytes however many there are: 3,000 fit one
+    // TCP message (before, names after the 120th were not compressed and
+    // the answer was cut at about 1,500 with TC).
+    let h = handler(big_headless(3000));
+    let name = format!("Big.{NS}.svc.cluster.local.");
+    let m = run(&h, &query(&name, RecordType::A, None), Transport::Tcp).unwrap();
+    assert!(!m.metadata.truncation);
+    assert_eq!(m.answers.len(), 3000);
+    assert!(m.answers.iter().all(|r| r.name.to_ascii() == name));
+}
+
+#[test]
 fn no_udp_answer_is_larger_than_what_we_advertise() {
     // 100 addresses (about 1.7 KB) fit the 4096 bytes a client offers,
     // but would be sent in fragments: over TCP instead.

@@ -5,7 +5,8 @@
 //! - [`answer`]: the cluster domain's answers (pure).
 //! - [`forward`] and [`cache`]: other names, from the upstreams, cached.
 //! - [`handler`]: one request's bytes to one response's bytes; [`replies`]:
-//!   encoded replies for the cluster domain, reused until the records change.
+//!   encoded replies for the cluster domain, reused until the records change;
+//!   [`wire`]: a response's bytes, compressed at any size.
 //! - [`limit`]: the per-client rate limit.
 //! - [`server`]: UDP (a thread per socket) and TCP serving; [`sockets`]:
 //!   the UDP sockets, one per core.
@@ -26,3 +27,4 @@ pub mod replies;
 pub mod server;
 pub mod sockets;
 pub mod watch;
+pub mod wire;
