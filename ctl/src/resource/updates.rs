@@ -5,13 +5,13 @@
 //! Still before anything is written: a file with one refused document
 //! writes nothing.
 
-use tartan_api::store::{DynamicObject, StoreError};
+use tartan_api::store::{Datastore, DynamicObject, StoreError};
 use tartan_api::validate::{depends_on_stored, prepare_update, validate};
 
+use super::describe;
 use super::docs::DocError;
 use super::objects::Prepared;
 use super::write::Mode;
-use super::{Ctx, describe};
 
 /// `desired`, about to replace `stored`, as the API server would check
 /// and store it.
@@ -24,12 +24,16 @@ pub fn prepared(desired: &DynamicObject, stored: &DynamicObject) -> DynamicObjec
 /// Checks the objects [`super::objects::Check::ValidateUnlessStored`] left
 /// unchecked, each against its stored version when `mode` may update it.
 /// Every refusal is reported on stderr; then nothing is to be written.
-pub async fn check_against_stored(ctx: &Ctx, mode: Mode, items: &[Prepared]) -> anyhow::Result<()> {
+pub async fn check_against_stored(
+    store: &dyn Datastore,
+    mode: Mode,
+    items: &[Prepared],
+) -> anyhow::Result<()> {
     let mut errors = Vec::new();
     for p in items.iter().filter(|p| depends_on_stored(p.key.kind)) {
         let stored = match mode {
             Mode::Create => None,
-            Mode::Apply | Mode::Replace => match ctx.store.get(&p.key).await {
+            Mode::Apply | Mode::Replace => match store.get(&p.key).await {
                 Ok(s) => Some(s),
                 // Created (apply), or refused when written (replace).
                 Err(StoreError::NotFound(_)) => None,

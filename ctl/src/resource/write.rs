@@ -31,7 +31,7 @@ pub async fn run(ctx: &Ctx, mode: Mode, args: FileArgs) -> anyhow::Result<()> {
         ctx.namespace.as_deref(),
         Check::ValidateUnlessStored,
     )?;
-    updates::check_against_stored(ctx, mode, &items).await?;
+    updates::check_against_stored(ctx.store.as_ref(), mode, &items).await?;
     let refs = items.iter().map(|p| names::reference(&p.key)).collect();
     let mut progress = Progress::new(refs, mode.verb(), args.continue_on_error);
     // Checks across pools, made before anything is written: a file with

@@ -116,11 +116,14 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         _ => None,
     };
     if let (Some(cli), Some(fa)) = (&parsed, files) {
+        use tartan_api::validate::depends_on_stored;
         use tartanctl::resource::objects::Check;
+        use tartanctl::resource::updates::check_against_stored;
+        use tartanctl::resource::write::Mode;
         let items = match tartanctl::resource::load(
             &fa.files,
             cli.global.namespace.as_deref(),
-            Check::Validate,
+            Check::ValidateUnlessStored,
         ) {
             Ok(items) => items,
             Err(e) => {
@@ -128,6 +131,25 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
                 return Ok(1);
             }
         };
+        // A Service update is checked as the API server checks it, against
+        // its stored version, before anything is claimed for it.
+        let mode = match &cli.command {
+            Ctl::Create(_) => Mode::Create,
+            Ctl::Replace(_) => Mode::Replace,
+            _ => Mode::Apply,
+        };
+        let checked = if items.iter().any(|p| depends_on_stored(p.key.kind)) {
+            runtime()?.block_on(async {
+                let store = open(st).await?;
+                check_against_stored(&*store, mode, &items).await
+            })
+        } else {
+            Ok(())
+        };
+        if let Err(e) = checked {
+            eprintln!("error: {e:#}");
+            return Ok(1);
+        }
         let services = items.iter().any(|p| p.key.kind == Kind::Service);
         let stdin = fa.files.iter().any(|f| f.as_os_str() == "-");
         if !items.iter().any(|p| p.key.kind == Kind::Pod) {

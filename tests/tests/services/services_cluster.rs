@@ -5,7 +5,8 @@
 //! - allocation: a ClusterIP from the lab's range; a NodePort already taken
 //!   is refused with the holder named, and nothing of that file is written;
 //!   a deleted Service's NodePort, or one given up by a change of type, is
-//!   free again;
+//!   free again; a ClusterIP Service turned ExternalName loses the address
+//!   its file still names (as the API server prepares an update);
 //! - ClusterIP from a pod on every node reaches the endpoints on every
 //!   node, TCP and UDP, spread across them;
 //! - sessionAffinity ClientIP: one client, one endpoint; the affinity
@@ -150,6 +151,45 @@ fn allocation(lab: &LabCli) {
         ),
     );
     lab.ok(&["ctl", "delete", "service", "np-d", "np-e"]);
+    external_name_update(lab);
+}
+
+/// A ClusterIP Service turned ExternalName by a file that still names its
+/// address (an edited `get -o yaml`): the address is dropped, as the API
+/// server drops what the new type no longer allows and the update left
+/// unchanged, and is free again; another address in that file is refused.
+fn external_name_update(lab: &LabCli) {
+    apply_ok(lab, &service_yaml("to-ext", "{ports: [{port: 80}]}"));
+    let ip = cluster_ip(lab, "to-ext");
+    let ext = |ip: Ipv4Addr| {
+        service_yaml(
+            "to-ext",
+            &format!(
+                "{{type: ExternalName, externalName: db.example.com, \
+                 clusterIP: {ip}, clusterIPs: [{ip}], ports: [{{port: 80}}]}}"
+            ),
+        )
+    };
+    let other = Ipv4Addr::from(u32::from(ip) ^ 1);
+    let (code, out, err) = apply(lab, &ext(other));
+    assert_ne!(code, 0, "{out}{err}");
+    assert!(err.contains("nothing was written"), "{err}");
+    assert_eq!(cluster_ip(lab, "to-ext"), ip, "changed although refused");
+
+    apply_ok(lab, &ext(ip));
+    let s = service(lab, "to-ext");
+    assert_eq!(s["spec"]["type"], "ExternalName", "{s}");
+    assert!(s["spec"].get("clusterIP").is_none(), "{s}");
+    assert!(s["spec"].get("clusterIPs").is_none(), "{s}");
+    apply_ok(
+        lab,
+        &service_yaml(
+            "takes-ip",
+            &format!("{{clusterIP: {ip}, ports: [{{port: 80}}]}}"),
+        ),
+    );
+    assert_eq!(cluster_ip(lab, "takes-ip"), ip);
+    lab.ok(&["ctl", "delete", "service", "to-ext", "takes-ip"]);
 }
 
 fn spread(lab: &LabCli, clients: &[String], web: Ipv4Addr) {
