@@ -28,7 +28,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::resources::{GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy};
 use tartan_api::store::Datastore;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::calc::state::{BlockInfo, State};
 use crate::dataplane::events::{KernelEvents, take_check};
@@ -57,7 +57,13 @@ pub async fn run(
     match crate::dataplane::policy::close_pods_if_no_table() {
         Ok(true) => info!("no policy table: pod interfaces closed until the first write"),
         Ok(false) => {}
-        Err(e) => warn!(error = %e, "cannot close pod interfaces before the first policy write"),
+        // A kernel that refuses this table refuses the full one too: going
+        // on would forward every pod's traffic unchecked. Stop, and say so.
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(
+                "cannot write the policy table (pods on this node would run without policy)",
+            ));
+        }
     }
     let mut w = Watches::open(&store, cfg.services);
     host::enable_forwarding();
