@@ -164,6 +164,9 @@ pub struct BfdPeerStatus {
     pub detection_time_ms: Option<u64>,
     /// State changes since the session was made.
     pub transitions: u64,
+    /// A multihop session (RFC 5883) rather than single hop (RFC 5881).
+    #[serde(default)]
+    pub multihop: bool,
 }
 
 /// Prefix counts of one peer, over all its families.

@@ -154,6 +154,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
         .with_context(|| fail("tartan BGP not Established"))?;
     let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
     assert_eq!(ours.state, "up", "{ours:?}");
+    assert!(ours.multihop, "tartan shows the mode: {ours:?}");
     let theirs = wait_for("FRR BFD up", T, || {
         frr_bfd_peer(&frr, t_addr).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
     })

@@ -32,6 +32,8 @@ pub struct BfdStatus {
     /// AdminDown, or Down all along and the remote AdminDown): RFC 5882
     /// section 3.2, the session says nothing of the path then.
     pub remote_admin_down: bool,
+    /// A multihop session (RFC 5883, port 4784) rather than single hop.
+    pub multihop: bool,
 }
 
 impl BfdStatus {
@@ -42,7 +44,7 @@ impl BfdStatus {
         self.state == State::Up || self.remote_admin_down
     }
 
-    pub(crate) fn of(session: &Session, transitions: u64) -> BfdStatus {
+    pub(crate) fn of(session: &Session, transitions: u64, multihop: bool) -> BfdStatus {
         BfdStatus {
             state: session.state(),
             remote_admin_down: session.remote_admin_down(),
@@ -53,6 +55,7 @@ impl BfdStatus {
             tx_interval: session.transmit_interval(),
             detection_time: session.detection_time(),
             config: session.config(),
+            multihop,
         }
     }
 }
@@ -106,6 +109,7 @@ impl BfdHandle {
             detection_time: None,
             config,
             remote_admin_down: false,
+            multihop: hops.is_multihop(),
         };
         let (tx, rx) = watch::channel(initial);
         self.commands.send(Command::Add {
@@ -146,6 +150,7 @@ impl BfdClient {
             detection_time: None,
             config,
             remote_admin_down: false,
+            multihop: false,
         });
         let commands = QueueSender::detached();
         BfdClient {

@@ -342,14 +342,18 @@ impl Runtime {
                     if e.session.config() != config {
                         e.session.set_config(config);
                     }
-                    status.send_replace(BfdStatus::of(&e.session, e.transitions));
+                    status.send_replace(BfdStatus::of(
+                        &e.session,
+                        e.transitions,
+                        hops.is_multihop(),
+                    ));
                     e.clients.push((client, status));
                     return;
                 }
                 let discr = self.allocate_discr();
                 self.seed = self.seed.wrapping_mul(6364136223846793005).wrapping_add(1);
                 let session = Session::new(discr, config, now, self.seed);
-                status.send_replace(BfdStatus::of(&session, 0));
+                status.send_replace(BfdStatus::of(&session, 0, hops.is_multihop()));
                 info!(%peer, discr, mode = hops.name(), ?hops, ?config, "BFD session added");
                 let metrics = self
                     .metrics
@@ -449,7 +453,7 @@ impl Entry {
                 m.transitions.inc();
             }
         }
-        let status = BfdStatus::of(&self.session, self.transitions);
+        let status = BfdStatus::of(&self.session, self.transitions, self.hops.is_multihop());
         for (_, tx) in &self.clients {
             tx.send_if_modified(|s| {
                 if *s == status {
@@ -534,7 +538,7 @@ mod tests {
     }
 
     fn add(rt: &mut Runtime, client: u64) -> watch::Receiver<BfdStatus> {
-        let initial = BfdStatus::of(&Session::new(1, config(), Instant::now(), 1), 0);
+        let initial = BfdStatus::of(&Session::new(1, config(), Instant::now(), 1), 0, false);
         let (status, rx) = watch::channel(initial);
         rt.command(Command::Add {
             client,

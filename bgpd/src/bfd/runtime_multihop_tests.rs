@@ -58,7 +58,12 @@ fn setup() -> Setup {
 }
 
 fn add(rt: &mut Runtime, hops: Hops, local: Option<IpAddr>) -> (u32, watch::Receiver<BfdStatus>) {
-    let initial = BfdStatus::of(&Session::new(1, config(), Instant::now(), 1), 0);
+    // The runtime's status replaces this one (the mode the opposite).
+    let initial = BfdStatus::of(
+        &Session::new(1, config(), Instant::now(), 1),
+        0,
+        !hops.is_multihop(),
+    );
     let (status, rx) = watch::channel(initial);
     rt.command(Command::Add {
         client: 1,
@@ -203,4 +208,18 @@ fn one_peer_can_have_a_single_hop_and_a_multihop_session() {
         (state(&rt, one), state(&rt, multi)),
         (State::Down, State::Init)
     );
+}
+
+#[test]
+fn the_mode_is_in_the_status_and_the_metric() {
+    for (hops, mode) in [(Hops::Multi { min_ttl: 254 }, 1), (Hops::Single, 0)] {
+        let Setup { mut rt, .. } = setup();
+        let metrics = std::sync::Arc::new(crate::control::Metrics::new());
+        rt.metrics = Some(metrics.clone());
+        let (_, status) = add(&mut rt, hops, Some(OURS));
+        assert_eq!(status.borrow().multihop, mode == 1, "{hops:?}");
+        let text = metrics.encode();
+        let line = format!("tartan_bfd_session_multihop{{peer=\"{PEER}\"}} {mode}");
+        assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
+    }
 }

@@ -202,5 +202,6 @@ fn bfd_view(s: &crate::bfd::BfdStatus) -> BfdPeerStatus {
         tx_interval_ms: s.tx_interval.map(|d| d.as_millis() as u64),
         detection_time_ms: s.detection_time.map(|d| d.as_millis() as u64),
         transitions: s.transitions,
+        multihop: s.multihop,
     }
 }

@@ -24,9 +24,16 @@ pub fn render_peers(peers: &[PeerStatus], wide: bool) -> String {
             p.asn.to_string(),
             p.kind.to_string(),
             p.state.to_string(),
-            p.bfd
-                .as_ref()
-                .map_or_else(|| "-".into(), |b| b.state.clone()),
+            p.bfd.as_ref().map_or_else(
+                || "-".into(),
+                |b| {
+                    if b.multihop {
+                        format!("{} multihop", b.state)
+                    } else {
+                        b.state.clone()
+                    }
+                },
+            ),
             p.uptime_seconds.map_or_else(|| "-".into(), duration),
             format!("{}/{}/{}", p_.received, p_.accepted, p_.advertised),
         ];
@@ -98,19 +105,28 @@ mod tests {
             tx_interval_ms: Some(1000),
             detection_time_ms: None,
             transitions: 3,
+            multihop: false,
         });
         down.kind = PeerKind::Ibgp;
         down.asn = 65000;
         down.last_error = Some("connection refused by the remote side of this session".into());
+        let mut far = peer("198.51.100.7", SessionState::Established, Some(60));
+        far.bfd = down.bfd.clone().map(|b| BfdPeerStatus {
+            state: "up".into(),
+            multihop: true,
+            ..b
+        });
         let peers = [
             peer("192.0.2.1", SessionState::Established, Some(192)),
             down,
+            far,
         ];
         assert_eq!(
             render_peers(&peers, false),
-            "PEER          ASN     TYPE   STATE         BFD    UPTIME   PREFIXES   LAST ERROR\n\
-             192.0.2.1     65001   ebgp   Established   -      3m12s    10/9/3     -\n\
-             2001:db8::2   65000   ibgp   Active        down   -        10/9/3     connection refused by the remote side of this s…\n"
+            "PEER           ASN     TYPE   STATE         BFD           UPTIME   PREFIXES   LAST ERROR\n\
+             192.0.2.1      65001   ebgp   Established   -             3m12s    10/9/3     -\n\
+             2001:db8::2    65000   ibgp   Active        down          -        10/9/3     connection refused by the remote side of this s…\n\
+             198.51.100.7   65001   ebgp   Established   up multihop   1m0s     10/9/3     -\n"
         );
     }
 

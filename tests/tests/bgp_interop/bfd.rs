@@ -116,6 +116,10 @@ fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     let bfd = wait_for("tartan BFD up", T, || {
         tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
     })?;
+    assert!(
+        !bfd.multihop,
+        "a directly connected peer is single hop: {bfd:?}"
+    );
     // Our transmit interval: the slower of our 100 ms and FRR's 200 ms
     // receive; detection: FRR's multiplier 4 × max(our 100 ms receive, its
     // 150 ms transmit).

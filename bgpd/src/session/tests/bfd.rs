@@ -45,7 +45,7 @@ fn up(t0: Instant) -> Session {
 }
 
 fn status(s: &Session) -> BfdStatus {
-    BfdStatus::of(s, 0)
+    BfdStatus::of(s, 0, false)
 }
 
 #[test]
