@@ -266,15 +266,30 @@ mod store_tests {
 
     use super::*;
 
-    fn file_of(text: &str) -> FileArgs {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("tartanctl-write-{}-{n}.yaml", std::process::id()));
-        std::fs::write(&path, text).unwrap();
-        FileArgs {
-            files: vec![path],
-            continue_on_error: false,
+    /// The files one test writes, removed when it ends (also when it fails).
+    #[derive(Default)]
+    struct Files(std::cell::RefCell<Vec<std::path::PathBuf>>);
+
+    impl Files {
+        fn of(&self, text: &str) -> FileArgs {
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = std::env::temp_dir()
+                .join(format!("tartanctl-write-{}-{n}.yaml", std::process::id()));
+            std::fs::write(&path, text).unwrap();
+            self.0.borrow_mut().push(path.clone());
+            FileArgs {
+                files: vec![path],
+                continue_on_error: false,
+            }
+        }
+    }
+
+    impl Drop for Files {
+        fn drop(&mut self) {
+            for p in self.0.borrow().iter() {
+                let _ = std::fs::remove_file(p);
+            }
         }
     }
 
@@ -282,18 +297,19 @@ mod store_tests {
 
     #[tokio::test]
     async fn pools_that_overlap_or_change_their_cidr_are_not_written() {
+        let files = Files::default();
         let store = Arc::new(MemoryStore::new());
         let ctx = Ctx {
             store: store.clone(),
             namespace: None,
         };
-        run(&ctx, Mode::Apply, file_of(POOL_A)).await.unwrap();
+        run(&ctx, Mode::Apply, files.of(POOL_A)).await.unwrap();
         let key = ObjectKey::new(Kind::IpPool, None, "a");
         let before = store.get(&key).await.unwrap();
         // A second pool inside the first, with a good one before it in
         // the file: nothing is written.
         let text = "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: c}, spec: {cidr: 10.9.0.0/16}}\n---\n{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: b}, spec: {cidr: 10.0.64.0/18}}\n";
-        let e = run(&ctx, Mode::Apply, file_of(text)).await.unwrap_err();
+        let e = run(&ctx, Mode::Apply, files.of(text)).await.unwrap_err();
         assert!(
             e.to_string()
                 .contains("IPPool(b) CIDR 10.0.64.0/18 overlaps with IPPool(a) CIDR 10.0.0.0/16"),
@@ -302,7 +318,7 @@ mod store_tests {
         assert_eq!(store.list(Kind::IpPool, None).await.unwrap().items.len(), 1);
         // blockSize of a stored pool.
         let text = "{apiVersion: tartan.dev/v1, kind: IPPool, metadata: {name: a}, spec: {cidr: 10.0.0.0/16, blockSize: 28}}\n";
-        let e = run(&ctx, Mode::Apply, file_of(text)).await.unwrap_err();
+        let e = run(&ctx, Mode::Apply, files.of(text)).await.unwrap_err();
         assert!(
             e.to_string()
                 .contains("IPPool BlockSize cannot be modified"),
@@ -315,7 +331,7 @@ mod store_tests {
         );
         // A LoadBalancerIPPool inside it.
         let text = "{apiVersion: tartan.dev/v1, kind: LoadBalancerIPPool, metadata: {name: lb}, spec: {cidrs: [10.0.200.0/28]}}\n";
-        let e = run(&ctx, Mode::Create, file_of(text)).await.unwrap_err();
+        let e = run(&ctx, Mode::Create, files.of(text)).await.unwrap_err();
         assert!(e.to_string().contains("overlaps with IPPool(a)"), "{e}");
         assert!(
             store
@@ -329,6 +345,7 @@ mod store_tests {
 
     #[tokio::test]
     async fn a_service_turned_external_name_loses_the_address_it_left_behind() {
+        let files = Files::default();
         let store = Arc::new(MemoryStore::new());
         let ctx = Ctx {
             store: store.clone(),
@@ -343,10 +360,10 @@ mod store_tests {
             ))
         };
         let text = web("{clusterIP: 10.96.0.10, ports: [{port: 80}]}");
-        run(&ctx, Mode::Apply, file_of(&text)).await.unwrap();
+        run(&ctx, Mode::Apply, files.of(&text)).await.unwrap();
         let key = ObjectKey::new(Kind::Service, Some("default"), "web");
         // Another address is the user's own: refused, nothing written.
-        let e = run(&ctx, Mode::Apply, file_of(&alias("10.96.0.11")))
+        let e = run(&ctx, Mode::Apply, files.of(&alias("10.96.0.11")))
             .await
             .unwrap_err();
         assert!(e.to_string().contains("nothing was written"), "{e}");
@@ -356,18 +373,18 @@ mod store_tests {
         );
         // The stored one, left in the file: dropped (apply and replace).
         for mode in [Mode::Apply, Mode::Replace] {
-            run(&ctx, mode, file_of(&alias("10.96.0.10")))
+            run(&ctx, mode, files.of(&alias("10.96.0.10")))
                 .await
                 .unwrap();
             let s = store.get(&key).await.unwrap();
             assert_eq!(s.data["spec"]["type"], "ExternalName", "{mode:?}");
             assert!(s.data["spec"].get("clusterIP").is_none(), "{mode:?}: {s:?}");
             // Back to ClusterIP for the next round.
-            run(&ctx, Mode::Replace, file_of(&text)).await.unwrap();
+            run(&ctx, Mode::Replace, files.of(&text)).await.unwrap();
         }
         // A create drops nothing.
         let other = alias("10.96.0.12").replace("name: web", "name: other");
-        let e = run(&ctx, Mode::Create, file_of(&other)).await.unwrap_err();
+        let e = run(&ctx, Mode::Create, files.of(&other)).await.unwrap_err();
         assert!(e.to_string().contains("nothing was written"), "{e}");
     }
 }
