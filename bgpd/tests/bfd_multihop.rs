@@ -4,7 +4,8 @@
 //! (single-hop BFD never would: the peer's packets arrive with TTL 254 and
 //! FRR speaks multihop on port 4784), the BGP session reach Established with
 //! routes both ways, and a cut in the router must take BFD and the BGP
-//! session down long before the hold time. Run as root.
+//! session down long before the hold time. The same against BIRD's BFD.
+//! Run as root.
 mod support;
 
 use anyhow::{Context, Result, bail};
@@ -13,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 use support::{T, start_tartan};
 use tartan_lab::netns::{Netns, run, veth, wait_for};
-use tartan_lab::peers::{BgpConfig, Frr, Neighbor, Route, TartanOptions};
+use tartan_lab::peers::{BgpConfig, Bird, Frr, Neighbor, Route, TartanOptions};
 
 const OURS: &str = "203.0.113.0/24";
 const THEIRS: &str = "198.51.100.0/24";
@@ -92,7 +93,8 @@ fn cut_router(router: &Netns, on: bool) -> Result<()> {
     } else {
         "delete table inet tartan-test-mhcut\n"
     };
-    let path = std::env::temp_dir().join(format!("tartan-test-mhcut-{}.nft", std::process::id()));
+    // One file per router: the tests here run at once.
+    let path = std::env::temp_dir().join(format!("tartan-test-mhcut-{}.nft", router.name()));
     std::fs::write(&path, script)?;
     let r = run(router.command("nft").arg("-f").arg(&path));
     let _ = std::fs::remove_file(&path);
@@ -221,6 +223,98 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
         .wait_established(p_addr, T)
         .with_context(|| fail("BGP not back after the cut"))?;
     drop(frr);
+    drop(tartan);
+    drop(net);
+    Ok(())
+}
+
+/// BIRD's line for `peer` in `birdc show bfd sessions`: address,
+/// interface (none for multihop), state, since, interval, timeout.
+fn bird_bfd_session(bird: &Bird, peer: IpAddr) -> Option<Vec<String>> {
+    let out = bird.birdc(&["show", "bfd", "sessions"]).ok()?;
+    out.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
+}
+
+#[test]
+fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<()> {
+    if let Some(why) = missing() {
+        eprintln!("skipped: {why}");
+        return Ok(());
+    }
+    if !std::path::Path::new("/usr/sbin/bird").exists() {
+        eprintln!("skipped: /usr/sbin/bird is not installed (Debian package bird2)");
+        return Ok(());
+    }
+    let net = TwoHops::new()?;
+    let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
+    // BIRD: eBGP multihop 2 from its own address with BFD; its BGP asks
+    // its BFD for a multihop session (port 4784).
+    let bird = Bird::start(
+        &net.peer,
+        BgpConfig::new(PEER, 65002)
+            .neighbor(
+                Neighbor::new(t_addr, 65001)
+                    .multihop(2)
+                    .local_address(p_addr)
+                    .bfd(100, 100, 3),
+            )
+            .route(Route::new(THEIRS)),
+    )?;
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    let tartan = start_tartan(
+        &net.tartan,
+        &BgpConfig::new(TARTAN, 65001)
+            .neighbor(
+                Neighbor::new(p_addr, 65002)
+                    .multihop(2)
+                    .local_address(t_addr)
+                    .bfd(100, 100, 3),
+            )
+            .route(Route::new(OURS)),
+        &opts,
+    )?;
+    let fail = |what: &str| {
+        format!(
+            "{what}\nBIRD bfd: {:?}\nBIRD log:\n{}\ntartan log:\n{}",
+            bird.birdc(&["show", "bfd", "sessions"]).ok(),
+            bird.daemon().log_tail(30),
+            tartan.log()
+        )
+    };
+    tartan
+        .wait_established(p_addr, T)
+        .with_context(|| fail("tartan BGP not Established"))?;
+    let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
+    assert_eq!(ours.state, "up", "{ours:?}");
+    assert!(ours.multihop, "{ours:?}");
+    wait_for("BIRD BFD up", T, || {
+        bird_bfd_session(&bird, t_addr).filter(|w| w.get(2).map(String::as_str) == Some("Up"))
+    })
+    .with_context(|| fail("BIRD BFD not up"))?;
+    bird.wait_route(OURS, T)?;
+
+    cut_router(&net.router, true)?;
+    let cut = Instant::now();
+    wait_for("tartan BGP session down", Duration::from_secs(10), || {
+        let p = tartan.peer(p_addr).ok()?;
+        (p.state.to_string() != "Established").then_some(p)
+    })
+    .with_context(|| fail("BGP still up after the cut"))?;
+    let took = cut.elapsed();
+    eprintln!("BGP session down {took:?} after the cut");
+    if took > Duration::from_secs(5) {
+        bail!("{}", fail(&format!("BGP went down only after {took:?}")));
+    }
+    cut_router(&net.router, false)?;
+    tartan
+        .wait_established(p_addr, T)
+        .with_context(|| fail("BGP not back after the cut"))?;
+    drop(bird);
     drop(tartan);
     drop(net);
     Ok(())

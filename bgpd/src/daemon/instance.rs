@@ -215,7 +215,12 @@ impl Daemon {
     /// BFD is Up.
     fn bfd_client(&mut self, n: &Neighbor, cfg: SessionConfig) -> BfdClient {
         let connected = crate::bfd::hops::is_connected(n.address);
-        let hops = Hops::for_neighbor(n.asn == self.config.asn, n.multihop, connected);
+        let hops = Hops::for_neighbor(
+            n.asn == self.config.asn,
+            n.multihop,
+            connected,
+            n.ttl_security,
+        );
         info!(
             peer = %n.address,
             mode = hops.name(),

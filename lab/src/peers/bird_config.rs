@@ -65,12 +65,17 @@ pub fn render(c: &BgpConfig) -> String {
         s.push_str("}\n");
     }
     // BFD: one `protocol bfd` whose timers (those of the first neighbor
-    // with BFD) apply on every interface; `bfd on` in each such session.
+    // with BFD) apply on every interface and to multihop sessions (which
+    // BIRD's BGP asks for with a `multihop` neighbor); `bfd on` in each
+    // such session.
     if let Some(b) = c.neighbors.iter().find_map(|n| n.bfd) {
+        let timers = format!(
+            "min rx interval {} ms; min tx interval {} ms; multiplier {};",
+            b.min_rx_ms, b.min_tx_ms, b.multiplier
+        );
         let _ = writeln!(
             s,
-            "protocol bfd {{\n  interface \"*\" {{ min rx interval {} ms; min tx interval {} ms; multiplier {}; }};\n}}",
-            b.min_rx_ms, b.min_tx_ms, b.multiplier
+            "protocol bfd {{\n  interface \"*\" {{ {timers} }};\n  multihop {{ {timers} }};\n}}"
         );
     }
     for n in &c.neighbors {
