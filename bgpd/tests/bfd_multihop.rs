@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::{Duration, Instant};
 use support::{T, start_tartan};
 use tartan_lab::netns::{Netns, run, veth, wait_for};
-use tartan_lab::peers::{BgpConfig, Bird, Frr, Neighbor, Route, TartanOptions};
+use tartan_lab::peers::{BgpConfig, Bird, Frr, Neighbor, Route, Tartan, TartanOptions};
 
 const OURS: &str = "203.0.113.0/24";
 const THEIRS: &str = "198.51.100.0/24";
@@ -101,6 +101,60 @@ fn cut_router(router: &Netns, on: bool) -> Result<()> {
     r.map(|_| ())
 }
 
+/// The peer's configuration and Tartan's: eBGP multihop 2 between their
+/// own addresses with BFD at 100 ms × 3 (so the peer's BGP asks its BFD
+/// for a multihop session), a route each way.
+fn two_hop_configs() -> (BgpConfig, BgpConfig) {
+    let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
+    let side = |me: Ipv4Addr, asn: u32, peer: IpAddr, peer_asn: u32, local: IpAddr, route: &str| {
+        BgpConfig::new(me, asn)
+            .neighbor(
+                Neighbor::new(peer, peer_asn)
+                    .multihop(2)
+                    .local_address(local)
+                    .bfd(100, 100, 3),
+            )
+            .route(Route::new(route))
+    };
+    (
+        side(PEER, 65002, t_addr, 65001, p_addr, THEIRS),
+        side(TARTAN, 65001, p_addr, 65002, t_addr, OURS),
+    )
+}
+
+/// Tartan from its configuration, with a hold time of 90 s: only BFD can
+/// take the session down quickly.
+fn start_tartan_two_hops(net: &TwoHops, config: &BgpConfig) -> Result<Tartan> {
+    let opts = TartanOptions {
+        hold_time: Some(90),
+        ..Default::default()
+    };
+    start_tartan(&net.tartan, config, &opts)
+}
+
+/// Cut the path in the router: BGP must go down within 5 s (BFD detects
+/// it in 300 ms; the hold time would take 90 s).
+fn cut_takes_bgp_down(
+    net: &TwoHops,
+    tartan: &Tartan,
+    fail: &dyn Fn(&str) -> String,
+) -> Result<tartan_api::bgp::PeerStatus> {
+    let p_addr: IpAddr = PEER.into();
+    cut_router(&net.router, true)?;
+    let cut = Instant::now();
+    let down = wait_for("tartan BGP session down", Duration::from_secs(10), || {
+        let p = tartan.peer(p_addr).ok()?;
+        (p.state.to_string() != "Established").then_some(p)
+    })
+    .with_context(|| fail("BGP still up after the cut"))?;
+    let took = cut.elapsed();
+    eprintln!("BGP session down {took:?} after the cut");
+    if took > Duration::from_secs(5) {
+        bail!("{}", fail(&format!("BGP went down only after {took:?}")));
+    }
+    Ok(down)
+}
+
 #[test]
 fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<()> {
     if let Some(why) = missing() {
@@ -109,36 +163,9 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     }
     let net = TwoHops::new()?;
     let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
-    // FRR: eBGP multihop 2 from its own address, BFD at 100 ms × 3, so
-    // its bgpd asks bfdd for a multihop session (hop count 2).
-    let frr = Frr::start(
-        &net.peer,
-        BgpConfig::new(PEER, 65002)
-            .neighbor(
-                Neighbor::new(t_addr, 65001)
-                    .multihop(2)
-                    .local_address(p_addr)
-                    .bfd(100, 100, 3),
-            )
-            .route(Route::new(THEIRS)),
-    )?;
-    // Hold time 90 s: only BFD can take the session down quickly.
-    let opts = TartanOptions {
-        hold_time: Some(90),
-        ..Default::default()
-    };
-    let tartan = start_tartan(
-        &net.tartan,
-        &BgpConfig::new(TARTAN, 65001)
-            .neighbor(
-                Neighbor::new(p_addr, 65002)
-                    .multihop(2)
-                    .local_address(t_addr)
-                    .bfd(100, 100, 3),
-            )
-            .route(Route::new(OURS)),
-        &opts,
-    )?;
+    let (theirs, ours) = two_hop_configs();
+    let frr = Frr::start(&net.peer, theirs)?;
+    let tartan = start_tartan_two_hops(&net, &ours)?;
     let fail = |what: &str| {
         format!(
             "{what}\nFRR bfd: {:?}\nFRR bgp: {:?}\nFRR neighbor: {:?}\nbfdd log:\n{}\ntartan log:\n{}",
@@ -186,20 +213,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     })
     .with_context(|| fail("no route from FRR"))?;
 
-    // Cut the path in the router: BFD detects it in 300 ms; the hold time
-    // (90 s) would take far longer.
-    cut_router(&net.router, true)?;
-    let cut = Instant::now();
-    let down = wait_for("tartan BGP session down", Duration::from_secs(10), || {
-        let p = tartan.peer(p_addr).ok()?;
-        (p.state.to_string() != "Established").then_some(p)
-    })
-    .with_context(|| fail("BGP still up after the cut"))?;
-    let took = cut.elapsed();
-    eprintln!("BGP session down {took:?} after the cut");
-    if took > Duration::from_secs(5) {
-        bail!("{}", fail(&format!("BGP went down only after {took:?}")));
-    }
+    let down = cut_takes_bgp_down(&net, &tartan, &fail)?;
     let bfd = down.bfd.context("tartan shows no BFD")?;
     assert_eq!(bfd.state, "down", "{bfd:?}");
     assert_eq!(bfd.diagnostic, "ControlDetectionTimeExpired", "{bfd:?}");
@@ -228,15 +242,6 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     Ok(())
 }
 
-/// BIRD's line for `peer` in `birdc show bfd sessions`: address,
-/// interface (none for multihop), state, since, interval, timeout.
-fn bird_bfd_session(bird: &Bird, peer: IpAddr) -> Option<Vec<String>> {
-    let out = bird.birdc(&["show", "bfd", "sessions"]).ok()?;
-    out.lines()
-        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
-}
-
 #[test]
 fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<()> {
     if let Some(why) = missing() {
@@ -249,35 +254,9 @@ fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result
     }
     let net = TwoHops::new()?;
     let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
-    // BIRD: eBGP multihop 2 from its own address with BFD; its BGP asks
-    // its BFD for a multihop session (port 4784).
-    let bird = Bird::start(
-        &net.peer,
-        BgpConfig::new(PEER, 65002)
-            .neighbor(
-                Neighbor::new(t_addr, 65001)
-                    .multihop(2)
-                    .local_address(p_addr)
-                    .bfd(100, 100, 3),
-            )
-            .route(Route::new(THEIRS)),
-    )?;
-    let opts = TartanOptions {
-        hold_time: Some(90),
-        ..Default::default()
-    };
-    let tartan = start_tartan(
-        &net.tartan,
-        &BgpConfig::new(TARTAN, 65001)
-            .neighbor(
-                Neighbor::new(p_addr, 65002)
-                    .multihop(2)
-                    .local_address(t_addr)
-                    .bfd(100, 100, 3),
-            )
-            .route(Route::new(OURS)),
-        &opts,
-    )?;
+    let (theirs, ours) = two_hop_configs();
+    let bird = Bird::start(&net.peer, theirs)?;
+    let tartan = start_tartan_two_hops(&net, &ours)?;
     let fail = |what: &str| {
         format!(
             "{what}\nBIRD bfd: {:?}\nBIRD log:\n{}\ntartan log:\n{}",
@@ -293,23 +272,13 @@ fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result
     assert_eq!(ours.state, "up", "{ours:?}");
     assert!(ours.multihop, "{ours:?}");
     wait_for("BIRD BFD up", T, || {
-        bird_bfd_session(&bird, t_addr).filter(|w| w.get(2).map(String::as_str) == Some("Up"))
+        bird.bfd_session(t_addr)
+            .filter(|w| w.get(2).map(String::as_str) == Some("Up"))
     })
     .with_context(|| fail("BIRD BFD not up"))?;
     bird.wait_route(OURS, T)?;
 
-    cut_router(&net.router, true)?;
-    let cut = Instant::now();
-    wait_for("tartan BGP session down", Duration::from_secs(10), || {
-        let p = tartan.peer(p_addr).ok()?;
-        (p.state.to_string() != "Established").then_some(p)
-    })
-    .with_context(|| fail("BGP still up after the cut"))?;
-    let took = cut.elapsed();
-    eprintln!("BGP session down {took:?} after the cut");
-    if took > Duration::from_secs(5) {
-        bail!("{}", fail(&format!("BGP went down only after {took:?}")));
-    }
+    cut_takes_bgp_down(&net, &tartan, &fail)?;
     cut_router(&net.router, false)?;
     tartan
         .wait_established(p_addr, T)

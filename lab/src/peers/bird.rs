@@ -78,6 +78,16 @@ impl Bird {
             .join("\n"))
     }
 
+    /// BIRD's line for `peer` in `show bfd sessions`, split in words:
+    /// address, interface (`---` for multihop), state, since (one or two
+    /// words), interval, timeout.
+    pub fn bfd_session(&self, peer: IpAddr) -> Option<Vec<String>> {
+        let out = self.birdc(&["show", "bfd", "sessions"]).ok()?;
+        out.lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+            .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
+    }
+
     /// "Established", "Active", "Connect", "Idle", …; for non-BGP protocols
     /// the state column ("up", "down").
     pub fn protocol_state(&self, name: &str) -> Result<String> {

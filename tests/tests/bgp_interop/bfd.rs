@@ -202,15 +202,6 @@ fn cut_and_restore_prefix(p: &Pair, tartan: &Tartan, b: IpAddr, prefix: &str) ->
     Ok(())
 }
 
-/// BIRD's line for `peer` in `birdc show bfd sessions`: address,
-/// interface, state, since (one or two words), interval, timeout.
-fn bird_bfd_session(bird: &Bird, peer: IpAddr) -> Option<Vec<String>> {
-    let out = bird.birdc(&["show", "bfd", "sessions"]).ok()?;
-    out.lines()
-        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
-        .find(|w| w.first().map(String::as_str) == Some(&peer.to_string()))
-}
-
 #[test]
 fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     let _one = tartan_tests::one_file_at_a_time(module_path!());
@@ -229,7 +220,8 @@ fn bird_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
     // BIRD sends at max(its 150 ms, our 100 ms receive) and times out after
     // our multiplier 3 × max(its 200 ms receive, our 100 ms transmit).
     let line = wait_for("BIRD BFD session up", T, || {
-        bird_bfd_session(&bird, a).filter(|w| w.get(2).map(String::as_str) == Some("Up"))
+        bird.bfd_session(a)
+            .filter(|w| w.get(2).map(String::as_str) == Some("Up"))
     })?;
     let n = line.len();
     assert!(n >= 6, "{line:?}");
