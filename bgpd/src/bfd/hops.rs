@@ -13,7 +13,7 @@ pub enum Hops {
     /// directly connected network).
     Single,
     /// RFC 5883: port 4784, TTL 255 sent, and a received TTL of at least
-    /// `min_ttl` (1: any, the rule unless GTSM is asked for).
+    /// `min_ttl` (1: any, the rule for every BGP neighbor).
     Multi { min_ttl: u8 },
 }
 
@@ -25,20 +25,14 @@ impl Hops {
     /// (iBGP to a route reflector behind a router, say); single hop
     /// otherwise.
     ///
-    /// RFC 5883 section 5 leaves the TTL of multihop packets unchecked and
-    /// does not say with which TTL they are sent (BIRD sends them with the
-    /// system's default, 64; FRR with 255). Only a neighbor under GTSM
-    /// (`gtsm`, RFC 5082: the operator has both ends send with TTL 255)
-    /// has its packets checked, for at least 256 − `ttl`; any other
-    /// multihop session takes any TTL.
-    pub fn for_neighbor(ibgp: bool, ttl: u8, connected: bool, gtsm: bool) -> Hops {
+    /// RFC 5883 leaves the TTL of multihop packets unchecked and does not
+    /// say with which TTL they are sent (BIRD sends them with the system's
+    /// default, 64, whatever its BGP's GTSM setting; FRR with 255), so a
+    /// multihop session takes any TTL. GTSM (RFC 5082, `ttlSecurity`)
+    /// governs the BGP connection only.
+    pub fn for_neighbor(ibgp: bool, ttl: u8, connected: bool) -> Hops {
         if (!ibgp && ttl > 1) || !connected {
-            let min_ttl = if gtsm {
-                (256 - u16::from(ttl.max(1))) as u8
-            } else {
-                1
-            };
-            Hops::Multi { min_ttl }
+            Hops::Multi { min_ttl: 1 }
         } else {
             Hops::Single
         }
@@ -124,50 +118,42 @@ mod tests {
     #[test]
     fn ebgp_with_a_multihop_ttl_is_multihop_even_on_a_shared_network() {
         assert_eq!(
-            Hops::for_neighbor(false, 2, true, false),
+            Hops::for_neighbor(false, 2, true),
             Hops::Multi { min_ttl: 1 }
         );
         assert_eq!(
-            Hops::for_neighbor(false, 10, false, false),
+            Hops::for_neighbor(false, 10, false),
             Hops::Multi { min_ttl: 1 }
         );
     }
 
     #[test]
-    fn only_gtsm_sets_a_minimum_ttl() {
-        // Under GTSM both ends send with 255: N hops arrive with 256 − N.
-        assert_eq!(
-            Hops::for_neighbor(false, 2, true, true),
-            Hops::Multi { min_ttl: 254 }
-        );
-        assert_eq!(
-            Hops::for_neighbor(false, 10, false, true),
-            Hops::Multi { min_ttl: 246 }
-        );
-        // Without it a peer that sends with its default TTL (BIRD: 64)
-        // is heard two hops away.
-        assert!(Hops::for_neighbor(false, 2, true, false).accepts_ttl(Some(63)));
-        assert!(!Hops::for_neighbor(false, 2, true, true).accepts_ttl(Some(63)));
+    fn no_multihop_session_sets_a_minimum_ttl() {
+        // A peer that sends with its default TTL (BIRD: 64) is heard two
+        // hops away.
+        let hops = Hops::for_neighbor(false, 2, true);
+        assert_eq!(hops, Hops::Multi { min_ttl: 1 });
+        assert!(hops.accepts_ttl(Some(63)));
     }
 
     #[test]
     fn a_peer_on_a_connected_network_without_multihop_is_single_hop() {
-        assert_eq!(Hops::for_neighbor(false, 1, true, false), Hops::Single);
+        assert_eq!(Hops::for_neighbor(false, 1, true), Hops::Single);
         // iBGP's TTL is 255 by default: only the network decides.
-        assert_eq!(Hops::for_neighbor(true, 255, true, false), Hops::Single);
-        assert_eq!(Hops::for_neighbor(true, 2, true, false), Hops::Single);
+        assert_eq!(Hops::for_neighbor(true, 255, true), Hops::Single);
+        assert_eq!(Hops::for_neighbor(true, 2, true), Hops::Single);
     }
 
     #[test]
     fn a_peer_on_no_connected_network_is_multihop() {
         assert_eq!(
-            Hops::for_neighbor(true, 255, false, false),
+            Hops::for_neighbor(true, 255, false),
             Hops::Multi { min_ttl: 1 }
         );
-        // eBGP TTL 1 to a router's loopback: one hop, not forwarded.
+        // eBGP TTL 1 to a router's loopback: multihop too.
         assert_eq!(
-            Hops::for_neighbor(false, 1, false, true),
-            Hops::Multi { min_ttl: 255 }
+            Hops::for_neighbor(false, 1, false),
+            Hops::Multi { min_ttl: 1 }
         );
     }
 

@@ -215,12 +215,7 @@ impl Daemon {
     /// BFD is Up.
     fn bfd_client(&mut self, n: &Neighbor, cfg: SessionConfig) -> BfdClient {
         let connected = crate::bfd::hops::is_connected(n.address);
-        let hops = Hops::for_neighbor(
-            n.asn == self.config.asn,
-            n.multihop,
-            connected,
-            n.ttl_security,
-        );
+        let hops = Hops::for_neighbor(n.asn == self.config.asn, n.multihop, connected);
         info!(
             peer = %n.address,
             mode = hops.name(),
