@@ -76,15 +76,6 @@ fn missing() -> Option<String> {
     None
 }
 
-/// FRR's view of its BFD session with `peer`, from `show bfd peers json`.
-fn frr_bfd_peer(frr: &Frr, peer: IpAddr) -> Option<Value> {
-    let v = frr.json("show bfd peers json").ok()?;
-    v.as_array()?
-        .iter()
-        .find(|p| p.get("peer").and_then(Value::as_str) == Some(&peer.to_string()))
-        .cloned()
-}
-
 /// Drop everything the router forwards (`on`), or stop dropping: the path
 /// breaks while both ends keep their links up.
 fn cut_router(router: &Netns, on: bool) -> Result<()> {
@@ -185,7 +176,8 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     assert_eq!(ours.state, "up", "{ours:?}");
     assert!(ours.multihop, "tartan shows the mode: {ours:?}");
     let theirs = wait_for("FRR BFD up", T, || {
-        frr_bfd_peer(&frr, t_addr).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+        frr.bfd_peer(t_addr)
+            .filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
     })
     .with_context(|| fail("FRR BFD not up"))?;
     assert_eq!(
@@ -218,7 +210,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     assert_eq!(bfd.state, "down", "{bfd:?}");
     assert_eq!(bfd.diagnostic, "ControlDetectionTimeExpired", "{bfd:?}");
     wait_for("FRR BFD down", Duration::from_secs(5), || {
-        frr_bfd_peer(&frr, t_addr)
+        frr.bfd_peer(t_addr)
             .filter(|v| v.get("status").and_then(Value::as_str) == Some("down"))
     })
     .with_context(|| fail("FRR BFD still up"))?;

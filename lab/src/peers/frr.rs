@@ -96,6 +96,16 @@ impl Frr {
         client("vtysh", &["--vty_socket", &dir, "-c", command])
     }
 
+    /// FRR's view of its BFD session with `peer`, from `show bfd peers
+    /// json`.
+    pub fn bfd_peer(&self, peer: std::net::IpAddr) -> Option<serde_json::Value> {
+        let v = self.json("show bfd peers json").ok()?;
+        v.as_array()?
+            .iter()
+            .find(|p| p.get("peer").and_then(serde_json::Value::as_str) == Some(&peer.to_string()))
+            .cloned()
+    }
+
     /// Runs a `… json` show command and parses its output.
     pub fn json(&self, command: &str) -> Result<Value> {
         let out = self.vtysh(command)?;

@@ -17,15 +17,6 @@ use tartan_tests::peering::PEER_WAIT as T;
 
 const PREFIX: &str = "198.51.100.0/24";
 
-/// FRR's view of its BFD session with `peer`, from `show bfd peers json`.
-fn frr_bfd_peer(frr: &Frr, peer: IpAddr) -> Option<Value> {
-    let v = frr.json("show bfd peers json").ok()?;
-    v.as_array()?
-        .iter()
-        .find(|p| p.get("peer").and_then(Value::as_str) == Some(&peer.to_string()))
-        .cloned()
-}
-
 fn num(v: &Value, key: &str) -> Option<u64> {
     v.get(key).and_then(Value::as_u64)
 }
@@ -131,7 +122,8 @@ fn frr_bfd_negotiates_and_a_cut_link_withdraws_at_once() -> Result<()> {
         bail!("timers not negotiated: {bfd:?}\n{}", tartan.log());
     }
     let theirs = wait_for("FRR BFD peer up", T, || {
-        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+        frr.bfd_peer(a)
+            .filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
     })?;
     assert_eq!(
         num(&theirs, "remote-receive-interval"),
@@ -302,7 +294,8 @@ fn frr_bfd_over_ipv6_comes_up_and_a_cut_withdraws() -> Result<()> {
         tartan.peer(b).ok()?.bfd.filter(|s| s.state == "up")
     })?;
     wait_for("FRR BFD peer up over IPv6", T, || {
-        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+        frr.bfd_peer(a)
+            .filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
     })?;
     wait_kernel_route(&p.a, V6, None, T)?;
     cut_and_restore_prefix(&p, &tartan, b, V6)
@@ -322,13 +315,14 @@ fn new_bfd_timers_apply_without_a_reset() -> Result<()> {
     let timers = ((100, 100, 3), (100, 100, 3));
     let (frr, tartan) = start_both(&p, (a, b), timers, PREFIX, false, Frr::start)?;
     wait_for("FRR BFD peer up", T, || {
-        frr_bfd_peer(&frr, a).filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
+        frr.bfd_peer(a)
+            .filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
     })?;
     let before = tartan.peer(b)?;
     let bfd_before = before.bfd.clone().expect("BFD status");
     assert_eq!(bfd_before.state, "up");
     let frr_up = |v: &Value| num(v, "uptime");
-    let frr_before = frr_bfd_peer(&frr, a).and_then(|v| frr_up(&v));
+    let frr_before = frr.bfd_peer(a).and_then(|v| frr_up(&v));
     // Uptimes count whole seconds: let some pass, so a reset shows.
     std::thread::sleep(Duration::from_millis(2100));
 
@@ -336,7 +330,7 @@ fn new_bfd_timers_apply_without_a_reset() -> Result<()> {
         .neighbor(Neighbor::new(b, 65002).local_address(a).bfd(300, 250, 5));
     tartan.reload(&render_tartan(&changed, &TartanOptions::default()))?;
     let theirs = wait_for("FRR to see the new timers", T, || {
-        frr_bfd_peer(&frr, a).filter(|v| {
+        frr.bfd_peer(a).filter(|v| {
             num(v, "remote-receive-interval") == Some(300)
                 && num(v, "remote-transmit-interval") == Some(250)
                 && num(v, "remote-detect-multiplier") == Some(5)
