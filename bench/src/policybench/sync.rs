@@ -18,11 +18,18 @@ use crate::benchkit::{children_peak_rss_kib, in_ns};
 use tartan_lab::netns::Netns;
 
 pub(super) fn size_of(rs: &Ruleset) -> Size {
+    // The fixed chains (base chains, the two dispatch chains, `open`)
+    // and their rules, as the empty ruleset has them.
+    let fixed = render::summary(&Ruleset::default());
+    let fixed_chains = fixed.keys().filter(|k| !k.starts_with('@')).count();
+    let fixed_rules: usize = fixed
+        .iter()
+        .filter(|(k, _)| !k.starts_with('@'))
+        .map(|(_, n)| n)
+        .sum();
     Size {
-        // Fixed: forward, forward_in, from_endpoint, to_endpoint, open;
-        // 9 rules.
-        chains: rs.chains.len() + 5,
-        rules: rs.chains.values().map(|c| c.len()).sum::<usize>() + 9,
+        chains: rs.chains.len() + fixed_chains,
+        rules: rs.chains.values().map(|c| c.len()).sum::<usize>() + fixed_rules,
         sets: rs.sets.len(),
         set_elements: rs.sets.values().map(|s| s.elements.len()).sum(),
         map_elements: rs.to_endpoint.len() + rs.from_endpoint.len(),

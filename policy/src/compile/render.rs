@@ -15,6 +15,12 @@
 //!     ct state established,related accept
 //!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
+//! chain input { type filter hook input priority filter; policy accept;
+//!     ct state established,related accept
+//!     iifname "tar*" iifname != "tartan*" icmpv6 type { 133, 135, 136 } accept  # neighbour discovery
+//!     iifname "tar*" iifname != "tartan*" ct state invalid drop
+//!     iifname "tar*" iifname != "tartan*" jump from_endpoint   # egress to the node itself
+//! }
 //! chain prerouting { type filter hook prerouting priority raw; policy accept;
 //!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop  # spoofed
 //! }
@@ -29,6 +35,13 @@
 //! is dropped before anything else, in both families and whatever the
 //! host's `rp_filter` says (IPv6 has no such sysctl). This is the strict
 //! reverse-path check, done by the kernel's FIB lookup.
+//!
+//! A pod's egress policy governs what it sends to the node's own
+//! addresses too (the `input` chain), as it governs what it sends
+//! through the node: Kubernetes exempts only the other way, the node
+//! reaching its pods (kubelet probes), which never crosses either chain.
+//! Neighbour discovery is let through first: without it the node could
+//! not reach a pod's IPv6 address at all.
 //!
 //! Egress and ingress are two base chains so that a profile can end its
 //! direction with `accept` (the packet goes on to the next base chain):
@@ -57,6 +70,12 @@ use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
 pub const TABLE: &str = "tartan";
 pub const FORWARD: &str = "forward";
 pub const FORWARD_IN: &str = "forward_in";
+/// Packets from pods to the node's own addresses.
+pub const INPUT: &str = "input";
+/// ICMPv6 router solicitation and neighbour solicitation and
+/// advertisement (RFC 4861), which a pod sends its node whatever its
+/// policy says.
+const NEIGHBOUR_DISCOVERY: [u32; 3] = [133, 135, 136];
 /// Every packet from a pod, before conntrack and NAT: only the source
 /// check. In prerouting because kernels before 5.19 take a `fib ... oif`
 /// lookup in no other hook, and refuse the whole table otherwise.
@@ -234,77 +253,61 @@ fn fixed_rules() -> Vec<Command> {
     let ifname = |k| meta(k);
     let wildcard = || s(format!("{INTERFACE_PREFIX}*"));
     let devices = || s(format!("{DEVICE_PREFIX}*"));
-    let spoofed = || {
+    // The packet comes in on (`Iifname`) or goes out of (`Oifname`) a
+    // pod's interface, followed by `tail`.
+    let pod = |key: MetaKey, tail: Stmts| {
+        let mut v = vec![
+            matches(ifname(key), wildcard(), true),
+            matches(ifname(key), devices(), false),
+        ];
+        v.extend(tail);
+        v
+    };
+    let established = || {
         vec![
-            matches(ifname(MetaKey::Iifname), wildcard(), true),
-            matches(ifname(MetaKey::Iifname), devices(), false),
-            no_route_back(),
-            drop(),
+            flags_set(
+                ct("state"),
+                Expression::List(vec![s("established"), s("related")]),
+            ),
+            accept(),
         ]
     };
+    let invalid = || vec![flags_set(ct("state"), s("invalid")), drop()];
+    let neighbour_discovery = || {
+        vec![
+            matches(
+                payload("icmpv6", "type"),
+                one_or_set(
+                    NEIGHBOUR_DISCOVERY
+                        .iter()
+                        .map(|&t| Expression::Number(t))
+                        .collect(),
+                ),
+                true,
+            ),
+            accept(),
+        ]
+    };
+    use MetaKey::{Iifname, Oifname};
     vec![
         // Before conntrack, so before an established flow is let through:
         // a pod may not slip packets into another pod's connection either.
-        rule(PREROUTING, spoofed()),
-        rule(
-            FORWARD,
-            vec![
-                flags_set(
-                    ct("state"),
-                    Expression::List(vec![s("established"), s("related")]),
-                ),
-                accept(),
-            ],
-        ),
+        rule(PREROUTING, pod(Iifname, vec![no_route_back(), drop()])),
+        rule(INPUT, established()),
+        rule(INPUT, pod(Iifname, neighbour_discovery())),
+        rule(INPUT, pod(Iifname, invalid())),
+        rule(INPUT, pod(Iifname, vec![jump(FROM_ENDPOINT)])),
+        rule(FORWARD, established()),
         // Invalid packets are dropped to and from pods only. A node also
         // routes transit traffic it never saw the start of (a reply that a
         // top-of-rack router's ECMP sent to this node for a pod on
         // another): conntrack calls that invalid here, and dropping it
         // would break the flow.
-        rule(
-            FORWARD,
-            vec![
-                matches(ifname(MetaKey::Iifname), wildcard(), true),
-                matches(ifname(MetaKey::Iifname), devices(), false),
-                flags_set(ct("state"), s("invalid")),
-                drop(),
-            ],
-        ),
-        rule(
-            FORWARD,
-            vec![
-                matches(ifname(MetaKey::Oifname), wildcard(), true),
-                matches(ifname(MetaKey::Oifname), devices(), false),
-                flags_set(ct("state"), s("invalid")),
-                drop(),
-            ],
-        ),
-        rule(
-            FORWARD,
-            vec![
-                matches(ifname(MetaKey::Iifname), wildcard(), true),
-                matches(ifname(MetaKey::Iifname), devices(), false),
-                jump(FROM_ENDPOINT),
-            ],
-        ),
-        rule(
-            FORWARD_IN,
-            vec![
-                flags_set(
-                    ct("state"),
-                    Expression::List(vec![s("established"), s("related")]),
-                ),
-                accept(),
-            ],
-        ),
-        rule(
-            FORWARD_IN,
-            vec![
-                matches(ifname(MetaKey::Oifname), wildcard(), true),
-                matches(ifname(MetaKey::Oifname), devices(), false),
-                jump(TO_ENDPOINT),
-            ],
-        ),
+        rule(FORWARD, pod(Iifname, invalid())),
+        rule(FORWARD, pod(Oifname, invalid())),
+        rule(FORWARD, pod(Iifname, vec![jump(FROM_ENDPOINT)])),
+        rule(FORWARD_IN, established()),
+        rule(FORWARD_IN, pod(Oifname, vec![jump(TO_ENDPOINT)])),
         rule(
             FROM_ENDPOINT,
             vec![Statement::VerdictMap(VmapStatement {
@@ -354,6 +357,13 @@ pub fn full(rs: &Ruleset) -> Transaction {
             prio: Some(1),
             policy: Some(NfChainPolicy::Accept),
             ..chain(FORWARD_IN)
+        })),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Input),
+            prio: Some(0),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(INPUT)
         })),
         add(NfListObject::Chain(Chain {
             _type: Some(NfChainType::Filter),

@@ -5,10 +5,15 @@
 //! the cluster reset in between. Every pod reaches itself (its own
 //! loopback; see `tartan_lab::netpol`), so the grids never say otherwise.
 
-use anyhow::Result;
+use std::net::Ipv4Addr;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
 use serde_json::json;
+use tartan_lab::netpol::probe::probe;
 use tartan_lab::netpol::{
-    Case, NAMESPACE_NAME_LABEL, NetpolCluster, POOL_CIDR, Protocol, Reachability,
+    Case, NAMESPACE_NAME_LABEL, NetpolCluster, POOL_CIDR, Protocol, Reachability, Servers,
+    enforce_timeout,
 };
 use tartan_tests::netpol::{all, apply_k8s, expect_on, grid};
 
@@ -331,6 +336,69 @@ fn stops_after_deletion(c: &NetpolCluster) -> Result<()> {
     c.expect(80, Tcp, &all())
 }
 
+/// A port the nodes' own servers listen on in the case below.
+const NODE_PORT: u16 = 9180;
+
+/// Probes from `netns` to `to` until every protocol's outcome is `want`,
+/// for at most [`enforce_timeout`].
+fn reach_until(netns: &str, to: Ipv4Addr, want: bool, what: &str) -> Result<()> {
+    let start = Instant::now();
+    loop {
+        let seen: Vec<bool> = [Tcp, Udp]
+            .iter()
+            .map(|&p| probe(netns, to, NODE_PORT, p))
+            .collect::<Result<_>>()?;
+        if seen.iter().all(|&s| s == want) {
+            return Ok(());
+        }
+        if start.elapsed() > enforce_timeout() {
+            bail!("{what}: TCP and UDP to {to}:{NODE_PORT} reachable {seen:?}, want {want}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Egress isolation covers the pod's own node: the spec lets an isolated
+/// pod send only what its egress rules allow, with no exemption for the
+/// node it runs on (the exemption is for ingress: the node always reaches
+/// its pods, for kubelet probes). x/a, isolated both ways with no rule,
+/// cannot reach its node's address while y/a, on the same node, still
+/// can, and the node still reaches x/a; an ipBlock of the node's address
+/// opens it again.
+fn egress_to_own_node(c: &NetpolCluster) -> Result<()> {
+    let xa = c.pod("x/a").context("no x/a")?;
+    let ya = c
+        .pods()
+        .iter()
+        .find(|p| p.node == xa.node && p.namespace != "x")
+        .context("no pod outside x on x/a's node")?;
+    let node = c.lab.underlay.node(xa.node);
+    let _servers = Servers::start(node.netns.name(), &[NODE_PORT], &[Tcp, Udp])?;
+    reach_until(xa.netns(), node.address, true, "x/a to its node, no policy")?;
+    apply_in_x(
+        c,
+        "isolate-a",
+        json!({"podSelector": pod_is("a"), "policyTypes": ["Ingress", "Egress"]}),
+    )?;
+    reach_until(xa.netns(), node.address, false, "x/a isolated to its node")?;
+    reach_until(ya.netns(), node.address, true, "y/a to the same node")?;
+    if !probe(node.netns.name(), xa.ip, 80, Tcp)? || !probe(node.netns.name(), xa.ip, 80, Udp)? {
+        bail!("the node no longer reaches its isolated pod x/a on TCP and UDP 80");
+    }
+    apply_in_x(
+        c,
+        "a-to-node",
+        json!({"podSelector": pod_is("a"), "policyTypes": ["Egress"],
+               "egress": [{"to": [{"ipBlock": {"cidr": format!("{}/32", node.address)}}]}]}),
+    )?;
+    reach_until(xa.netns(), node.address, true, "x/a allowed to its node")?;
+    c.expect(
+        80,
+        Tcp,
+        &grid(|w| w.expect_from("x/a", false).expect_to("x/a", false)),
+    )
+}
+
 const CASES: &[Case] = &[
     ("default-deny-ingress", default_deny_ingress),
     ("default-deny-all", default_deny_all),
@@ -381,6 +449,10 @@ const CASES: &[Case] = &[
     (
         "policies stop enforcing after deletion",
         stops_after_deletion,
+    ),
+    (
+        "egress isolation covers the pod's own node",
+        egress_to_own_node,
     ),
 ];
 
