@@ -58,10 +58,12 @@ pub async fn run(
         Ok(true) => info!("no policy table: pod interfaces closed until the first write"),
         Ok(false) => {}
         // A kernel that refuses this table refuses the full one too: going
-        // on would forward every pod's traffic unchecked. Stop, and say so.
+        // on would forward every pod's traffic unchecked. Nor can felix go
+        // on not knowing whether a table is there. Stop, and say so; a
+        // table an earlier felix wrote stays as it is.
         Err(e) => {
             return Err(anyhow::Error::new(e).context(
-                "cannot write the policy table (pods on this node would run without policy)",
+                "cannot check or write the policy table (pods on this node would run without policy)",
             ));
         }
     }

@@ -89,8 +89,62 @@ fn table_in(ns: &Netns) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// Why these tests cannot run here (they make network namespaces and
+/// tables), if they cannot.
+fn cannot_run() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    match Command::new("nft").arg("--version").output() {
+        Ok(o) if o.status.success() => None,
+        _ => Some("no nft on the PATH".into()),
+    }
+}
+
+macro_rules! needs_root_and_nft {
+    () => {
+        if let Some(why) = cannot_run() {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+}
+
+/// An `nft` in a directory of its own, ahead of the real one on felix's
+/// PATH: `script` is its body.
+struct FakeNft(std::path::PathBuf);
+
+impl FakeNft {
+    fn new(tag: &str, script: &str) -> FakeNft {
+        let dir = std::env::temp_dir().join(format!("fxc-nft-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = FakeNft(dir);
+        let nft = fake.0.join("nft");
+        std::fs::write(&nft, format!("#!/bin/sh\n{script}")).unwrap();
+        std::fs::set_permissions(&nft, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fake
+    }
+}
+
+impl Drop for FakeNft {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The real `nft`'s path, for a fake that hands commands on to it.
+fn real_nft() -> String {
+    let out = Command::new("sh")
+        .args(["-c", "command -v nft"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 #[test]
 fn felix_writes_the_closed_table_before_it_reads_the_datastore() {
+    needs_root_and_nft!();
     let ns = Netns::new("w");
     let mut felix = Felix::start(&ns, None);
     let end = Instant::now() + Duration::from_secs(10);
@@ -111,33 +165,65 @@ fn felix_writes_the_closed_table_before_it_reads_the_datastore() {
 
 #[test]
 fn felix_stops_when_the_kernel_refuses_its_policy_table() {
+    needs_root_and_nft!();
     let ns = Netns::new("r");
-    let dir = std::env::temp_dir().join(format!("fxc-nft-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _rm = RemoveDir(dir.clone());
-    let nft = dir.join("nft");
-    std::fs::write(
-        &nft,
-        "#!/bin/sh\necho 'Error: refused by this test' >&2\nexit 1\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&nft, std::fs::Permissions::from_mode(0o755)).unwrap();
-
-    let mut felix = Felix::start(&ns, Some(&dir));
+    // No tables listed; every write refused.
+    let fake = FakeNft::new(
+        "r",
+        "[ \"$1\" = list ] && exit 0\necho 'Error: refused by this test' >&2\nexit 1\n",
+    );
+    let mut felix = Felix::start(&ns, Some(&fake.0));
     let out = felix
         .exited_within(Duration::from_secs(10))
         .expect("felix went on without a policy table");
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot write the policy table"), "{err}");
+    assert!(
+        err.contains("cannot check or write the policy table"),
+        "{err}"
+    );
+    assert!(err.contains("nftables table inet tartan"), "{err}");
     assert!(err.contains("refused by this test"), "{err}");
     assert!(table_in(&ns).is_none());
 }
 
-struct RemoveDir(std::path::PathBuf);
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A restarted felix that cannot list the tables does not take the live
+/// policy table for missing: it stops, and the table an earlier felix
+/// wrote (here a marker chain) stays as it was, never swapped for the
+/// closed one.
+#[test]
+fn felix_that_cannot_list_the_tables_leaves_the_live_one_alone() {
+    needs_root_and_nft!();
+    let ns = Netns::new("l");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            "nft",
+            "add table inet tartan; add chain inet tartan live_marker",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let real = real_nft();
+    let fake = FakeNft::new(
+        "l",
+        &format!(
+            "[ \"$1\" = list ] && {{ echo 'Error: listing failed in this test' >&2; exit 1; }}\nexec {real} \"$@\"\n"
+        ),
+    );
+    let mut felix = Felix::start(&ns, Some(&fake.0));
+    let out = felix
+        .exited_within(Duration::from_secs(10))
+        .expect("felix went on without knowing whether a policy table is there");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot check or write the policy table"),
+        "{err}"
+    );
+    assert!(err.contains("listing failed in this test"), "{err}");
+    let table = table_in(&ns).expect("the live table is gone");
+    assert!(table.contains("live_marker"), "{table}");
 }

@@ -378,10 +378,56 @@ impl<T: Table> NftDriver<T> {
     }
 }
 
-/// Whether the kernel has table `family name` (asked of `nft`).
+/// Whether the kernel has table `family name` (asked of `nft`); false
+/// also when `nft` cannot be asked.
 pub fn table_present(family: &str, name: &str) -> bool {
-    std::process::Command::new("nft")
-        .args(["list", "table", family, name])
+    table_known(family, name).unwrap_or(false)
+}
+
+/// Whether the kernel has table `family name`, from the list of the
+/// family's tables (names only: `list table` would fetch every set
+/// element, see [`kernel_summary`]); an error when `nft` cannot say.
+pub fn table_known(family: &str, name: &str) -> Result<bool, DataplaneError> {
+    let refused = |detail: String| DataplaneError::Refused {
+        what: format!("nft list tables {family}"),
+        detail,
+    };
+    let out = Command::new("nft")
+        .args(["list", "tables", family])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .map_err(|e| refused(e.to_string()))?;
+    if !out.status.success() {
+        return Err(refused(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    Ok(lists_table(
+        &String::from_utf8_lossy(&out.stdout),
+        family,
+        name,
+    ))
+}
+
+/// Whether `nft list tables` output names table `family name`.
+fn lists_table(listing: &str, family: &str, name: &str) -> bool {
+    listing.lines().any(|l| {
+        let mut w = l.split_whitespace();
+        w.next() == Some("table") && w.next() == Some(family) && w.next() == Some(name)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lists_table;
+
+    #[test]
+    fn a_table_is_known_by_its_family_and_whole_name() {
+        let listing = "table inet tartan-x\ntable ip tartan\ntable inet tartan\n";
+        assert!(lists_table(listing, "inet", "tartan"));
+        assert!(lists_table(listing, "ip", "tartan"));
+        assert!(!lists_table(listing, "ip6", "tartan"));
+        assert!(!lists_table("table inet tartan-x\n", "inet", "tartan"));
+        assert!(!lists_table("table inet tartanx\n", "inet", "tartan"));
+        assert!(!lists_table("", "inet", "tartan"));
+    }
 }

@@ -7,7 +7,7 @@ use tartan_nft::Transaction;
 use tartan_policy::compile::{Ruleset, render};
 
 use super::DataplaneError;
-use super::nft::{NftDriver, Table, run, table_present};
+use super::nft::{NftDriver, Table, run, table_known};
 
 impl Table for Ruleset {
     const FAMILY: &'static str = "inet";
@@ -43,9 +43,13 @@ pub fn closed() -> Transaction {
 /// At felix's start, before it waits for the datastore: when the kernel
 /// has no policy table, write [`closed`]. A table already there (felix
 /// restarted) is left as it is: it holds what the last felix wrote, which
-/// stands until this one writes anew. Whether it wrote the table.
+/// stands until this one writes anew. Whether it wrote the table. When
+/// `nft` cannot say whether the table is there, an error: writing the
+/// closed table over a live one would cut every pod off until the first
+/// full write, and going on without knowing could leave a node that has
+/// no table open.
 pub fn close_pods_if_no_table() -> Result<bool, DataplaneError> {
-    if table_present(Ruleset::FAMILY, Ruleset::NAME) {
+    if table_known(Ruleset::FAMILY, Ruleset::NAME)? {
         return Ok(false);
     }
     run(&closed(), Ruleset::FAMILY, Ruleset::NAME)?;
