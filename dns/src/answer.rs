@@ -183,6 +183,8 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
     let mut rdata = rdata;
     let mut rcode = ResponseCode::NoError;
     let mut follow = None;
+    // The chain's names so far: a CNAME back to one of them is a loop.
+    let mut seen = vec![owner.to_lowercase()];
     for hop in 0.. {
         let cname = rdata.iter().find_map(|r| match r {
             RData::CNAME(c) => Some(c.0.clone()),
@@ -208,6 +210,12 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
             break;
         }
         let target = target.to_lowercase();
+        // A loop is an error (RFC 1034 3.6.2): the chain once, SERVFAIL.
+        if seen.contains(&target) {
+            rcode = ResponseCode::ServFail;
+            break;
+        }
+        seen.push(target.clone());
         if !zone.domain.zone_of(&target) {
             follow = Some(target);
             break;
@@ -225,14 +233,21 @@ pub fn answer(records: &Records, zone: &Zone, q: &Query) -> Option<Answer> {
             }
         }
     }
-    let mut additionals = Vec::new();
+    let mut additionals: Vec<Record> = Vec::new();
     for r in &answers {
         if let RData::SRV(srv) = &r.data {
-            additionals.extend(addresses_of(records, zone, &srv.target));
+            // A target named by several SRV records (one per port) has its
+            // addresses added once (RFC 2181 5).
+            for a in addresses_of(records, zone, &srv.target) {
+                if !additionals.contains(&a) {
+                    additionals.push(a);
+                }
+            }
         }
     }
     let negative = rcode == ResponseCode::NXDomain
-        || (follow.is_none()
+        || (rcode == ResponseCode::NoError
+            && follow.is_none()
             && !answers
                 .iter()
                 .any(|r| r.record_type() == qtype || qtype == RecordType::ANY));

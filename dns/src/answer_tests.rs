@@ -544,8 +544,9 @@ fn an_external_name_inside_the_zone_is_followed() {
     assert_eq!(a.authorities[0].record_type(), RecordType::SOA);
 }
 
-#[test]
-fn external_names_in_a_loop_are_cut() {
+/// The cluster with ExternalName Services `ping` and `pong` naming each
+/// other.
+pub(crate) fn ping_pong() -> Records {
     let mut r = cluster();
     for (me, other) in [("ping", "pong"), ("pong", "ping")] {
         add_service(
@@ -557,14 +558,74 @@ fn external_names_in_a_loop_are_cut() {
             ),
         );
     }
-    let a = ask(&r, &format!("ping.{NS}.svc.cluster.local."), RecordType::A);
-    assert_eq!(a.answers.len(), MAX_CHAIN);
-    assert!(
-        a.answers
-            .iter()
-            .all(|r| r.record_type() == RecordType::CNAME)
+    r
+}
+
+#[test]
+fn external_names_in_a_loop_are_cut() {
+    let r = ping_pong();
+    // The loop is an error, and its chain comes once: ping → pong, then
+    // pong → ping, which closes it.
+    let a = ask(&r, &format!("Ping.{NS}.svc.cluster.local."), RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::ServFail);
+    assert_eq!(
+        data(&a),
+        vec![
+            format!("pong.{NS}.svc.cluster.local."),
+            format!("ping.{NS}.svc.cluster.local."),
+        ]
     );
+    assert!(a.authorities.is_empty());
     assert_eq!(a.follow, None);
+}
+
+#[test]
+fn a_long_chain_without_a_loop_is_cut_at_its_limit() {
+    let mut r = cluster();
+    for i in 0..MAX_CHAIN + 2 {
+        add_service(
+            &mut r,
+            &service(
+                &format!("hop-{i}"),
+                json!({"type": "ExternalName",
+                       "externalName": format!("hop-{}.{NS}.svc.cluster.local", i + 1)}),
+            ),
+        );
+    }
+    let a = ask(&r, &format!("hop-0.{NS}.svc.cluster.local."), RecordType::A);
+    assert_eq!(a.rcode, ResponseCode::NoError);
+    assert_eq!(a.answers.len(), MAX_CHAIN);
+    assert_eq!(a.follow, None);
+}
+
+#[test]
+fn a_target_on_several_ports_has_its_addresses_added_once() {
+    let mut r = cluster();
+    // Mid-rollout: a second slice gives the same endpoint another number
+    // for the port `http`.
+    let mut rolled = slice(
+        "dns-test-service-def",
+        "dns-test-service",
+        "IPv4",
+        json!([{"addresses": ["10.244.1.10"], "hostname": "dns-querier-1",
+                "conditions": {"ready": true}}]),
+    );
+    rolled.ports.as_mut().unwrap()[0].port = Some(9090);
+    add_slice(&mut r, &rolled);
+    let n = format!("_http._tcp.dns-test-service.{NS}.svc.cluster.local.");
+    let a = ask(&r, &n, RecordType::SRV);
+    let querier = format!("dns-querier-1.dns-test-service.{NS}.svc.cluster.local.");
+    let srv: Vec<String> = data(&a)
+        .into_iter()
+        .filter(|d| d.ends_with(&querier))
+        .collect();
+    assert_eq!(srv.len(), 2, "{:?}", data(&a));
+    let of_querier = a
+        .additionals
+        .iter()
+        .filter(|r| r.name.to_string() == querier)
+        .count();
+    assert_eq!(of_querier, 1, "{:?}", a.additionals);
 }
 
 #[test]

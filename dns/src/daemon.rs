@@ -96,6 +96,7 @@ pub async fn start(cfg: Config, store: Arc<dyn Datastore>) -> Result<Running> {
         metrics: metrics.clone(),
         replies: crate::replies::ReplyCache::new(crate::handler::REPLY_CACHE),
         forwarded: crate::replies::ReplyCache::new(crate::handler::REPLY_CACHE),
+        ready: ready.clone(),
     });
     let server = Arc::new(Server {
         handler,

@@ -26,6 +26,7 @@
 //!   served expired.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
@@ -74,6 +75,11 @@ pub struct Handler {
     /// Replies to UDP questions answered from the forwarder's cache, by
     /// the second of [`clock_second`] they were made in.
     pub forwarded: ReplyCache,
+    /// Whether the first full listing of Services, EndpointSlices and
+    /// Namespaces is in. Before, names of the zone are answered SERVFAIL
+    /// (as CoreDNS does before its sync): an NXDOMAIN for a Service not
+    /// read yet would be cached by clients for the negative TTL.
+    pub ready: Arc<AtomicBool>,
 }
 
 /// Whole seconds since the first call: the generation of the forwarded
@@ -144,8 +150,14 @@ impl Handler {
             let records = self.read_records();
             (answer(&records, &self.zone, q), records.generation())
         };
+        if local.is_some() && !self.ready.load(Ordering::Acquire) {
+            resp.metadata.response_code = ResponseCode::ServFail;
+            return self.finish(resp, Some(&request), transport);
+        }
         if let Some(a) = local {
-            resp.metadata.authoritative = true;
+            // An error is no authoritative answer.
+            resp.metadata.authoritative =
+                matches!(a.rcode, ResponseCode::NoError | ResponseCode::NXDomain);
             resp.metadata.response_code = a.rcode;
             resp.add_answers(a.answers);
             resp.add_authorities(a.authorities);

@@ -1,3 +1,4 @@
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
@@ -6,7 +7,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::answer::tests::{NS, add_service, add_slice, cluster, service, slice, zone};
+use crate::answer::tests::{NS, add_service, add_slice, cluster, ping_pong, service, slice, zone};
 use crate::metrics::Metrics;
 
 fn handler(records: Records) -> Handler {
@@ -17,6 +18,7 @@ fn handler(records: Records) -> Handler {
         metrics: Arc::new(Metrics::new()),
         replies: crate::replies::ReplyCache::new(100),
         forwarded: crate::replies::ReplyCache::new(100),
+        ready: Arc::new(AtomicBool::new(true)),
     }
 }
 
@@ -185,6 +187,51 @@ fn malformed_and_questionless_queries_get_formerr() {
     assert_eq!(m.metadata.response_code, ResponseCode::FormErr);
     // Shorter than a header: nothing to answer.
     assert!(run(&h, &[0u8; 5], Transport::Udp).is_none());
+}
+
+#[test]
+fn before_the_first_listing_names_of_the_zone_are_servfail_not_nxdomain() {
+    let h = handler(Records::new());
+    h.ready.store(false, std::sync::atomic::Ordering::Release);
+    let ask = |name: &str| {
+        run(&h, &query(name, RecordType::A, None), Transport::Udp)
+            .unwrap()
+            .metadata
+    };
+    // A Service not read yet, and one that may never exist: neither gets
+    // an authoritative answer a client would cache.
+    for name in [
+        "kubernetes.default.svc.cluster.local.",
+        "nothing.default.svc.cluster.local.",
+    ] {
+        let m = ask(name);
+        assert_eq!(m.response_code, ResponseCode::ServFail, "{name}");
+        assert!(!m.authoritative, "{name}");
+    }
+    // Once the listing is in, the zone is answered from it.
+    h.records.write().unwrap().set_namespace("default", true);
+    h.ready.store(true, std::sync::atomic::Ordering::Release);
+    let m = ask("nothing.default.svc.cluster.local.");
+    assert_eq!(m.response_code, ResponseCode::NXDomain);
+    assert!(m.authoritative);
+}
+
+#[test]
+fn a_loop_of_external_names_is_servfail_without_authority() {
+    let h = handler(ping_pong());
+    let m = run(
+        &h,
+        &query(
+            &format!("ping.{NS}.svc.cluster.local."),
+            RecordType::A,
+            None,
+        ),
+        Transport::Udp,
+    )
+    .unwrap();
+    assert_eq!(m.metadata.response_code, ResponseCode::ServFail);
+    assert!(!m.metadata.authoritative);
+    assert_eq!(m.answers.len(), 2);
 }
 
 #[test]
