@@ -38,6 +38,9 @@ use crate::sockets::send_now;
 /// How long an idle TCP connection is kept.
 pub const TCP_IDLE: Duration = Duration::from_secs(10);
 
+/// Queries of one TCP connection in hand at once.
+pub const TCP_PIPELINE: usize = 32;
+
 pub struct Server {
     pub handler: Arc<Handler>,
     pub limiter: Arc<Limiter>,
@@ -157,35 +160,60 @@ impl Server {
         }
     }
 
-    /// Length-prefixed queries on one connection, answered in order.
-    async fn serve_conn(&self, mut s: TcpStream, from: SocketAddr) {
+    /// Length-prefixed queries on one connection, each answered as soon
+    /// as its answer is ready (RFC 7766 6.2.1.1: a query waiting on an
+    /// upstream does not hold up the ones behind it; the client matches
+    /// answers by ID). At most [`TCP_PIPELINE`] are in hand at once; past
+    /// that the connection is not read until one is answered. A client
+    /// silent for [`TCP_IDLE`] (or gone) is read no more, and the answers
+    /// still owed to it are written before the close.
+    async fn serve_conn(&self, s: TcpStream, from: SocketAddr) {
+        let (mut rd, mut wr) = s.into_split();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<u8>>(TCP_PIPELINE);
+        let writer = tokio::spawn(async move {
+            while let Some(framed) = rx.recv().await {
+                if wr.write_all(&framed).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let slots = Arc::new(Semaphore::new(TCP_PIPELINE));
         loop {
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                break;
+            };
             let mut len = [0u8; 2];
-            match tokio::time::timeout(TCP_IDLE, s.read_exact(&mut len)).await {
+            match tokio::time::timeout(TCP_IDLE, rd.read_exact(&mut len)).await {
                 Ok(Ok(_)) => {}
-                _ => return,
+                _ => break,
             }
             let mut req = vec![0u8; usize::from(u16::from_be_bytes(len))];
-            match tokio::time::timeout(TCP_IDLE, s.read_exact(&mut req)).await {
+            match tokio::time::timeout(TCP_IDLE, rd.read_exact(&mut req)).await {
                 Ok(Ok(_)) => {}
-                _ => return,
+                _ => break,
             }
             if !self.limiter.allow(from.ip(), Instant::now()) {
                 self.handler.metrics.rate_limited.inc();
                 continue;
             }
-            let Some(out) = self.handler.handle(&req, Transport::Tcp).await else {
-                continue;
-            };
-            let Ok(n) = u16::try_from(out.len()) else {
-                continue;
-            };
-            let mut framed = Vec::with_capacity(out.len() + 2);
-            framed.extend_from_slice(&n.to_be_bytes());
-            framed.extend_from_slice(&out);
-            if s.write_all(&framed).await.is_err() {
-                return;
-            }
+            let handler = self.handler.clone();
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let _permit = permit;
+                let Some(out) = handler.handle(&req, Transport::Tcp).await else {
+                    return;
+                };
+                let Ok(n) = u16::try_from(out.len()) else {
+                    return;
+                };
+                let mut framed = Vec::with_capacity(out.len() + 2);
+                framed.extend_from_slice(&n.to_be_bytes());
+                framed.extend_from_slice(&out);
+                let _ = tx.send(framed).await;
+            });
         }
+        // The writer ends once every answer in hand has been sent.
+        drop(tx);
+        let _ = writer.await;
     }
 }

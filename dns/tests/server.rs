@@ -378,6 +378,84 @@ async fn an_external_name_outside_the_zone_is_answered_with_its_targets_addresse
     task.abort();
 }
 
+/// Writes `req` on `s` with its length in front.
+async fn tcp_send(s: &mut TcpStream, req: &[u8]) {
+    s.write_all(&(req.len() as u16).to_be_bytes())
+        .await
+        .unwrap();
+    s.write_all(req).await.unwrap();
+}
+
+/// The next answer on `s`, within 10 s.
+async fn tcp_next(s: &mut TcpStream) -> Message {
+    let read = async {
+        let mut len = [0u8; 2];
+        s.read_exact(&mut len).await.unwrap();
+        let mut body = vec![0u8; u16::from_be_bytes(len) as usize];
+        s.read_exact(&mut body).await.unwrap();
+        Message::from_vec(&body).unwrap()
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .expect("an answer within 10 s")
+}
+
+/// Two queries pipelined on one connection, the first waiting on an
+/// upstream that holds its answer until told: the second is answered
+/// first (RFC 7766 6.2.1.1), and the first once the upstream answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipelined_tcp_query_is_not_held_up_by_one_waiting_upstream() {
+    let held = Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap());
+    let up = held.local_addr().unwrap();
+    let (release, mut released) = tokio::sync::watch::channel(false);
+    let upstream = {
+        let sock = held.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 4096];
+            let (n, from) = sock.recv_from(&mut buf).await.unwrap();
+            let req = Message::from_vec(&buf[..n]).unwrap();
+            released.wait_for(|r| *r).await.unwrap();
+            let mut resp = Message::response(req.metadata.id, req.metadata.op_code);
+            resp.metadata.recursion_available = true;
+            resp.add_queries(req.queries.clone());
+            resp.add_answer(Record::from_rdata(
+                req.queries[0].name().clone(),
+                60,
+                RData::A(A("192.0.2.7".parse().unwrap())),
+            ));
+            sock.send_to(&resp.to_vec().unwrap(), from).await.unwrap();
+        })
+    };
+    let mut cfg = config(vec![up], 0.0);
+    cfg.forward.timeout = Duration::from_secs(60);
+    let r = start(cfg, store().await).await.unwrap();
+    until_ready(&r).await;
+    let mut s = TcpStream::connect(r.dns).await.unwrap();
+    // IDs of our choosing (the ones made are random, and could be equal).
+    let with_id = |id: u16, (_, mut bytes): (u16, Vec<u8>)| {
+        bytes[..2].copy_from_slice(&id.to_be_bytes());
+        (id, bytes)
+    };
+    let (slow, slow_req) = with_id(1, query_bytes("slow.example.org.", RecordType::A));
+    let (fast, fast_req) = with_id(
+        2,
+        query_bytes("dns-version.cluster.local.", RecordType::TXT),
+    );
+    tcp_send(&mut s, &slow_req).await;
+    tcp_send(&mut s, &fast_req).await;
+    let first = tcp_next(&mut s).await;
+    assert_eq!(
+        first.metadata.id, fast,
+        "the local answer waited for the upstream"
+    );
+    assert_eq!(first.answers.len(), 1);
+    release.send(true).unwrap();
+    let second = tcp_next(&mut s).await;
+    assert_eq!(second.metadata.id, slow);
+    assert_eq!(second.answers[0].data.to_string(), "192.0.2.7");
+    upstream.await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_upstream_is_servfail() {
     // A port nothing listens on: the ICMP error or the timeout.
