@@ -15,12 +15,6 @@
 //!     ct state established,related accept
 //!     oifname "tar*" oifname != "tartan*" jump to_endpoint     # ingress of the receiving pod
 //! }
-//! chain input { type filter hook input priority filter; policy accept;
-//!     ct state established,related accept
-//!     iifname "tar*" iifname != "tartan*" icmpv6 type { 133, 135, 136 } accept  # neighbour discovery
-//!     iifname "tar*" iifname != "tartan*" ct state invalid drop
-//!     iifname "tar*" iifname != "tartan*" jump from_endpoint   # egress to the node itself
-//! }
 //! chain prerouting { type filter hook prerouting priority raw; policy accept;
 //!     iifname "tar*" iifname != "tartan*" fib saddr . iif oif missing drop  # spoofed
 //! }
@@ -36,12 +30,8 @@
 //! host's `rp_filter` says (IPv6 has no such sysctl). This is the strict
 //! reverse-path check, done by the kernel's FIB lookup.
 //!
-//! A pod's egress policy governs what it sends to the node's own
-//! addresses too (the `input` chain), as it governs what it sends
-//! through the node: Kubernetes exempts only the other way, the node
-//! reaching its pods (kubelet probes), which never crosses either chain.
-//! Neighbour discovery is let through first: without it the node could
-//! not reach a pod's IPv6 address at all.
+//! Only forwarded packets meet policy: traffic between a pod and its own
+//! node (input and output) is always allowed, as Kubernetes defines it.
 //!
 //! Egress and ingress are two base chains so that a profile can end its
 //! direction with `accept` (the packet goes on to the next base chain):
@@ -70,12 +60,6 @@ use super::{Element, OPEN_CHAIN, Ruleset, SetDef, SetKind};
 pub const TABLE: &str = "tartan";
 pub const FORWARD: &str = "forward";
 pub const FORWARD_IN: &str = "forward_in";
-/// Packets from pods to the node's own addresses.
-pub const INPUT: &str = "input";
-/// ICMPv6 router solicitation and neighbour solicitation and
-/// advertisement (RFC 4861), which a pod sends its node whatever its
-/// policy says.
-const NEIGHBOUR_DISCOVERY: [u32; 3] = [133, 135, 136];
 /// Every packet from a pod, before conntrack and NAT: only the source
 /// check. In prerouting because kernels before 5.19 take a `fib ... oif`
 /// lookup in no other hook, and refuse the whole table otherwise.
@@ -273,30 +257,11 @@ fn fixed_rules() -> Vec<Command> {
         ]
     };
     let invalid = || vec![flags_set(ct("state"), s("invalid")), drop()];
-    let neighbour_discovery = || {
-        vec![
-            matches(
-                payload("icmpv6", "type"),
-                one_or_set(
-                    NEIGHBOUR_DISCOVERY
-                        .iter()
-                        .map(|&t| Expression::Number(t))
-                        .collect(),
-                ),
-                true,
-            ),
-            accept(),
-        ]
-    };
     use MetaKey::{Iifname, Oifname};
     vec![
         // Before conntrack, so before an established flow is let through:
         // a pod may not slip packets into another pod's connection either.
         rule(PREROUTING, pod(Iifname, vec![no_route_back(), drop()])),
-        rule(INPUT, established()),
-        rule(INPUT, pod(Iifname, neighbour_discovery())),
-        rule(INPUT, pod(Iifname, invalid())),
-        rule(INPUT, pod(Iifname, vec![jump(FROM_ENDPOINT)])),
         rule(FORWARD, established()),
         // Invalid packets are dropped to and from pods only. A node also
         // routes transit traffic it never saw the start of (a reply that a
@@ -357,13 +322,6 @@ pub fn full(rs: &Ruleset) -> Transaction {
             prio: Some(1),
             policy: Some(NfChainPolicy::Accept),
             ..chain(FORWARD_IN)
-        })),
-        add(NfListObject::Chain(Chain {
-            _type: Some(NfChainType::Filter),
-            hook: Some(NfHook::Input),
-            prio: Some(0),
-            policy: Some(NfChainPolicy::Accept),
-            ..chain(INPUT)
         })),
         add(NfListObject::Chain(Chain {
             _type: Some(NfChainType::Filter),
