@@ -143,6 +143,14 @@ fn cases() -> Vec<Case> {
         ),
         case(
             np(
+                "n08b",
+                "{podSelector: {}, policyTypes: [Ingress, Egress, Ingress]}",
+            ),
+            np("n08b", "{podSelector: {}, policyTypes: [Ingress, Ingress]}"),
+            "spec.policyTypes",
+        ),
+        case(
+            np(
                 "n11",
                 "{podSelector: {}, ingress: [{ports: [{port: 9000, endPort: 8000}]}]}",
             ),

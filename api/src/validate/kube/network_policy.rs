@@ -15,7 +15,16 @@ pub(super) fn check(np: &NetworkPolicy, p: &mut Problems) {
     if let Some(s) = &spec.pod_selector {
         selector("spec.podSelector", s, p);
     }
-    for (i, t) in spec.policy_types.iter().flatten().enumerate() {
+    // The API server counts them, not their distinct values: a type
+    // given twice is let through, a third entry is not.
+    let types = spec.policy_types.as_deref().unwrap_or_default();
+    if types.len() > 2 {
+        p.add(
+            "spec.policyTypes",
+            format!("{} given; may not specify more than two", types.len()),
+        );
+    }
+    for (i, t) in types.iter().enumerate() {
         if let Err(e) = one_of(t, &["Ingress", "Egress"]) {
             p.add(format!("spec.policyTypes[{i}]"), e);
         }
