@@ -87,7 +87,6 @@ type PeerKey = (IpAddr, bool);
 struct Runtime {
     sessions: HashMap<u32, Entry>,
     by_peer: HashMap<PeerKey, u32>,
-    next_discr: u32,
     seed: u64,
     options: RuntimeOptions,
     metrics: Option<Arc<crate::control::Metrics>>,
@@ -128,16 +127,11 @@ pub fn spawn(
             }
         }
     }
-    let seed = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0x5eed)
-        ^ u64::from(std::process::id()) << 32;
+    let seed = random_seed();
     let (tx, rx) = queue()?;
     let rt = Runtime {
         sessions: HashMap::new(),
         by_peer: HashMap::new(),
-        next_discr: (seed as u32) | 1,
         seed,
         options,
         metrics,
@@ -283,6 +277,16 @@ impl Runtime {
                 debug!(%from, ?ttl, hops = ?entry.hops, "multihop BFD packet dropped: TTL below the minimum");
                 return;
             }
+            // Without our discriminator a multihop packet is matched by its
+            // addresses alone, which anyone on the path can forge: one
+            // saying Down would take an Up session and its BGP session
+            // down. An Up session takes only packets that carry our
+            // discriminator (as FRR's bfdd does); a peer that restarted
+            // and lost it is seen by the detection time instead.
+            if pkt.your_discr == 0 && entry.session.state() == State::Up {
+                debug!(%from, "multihop BFD packet without our discriminator for an Up session dropped");
+                return;
+            }
         } else if entry.hops.is_multihop() {
             debug!(%from, "BFD packet on the single-hop port for a multihop session");
             return;
@@ -422,14 +426,43 @@ impl Runtime {
         info!(peer = %e.peer, discr, "BFD session retiring: AdminDown for a detection time");
     }
 
+    /// A discriminator of no other session, random (RFC 5880 6.8.1): one
+    /// that follows from another is one a forger could guess.
     fn allocate_discr(&mut self) -> u32 {
         loop {
-            self.next_discr = self.next_discr.wrapping_add(1);
-            if self.next_discr != 0 && !self.sessions.contains_key(&self.next_discr) {
-                return self.next_discr;
+            self.seed = self.seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let d = (splitmix(self.seed) >> 32) as u32;
+            if d != 0 && !self.sessions.contains_key(&d) {
+                return d;
             }
         }
     }
+}
+
+/// SplitMix64's output function: each bit of `x` moves about half of the
+/// result's.
+fn splitmix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// The kernel's random bytes, or the clock and the process id when they
+/// cannot be read.
+fn random_seed() -> u64 {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok()
+    {
+        return u64::from_le_bytes(b);
+    }
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x5eed)
+        ^ u64::from(std::process::id()) << 32
 }
 
 /// Where and how a datagram arrived: its source, the address it was sent
@@ -526,7 +559,6 @@ mod tests {
         let rt = Runtime {
             sessions: HashMap::new(),
             by_peer: HashMap::new(),
-            next_discr: 100,
             seed: 1,
             options: RuntimeOptions {
                 port: peer.local_addr().unwrap().port(),

@@ -46,7 +46,6 @@ fn setup() -> Setup {
     let rt = Runtime {
         sessions: Default::default(),
         by_peer: Default::default(),
-        next_discr: 500,
         seed: 3,
         options: RuntimeOptions {
             port: single.local_addr().unwrap().port(),
@@ -222,4 +221,46 @@ fn the_mode_is_in_the_status_and_the_metric() {
         let line = format!("tartan_bfd_session_multihop{{peer=\"{PEER}\"}} {mode}");
         assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
     }
+}
+
+#[test]
+fn an_up_multihop_session_takes_a_down_only_with_its_discriminator() {
+    let Setup { mut rt, .. } = setup();
+    let (discr, status) = add(&mut rt, Hops::Multi { min_ttl: 1 }, Some(OURS));
+    rt.packet(&peer_packet(State::Down, 0), arrival(true, 64, OURS));
+    rt.packet(&peer_packet(State::Init, discr), arrival(true, 64, OURS));
+    assert_eq!(state(&rt, discr), State::Up);
+    // A Down matched by addresses alone (could be forged): dropped.
+    rt.packet(&peer_packet(State::Down, 0), arrival(true, 64, OURS));
+    assert_eq!(state(&rt, discr), State::Up);
+    assert_eq!(status.borrow().state, State::Up);
+    // The peer's own Down names the session: taken.
+    rt.packet(&peer_packet(State::Down, discr), arrival(true, 64, OURS));
+    assert_eq!(state(&rt, discr), State::Down);
+}
+
+#[test]
+fn an_up_single_hop_session_takes_a_down_without_its_discriminator() {
+    // TTL 255 keeps forgers off the link: the RFC's matching stands.
+    let Setup { mut rt, .. } = setup();
+    let (discr, _status) = add(&mut rt, Hops::Single, None);
+    rt.packet(&peer_packet(State::Down, 0), arrival(false, 255, OURS));
+    rt.packet(&peer_packet(State::Init, discr), arrival(false, 255, OURS));
+    assert_eq!(state(&rt, discr), State::Up);
+    rt.packet(&peer_packet(State::Down, 0), arrival(false, 255, OURS));
+    assert_eq!(state(&rt, discr), State::Down);
+}
+
+#[test]
+fn discriminators_are_unique_nonzero_and_do_not_follow_one_another() {
+    let Setup { mut rt, .. } = setup();
+    let ds: Vec<u32> = (0..200).map(|_| rt.allocate_discr()).collect();
+    assert!(ds.iter().all(|&d| d != 0));
+    let distinct: std::collections::BTreeSet<u32> = ds.iter().copied().collect();
+    assert_eq!(distinct.len(), ds.len());
+    let steps_of_one = ds
+        .windows(2)
+        .filter(|w| w[1] == w[0].wrapping_add(1))
+        .count();
+    assert_eq!(steps_of_one, 0, "{:?}", &ds[..10]);
 }
