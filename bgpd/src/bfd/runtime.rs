@@ -337,6 +337,15 @@ impl Runtime {
                     // Two BGP sessions with one peer may allow different
                     // hop counts: the last one asked for applies.
                     e.hops = hops;
+                    // So does the source address (a reload that changed
+                    // it): packets go out from the new one, and multihop
+                    // packets are taken when sent to it; the peer keys its
+                    // session on the new pair of addresses.
+                    if e.local != local {
+                        info!(peer = %e.peer, discr = *d, old = ?e.local, new = ?local, "BFD session's source address changed");
+                        e.local = local;
+                        e.socket = None;
+                    }
                     if e.session.retiring() {
                         // Wanted again while being removed: keep it.
                         info!(peer = %e.peer, discr = *d, "BFD session kept: a client is back");

@@ -264,3 +264,26 @@ fn discriminators_are_unique_nonzero_and_do_not_follow_one_another() {
         .count();
     assert_eq!(steps_of_one, 0, "{:?}", &ds[..10]);
 }
+
+#[test]
+fn a_multihop_session_readded_with_another_source_takes_packets_to_it() {
+    let Setup { mut rt, multi, .. } = setup();
+    let (discr, _status) = add(&mut rt, Hops::Multi { min_ttl: 1 }, Some(OURS));
+    // A reload that changes the source: removed (retiring), then added
+    // again with the new one.
+    rt.command(Command::Remove { client: 1 });
+    let (again, _status) = add(&mut rt, Hops::Multi { min_ttl: 1 }, Some(OTHER));
+    assert_eq!(again, discr, "the retiring session is kept");
+    rt.packet(&peer_packet(State::Down, 0), arrival(true, 64, OURS));
+    assert_eq!(state(&rt, discr), State::Down, "to the old source");
+    rt.packet(&peer_packet(State::Down, 0), arrival(true, 64, OTHER));
+    assert_eq!(state(&rt, discr), State::Init, "to the new source");
+    // And it sends from the new one (its next packet, a second on).
+    rt.tick(Instant::now() + Duration::from_secs(2));
+    let mut buf = [0u8; 64];
+    let mut from = None;
+    while let Ok((_, a)) = multi.recv_from(&mut buf) {
+        from = Some(a.ip());
+    }
+    assert_eq!(from, Some(OTHER));
+}
