@@ -28,6 +28,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tartan_api::resources::{GlobalNetworkPolicy, IpPool, IpamBlock, NetworkPolicy};
 use tartan_api::store::Datastore;
+use tartan_api::store::watch::WatchEvent;
 use tracing::info;
 
 use crate::calc::state::{BlockInfo, State};
@@ -41,7 +42,10 @@ use crate::unreadable::Unreadable;
 pub use config::Config;
 
 use apply::Dataplane;
-use fold::{Sweep, converted, fold, fold_endpoint, fold_node, fold_pod, fold_policy, fold_proxied};
+use fold::{
+    Sweep, converted, fold, fold_endpoint, fold_node, fold_pod, fold_policy, fold_proxied,
+    node_eligible,
+};
 use pending::Pending;
 use watches::{Synced, Watches};
 
@@ -162,6 +166,11 @@ pub async fn run(
                 pending.folded(f);
             }
             ev = w.nodes.next() => {
+                if let WatchEvent::Added(o) | WatchEvent::Modified(o) = &ev
+                    && o.metadata.name.as_deref() == Some(cfg.node.as_str())
+                {
+                    health.proxy_health().set_node_eligible(node_eligible(o));
+                }
                 let f = fold_node(&mut state.nodes, ev, &mut bad);
                 synced.nodes |= f.synced;
                 pending.folded(f);

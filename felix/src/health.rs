@@ -83,6 +83,9 @@ pub struct ProxyHealth {
     /// -1: none yet.
     synced_unix_ms: Arc<AtomicI64>,
     stale_after: Duration,
+    /// Whether this node should still get load balancers' traffic (not
+    /// being deleted, not marked for removal by the cluster autoscaler).
+    eligible: Arc<AtomicBool>,
 }
 
 impl ProxyHealth {
@@ -90,7 +93,23 @@ impl ProxyHealth {
         ProxyHealth {
             synced_unix_ms: Arc::new(AtomicI64::new(-1)),
             stale_after,
+            eligible: Arc::new(AtomicBool::new(true)),
         }
+    }
+
+    /// What this node's Node object says of its future (see
+    /// `nodeEligible` in the `/healthz` answer).
+    pub fn set_node_eligible(&self, eligible: bool) {
+        if self.eligible.swap(eligible, Ordering::Relaxed) != eligible {
+            tracing::info!(
+                eligible,
+                "node eligibility for load balancers changed (proxy /healthz)"
+            );
+        }
+    }
+
+    fn node_eligible(&self) -> bool {
+        self.eligible.load(Ordering::Relaxed)
     }
 
     /// The last sync that succeeded, Unix milliseconds.
@@ -105,9 +124,16 @@ impl ProxyHealth {
             .store(unix_ms(SystemTime::now()), Ordering::Relaxed);
     }
 
-    /// Healthy now.
+    /// Healthy now (whatever the node's eligibility: the health-check
+    /// node ports of `Local` Services answer for the endpoints here).
     pub fn healthy(&self) -> bool {
-        proxy_answer(self.last(), unix_ms(SystemTime::now()), self.stale_after).0
+        proxy_answer(
+            self.last(),
+            unix_ms(SystemTime::now()),
+            self.stale_after,
+            true,
+        )
+        .0
     }
 }
 
@@ -356,24 +382,44 @@ fn rfc3339(unix_ms: i64) -> serde_json::Value {
 
 /// The proxy health answer at `now_ms` (Unix milliseconds): healthy when
 /// the last successful Service sync (`None`: none yet) is younger than
-/// `stale_after`; the body says when it was, as kube-proxy's does.
-pub fn proxy_answer(last_ms: Option<i64>, now_ms: i64, stale_after: Duration) -> (bool, String) {
+/// `stale_after`; the body says when it was and whether the node is
+/// `eligible`, as kube-proxy's does.
+pub fn proxy_answer(
+    last_ms: Option<i64>,
+    now_ms: i64,
+    stale_after: Duration,
+    eligible: bool,
+) -> (bool, String) {
     let healthy =
         last_ms.is_some_and(|t| now_ms.saturating_sub(t) < stale_after.as_millis() as i64);
     let body = serde_json::json!({
         "lastUpdated": last_ms.map_or(serde_json::Value::Null, rfc3339),
         "currentTime": rfc3339(now_ms),
-        "nodeEligible": true,
+        "nodeEligible": eligible,
     });
     (healthy, format!("{body}\n"))
 }
 
+/// `/healthz`: 503 also while the node is not eligible, so that load
+/// balancers checking it stop sending a node on its way out.
 async fn proxy_healthz(State(h): State<Arc<Health>>) -> Response {
+    proxy_status(&h, true)
+}
+
+/// `/livez`: the proxy alone.
+async fn proxy_livez(State(h): State<Arc<Health>>) -> Response {
+    proxy_status(&h, false)
+}
+
+fn proxy_status(h: &Health, with_eligibility: bool) -> Response {
+    let eligible = h.proxy.node_eligible();
     let (healthy, body) = proxy_answer(
         h.proxy.last(),
         unix_ms(SystemTime::now()),
         h.proxy.stale_after,
+        eligible,
     );
+    let healthy = healthy && (eligible || !with_eligibility);
     let status = if healthy {
         StatusCode::OK
     } else {
@@ -388,7 +434,7 @@ pub async fn serve_proxy(addr: SocketAddr, h: Arc<Health>) -> std::io::Result<()
     tracing::info!(%addr, "service proxy health listening");
     let app = Router::new()
         .route("/healthz", get(proxy_healthz))
-        .route("/livez", get(proxy_healthz))
+        .route("/livez", get(proxy_livez))
         .with_state(h);
     axum::serve(listener, app).await
 }
@@ -413,7 +459,7 @@ mod tests {
     fn the_proxy_is_healthy_while_its_last_sync_is_recent() {
         let stale = Duration::from_secs(35);
         let now = 1_795_000_000_000;
-        let (ok, body) = proxy_answer(Some(now - 1_000), now, stale);
+        let (ok, body) = proxy_answer(Some(now - 1_000), now, stale, true);
         assert!(ok, "{body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["lastUpdated"], rfc3339(now - 1_000));
@@ -421,9 +467,9 @@ mod tests {
         assert!(v["currentTime"].as_str().unwrap().ends_with('Z'), "{body}");
         assert_eq!(v["nodeEligible"], true);
 
-        let (ok, body) = proxy_answer(Some(now - 35_000), now, stale);
+        let (ok, body) = proxy_answer(Some(now - 35_000), now, stale, true);
         assert!(!ok, "stale: {body}");
-        let (ok, body) = proxy_answer(None, now, stale);
+        let (ok, body) = proxy_answer(None, now, stale, true);
         assert!(!ok, "never synced: {body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert!(v["lastUpdated"].is_null());
@@ -458,6 +504,17 @@ mod tests {
             assert!(r.starts_with("HTTP/1.1 200"), "{r}");
             assert!(r.contains("\"lastUpdated\":\"20"), "{r}");
         }
+        // A node on its way out: /healthz says so with 503 (load balancers
+        // stop sending it traffic), /livez does not, nor do the health
+        // checks of Local Services.
+        h.proxy_health().set_node_eligible(false);
+        let r = get("/healthz").await;
+        assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+        assert!(r.contains("\"nodeEligible\":false"), "{r}");
+        assert!(get("/livez").await.starts_with("HTTP/1.1 200"));
+        assert!(h.proxy_health().healthy());
+        h.proxy_health().set_node_eligible(true);
+        assert!(get("/healthz").await.starts_with("HTTP/1.1 200"));
         server.abort();
     }
 }

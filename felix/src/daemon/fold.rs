@@ -62,6 +62,29 @@ pub(super) fn fold_node(
     fold_set::<Node, _>(ev, bad, node_info, |k, n| keep(nodes, k, n))
 }
 
+/// The taint the cluster autoscaler puts on a node it is about to remove.
+const TO_BE_DELETED_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
+/// Whether load balancers may still send this node traffic, as
+/// kube-proxy's `/healthz` says (`nodeEligible`): not while the Node is
+/// being deleted or carries the cluster autoscaler's deletion taint.
+/// Read from the metadata and `spec.taints` alone.
+pub(super) fn node_eligible(o: &DynamicObject) -> bool {
+    if o.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let tainted = o
+        .data
+        .get("spec")
+        .and_then(|s| s.get("taints"))
+        .and_then(|t| t.as_array())
+        .is_some_and(|ts| {
+            ts.iter()
+                .any(|t| t.get("key").and_then(|k| k.as_str()) == Some(TO_BE_DELETED_TAINT))
+        });
+    !tainted
+}
+
 /// What felix keeps of a Node, or why the object is not a readable Node:
 /// a placeholder for a value that did not parse, another kind, or a spec
 /// or status that is not an object. What is inside spec and status felix
@@ -672,6 +695,30 @@ mod node_tests {
         o: DynamicObject,
     ) -> bool {
         fold_node(m, WatchEvent::Modified(o), bad).changed
+    }
+
+    #[test]
+    fn a_node_being_deleted_or_tainted_for_removal_is_not_eligible() {
+        assert!(node_eligible(&node(serde_json::json!({}))));
+        let mut gone = node(serde_json::json!({}));
+        gone.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+            ));
+        assert!(!node_eligible(&gone));
+        let tainted = |key: &str| {
+            node(serde_json::json!({"spec": {"taints": [
+                {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"},
+                {"key": key, "value": "1700000000", "effect": "NoSchedule"}]}}))
+        };
+        assert!(!node_eligible(&tainted(TO_BE_DELETED_TAINT)));
+        assert!(node_eligible(&tainted(
+            "DeletionCandidateOfClusterAutoscaler"
+        )));
+        // A spec that is not what a Node's is: no taint read, eligible.
+        assert!(node_eligible(&node(
+            serde_json::json!({"spec": {"taints": "x"}})
+        )));
     }
 
     #[test]
