@@ -134,8 +134,6 @@ pub enum DecodeError {
     ZeroYourDiscriminator(State),
     #[error("authentication present but none is configured")]
     AuthenticationNotConfigured,
-    #[error("poll and final bits both set")]
-    PollAndFinal,
 }
 
 const FLAG_POLL: u8 = 0x20;
@@ -220,11 +218,9 @@ impl ControlPacket {
         }
         let poll = flags & FLAG_POLL != 0;
         let final_ = flags & FLAG_FINAL != 0;
-        if poll && final_ {
-            // Section 6.8.7: a system MUST NOT send both; such a packet
-            // cannot be answered consistently.
-            return Err(DecodeError::PollAndFinal);
-        }
+        // Both set: RFC 5880 forbids sending it (4.1) but gives no rule
+        // to discard it (6.8.6), so it is taken as both: our Poll ends,
+        // and a Final answers the peer's (as FRR's bfdd takes it).
         Ok(ControlPacket {
             diag: Diag::from_code(buf[0]),
             state,

@@ -135,8 +135,9 @@ fn rejects_authentication_when_none_is_configured() {
 }
 
 #[test]
-fn rejects_poll_with_final() {
-    assert_eq!(with(|b| b[1] |= 0x10), Err(DecodeError::PollAndFinal));
+fn takes_poll_with_final() {
+    let p = with(|b| b[1] |= 0x30).expect("no discard rule for P and F");
+    assert!(p.poll && p.final_);
 }
 
 fn any_state() -> impl Strategy<Value = State> {

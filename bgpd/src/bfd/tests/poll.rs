@@ -60,6 +60,22 @@ fn answers_a_poll_with_a_final_at_once_and_never_both() {
 }
 
 #[test]
+fn a_poll_with_the_final_bit_too_ends_our_poll_and_is_answered() {
+    let t0 = Instant::now();
+    let mut s = up(t0);
+    assert!(s.polling(), "our own poll is running");
+    let mut both = from_remote(State::Up, 50);
+    both.poll = true;
+    both.final_ = true;
+    s.receive(&both, t0 + Duration::from_millis(1));
+    assert!(!s.polling(), "the Final ended our Poll");
+    let f = s
+        .transmit(t0 + Duration::from_millis(1))
+        .expect("final at once");
+    assert!(f.final_ && !f.poll, "answered with a Final alone");
+}
+
+#[test]
 fn a_slower_transmit_waits_for_the_final() {
     let t0 = Instant::now();
     let mut s = up(t0);
