@@ -167,6 +167,10 @@ pub struct BfdPeerStatus {
     /// A multihop session (RFC 5883) rather than single hop (RFC 5881).
     #[serde(default)]
     pub multihop: bool,
+    /// The diagnostic the peer last sent (why its side went down, e.g.
+    /// `NeighborSignaledSessionDown`); empty from an older bgpd.
+    #[serde(default)]
+    pub remote_diagnostic: String,
 }
 
 /// Prefix counts of one peer, over all its families.

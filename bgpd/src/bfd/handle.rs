@@ -19,6 +19,8 @@ use super::session::{Session, SessionConfig};
 pub struct BfdStatus {
     pub state: State,
     pub diag: Diag,
+    /// The diagnostic the peer last sent: why its side went down.
+    pub remote_diag: Diag,
     /// State changes since the session was made.
     pub transitions: u64,
     pub local_discr: u32,
@@ -49,6 +51,7 @@ impl BfdStatus {
             state: session.state(),
             remote_admin_down: session.remote_admin_down(),
             diag: session.local_diag(),
+            remote_diag: session.remote_diag(),
             transitions,
             local_discr: session.local_discr(),
             remote_discr: session.remote_discr(),
@@ -102,6 +105,7 @@ impl BfdHandle {
         let initial = BfdStatus {
             state: State::Down,
             diag: Diag::None,
+            remote_diag: Diag::None,
             transitions: 0,
             local_discr: 0,
             remote_discr: 0,
@@ -143,6 +147,7 @@ impl BfdClient {
         let (tx, rx) = watch::channel(BfdStatus {
             state: State::Down,
             diag: Diag::None,
+            remote_diag: Diag::None,
             transitions: 0,
             local_discr: 0,
             remote_discr: 0,

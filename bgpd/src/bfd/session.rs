@@ -51,6 +51,8 @@ pub struct Session {
     local_discr: u32,
     remote_discr: u32,
     local_diag: Diag,
+    /// The diagnostic in the peer's last packet (why its side went down).
+    remote_diag: Diag,
     /// Advertised bfd.DesiredMinTxInterval and bfd.RequiredMinRxInterval.
     desired_tx_us: u32,
     required_rx_us: u32,
@@ -90,6 +92,7 @@ impl Session {
             local_discr,
             remote_discr: 0,
             local_diag: Diag::None,
+            remote_diag: Diag::None,
             desired_tx_us: desired,
             required_rx_us: config.rx_us(),
             tx_in_effect_us: desired,
@@ -124,6 +127,9 @@ impl Session {
     }
     pub fn local_diag(&self) -> Diag {
         self.local_diag
+    }
+    pub fn remote_diag(&self) -> Diag {
+        self.remote_diag
     }
     pub fn config(&self) -> SessionConfig {
         self.config
@@ -230,6 +236,7 @@ impl Session {
     pub fn receive(&mut self, pkt: &ControlPacket, now: Instant) -> Option<Transition> {
         self.remote_discr = pkt.my_discr;
         self.remote_state = pkt.state;
+        self.remote_diag = pkt.diag;
         self.remote_demand = pkt.demand;
         let old_interval = self.transmit_interval();
         self.remote_min_rx_us = pkt.required_min_rx_us;

@@ -199,6 +199,7 @@ fn bfd_view(s: &crate::bfd::BfdStatus) -> BfdPeerStatus {
     BfdPeerStatus {
         state: s.state.name().to_string(),
         diagnostic: format!("{:?}", s.diag),
+        remote_diagnostic: format!("{:?}", s.remote_diag),
         tx_interval_ms: s.tx_interval.map(|d| d.as_millis() as u64),
         detection_time_ms: s.detection_time.map(|d| d.as_millis() as u64),
         transitions: s.transitions,

@@ -106,6 +106,7 @@ mod tests {
             detection_time_ms: None,
             transitions: 3,
             multihop: false,
+            remote_diagnostic: "None".into(),
         });
         down.kind = PeerKind::Ibgp;
         down.asn = 65000;

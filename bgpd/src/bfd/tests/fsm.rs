@@ -294,3 +294,20 @@ fn a_remote_admin_down_is_told_apart_from_a_failure() {
     assert_eq!(s.local_diag(), Diag::ControlDetectionTimeExpired);
     assert!(!s.remote_admin_down());
 }
+
+#[test]
+fn the_peers_diagnostic_is_kept_and_shown() {
+    let t0 = Instant::now();
+    let mut s = in_state(State::Up, t0);
+    assert_eq!(s.remote_diag(), Diag::None);
+    // The peer went down because its detection time expired.
+    let mut down = from_remote(State::Down, 1000);
+    down.diag = Diag::ControlDetectionTimeExpired;
+    s.receive(&down, t0);
+    assert_eq!(s.remote_diag(), Diag::ControlDetectionTimeExpired);
+    let status = crate::bfd::BfdStatus::of(&s, 1, false);
+    assert_eq!(status.remote_diag, Diag::ControlDetectionTimeExpired);
+    // It comes back: its next packet says no diagnostic.
+    s.receive(&from_remote(State::Down, 1000), t0);
+    assert_eq!(s.remote_diag(), Diag::None);
+}
