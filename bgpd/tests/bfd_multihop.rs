@@ -146,6 +146,32 @@ fn cut_takes_bgp_down(
     Ok(down)
 }
 
+/// Tartan's BGP session with the peer Established, its BFD session Up
+/// and shown as multihop.
+fn tartan_up_multihop(tartan: &Tartan, fail: &dyn Fn(&str) -> String) -> Result<()> {
+    let p_addr: IpAddr = PEER.into();
+    tartan
+        .wait_established(p_addr, T)
+        .with_context(|| fail("tartan BGP not Established"))?;
+    let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
+    assert_eq!(ours.state, "up", "{ours:?}");
+    assert!(ours.multihop, "tartan shows the mode: {ours:?}");
+    Ok(())
+}
+
+/// Mend the cut: BFD and then BGP come back.
+fn mend_brings_bgp_back(
+    net: &TwoHops,
+    tartan: &Tartan,
+    fail: &dyn Fn(&str) -> String,
+) -> Result<()> {
+    cut_router(&net.router, false)?;
+    tartan
+        .wait_established(PEER.into(), T)
+        .with_context(|| fail("BGP not back after the cut"))?;
+    Ok(())
+}
+
 #[test]
 fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<()> {
     if let Some(why) = missing() {
@@ -153,7 +179,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
         return Ok(());
     }
     let net = TwoHops::new()?;
-    let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
+    let t_addr: IpAddr = TARTAN.into();
     let (theirs, ours) = two_hop_configs();
     let frr = Frr::start(&net.peer, theirs)?;
     let tartan = start_tartan_two_hops(&net, &ours)?;
@@ -169,12 +195,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
     };
 
     // Up on both sides; BGP follows BFD.
-    tartan
-        .wait_established(p_addr, T)
-        .with_context(|| fail("tartan BGP not Established"))?;
-    let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
-    assert_eq!(ours.state, "up", "{ours:?}");
-    assert!(ours.multihop, "tartan shows the mode: {ours:?}");
+    tartan_up_multihop(&tartan, &fail)?;
     let theirs = wait_for("FRR BFD up", T, || {
         frr.bfd_peer(t_addr)
             .filter(|v| v.get("status").and_then(Value::as_str) == Some("up"))
@@ -223,11 +244,7 @@ fn frr_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result<
         },
     )?;
 
-    // Mend it: BFD and then BGP come back.
-    cut_router(&net.router, false)?;
-    tartan
-        .wait_established(p_addr, T)
-        .with_context(|| fail("BGP not back after the cut"))?;
+    mend_brings_bgp_back(&net, &tartan, &fail)?;
     drop(frr);
     drop(tartan);
     drop(net);
@@ -245,7 +262,7 @@ fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result
         return Ok(());
     }
     let net = TwoHops::new()?;
-    let (t_addr, p_addr): (IpAddr, IpAddr) = (TARTAN.into(), PEER.into());
+    let t_addr: IpAddr = TARTAN.into();
     let (theirs, ours) = two_hop_configs();
     let bird = Bird::start(&net.peer, theirs)?;
     let tartan = start_tartan_two_hops(&net, &ours)?;
@@ -257,12 +274,7 @@ fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result
             tartan.log()
         )
     };
-    tartan
-        .wait_established(p_addr, T)
-        .with_context(|| fail("tartan BGP not Established"))?;
-    let ours = tartan.peer(p_addr)?.bfd.context("tartan shows no BFD")?;
-    assert_eq!(ours.state, "up", "{ours:?}");
-    assert!(ours.multihop, "{ours:?}");
+    tartan_up_multihop(&tartan, &fail)?;
     wait_for("BIRD BFD up", T, || {
         bird.bfd_session(t_addr)
             .filter(|w| w.get(2).map(String::as_str) == Some("Up"))
@@ -271,10 +283,7 @@ fn bird_multihop_bfd_two_hops_away_comes_up_and_a_cut_takes_bgp_down() -> Result
     bird.wait_route(OURS, T)?;
 
     cut_takes_bgp_down(&net, &tartan, &fail)?;
-    cut_router(&net.router, false)?;
-    tartan
-        .wait_established(p_addr, T)
-        .with_context(|| fail("BGP not back after the cut"))?;
+    mend_brings_bgp_back(&net, &tartan, &fail)?;
     drop(bird);
     drop(tartan);
     drop(net);

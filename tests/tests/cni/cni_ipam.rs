@@ -250,11 +250,15 @@ fn adds_killed_midway_leave_nothing_after_gc() {
     let mut window_us = 40_000u64;
     let mut rounds = 0..60u64;
     let mut next_batch = 60u64;
-    let leaked_by_killed = |survivors: &[(Netns, Call, Value)]| {
-        let live: HashSet<String> = survivors
+    // The containers whose ADD completed.
+    let live_of = |survivors: &[(Netns, Call, Value)]| -> HashSet<String> {
+        survivors
             .iter()
             .map(|(_, c, _)| c.container_id.clone())
-            .collect();
+            .collect()
+    };
+    let leaked_by_killed = |survivors: &[(Netns, Call, Value)]| {
+        let live = live_of(survivors);
         allocations(&lab)
             .iter()
             .filter(|(_, h, _)| !live.contains(report::container_of(h)))
@@ -320,7 +324,7 @@ fn adds_killed_midway_leave_nothing_after_gc() {
         .iter()
         .map(|(_, c, _)| (c.container_id.clone(), "eth0".to_string()))
         .collect();
-    let live: HashSet<String> = valid.iter().map(|(c, _)| c.clone()).collect();
+    let live = live_of(&survivors);
     // Some kills must have landed after the address was taken, or the
     // test shows nothing about GC.
     let leaked = leaked_by_killed(&survivors);
