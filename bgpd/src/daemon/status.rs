@@ -206,3 +206,44 @@ fn bfd_view(s: &crate::bfd::BfdStatus) -> BfdPeerStatus {
         multihop: s.multihop,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use crate::bfd::{BfdStatus, ControlPacket, Diag, Session, SessionConfig, State};
+
+    #[test]
+    fn the_bfd_view_carries_both_diagnostics() {
+        let config = SessionConfig {
+            desired_min_tx: Duration::from_millis(300),
+            required_min_rx: Duration::from_millis(300),
+            detect_mult: 3,
+        };
+        let t0 = Instant::now();
+        let mut s = Session::new(7, config, t0, 1);
+        s.receive(
+            &ControlPacket {
+                diag: Diag::ControlDetectionTimeExpired,
+                state: State::Down,
+                poll: false,
+                final_: false,
+                control_plane_independent: false,
+                demand: false,
+                detect_mult: 3,
+                my_discr: 9,
+                your_discr: 0,
+                desired_min_tx_us: 300_000,
+                required_min_rx_us: 300_000,
+                required_min_echo_rx_us: 0,
+            },
+            t0,
+        );
+        let view = super::bfd_view(&BfdStatus::of(&s, 1, true));
+        assert_eq!(view.diagnostic, "None");
+        assert_eq!(view.remote_diagnostic, "ControlDetectionTimeExpired");
+        let json = serde_json::to_value(&view).unwrap();
+        assert_eq!(json["remoteDiagnostic"], "ControlDetectionTimeExpired");
+        assert_eq!(json["multihop"], true);
+    }
+}
