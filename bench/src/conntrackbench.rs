@@ -81,6 +81,8 @@ fn slice(svc: &str, base: [u8; 2], n: usize) -> SliceInfo {
                 ready: true,
                 serving: true,
                 terminating: false,
+                zones: Box::default(),
+                node_hint: tartan_felix::services::NodeHint::None,
             })
             .collect(),
     }

@@ -130,7 +130,7 @@ fn service_table(spec: serde_json::Value, ips: &[&str]) -> SvcNft {
     let services = BTreeMap::from([("x/web".to_string(), svc(spec))]);
     let slices = BTreeMap::from([("x/web-1".to_string(), slice(ips))]);
     let local: BTreeSet<std::net::Ipv4Addr> = ["10.0.0.5".parse().unwrap()].into();
-    SvcNft::from_table(&services::desired(&services, &slices, local))
+    SvcNft::from_table(&services::desired(&services, &slices, "", local))
 }
 
 #[test]

@@ -98,6 +98,8 @@ pub(super) fn slice_info(service: &str, eps: &[(Ipv4Addr, String)]) -> SliceInfo
                 ready: true,
                 serving: true,
                 terminating: false,
+                zones: Box::default(),
+                node_hint: tartan_felix::services::NodeHint::None,
             })
             .collect(),
     }

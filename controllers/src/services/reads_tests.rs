@@ -3,9 +3,12 @@
 //! them by name and the three allocation records, never a listing of every
 //! Service, however many are stored.
 
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 use tartan_api::Kind;
 use tartan_api::store::recording::Recording;
+use tartan_api::store::typed::TypedStore;
+use tartan_api::store::{Datastore, ObjectKey};
 
 use super::complete_tests::{apply, obj, svc};
 use super::*;
@@ -71,4 +74,91 @@ async fn a_service_write_lists_no_services() {
             .any(|c| c.call == "create" && c.kind == Kind::EndpointSlice),
         "{calls:#?}"
     );
+}
+
+#[tokio::test]
+async fn slices_take_their_zones_from_the_nodes_each_read_once() {
+    let store = Recording::new(false);
+    for (node, zone) in [("n1", Some("a")), ("n2", Some("b")), ("n3", None)] {
+        let mut n = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}});
+        if let Some(z) = zone {
+            n["metadata"]["labels"] = json!({"topology.kubernetes.io/zone": z});
+        }
+        store.create(obj(n)).await.unwrap();
+    }
+    // Two pods on n1, one each on n2, n3 and a node with no Node object.
+    for (i, node) in ["n1", "n1", "n2", "n3", "gone"].iter().enumerate() {
+        store
+            .create(obj(json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("p{i}"), "namespace": "default",
+                             "labels": {"app": "web"}},
+                "spec": {"nodeName": node, "containers": [{"name": "c", "image": "i"}]},
+                "status": {"podIP": format!("10.244.0.{}", i + 1),
+                           "conditions": [{"type": "Ready", "status": "True"}]}})))
+            .await
+            .unwrap();
+    }
+    apply(
+        &store,
+        vec![svc(
+            "web",
+            "ClusterIP",
+            json!({"selector": {"app": "web"}, "trafficDistribution": "PreferClose"}),
+        )],
+    )
+    .await
+    .unwrap();
+    store.take();
+    let keys = vec![("default".to_string(), "web".to_string())];
+    sync_slices_of(&store, &keys).await.unwrap();
+    let calls = store.take();
+    let node_reads: Vec<&str> = calls
+        .iter()
+        .filter(|c| c.kind == Kind::Node)
+        .map(|c| {
+            assert_eq!(c.call, "get", "{calls:#?}");
+            c.names[0].as_str()
+        })
+        .collect();
+    assert_eq!(node_reads.len(), 4, "{calls:#?}");
+    let want = [
+        (Some("a".to_string()), json!({"forZones": [{"name": "a"}]})),
+        (Some("a".to_string()), json!({"forZones": [{"name": "a"}]})),
+        (Some("b".to_string()), json!({"forZones": [{"name": "b"}]})),
+        (None, serde_json::Value::Null),
+        (None, serde_json::Value::Null),
+    ];
+    let slices = slices_of(&store).await;
+    assert_eq!(slices.len(), 1);
+    assert_eq!(zones_and_hints(&slices[0]), want);
+    // The full sync lists the Nodes once and writes the same.
+    let key = ObjectKey::new(
+        Kind::EndpointSlice,
+        Some("default"),
+        slices[0].metadata.name.as_deref().unwrap(),
+    );
+    store.delete(&key, None).await.unwrap();
+    store.take();
+    sync_slices(&store).await.unwrap();
+    let node_reads: Vec<&'static str> = store
+        .take()
+        .iter()
+        .filter(|c| c.kind == Kind::Node)
+        .map(|c| c.call)
+        .collect();
+    assert_eq!(node_reads, ["list"]);
+    let slices = slices_of(&store).await;
+    assert_eq!(slices.len(), 1);
+    assert_eq!(zones_and_hints(&slices[0]), want);
+}
+
+async fn slices_of(store: &Recording) -> Vec<EndpointSlice> {
+    store.list_typed::<EndpointSlice>(None).await.unwrap().0
+}
+
+fn zones_and_hints(s: &EndpointSlice) -> Vec<(Option<String>, serde_json::Value)> {
+    s.endpoints
+        .iter()
+        .map(|e| (e.zone.clone(), serde_json::to_value(&e.hints).unwrap()))
+        .collect()
 }

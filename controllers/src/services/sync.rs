@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use tartan_api::store::typed::TypedStore;
 use tartan_api::store::{Datastore, Narrow, StoreError};
@@ -46,6 +46,48 @@ async fn run(store: &dyn Datastore, plan: &slices::Plan) -> Result<(usize, bool)
     Ok((writes, conflict))
 }
 
+/// The label naming a Node's zone, which its pods' endpoints carry.
+const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+fn zone_of(n: &Node) -> Option<String> {
+    n.metadata.labels.as_ref()?.get(ZONE_LABEL).cloned()
+}
+
+/// Each view's `zone`, from `zones` (node name to its zone, `None`: none).
+fn with_zones(views: &mut [PodView], zones: &BTreeMap<String, Option<String>>) {
+    for v in views {
+        v.zone = v
+            .node
+            .as_ref()
+            .and_then(|n| zones.get(n).cloned().flatten());
+    }
+}
+
+/// The zones of the nodes `views` run on that `zones` does not hold yet,
+/// read Node by Node (a Node not found has none).
+async fn read_zones(
+    store: &dyn Datastore,
+    views: &[PodView],
+    zones: &mut BTreeMap<String, Option<String>>,
+) -> Result<(), Error> {
+    for node in views
+        .iter()
+        .filter(|v| v.ip.is_some() && !v.finished)
+        .filter_map(|v| v.node.as_ref())
+    {
+        if zones.contains_key(node) {
+            continue;
+        }
+        let zone = match store.get_typed::<Node>(None, node).await {
+            Ok(n) => zone_of(&n),
+            Err(StoreError::NotFound(_)) => None,
+            Err(e) => return Err(e.into()),
+        };
+        zones.insert(node.clone(), zone);
+    }
+    Ok(())
+}
+
 /// The EndpointSlices brought in line with the Services and Pods; the
 /// number of writes.
 pub async fn sync_slices(store: &dyn Datastore) -> Result<usize, Error> {
@@ -54,7 +96,13 @@ pub async fn sync_slices(store: &dyn Datastore) -> Result<usize, Error> {
         let (services, _) = store.list_typed::<Service>(None).await?;
         let (pods, _) = store.list_typed::<Pod>(None).await?;
         let (stored, _) = store.list_typed::<EndpointSlice>(None).await?;
-        let views: Vec<PodView> = pods.iter().map(PodView::from_pod).collect();
+        let (nodes, _) = store.list_typed::<Node>(None).await?;
+        let zones: BTreeMap<String, Option<String>> = nodes
+            .iter()
+            .filter_map(|n| Some((n.metadata.name.clone()?, zone_of(n))))
+            .collect();
+        let mut views: Vec<PodView> = pods.iter().map(PodView::from_pod).collect();
+        with_zones(&mut views, &zones);
         let (writes, conflict) = run(store, &slices::plan(&services, &views, &stored)).await?;
         if !conflict {
             return Ok(writes);
@@ -66,13 +114,15 @@ pub async fn sync_slices(store: &dyn Datastore) -> Result<usize, Error> {
 /// The EndpointSlices of the Services `keys` (`(namespace, name)`; gone
 /// ones lose their managed slices) brought in line with the Pods; the
 /// number of writes. Reads no other Service's objects, and Pods only of
-/// the namespaces where one of them selects.
+/// the namespaces where one of them selects, with the Nodes those Pods
+/// run on (for their zones).
 pub async fn sync_slices_of(
     store: &dyn Datastore,
     keys: &[(String, String)],
 ) -> Result<usize, Error> {
     let mut total = 0;
     let mut pods: BTreeMap<String, Vec<PodView>> = BTreeMap::new();
+    let mut zones: BTreeMap<String, Option<String>> = BTreeMap::new();
     for (ns, name) in keys {
         let mut done = false;
         for _ in 0..5 {
@@ -84,7 +134,10 @@ pub async fn sync_slices_of(
             let services: Vec<Service> = svc.into_iter().collect();
             if services.iter().any(slices::managed) && !pods.contains_key(ns) {
                 let (p, _) = store.list_typed::<Pod>(Some(ns)).await?;
-                pods.insert(ns.clone(), p.iter().map(PodView::from_pod).collect());
+                let mut views: Vec<PodView> = p.iter().map(PodView::from_pod).collect();
+                read_zones(store, &views, &mut zones).await?;
+                with_zones(&mut views, &zones);
+                pods.insert(ns.clone(), views);
             }
             let prefix = format!("{name}-");
             let narrow = Narrow {

@@ -134,7 +134,7 @@ fn web_table(endpoints: &[&str]) -> SvcNft {
         "x/web-1".to_string(),
         SliceInfo::from_slice(&slice, "n1").unwrap(),
     )]);
-    SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()))
+    SvcNft::from_table(&desired(&services, &slices, "", BTreeSet::new()))
 }
 
 #[test]

@@ -175,6 +175,8 @@ mod tests {
             ready,
             serving: true,
             terminating: !ready,
+            zones: Box::default(),
+            node_hint: super::super::NodeHint::None,
         }
     }
 

@@ -22,6 +22,9 @@ use super::{ServiceInfo, ServiceTable, SliceInfo, desired_for};
 /// changed since the last [`ServiceIndex::take_patch`].
 pub struct ServiceIndex {
     node: String,
+    /// The node's `topology.kubernetes.io/zone` (`""` without): the
+    /// topology hints are read against it.
+    zone: String,
     services: BTreeMap<String, ServiceInfo>,
     slices: BTreeMap<String, SliceInfo>,
     /// Service key → keys of its slices.
@@ -51,6 +54,7 @@ impl ServiceIndex {
     pub fn new(node: &str) -> ServiceIndex {
         ServiceIndex {
             node: node.to_string(),
+            zone: String::new(),
             services: BTreeMap::new(),
             slices: BTreeMap::new(),
             slices_of: BTreeMap::new(),
@@ -70,6 +74,21 @@ impl ServiceIndex {
     /// ([`SliceInfo::from_slice`]).
     pub fn node(&self) -> &str {
         &self.node
+    }
+
+    /// The node's zone changed (`""`: it has none): every Service is
+    /// computed again, since which endpoints the topology hints name
+    /// depends on it. Whether it changed.
+    pub fn set_zone(&mut self, zone: &str) -> bool {
+        if self.zone == zone {
+            return false;
+        }
+        let keys: Vec<String> = self.services.keys().cloned().collect();
+        for k in &keys {
+            self.touch(k);
+        }
+        self.zone = zone.to_string();
+        true
     }
 
     /// The health-check node ports this node answers on, with what each
@@ -149,7 +168,7 @@ impl ServiceIndex {
             return SvcNft::default();
         };
         let mut t = ServiceTable::default();
-        desired_for(key, svc, &self.slices_for(key), &mut t);
+        desired_for(key, svc, &self.slices_for(key), &self.zone, &mut t);
         SvcNft::from_table(&t)
     }
 
@@ -300,7 +319,7 @@ impl ServiceIndex {
     pub fn recomputed(&self) -> SvcNft {
         let mut t = ServiceTable::default();
         for (key, svc) in &self.services {
-            desired_for(key, svc, &self.slices_for(key), &mut t);
+            desired_for(key, svc, &self.slices_for(key), &self.zone, &mut t);
         }
         t.local_pods = self.table.hairpin.clone();
         SvcNft::from_table(&t)

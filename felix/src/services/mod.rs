@@ -10,7 +10,8 @@
 //!   ready; when none is, those serving while terminating. With a
 //!   `Local` traffic policy the choice is made among this node's
 //!   endpoints alone (KEP-1669): a node whose only local endpoint is
-//!   terminating uses it.
+//!   terminating uses it. Otherwise the endpoints the topology hints name
+//!   for this node or its zone, when they apply ([`topology`]).
 //! - `externalTrafficPolicy: Local`: external frontends and NodePorts go
 //!   to this node's endpoints only, keeping the client's address, and
 //!   traffic for them is dropped on a node without one.
@@ -46,6 +47,7 @@ pub mod render;
 pub mod stale;
 #[cfg(test)]
 mod tests;
+pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
@@ -170,6 +172,23 @@ pub struct EndpointInfo {
     pub ready: bool,
     pub serving: bool,
     pub terminating: bool,
+    /// Its topology hints ([`topology`]): the zones of `hints.forZones`
+    /// (kept by name, since the node's zone label may change) and whether
+    /// `hints.forNodes` names this node.
+    pub zones: Box<[Box<str>]>,
+    pub node_hint: NodeHint,
+}
+
+/// An endpoint's `hints.forNodes`, as the proxy of one node reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeHint {
+    /// No node hint.
+    #[default]
+    None,
+    /// Hinted for this node (among others, maybe).
+    Here,
+    /// Hinted for other nodes only.
+    Elsewhere,
 }
 
 pub fn protocol(p: Option<&str>) -> Option<u8> {
@@ -362,12 +381,29 @@ impl SliceInfo {
                     let c = e.conditions.as_ref();
                     // As kube-proxy: an unset `ready` or `serving` is true,
                     // an unset `terminating` false.
+                    let hints = e.hints.as_ref();
+                    let for_nodes = hints
+                        .and_then(|h| h.for_nodes.as_deref())
+                        .unwrap_or_default();
                     Some(EndpointInfo {
                         addr: v4(e.addresses.first()?)?,
                         local: e.node_name.as_deref() == Some(node),
                         ready: c.and_then(|c| c.ready).unwrap_or(true),
                         serving: c.and_then(|c| c.serving).unwrap_or(true),
                         terminating: c.and_then(|c| c.terminating).unwrap_or(false),
+                        zones: hints
+                            .and_then(|h| h.for_zones.as_deref())
+                            .unwrap_or_default()
+                            .iter()
+                            .map(|z| z.name.as_str().into())
+                            .collect(),
+                        node_hint: if for_nodes.is_empty() {
+                            NodeHint::None
+                        } else if for_nodes.iter().any(|n| n.name == node) {
+                            NodeHint::Here
+                        } else {
+                            NodeHint::Elsewhere
+                        },
                     })
                 })
                 .collect(),
@@ -375,23 +411,32 @@ impl SliceInfo {
     }
 }
 
-/// The usable endpoints of one service port, each with whether it is on
-/// this node: the ready ones, and those serving while terminating.
+/// Where a usable endpoint of one service port is: on this node, and
+/// near it by the topology hints ([`topology`]).
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    local: bool,
+    near: bool,
+}
+
+/// The usable endpoints of one service port, each with its place: the
+/// ready ones, and those serving while terminating.
 #[derive(Debug, Default)]
 struct PortEndpoints {
-    ready: BTreeMap<Backend, bool>,
-    terminating: BTreeMap<Backend, bool>,
+    ready: BTreeMap<Backend, Place>,
+    terminating: BTreeMap<Backend, Place>,
 }
 
 impl PortEndpoints {
     /// Where traffic goes, as KEP-1669 (and kube-proxy) decide it: filter
-    /// by node first when `local_only`, then the ready endpoints, or when
-    /// none is ready, those serving while terminating. So a node whose
-    /// only local endpoint is terminating uses it.
+    /// by node first when `local_only`, else by the topology hints; then
+    /// the ready endpoints, or when none is ready, those serving while
+    /// terminating (hints do not apply to those). So a node whose only
+    /// local endpoint is terminating uses it.
     fn usable(&self, local_only: bool) -> Vec<Backend> {
-        let pick = |m: &BTreeMap<Backend, bool>| -> Vec<Backend> {
+        let pick = |m: &BTreeMap<Backend, Place>| -> Vec<Backend> {
             m.iter()
-                .filter(|(_, local)| !local_only || **local)
+                .filter(|(_, p)| if local_only { p.local } else { p.near })
                 .map(|(b, _)| *b)
                 .collect()
         };
@@ -408,25 +453,46 @@ impl PortEndpoints {
     }
 }
 
-fn endpoints_of(service: &str, port: &PortInfo, slices: &[&SliceInfo]) -> PortEndpoints {
+fn endpoints_of(
+    service: &str,
+    port: &PortInfo,
+    slices: &[&SliceInfo],
+    zone: &str,
+) -> PortEndpoints {
+    // This port's endpoints, each with the port number it serves it on.
+    let serving: Vec<(&EndpointInfo, u16)> = slices
+        .iter()
+        .filter(|s| s.service == service)
+        .filter_map(|s| {
+            let (proto, target) = s.ports.get(&port.name)?;
+            (*proto == port.protocol).then_some((s, *target))
+        })
+        .flat_map(|(s, target)| s.endpoints.iter().map(move |e| (e, target)))
+        .collect();
+    let mode = topology::mode(serving.iter().map(|(e, _)| *e).filter(|e| e.ready), zone);
     let mut out = PortEndpoints::default();
-    for s in slices.iter().filter(|s| s.service == service) {
-        let Some((proto, target)) = s.ports.get(&port.name) else {
-            continue;
+    for (e, target) in serving {
+        let b = Backend {
+            addr: e.addr,
+            port: target,
         };
-        if *proto != port.protocol {
-            continue;
-        }
-        for e in &s.endpoints {
-            let b = Backend {
-                addr: e.addr,
-                port: *target,
-            };
-            if e.ready {
-                out.ready.insert(b, e.local);
-            } else if e.serving && e.terminating {
-                out.terminating.insert(b, e.local);
-            }
+        if e.ready {
+            let near = topology::near(e, mode, zone);
+            out.ready.insert(
+                b,
+                Place {
+                    local: e.local,
+                    near,
+                },
+            );
+        } else if e.serving && e.terminating {
+            out.terminating.insert(
+                b,
+                Place {
+                    local: e.local,
+                    near: true,
+                },
+            );
         }
     }
     out
@@ -446,10 +512,17 @@ fn dispatch(eps: &PortEndpoints, local_only: bool, affinity: Option<u32>) -> Dis
     }
 }
 
-/// Add one Service's frontends and node ports (its slices given) to `t`.
-pub fn desired_for(key: &str, svc: &ServiceInfo, slices: &[&SliceInfo], t: &mut ServiceTable) {
+/// Add one Service's frontends and node ports (its slices given) to `t`,
+/// for a node in `zone` (its `topology.kubernetes.io/zone`, `""` without).
+pub fn desired_for(
+    key: &str,
+    svc: &ServiceInfo,
+    slices: &[&SliceInfo],
+    zone: &str,
+    t: &mut ServiceTable,
+) {
     for port in &svc.ports {
-        let eps = endpoints_of(key, port, slices);
+        let eps = endpoints_of(key, port, slices, zone);
         let internal = dispatch(&eps, svc.internal_local, svc.affinity);
         let external = dispatch(&eps, svc.external_local, svc.affinity);
         for ip in &svc.cluster_ips {
@@ -487,11 +560,12 @@ pub fn desired_for(key: &str, svc: &ServiceInfo, slices: &[&SliceInfo], t: &mut 
     }
 }
 
-/// The table of the node the slices were read for ([`SliceInfo::from_slice`]).
-/// `services` by `namespace/name`.
+/// The table of the node the slices were read for ([`SliceInfo::from_slice`]),
+/// in `zone`. `services` by `namespace/name`.
 pub fn desired(
     services: &BTreeMap<String, ServiceInfo>,
     slices: &BTreeMap<String, SliceInfo>,
+    zone: &str,
     local_pods: BTreeSet<Ipv4Addr>,
 ) -> ServiceTable {
     let mut by_service: BTreeMap<&str, Vec<&SliceInfo>> = BTreeMap::new();
@@ -504,7 +578,7 @@ pub fn desired(
     };
     for (key, svc) in services {
         let slices = by_service.get(key.as_str()).map_or(&[][..], Vec::as_slice);
-        desired_for(key, svc, slices, &mut t);
+        desired_for(key, svc, slices, zone, &mut t);
     }
     t
 }

@@ -35,7 +35,7 @@ fn table(svc: ServiceInfo, sl: Option<SliceInfo>) -> ServiceTable {
     let services = BTreeMap::from([("x/web".to_string(), svc)]);
     let slices: BTreeMap<String, SliceInfo> =
         sl.into_iter().map(|s| ("x/web-1".to_string(), s)).collect();
-    desired(&services, &slices, BTreeSet::new())
+    desired(&services, &slices, "", BTreeSet::new())
 }
 
 fn backends(d: &Dispatch) -> Vec<String> {
@@ -370,6 +370,8 @@ fn many(n: usize, eps: usize) -> (BTreeMap<String, ServiceInfo>, BTreeMap<String
                 ready: true,
                 serving: true,
                 terminating: false,
+                zones: Box::default(),
+                node_hint: NodeHint::None,
             })
             .collect();
         slices.insert(
@@ -406,7 +408,7 @@ fn written_index(
 fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     let (services, mut slices) = many(50, 2);
     let mut ix = written_index(&services, &slices);
-    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, "", BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.consistent());
     // One endpoint more for one Service: the patch names its frontend only.
@@ -427,7 +429,7 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
         !patch.contains("10.96.0.11\""),
         "another Service touched: {patch}"
     );
-    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, "", BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert_eq!(ix.recomputed(), fresh);
     // A Service gone: its elements leave, and chains only nobody uses.
@@ -438,7 +440,7 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     assert!(text.contains("\"delete\""), "{text}");
     let mut services = services;
     services.remove("ns/s10");
-    let fresh = SvcNft::from_table(&desired(&services, &slices, BTreeSet::new()));
+    let fresh = SvcNft::from_table(&desired(&services, &slices, "", BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
     assert!(ix.take_patch().is_none());
     assert!(ix.consistent());
@@ -489,7 +491,7 @@ fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_
                  services: &BTreeMap<String, ServiceInfo>,
                  slices: &BTreeMap<String, SliceInfo>| {
         ix.update();
-        let fresh = SvcNft::from_table(&desired(services, slices, BTreeSet::new()));
+        let fresh = SvcNft::from_table(&desired(services, slices, "", BTreeSet::new()));
         assert_eq!(*ix.table(), fresh);
         assert!(ix.consistent());
     };
@@ -818,4 +820,137 @@ fn a_load_balancer_limited_to_ipv6_networks_admits_no_ipv4_client() {
     let n = SvcNft::from_table(&t);
     assert!(n.lb_limited.contains(&(ip("192.0.2.10"), TCP, 80)));
     assert!(n.lb_allowed.iter().all(|(fe, _)| fe.0 != ip("192.0.2.10")));
+}
+
+/// An endpoint on `node` with topology hints for `zones` (and for `nodes`
+/// when given).
+fn hinted(ip: &str, node: &str, zones: &[&str], nodes: Option<&[&str]>) -> serde_json::Value {
+    let mut e = ep(ip, node, true, false);
+    e["hints"] = json!({"forZones": zones.iter().map(|z| json!({"name": z})).collect::<Vec<_>>()});
+    if let Some(nodes) = nodes {
+        e["hints"]["forNodes"] = nodes.iter().map(|n| json!({"name": n})).collect();
+    }
+    e
+}
+
+fn table_in(zone: &str, svc: ServiceInfo, sl: SliceInfo) -> ServiceTable {
+    let services = BTreeMap::from([("x/web".to_string(), svc)]);
+    let slices = BTreeMap::from([("x/web-1".to_string(), sl)]);
+    desired(&services, &slices, zone, BTreeSet::new())
+}
+
+#[test]
+fn zone_hints_keep_cluster_traffic_in_the_nodes_zone() {
+    let svc = service(
+        web(json!({"type": "LoadBalancer", "trafficDistribution": "PreferClose"})),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    );
+    let eps = json!([
+        hinted("10.244.0.5", "n1", &["a"], None),
+        hinted("10.244.1.5", "n2", &["a"], None),
+        hinted("10.244.2.5", "n3", &["b"], None),
+        // Not ready: its hint (or lack of one) does not count.
+        ep("10.244.2.6", "n3", false, false)
+    ]);
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    let lb = ("192.0.2.10".parse().unwrap(), TCP, 80);
+    let t = table_in("a", svc.clone(), slice(eps.clone()));
+    // The ClusterIP, the LoadBalancer IP and the NodePort alike.
+    for d in [
+        &t.frontends[&fe],
+        &t.frontends[&lb],
+        &t.node_ports[&(TCP, 30080)],
+    ] {
+        assert_eq!(backends(d), ["10.244.0.5:8080", "10.244.1.5:8080"]);
+    }
+    let t = table_in("b", svc.clone(), slice(eps.clone()));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.2.5:8080"]);
+    // A zone no endpoint is hinted for, or no zone label: every endpoint.
+    for zone in ["c", ""] {
+        let t = table_in(zone, svc.clone(), slice(eps.clone()));
+        assert_eq!(backends(&t.frontends[&fe]).len(), 3, "{zone:?}");
+    }
+    // One ready endpoint without a hint: the hints are not followed.
+    let mut partly = eps.clone();
+    partly
+        .as_array_mut()
+        .unwrap()
+        .push(ep("10.244.3.5", "n4", true, false));
+    let t = table_in("b", svc.clone(), slice(partly));
+    assert_eq!(backends(&t.frontends[&fe]).len(), 4);
+    // The Local traffic policies choose among this node's endpoints, hints
+    // or not: n1's endpoint only, though n1 is in zone b here.
+    let local = service(
+        web(
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                   "internalTrafficPolicy": "Local"}),
+        ),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}),
+    );
+    let t = table_in("b", local, slice(eps));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.0.5:8080"]);
+    assert_eq!(backends(&t.frontends[&lb]), ["10.244.0.5:8080"]);
+    // Inside clients of the Local LoadBalancer IP go cluster-wide: by the
+    // hints, to zone b's endpoint.
+    assert_eq!(backends(&t.frontends_in[&lb]), ["10.244.2.5:8080"]);
+}
+
+#[test]
+fn node_hints_keep_cluster_traffic_on_the_node_and_terminating_endpoints_ignore_hints() {
+    let svc = service(
+        web(json!({"trafficDistribution": "PreferSameNode"})),
+        json!({}),
+    );
+    let fe = (CIP.parse().unwrap(), TCP, 80);
+    let eps = json!([
+        hinted("10.244.0.5", "n1", &["a"], Some(&["n1"])),
+        hinted("10.244.1.5", "n2", &["a"], Some(&["n2"])),
+        hinted("10.244.2.5", "n3", &["b"], Some(&["n3"]))
+    ]);
+    // n1 (the node the slice was read for) has an endpoint: that one.
+    let t = table_in("a", svc.clone(), slice(eps));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.0.5:8080"]);
+    // None on n1: the zone hints, then.
+    let eps = json!([
+        hinted("10.244.1.5", "n2", &["a"], Some(&["n2"])),
+        hinted("10.244.2.5", "n3", &["b"], Some(&["n3"]))
+    ]);
+    let t = table_in("a", svc.clone(), slice(eps));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.1.5:8080"]);
+    // No ready endpoint: the serving terminating ones, wherever hinted.
+    let mut far = hinted("10.244.2.5", "n3", &["b"], Some(&["n3"]));
+    far["conditions"] = json!({"ready": false, "serving": true, "terminating": true});
+    let t = table_in("a", svc, slice(json!([far])));
+    assert_eq!(backends(&t.frontends[&fe]), ["10.244.2.5:8080"]);
+}
+
+#[test]
+fn the_index_computes_every_service_again_when_the_nodes_zone_changes() {
+    let mut ix = super::index::ServiceIndex::new("n1");
+    let svc = service(
+        web(json!({"trafficDistribution": "PreferClose"})),
+        json!({}),
+    );
+    assert!(ix.set_service("x/web", Some(svc.clone())));
+    let eps = json!([
+        hinted("10.244.1.5", "n2", &["a"], None),
+        hinted("10.244.2.5", "n3", &["b"], None)
+    ]);
+    assert!(ix.set_slice("x/web-1", Some(slice(eps.clone()))));
+    ix.update();
+    ix.written_whole();
+    let fresh = |zone: &str| SvcNft::from_table(&table_in(zone, svc.clone(), slice(eps.clone())));
+    assert_eq!(ix.table(), &fresh(""));
+    assert!(ix.set_zone("a"));
+    let p = patched(&mut ix);
+    assert!(!p.is_empty());
+    assert_eq!(ix.table(), &fresh("a"));
+    assert_ne!(fresh("a"), fresh(""));
+    // The same zone again changes nothing.
+    assert!(!ix.set_zone("a"));
+    ix.update();
+    assert!(ix.take_patch().is_none());
+    assert!(ix.set_zone("b"));
+    patched(&mut ix);
+    assert_eq!(ix.table(), &fresh("b"));
 }

@@ -12,7 +12,10 @@
 //!   `healthCheckNodePort`; `curl` on it answers 200 with the Service and
 //!   one local endpoint on the node that has it, 503 on the other;
 //! - every node serves the proxy's own `/healthz` and `/livez` on 10256,
-//!   200 with when the Service table was last made right.
+//!   200 with when the Service table was last made right;
+//! - `trafficDistribution: PreferClose` with the nodes in two zones: the
+//!   lab's controller writes zone hints, and a client on node-1 reaches
+//!   only the endpoint in node-1's zone; without it, both endpoints.
 
 use std::time::Duration;
 
@@ -29,12 +32,80 @@ fn services_as_kube_proxy_e2e_expects() {
         server_pod(&lab, "t-1", "node-1", "app=itp"),
         server_pod(&lab, "t-2", "node-2", "app=itp"),
         server_pod(&lab, "h-1", "node-2", "app=hc"),
+        server_pod(&lab, "z-1", "node-1", "app=near"),
+        server_pod(&lab, "z-2", "node-2", "app=near"),
     ];
     let client = client_pod(&lab, "default/c-1", "node-1");
     labelled_services_are_not_proxied(&lab, &client);
     local_terminating_fallback(&lab, &client);
     health_check_node_port(&lab);
     proxy_health(&lab);
+    traffic_distribution(&lab, &client);
+}
+
+/// Node `node` labelled `topology.kubernetes.io/zone: zone` (read and
+/// written again, as the agents may write its annotations meanwhile).
+fn zone_node(lab: &LabCli, node: &str, zone: &str) {
+    for _ in 0..5 {
+        let mut n: serde_json::Value =
+            serde_json::from_str(&lab.ok(&["ctl", "get", "node", node, "-o", "json"])).unwrap();
+        n["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone.into();
+        if apply(lab, &n.to_string()).0 == 0 {
+            return;
+        }
+    }
+    panic!("could not label {node}");
+}
+
+fn traffic_distribution(lab: &LabCli, client: &str) {
+    zone_node(lab, "node-1", "zone-a");
+    zone_node(lab, "node-2", "zone-b");
+    let spec = |extra: &str| {
+        format!("{{selector: {{app: near}}, {extra}ports: [{{port: 80, targetPort: http}}]}}")
+    };
+    apply_ok(
+        lab,
+        &service_yaml("near", &spec("trafficDistribution: PreferClose, ")),
+    );
+    let vip = cluster_ip(lab, "near");
+    wait_served(lab, client, vip, 80, Proto::Tcp);
+    let hinted = poll(Duration::from_secs(10), || {
+        let v: serde_json::Value =
+            serde_json::from_str(&lab.ok(&["ctl", "get", "endpointslices", "-o", "json"])).ok()?;
+        let eps: Vec<serde_json::Value> = v["items"]
+            .as_array()?
+            .iter()
+            .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "near")
+            .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+            .collect();
+        (eps.len() == 2
+            && eps
+                .iter()
+                .all(|e| e["hints"]["forZones"][0]["name"] == e["zone"]))
+        .then_some(eps)
+    });
+    assert!(
+        hinted.is_some(),
+        "the slice never carried zone hints\n{}",
+        dump(lab)
+    );
+    // Give felix a moment to apply the slice: then every request from
+    // node-1 goes to z-1, in node-1's zone (by chance, 1 in 4,096).
+    std::thread::sleep(Duration::from_millis(1000));
+    for i in 0..12 {
+        let (o, _) = ask(client, vip, 80, Proto::Tcp, ASK_WAIT);
+        assert_eq!(o.server(), Some("z-1"), "request {i}: {o:?}\n{}", dump(lab));
+    }
+    // Without the distribution the hints go, and z-2 is reached too.
+    apply_ok(lab, &service_yaml("near", &spec("")));
+    let both = poll(Duration::from_secs(10), || {
+        (ask(client, vip, 80, Proto::Tcp, ASK_WAIT).0.server() == Some("z-2")).then_some(())
+    });
+    assert!(
+        both.is_some(),
+        "z-2 never reached without trafficDistribution\n{}",
+        dump(lab)
+    );
 }
 
 fn proxy_health(lab: &LabCli) {

@@ -3,11 +3,11 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{EndpointHints, EndpointSlice};
 
 use super::fields::protocol;
 use crate::resources::common::{Problems, dns_label, dns_subdomain};
-use crate::validate::names::{non_special_ip, one_of, port_number};
+use crate::validate::names::{label_value, non_special_ip, one_of, port_number};
 
 pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
     let family = s.address_type.as_str();
@@ -53,6 +53,9 @@ pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
         {
             p.add(format!("endpoints[{i}].hostname"), e);
         }
+        if let Some(h) = &ep.hints {
+            hints(&format!("endpoints[{i}].hints"), h, p);
+        }
     }
     let mut names = HashSet::new();
     for (i, port) in s.ports.iter().flatten().enumerate() {
@@ -72,6 +75,55 @@ pub(super) fn check(s: &EndpointSlice, p: &mut Problems) {
             p.add(format!("{f}.port"), e);
         }
         protocol(format!("{f}.protocol"), port.protocol.as_ref(), p);
+    }
+}
+
+/// A name check: `Err` says what is wrong.
+type Check = fn(&str) -> Result<(), String>;
+
+/// At most this many zones, and as many nodes, in one endpoint's hints.
+const MAX_HINTS: usize = 8;
+
+/// An endpoint's topology hints: at most 8 zones, each a label value,
+/// and 8 nodes, each a node name, none twice.
+fn hints(f: &str, h: &EndpointHints, p: &mut Problems) {
+    let zones: Vec<&str> = h
+        .for_zones
+        .iter()
+        .flatten()
+        .map(|z| z.name.as_str())
+        .collect();
+    let nodes: Vec<&str> = h
+        .for_nodes
+        .iter()
+        .flatten()
+        .map(|n| n.name.as_str())
+        .collect();
+    let lists: [(&str, Vec<&str>, Check); 2] = [
+        ("forZones", zones, label_value),
+        ("forNodes", nodes, dns_subdomain),
+    ];
+    for (list, names, check) in lists {
+        if names.len() > MAX_HINTS {
+            p.add(
+                format!("{f}.{list}"),
+                format!(
+                    "Too many: {}: must have at most {MAX_HINTS} items",
+                    names.len()
+                ),
+            );
+            continue;
+        }
+        let mut seen = HashSet::new();
+        for (i, n) in names.into_iter().enumerate() {
+            let nf = format!("{f}.{list}[{i}].name");
+            if !seen.insert(n) {
+                p.add(&nf, format!("Duplicate value: {n:?}"));
+            }
+            if let Err(e) = check(n) {
+                p.add(nf, e);
+            }
+        }
     }
 }
 
@@ -128,5 +180,49 @@ mod tests {
         );
         // An FQDN slice holds names, not addresses.
         assert!(fields("FQDN", json!(["web.example.com"])).is_empty());
+    }
+
+    fn hint_fields(hints: Value) -> Vec<String> {
+        super::super::problems(
+            Kind::EndpointSlice,
+            &json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"name": "web-1", "namespace": "default"},
+                    "addressType": "IPv4",
+                    "endpoints": [{"addresses": ["10.244.0.5"], "hints": hints}]}),
+        )
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect()
+    }
+
+    #[test]
+    fn hints_name_at_most_eight_zones_and_nodes_each_once() {
+        let names = |n: usize| {
+            (0..n)
+                .map(|i| json!({"name": format!("z{i}")}))
+                .collect::<Vec<_>>()
+        };
+        assert!(hint_fields(json!({"forZones": names(8), "forNodes": names(8)})).is_empty());
+        assert!(hint_fields(json!({})).is_empty());
+        assert_eq!(
+            hint_fields(json!({"forZones": names(9), "forNodes": names(9)})),
+            ["endpoints[0].hints.forZones", "endpoints[0].hints.forNodes"]
+        );
+        assert_eq!(
+            hint_fields(json!({"forZones": [{"name": "a"}, {"name": "a"}],
+                               "forNodes": [{"name": "n1"}, {"name": "Bad_Node"}]})),
+            [
+                "endpoints[0].hints.forZones[1].name",
+                "endpoints[0].hints.forNodes[1].name"
+            ]
+        );
+        // A zone is a label value: no spaces, at most 63 characters.
+        assert_eq!(
+            hint_fields(json!({"forZones": [{"name": "eu west"}, {"name": "x".repeat(64)}]})),
+            [
+                "endpoints[0].hints.forZones[0].name",
+                "endpoints[0].hints.forZones[1].name"
+            ]
+        );
     }
 }

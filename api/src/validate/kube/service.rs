@@ -98,7 +98,7 @@ pub(super) fn check(s: &Service, p: &mut Problems) {
     if let Some(sel) = &spec.selector {
         label_map("spec.selector", sel, p);
     }
-    let enums: [(&str, Option<&String>, &[&str]); 3] = [
+    let enums: [(&str, Option<&String>, &[&str]); 4] = [
         (
             "spec.sessionAffinity",
             spec.session_affinity.as_ref(),
@@ -113,6 +113,12 @@ pub(super) fn check(s: &Service, p: &mut Problems) {
             "spec.ipFamilyPolicy",
             spec.ip_family_policy.as_ref(),
             &["SingleStack", "PreferDualStack", "RequireDualStack"],
+        ),
+        // `PreferClose` is the older name of `PreferSameZone`.
+        (
+            "spec.trafficDistribution",
+            spec.traffic_distribution.as_ref(),
+            &["PreferClose", "PreferSameZone", "PreferSameNode"],
         ),
     ];
     for (f, v, allowed) in enums {
@@ -693,5 +699,19 @@ mod tests {
             ),
             ["spec.externalTrafficPolicy"]
         );
+    }
+
+    #[test]
+    fn traffic_distribution_is_one_of_its_values() {
+        for v in ["PreferClose", "PreferSameZone", "PreferSameNode"] {
+            ok(json!({"trafficDistribution": v, "ports": ports()}));
+        }
+        for v in ["preferClose", "", "PreferSameRegion"] {
+            assert_eq!(
+                fields(json!({"trafficDistribution": v, "ports": ports()})),
+                ["spec.trafficDistribution"],
+                "{v:?}"
+            );
+        }
     }
 }

@@ -13,6 +13,14 @@
 //!   protocol; a pod that lacks a named port is left out of that port.
 //!   Pods whose ports resolve alike share a slice; one slice per distinct
 //!   set, named `<service>-<hash of the set>` so that it keeps its name.
+//! - Each endpoint carries its node's zone (`zone`), and with a Service's
+//!   `trafficDistribution` (`PreferClose`, `PreferSameZone`,
+//!   `PreferSameNode`) each ready endpoint gets the hints proxies route by,
+//!   as upstream's controller gives them: its own zone in
+//!   `hints.forZones`, and for `PreferSameNode` its own node in
+//!   `hints.forNodes`. (The `service.kubernetes.io/topology-mode: Auto`
+//!   annotation, whose hints spread endpoints over zones by their CPUs, is
+//!   not followed here; without `trafficDistribution` no hints are given.)
 //! - A Service whose selector selects nothing keeps one empty slice, as
 //!   upstream does. The slices carry `kubernetes.io/service-name` and
 //!   `endpointslice.kubernetes.io/managed-by: tartan-lab`; only slices
@@ -23,7 +31,9 @@ mod pod;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::api::discovery::v1::{
+    Endpoint, EndpointConditions, EndpointHints, EndpointPort, EndpointSlice, ForNode, ForZone,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
@@ -76,6 +86,34 @@ fn slice_name(svc: &str, ports: &[SlicePort]) -> String {
     format!("{svc}-{:08x}", fnv(&sig.join(",")))
 }
 
+/// The hints of a ready endpoint on `node` in `zone` for a Service's
+/// `trafficDistribution` (`None`: no hints).
+fn hints(
+    distribution: Option<&str>,
+    node: Option<&str>,
+    zone: Option<&str>,
+) -> Option<EndpointHints> {
+    let same_node = match distribution? {
+        "PreferClose" | "PreferSameZone" => false,
+        "PreferSameNode" => true,
+        _ => return None,
+    };
+    let for_zones = zone.map(|z| {
+        vec![ForZone {
+            name: z.to_string(),
+        }]
+    });
+    let for_nodes = node.filter(|_| same_node).map(|n| {
+        vec![ForNode {
+            name: n.to_string(),
+        }]
+    });
+    (for_zones.is_some() || for_nodes.is_some()).then_some(EndpointHints {
+        for_zones,
+        for_nodes,
+    })
+}
+
 /// Whether the controller keeps slices for `svc`: it has a selector and
 /// is not ExternalName.
 pub fn managed(svc: &Service) -> bool {
@@ -105,16 +143,20 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
         .filter(|p| selector.iter().all(|(k, v)| p.labels.get(k) == Some(v)))
         .collect();
     selected.sort_by(|a, b| a.name.cmp(&b.name));
+    let distribution = spec.traffic_distribution.as_deref();
     for p in selected {
         let ports = resolve(svc, p);
+        let ready = publish || (p.ready && !p.terminating);
         groups.entry(ports).or_default().push(Endpoint {
             addresses: vec![p.ip.clone().unwrap_or_default()],
             conditions: Some(EndpointConditions {
-                ready: Some(publish || (p.ready && !p.terminating)),
+                ready: Some(ready),
                 serving: Some(publish || p.ready),
                 terminating: Some(p.terminating),
             }),
             node_name: p.node.clone(),
+            zone: p.zone.clone(),
+            hints: hints(distribution, p.node.as_deref(), p.zone.as_deref()).filter(|_| ready),
             // As Kubernetes' controller: the pod's hostname, when its
             // subdomain names this Service (in the pod's namespace).
             hostname: p

@@ -24,6 +24,9 @@ pub struct PodView {
     /// endpoint (the StatefulSet name `web-0.web.ns.svc...`).
     pub hostname: Option<String>,
     pub subdomain: Option<String>,
+    /// The zone of the pod's node (its `topology.kubernetes.io/zone`),
+    /// filled in from the Node by the caller: not a field of the Pod.
+    pub zone: Option<String>,
 }
 
 impl PodView {
@@ -74,6 +77,7 @@ impl PodView {
             subdomain: spec
                 .and_then(|s| s.subdomain.clone())
                 .filter(|h| !h.is_empty()),
+            zone: None,
         }
     }
 }

@@ -26,6 +26,7 @@ fn pod(name: &str, ip: &str, node: &str, app: &str) -> PodView {
         ports: vec![],
         hostname: None,
         subdomain: None,
+        zone: None,
     }
 }
 
@@ -272,4 +273,65 @@ fn pod_view_from_a_pod_object() {
     assert_eq!(v.node.as_deref(), Some("node-1"));
     assert_eq!(v.hostname.as_deref(), Some("a-0"));
     assert_eq!(v.subdomain, None, "an empty subdomain is none");
+}
+
+#[test]
+fn endpoints_carry_their_zone_and_the_hints_of_the_traffic_distribution() {
+    let zoned = |name: &str, ip: &str, node: &str, zone: Option<&str>| {
+        let mut p = pod(name, ip, node, "web");
+        p.zone = zone.map(str::to_string);
+        p
+    };
+    let mut unready = zoned("d", "10.0.0.4", "node-2", Some("b"));
+    unready.ready = false;
+    let pods = [
+        zoned("a", "10.0.0.1", "node-1", Some("a")),
+        zoned("b", "10.0.0.2", "node-2", Some("b")),
+        zoned("c", "10.0.0.3", "node-3", None),
+        unready,
+    ];
+    let hints_of = |distribution: Option<&str>| {
+        let mut spec = json!({"selector": {"app": "web"}, "ports": [{"port": 80}]});
+        if let Some(d) = distribution {
+            spec["trafficDistribution"] = json!(d);
+        }
+        let out = desired(&svc("web", spec), &pods);
+        assert_eq!(out.len(), 1);
+        let zones: Vec<Option<&str>> = out[0].endpoints.iter().map(|e| e.zone.as_deref()).collect();
+        assert_eq!(zones, [Some("a"), Some("b"), None, Some("b")]);
+        out[0]
+            .endpoints
+            .iter()
+            .map(|e| serde_json::to_value(&e.hints).unwrap())
+            .collect::<Vec<Value>>()
+    };
+    // Without a distribution, or with one not known: no hints.
+    assert_eq!(hints_of(None), [const { Value::Null }; 4]);
+    assert_eq!(
+        hints_of(Some("PreferSameRegion")),
+        [const { Value::Null }; 4]
+    );
+    // Each ready endpoint hinted for its own zone; one without a zone, or
+    // not ready, gets none.
+    for d in ["PreferClose", "PreferSameZone"] {
+        assert_eq!(
+            hints_of(Some(d)),
+            [
+                json!({"forZones": [{"name": "a"}]}),
+                json!({"forZones": [{"name": "b"}]}),
+                Value::Null,
+                Value::Null
+            ],
+            "{d}"
+        );
+    }
+    assert_eq!(
+        hints_of(Some("PreferSameNode")),
+        [
+            json!({"forZones": [{"name": "a"}], "forNodes": [{"name": "node-1"}]}),
+            json!({"forZones": [{"name": "b"}], "forNodes": [{"name": "node-2"}]}),
+            json!({"forNodes": [{"name": "node-3"}]}),
+            Value::Null
+        ]
+    );
 }
