@@ -118,6 +118,12 @@ pub struct ServiceTable {
     /// after DNAT is to a port its Service does not declare, and is
     /// refused (kube-proxy's `cluster-ips-check`).
     pub cluster_ips: BTreeSet<Ipv4Addr>,
+    /// The external frontends and node ports of Services with
+    /// `externalTrafficPolicy: Cluster`: every connection through them is
+    /// masqueraded, whoever the client and wherever the endpoint, as
+    /// kube-proxy does.
+    pub masq_frontends: BTreeSet<(Ipv4Addr, u8, u16)>,
+    pub masq_node_ports: BTreeSet<(u8, u16)>,
 }
 
 /// A watched Service, reduced to what the proxy needs.
@@ -533,6 +539,9 @@ pub fn desired_for(
         for ip in &svc.external {
             t.frontends
                 .insert((*ip, port.protocol, port.port), external.clone());
+            if !svc.external_local {
+                t.masq_frontends.insert((*ip, port.protocol, port.port));
+            }
         }
         if let Some(ranges) = &svc.source_ranges {
             for ip in &svc.lb_ips {
@@ -542,6 +551,9 @@ pub fn desired_for(
         }
         if let Some(np) = port.node_port {
             t.node_ports.insert((port.protocol, np), external.clone());
+            if !svc.external_local {
+                t.masq_node_ports.insert((port.protocol, np));
+            }
         }
         if !svc.external_local {
             continue;

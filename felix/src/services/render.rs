@@ -25,6 +25,7 @@
 //! chain fe_dnat     { dnat ip to <fe_addr[daddr.proto.dport.mark]> : <fe_port[…]> }
 //! chain postrouting { type nat hook postrouting priority srcnat
 //!   ct status dnat ip saddr . ip daddr @hairpin masquerade     # a pod reaching itself
+//!   ct status dnat meta mark & 0xff000000 == 0x2000000 masquerade  # picked by a *_masq chain
 //!   ct status dnat goto masq_external }   # from outside (not a pod), on to another node (not a pod)
 //! chain filter_prerouting { type filter hook prerouting priority -110
 //!   a LoadBalancer IP with loadBalancerSourceRanges drops other clients }
@@ -49,6 +50,14 @@
 //! itself to the cluster-wide endpoints of such a Service (kube-proxy's
 //! short-circuit). Their picking chains (`fe_3_in`) pick slots from
 //! [`INSIDE_SLOTS`] up, so both endpoint lists share the slot maps.
+//!
+//! `externalTrafficPolicy: Cluster`: as kube-proxy, every connection
+//! through an external frontend or a node port of such a Service is
+//! masqueraded, whoever the client (outside, a pod, the node) and
+//! wherever the endpoint. Their picking chains (`fe_3_masq`) pick slots
+//! from [`MASQ_SLOTS`] up, and `postrouting` masquerades a connection
+//! whose slot mark is in that range. A ClusterIP's connections are
+//! masqueraded only from outside on to another node (`masq_external`).
 
 mod chains;
 mod changes;
@@ -71,7 +80,8 @@ pub use objects::TABLE;
 use objects::*;
 use picker::*;
 pub use picker::{
-    INSIDE_SLOTS, Kind, MAX_AFFINITY_ENDPOINTS, Picker, STANDING_PICKERS, written_pickers,
+    INSIDE_SLOTS, Kind, MASQ_SLOTS, MAX_AFFINITY_ENDPOINTS, Picker, STANDING_PICKERS,
+    written_pickers,
 };
 pub use table::SvcNft;
 

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 
-use super::render::{STANDING_PICKERS, SvcNft, diff, full};
+use super::render::{MAX_AFFINITY_ENDPOINTS, STANDING_PICKERS, SvcNft, diff, full};
 use super::*;
 
 fn service(spec: serde_json::Value, status: serde_json::Value) -> ServiceInfo {
@@ -298,10 +298,17 @@ fn one_endpoint_more_changes_elements_only() {
     let text = d.to_string();
     // The frontends repointed to the standing picking chains for two
     // endpoints, the second slot's address and port added: elements only,
-    // no chain made or removed.
+    // no chain made or removed. The NodePort (`externalTrafficPolicy:
+    // Cluster`) picks with the masquerading chain (bit 29 in its id, its
+    // slots from MASQ_SLOTS).
+    let masq = 1u32 << 29;
     assert!(
         text.contains(r#"[[{"concat":["10.96.0.10",6,80]},2]]"#)
-            && text.contains(r#"[[{"concat":[6,30080]},2]]"#),
+            && text.contains(&format!(r#"[[{{"concat":[6,30080]}},{}]]"#, masq | 2))
+            && text.contains(&format!(
+                r#"{{"concat":[6,30080,{}]}}"#,
+                render::MASQ_SLOTS + 1
+            )),
         "{text}"
     );
     assert!(text.contains("10.244.0.6"), "{text}");
@@ -457,25 +464,40 @@ fn picker_ids_are_distinct_per_chain() {
     use super::render::{Kind, Picker};
     let mut seen = BTreeMap::new();
     for kind in [Kind::Frontend, Kind::NodePort] {
-        for count in [1, 2, 31, 32, 33, 8191] {
+        for count in [1, 2, 31, 32, 33, 4095, 8191, (1 << 24) - 1] {
             for affinity in [
                 None,
                 Some(1),
                 Some(10),
                 Some(10_800),
+                Some(65_536),
                 Some(MAX_AFFINITY_SECONDS),
             ] {
-                for inside in [false, true] {
+                // With affinity at most MAX_AFFINITY_ENDPOINTS (the rest
+                // are capped away before a picker is chosen).
+                if affinity.is_some() && count > MAX_AFFINITY_ENDPOINTS as u32 {
+                    continue;
+                }
+                for (inside, masq) in [(false, false), (true, false), (false, true)] {
                     let p = Picker {
                         kind,
                         count,
                         affinity,
                         inside,
+                        masq,
                     };
                     // One id per chain of a kind (the two kinds have their own maps).
                     if let Some(other) = seen.insert((kind, p.id()), p.chain()) {
                         panic!("{} and {other} share id {:#x}", p.chain(), p.id());
                     }
+                    // Its slots stay in their own range.
+                    let last = p.first_slot() + p.count - 1;
+                    assert_eq!(
+                        last & !(render::INSIDE_SLOTS - 1),
+                        p.first_slot(),
+                        "{}",
+                        p.chain()
+                    );
                 }
             }
         }

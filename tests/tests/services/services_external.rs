@@ -2,8 +2,9 @@
 //! host on the lab's underlay, in its own namespace, reaches
 //!
 //! - a NodePort Service (TCP and UDP) through every node's address, also
-//!   the node without an endpoint (externalTrafficPolicy Cluster: it
-//!   forwards, masqueraded);
+//!   the node without an endpoint (externalTrafficPolicy Cluster: every
+//!   connection masqueraded, as kube-proxy does, also to an endpoint on
+//!   the node reached);
 //! - a LoadBalancer Service's ingress IP, given by the lab from its LB
 //!   range, through a static route via a node. (Through a BIRD router
 //!   that learned it over BGP: `services_bgp.rs`.)
@@ -67,6 +68,16 @@ fn services_from_outside() {
     eprintln!("lab, pods and Services up in {:?}", t0.elapsed());
 
     // NodePort through every node, also node-3 which has no endpoint.
+    // With `externalTrafficPolicy: Cluster` every connection is
+    // masqueraded, as kube-proxy does: the server never sees the host's
+    // address, also when the endpoint is on the node the host reached.
+    let host_addr = host.address.to_string();
+    let masqueraded = |r: &[Outcome]| {
+        r.iter().all(|o| match o {
+            Outcome::Answer { client, .. } => *client != host_addr,
+            _ => false,
+        })
+    };
     for (i, a) in node_addr.iter().enumerate() {
         wait_served(&lab, host.name(), *a, np_tcp, Proto::Tcp);
         for (proto, port) in [(Proto::Tcp, np_tcp), (Proto::Udp, np_udp)] {
@@ -74,6 +85,7 @@ fn services_from_outside() {
             let t = tally(&r[0]);
             eprintln!("NodePort {proto:?} via node-{} ({a}:{port}): {t:?}", i + 1);
             assert!(r[0].iter().all(|o| o.server().is_some()), "{t:?}");
+            assert!(masqueraded(&r[0]), "not masqueraded: {:?}", r[0]);
         }
     }
 
@@ -90,6 +102,18 @@ fn services_from_outside() {
         tally(&r[0])
     );
     eprintln!("LB IP {lb} via node-3: {:?}", tally(&r[0]));
+    // Via node-1, where e-1 is: masqueraded too.
+    route_via(&host, "replace", lb, node_addr[0]);
+    let mut local_seen = false;
+    for _ in 0..10 {
+        let r = ask_many(&hostns, 12, lb, 80, Proto::Tcp, ASK_WAIT);
+        assert!(masqueraded(&r[0]), "not masqueraded: {:?}", r[0]);
+        local_seen |= servers_of(&r[0]).contains("e-1");
+        if local_seen {
+            break;
+        }
+    }
+    assert!(local_seen, "e-1 (on node-1) never answered");
 
     // externalTrafficPolicy Local: l-1 is on node-1 only.
     let me = host.address.to_string();

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use nftables::expr::{CT, Expression, MetaKey, NamedExpression};
+use nftables::expr::{BinaryOperation, CT, Expression, MetaKey, NamedExpression};
 use nftables::schema::{Chain, Map, NfListObject, Set, SetType, SetTypeValue};
 use nftables::stmt::{NAT, NATFamily, Operator, Reject, RejectType, Statement};
 use nftables::types::{NfChainType, NfFamily, NfHook, RejectCode};
@@ -157,6 +157,10 @@ fn ct_is(key: &'static str, value: &'static str) -> Statement<'static> {
     )
 }
 
+/// The bits of a slot mark that say which group of pickers chose it
+/// (plain, [`INSIDE_SLOTS`], [`MASQ_SLOTS`]).
+const SLOT_GROUP: u32 = 0xff00_0000;
+
 /// The fixed chains and their rules.
 pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     // The frontend's picker id goes into the mark, then the id to its
@@ -234,6 +238,21 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                     is(
                         concat(vec![payload("ip", "saddr"), payload("ip", "daddr")]),
                         s("@hairpin"),
+                        Operator::EQ,
+                    ),
+                    Statement::Masquerade(None),
+                ],
+                // Picked by a masquerading picker: through an external
+                // frontend or node port of a Service with
+                // `externalTrafficPolicy: Cluster`.
+                vec![
+                    dnat_status(),
+                    is(
+                        Expression::BinaryOperation(Box::new(BinaryOperation::AND(
+                            meta(MetaKey::Mark),
+                            Expression::Number(SLOT_GROUP),
+                        ))),
+                        Expression::Number(MASQ_SLOTS),
                         Operator::EQ,
                     ),
                     Statement::Masquerade(None),

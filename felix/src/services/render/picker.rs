@@ -18,6 +18,11 @@ use super::objects::*;
 /// any endpoint count, below the picker id's flag bits.
 pub const INSIDE_SLOTS: u32 = 1 << 24;
 
+/// Where the slots of masquerading pickers start ([`Picker::masq`]): the
+/// packet mark of a connection they pick for is in
+/// `MASQ_SLOTS..MASQ_SLOTS + INSIDE_SLOTS`, which `postrouting` reads.
+pub const MASQ_SLOTS: u32 = 1 << 25;
+
 /// Which map family a chain serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
@@ -35,31 +40,43 @@ pub struct Picker {
     /// For clients inside the cluster of an external frontend with
     /// `externalTrafficPolicy: Local`: picks slots from [`INSIDE_SLOTS`].
     pub inside: bool,
+    /// For the external frontends and node ports of a Service with
+    /// `externalTrafficPolicy: Cluster`, whose every connection is
+    /// masqueraded (as kube-proxy does): picks slots from [`MASQ_SLOTS`].
+    pub masq: bool,
 }
 
 /// Endpoints a Service with session affinity can have in its picker id.
-pub const MAX_AFFINITY_ENDPOINTS: usize = (1 << 13) - 1;
+pub const MAX_AFFINITY_ENDPOINTS: usize = (1 << 12) - 1;
 
 impl Picker {
     /// The number `frontends` and `node_ports` map a frontend to, and the
     /// `fe_pickers`/`np_pickers` key of this chain: the count, or with
-    /// affinity bit 31, the timeout (at most a day: 17 bits) from bit 13
-    /// and the count (below 8,192) under it; bit 30 for an inside picker.
+    /// affinity bit 31, the timeout (at most a day: 17 bits) from bit 12
+    /// and the count (below 4,096) under it; bit 30 for an inside picker,
+    /// bit 29 for a masquerading one.
     pub fn id(&self) -> u32 {
         let id = match self.affinity {
             None => self.count & (INSIDE_SLOTS - 1),
             Some(t) => {
                 0x8000_0000
-                    | (t.min(crate::services::MAX_AFFINITY_SECONDS) << 13)
+                    | (t.min(crate::services::MAX_AFFINITY_SECONDS) << 12)
                     | (self.count & MAX_AFFINITY_ENDPOINTS as u32)
             }
         };
-        if self.inside { id | 0x4000_0000 } else { id }
+        let id = if self.inside { id | 0x4000_0000 } else { id };
+        if self.masq { id | 0x2000_0000 } else { id }
     }
 
     /// The first slot this chain picks.
     pub fn first_slot(&self) -> u32 {
-        if self.inside { INSIDE_SLOTS } else { 0 }
+        if self.inside {
+            INSIDE_SLOTS
+        } else if self.masq {
+            MASQ_SLOTS
+        } else {
+            0
+        }
     }
 
     pub fn chain(&self) -> String {
@@ -67,10 +84,16 @@ impl Picker {
             Kind::Frontend => "fe",
             Kind::NodePort => "np",
         };
-        let inside = if self.inside { "_in" } else { "" };
+        let group = if self.inside {
+            "_in"
+        } else if self.masq {
+            "_masq"
+        } else {
+            ""
+        };
         match self.affinity {
-            None => format!("{k}_{}{inside}", self.count),
-            Some(t) => format!("{k}_{}_a{t}{inside}", self.count),
+            None => format!("{k}_{}{group}", self.count),
+            Some(t) => format!("{k}_{}_a{t}{group}", self.count),
         }
     }
 }
@@ -79,20 +102,25 @@ impl Picker {
 /// always in the table, used or not: an endpoint added to or removed from
 /// a Service then only repoints its frontend (map elements, written over
 /// netlink in microseconds), where making or removing a chain costs an
-/// `nft` run (20–30 ms). 64 chains of two rules cost nothing to keep.
+/// `nft` run (20–30 ms). 128 chains of two rules cost nothing to keep.
 pub const STANDING_PICKERS: u32 = 32;
 
-/// The picking chains the table holds: those in use and the standing ones.
+/// The picking chains the table holds: those in use and the standing ones
+/// (plain and masquerading: a ClusterIP picks with the first, a NodePort
+/// with `externalTrafficPolicy: Cluster` with the second).
 pub fn written_pickers(used: &BTreeSet<Picker>) -> BTreeSet<Picker> {
     let mut all = used.clone();
     for kind in [Kind::Frontend, Kind::NodePort] {
         for count in 1..=STANDING_PICKERS {
-            all.insert(Picker {
-                kind,
-                count,
-                affinity: None,
-                inside: false,
-            });
+            for masq in [false, true] {
+                all.insert(Picker {
+                    kind,
+                    count,
+                    affinity: None,
+                    inside: false,
+                    masq,
+                });
+            }
         }
     }
     all

@@ -67,10 +67,11 @@ impl SvcNft {
                 }
                 Dispatch::Backends { backends, affinity } => {
                     let backends = capped(backends, *affinity);
-                    let p = n.picker(Kind::Frontend, backends.len(), *affinity, false);
+                    let masq = t.masq_frontends.contains(fe);
+                    let p = n.picker(Kind::Frontend, backends.len(), *affinity, false, masq);
                     n.frontends.insert(*fe, p);
                     for (i, b) in backends.iter().enumerate() {
-                        n.fe_slots.insert((*fe, i as u32), *b);
+                        n.fe_slots.insert((*fe, p.first_slot() + i as u32), *b);
                     }
                 }
             }
@@ -78,7 +79,7 @@ impl SvcNft {
         for (fe, d) in &t.frontends_in {
             if let Dispatch::Backends { backends, affinity } = d {
                 let backends = capped(backends, *affinity);
-                let p = n.picker(Kind::Frontend, backends.len(), *affinity, true);
+                let p = n.picker(Kind::Frontend, backends.len(), *affinity, true, false);
                 n.frontends_in.insert(*fe, p);
                 for (i, b) in backends.iter().enumerate() {
                     n.fe_slots.insert((*fe, INSIDE_SLOTS + i as u32), *b);
@@ -88,7 +89,7 @@ impl SvcNft {
         for (np, d) in &t.node_ports_in {
             if let Dispatch::Backends { backends, affinity } = d {
                 let backends = capped(backends, *affinity);
-                let p = n.picker(Kind::NodePort, backends.len(), *affinity, true);
+                let p = n.picker(Kind::NodePort, backends.len(), *affinity, true, false);
                 n.node_ports_in.insert(*np, p);
                 for (i, b) in backends.iter().enumerate() {
                     n.np_slots.insert((*np, INSIDE_SLOTS + i as u32), *b);
@@ -109,10 +110,11 @@ impl SvcNft {
                 }
                 Dispatch::Backends { backends, affinity } => {
                     let backends = capped(backends, *affinity);
-                    let p = n.picker(Kind::NodePort, backends.len(), *affinity, false);
+                    let masq = t.masq_node_ports.contains(np);
+                    let p = n.picker(Kind::NodePort, backends.len(), *affinity, false, masq);
                     n.node_ports.insert(*np, p);
                     for (i, b) in backends.iter().enumerate() {
-                        n.np_slots.insert((*np, i as u32), *b);
+                        n.np_slots.insert((*np, p.first_slot() + i as u32), *b);
                     }
                 }
             }
@@ -232,12 +234,20 @@ impl SvcNft {
         self.cluster_ips.extend(part.cluster_ips.iter().copied());
     }
 
-    fn picker(&mut self, kind: Kind, count: usize, affinity: Option<u32>, inside: bool) -> Picker {
+    fn picker(
+        &mut self,
+        kind: Kind,
+        count: usize,
+        affinity: Option<u32>,
+        inside: bool,
+        masq: bool,
+    ) -> Picker {
         let p = Picker {
             kind,
             count: count as u32,
             affinity,
             inside,
+            masq,
         };
         if affinity.is_some() {
             self.affinity_slots = self.affinity_slots.max(p.count);
