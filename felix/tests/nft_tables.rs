@@ -241,6 +241,19 @@ fn ip(args: &[&str]) {
     );
 }
 
+/// In the test's namespace: the node's address 192.168.7.2 and a default
+/// route into a device that goes nowhere (what is not answered hangs).
+fn default_route_to_nowhere() {
+    ip(&["link", "set", "lo", "up"]);
+    ip(&[
+        "link", "add", "out0", "type", "veth", "peer", "name", "out1",
+    ]);
+    ip(&["addr", "add", "192.168.7.2/24", "dev", "out0"]);
+    ip(&["link", "set", "out0", "up"]);
+    ip(&["link", "set", "out1", "up"]);
+    ip(&["route", "add", "default", "via", "192.168.7.1"]);
+}
+
 /// The node's own connections to a ClusterIP: to a port the Service
 /// declares they are DNATed to an endpoint; to any other port they are
 /// refused at once (TCP reset, ICMP port unreachable) instead of leaving
@@ -251,16 +264,7 @@ fn a_cluster_ip_refuses_ports_its_service_does_not_declare() {
     use std::net::{SocketAddr, TcpStream, UdpSocket};
     use std::time::Duration;
     in_new_netns(|| {
-        // A default route into a device that goes nowhere: what is not
-        // refused here hangs.
-        ip(&["link", "set", "lo", "up"]);
-        ip(&[
-            "link", "add", "out0", "type", "veth", "peer", "name", "out1",
-        ]);
-        ip(&["addr", "add", "192.168.7.2/24", "dev", "out0"]);
-        ip(&["link", "set", "out0", "up"]);
-        ip(&["link", "set", "out1", "up"]);
-        ip(&["route", "add", "default", "via", "192.168.7.1"]);
+        default_route_to_nowhere();
         let mut p = web_proxy(&["10.0.1.5"]);
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         let listing = nft(&["list", "set", "ip", "tartan-svc", "cluster_ips"]);
@@ -684,5 +688,51 @@ fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_wri
         assert_eq!(send(), 3);
         drop(ask);
         pod.join().unwrap();
+    });
+}
+
+/// The node's own connections to a LoadBalancer IP limited by
+/// `loadBalancerSourceRanges` are checked against the address it sends
+/// from, as kube-proxy checks them: outside the ranges, dropped; inside,
+/// DNATed to the endpoint.
+#[test]
+fn the_nodes_own_connections_obey_load_balancer_source_ranges() {
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    use std::time::Duration;
+    in_new_netns(|| {
+        default_route_to_nowhere();
+        // The endpoint: a listener on the node itself.
+        let server = TcpListener::bind("192.168.7.2:8080").unwrap();
+        server.set_nonblocking(true).unwrap();
+        let lb = |ranges: &[&str]| {
+            let s: Service = serde_json::from_value(json!({
+                "metadata": {"name": "web", "namespace": "x"},
+                "spec": {"clusterIP": "10.96.0.11", "type": "LoadBalancer",
+                         "loadBalancerSourceRanges": ranges,
+                         "ports": [{"name": "http", "port": 80, "nodePort": 30081}]},
+                "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
+            }))
+            .unwrap();
+            ServiceInfo::from_service(&s).unwrap()
+        };
+        let mut p = tartan_felix::dataplane::services::ServiceProxy::new("n1");
+        p.index.set_service("x/web", lb(&["198.51.100.0/24"]));
+        p.index.set_slice("x/web-1", Some(slice(&["192.168.7.2"])));
+        assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
+        let connect = || {
+            let to: SocketAddr = "192.0.2.10:80".parse().unwrap();
+            TcpStream::connect_timeout(&to, Duration::from_millis(1500))
+                .map(|_| ())
+                .map_err(|e| e.kind())
+        };
+        assert_eq!(
+            connect(),
+            Err(std::io::ErrorKind::TimedOut),
+            "192.168.7.2 is outside 198.51.100.0/24: dropped"
+        );
+        p.index
+            .set_service("x/web", lb(&["198.51.100.0/24", "192.168.7.2/32"]));
+        assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
+        assert_eq!(connect(), Ok(()), "inside the ranges: served");
     });
 }

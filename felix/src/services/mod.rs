@@ -28,7 +28,8 @@
 //!   its count of ready local endpoints or 503 without one
 //!   ([`healthcheck`]).
 //! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
-//!   outside those networks (NodePorts and external IPs are not limited).
+//!   outside those networks, the node itself included (NodePorts and
+//!   external IPs are not limited).
 //!   A list with an entry that does not parse makes the Service
 //!   unreadable (its last readable version stays), never open.
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left

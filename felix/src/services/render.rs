@@ -29,6 +29,7 @@
 //!   ct status dnat goto masq_external }   # from outside (not a pod), on to another node (not a pod)
 //! chain filter_prerouting { type filter hook prerouting priority -110
 //!   a LoadBalancer IP with loadBalancerSourceRanges drops other clients }
+//! chain filter_output_ranges { the same in output, for the node's own }
 //! chain input/forward/local { type filter …, after DNAT; new connections
 //!   only: frontends without endpoints rejected (TCP reset, ICMP port
 //!   unreachable); those whose traffic policy allows no endpoint here

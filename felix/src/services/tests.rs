@@ -670,6 +670,7 @@ fn the_refusals_of_the_filter_chains_are_for_new_connections_only() {
         "filter_forward",
         "filter_output",
         "filter_prerouting",
+        "filter_output_ranges",
     ] {
         let rules = rules_of(&t, chain);
         assert!(!rules.is_empty(), "{chain}");

@@ -161,6 +161,26 @@ fn ct_is(key: &'static str, value: &'static str) -> Statement<'static> {
 /// (plain, [`INSIDE_SLOTS`], [`MASQ_SLOTS`]).
 const SLOT_GROUP: u32 = 0xff00_0000;
 
+/// A new connection to a LoadBalancer frontend limited by
+/// `loadBalancerSourceRanges` from a client outside them is dropped.
+fn source_ranges_rule() -> Vec<Statement<'static>> {
+    vec![
+        ct_is("state", "new"),
+        is(frontend_key(), s("@lb_limited"), Operator::EQ),
+        is(
+            concat(vec![
+                payload("ip", "daddr"),
+                meta(MetaKey::L4proto),
+                payload("th", "dport"),
+                payload("ip", "saddr"),
+            ]),
+            s("@lb_allowed"),
+            Operator::NEQ,
+        ),
+        Statement::Drop(None),
+    ]
+}
+
 /// The fixed chains and their rules.
 pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     // The frontend's picker id goes into the mark, then the id to its
@@ -278,6 +298,10 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                 vec![Statement::Masquerade(None)],
             ],
         ),
+        // New connections only, as kube-proxy's firewall check: a
+        // connection already made is not cut by a change of ranges. The
+        // node's own connections are checked too (from the address it
+        // sends from), as kube-proxy checks them in its output chain.
         (
             base(
                 "filter_prerouting",
@@ -285,23 +309,16 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
                 NfHook::Prerouting,
                 -110,
             ),
-            // New connections only, as kube-proxy's firewall check: a
-            // connection already made is not cut by a change of ranges.
-            vec![vec![
-                ct_is("state", "new"),
-                is(frontend_key(), s("@lb_limited"), Operator::EQ),
-                is(
-                    concat(vec![
-                        payload("ip", "daddr"),
-                        meta(MetaKey::L4proto),
-                        payload("th", "dport"),
-                        payload("ip", "saddr"),
-                    ]),
-                    s("@lb_allowed"),
-                    Operator::NEQ,
-                ),
-                Statement::Drop(None),
-            ]],
+            vec![source_ranges_rule()],
+        ),
+        (
+            base(
+                "filter_output_ranges",
+                NfChainType::Filter,
+                NfHook::Output,
+                -110,
+            ),
+            vec![source_ranges_rule()],
         ),
         (chain("fe_dnat"), vec![dnat_rules(Kind::Frontend)]),
         (chain("np_dnat"), vec![dnat_rules(Kind::NodePort)]),
