@@ -299,7 +299,9 @@ impl ServiceIndex {
             }
         }
         if shared {
-            return self.recomputed() == self.table;
+            // Which claimant wins is decided by the whole computation; the
+            // loser's slots may stay behind, unreachable and harmless.
+            return self.recomputed().reachable() == self.table.reachable();
         }
         pickers == self.picker_uses
             && self.table.pickers == pickers.keys().copied().collect::<BTreeSet<_>>()

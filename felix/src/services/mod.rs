@@ -467,16 +467,18 @@ fn endpoints_of(
     zone: &str,
 ) -> PortEndpoints {
     // This port's endpoints, each with the port number it serves it on.
-    let serving: Vec<(&EndpointInfo, u16)> = slices
+    let serving = slices
         .iter()
         .filter(|s| s.service == service)
         .filter_map(|s| {
             let (proto, target) = s.ports.get(&port.name)?;
             (*proto == port.protocol).then_some((s, *target))
         })
-        .flat_map(|(s, target)| s.endpoints.iter().map(move |e| (e, target)))
-        .collect();
-    let mode = topology::mode(serving.iter().map(|(e, _)| *e).filter(|e| e.ready), zone);
+        .flat_map(|(s, target)| s.endpoints.iter().map(move |e| (e, target)));
+    // The ready ones, each once (an endpoint in two slices, mid-update,
+    // counts once, by its last copy): the topology mode and the filter
+    // must read the same set, or no endpoint could be left near.
+    let mut ready: BTreeMap<Backend, &EndpointInfo> = BTreeMap::new();
     let mut out = PortEndpoints::default();
     for (e, target) in serving {
         let b = Backend {
@@ -484,15 +486,9 @@ fn endpoints_of(
             port: target,
         };
         if e.ready {
-            let near = topology::near(e, mode, zone);
-            out.ready.insert(
-                b,
-                Place {
-                    local: e.local,
-                    near,
-                },
-            );
+            ready.insert(b, e);
         } else if e.serving && e.terminating {
+            // Hints do not apply to these (used only when none is ready).
             out.terminating.insert(
                 b,
                 Place {
@@ -501,6 +497,17 @@ fn endpoints_of(
                 },
             );
         }
+    }
+    let mode = topology::mode(ready.values().copied(), zone);
+    for (b, e) in ready {
+        let near = topology::near(e, mode, zone);
+        out.ready.insert(
+            b,
+            Place {
+                local: e.local,
+                near,
+            },
+        );
     }
     out
 }
@@ -532,16 +539,21 @@ pub fn desired_for(
         let eps = endpoints_of(key, port, slices, zone);
         let internal = dispatch(&eps, svc.internal_local, svc.affinity);
         let external = dispatch(&eps, svc.external_local, svc.affinity);
+        // Where two Services claim one frontend or node port, the last
+        // one's entry stands, its masquerade flag with it.
         for ip in &svc.cluster_ips {
-            t.frontends
-                .insert((*ip, port.protocol, port.port), internal.clone());
+            let fe = (*ip, port.protocol, port.port);
+            t.frontends.insert(fe, internal.clone());
+            t.masq_frontends.remove(&fe);
             t.cluster_ips.insert(*ip);
         }
         for ip in &svc.external {
-            t.frontends
-                .insert((*ip, port.protocol, port.port), external.clone());
-            if !svc.external_local {
-                t.masq_frontends.insert((*ip, port.protocol, port.port));
+            let fe = (*ip, port.protocol, port.port);
+            t.frontends.insert(fe, external.clone());
+            if svc.external_local {
+                t.masq_frontends.remove(&fe);
+            } else {
+                t.masq_frontends.insert(fe);
             }
         }
         if let Some(ranges) = &svc.source_ranges {
@@ -552,7 +564,9 @@ pub fn desired_for(
         }
         if let Some(np) = port.node_port {
             t.node_ports.insert((port.protocol, np), external.clone());
-            if !svc.external_local {
+            if svc.external_local {
+                t.masq_node_ports.remove(&(port.protocol, np));
+            } else {
                 t.masq_node_ports.insert((port.protocol, np));
             }
         }

@@ -919,7 +919,7 @@ fn zone_hints_keep_cluster_traffic_in_the_nodes_zone() {
 }
 
 #[test]
-fn node_hints_keep_cluster_traffic_on_the_node_and_terminating_endpoints_ignore_hints() {
+fn node_hints_keep_cluster_traffic_on_the_node_then_the_zone() {
     let svc = service(
         web(json!({"trafficDistribution": "PreferSameNode"})),
         json!({}),
@@ -940,11 +940,6 @@ fn node_hints_keep_cluster_traffic_on_the_node_and_terminating_endpoints_ignore_
     ]);
     let t = table_in("a", svc.clone(), slice(eps));
     assert_eq!(backends(&t.frontends[&fe]), ["10.244.1.5:8080"]);
-    // No ready endpoint: the serving terminating ones, wherever hinted.
-    let mut far = hinted("10.244.2.5", "n3", &["b"], Some(&["n3"]));
-    far["conditions"] = json!({"ready": false, "serving": true, "terminating": true});
-    let t = table_in("a", svc, slice(json!([far])));
-    assert_eq!(backends(&t.frontends[&fe]), ["10.244.2.5:8080"]);
 }
 
 #[test]
@@ -976,4 +971,84 @@ fn the_index_computes_every_service_again_when_the_nodes_zone_changes() {
     assert!(ix.set_zone("b"));
     patched(&mut ix);
     assert_eq!(ix.table(), &fresh("b"));
+    assert!(ix.consistent());
+}
+
+#[test]
+fn two_services_sharing_an_external_frontend_with_other_policies_stay_consistent() {
+    // `x/a` (Cluster: a masquerading picker, slots from MASQ_SLOTS) and
+    // `x/b` (Local: plain slots) claim 192.0.2.50:80. The whole
+    // computation decides the winner (`x/b`, the later key); `x/a`'s
+    // slots stay behind, unreachable, and the check must not call that
+    // drift (it would rewrite the table at every check).
+    let svc_of = |ip: &str, local: bool| {
+        let mut s = service(
+            json!({"clusterIP": ip, "externalIPs": ["192.0.2.50"],
+                   "ports": [{"name": "http", "port": 80}]}),
+            json!({}),
+        );
+        s.external_local = local;
+        s
+    };
+    let slice_of = |svc: &str, ips: &[&str]| SliceInfo {
+        service: format!("x/{svc}"),
+        ports: [("http".to_string(), (TCP, 8080))].into(),
+        endpoints: ips
+            .iter()
+            .map(|ip| EndpointInfo {
+                addr: ip.parse().unwrap(),
+                local: true,
+                ready: true,
+                serving: true,
+                terminating: false,
+                zones: Box::default(),
+                node_hint: NodeHint::None,
+            })
+            .collect(),
+    };
+    let mut ix = super::index::ServiceIndex::new("n1");
+    ix.set_service("x/a", Some(svc_of("10.96.0.20", false)));
+    ix.set_service("x/b", Some(svc_of("10.96.0.21", true)));
+    ix.set_slice("x/a-1", Some(slice_of("a", &["10.244.0.1", "10.244.0.2"])));
+    ix.set_slice("x/b-1", Some(slice_of("b", &["10.244.0.3"])));
+    ix.update();
+    ix.written_whole();
+    let fe = ("192.0.2.50".parse().unwrap(), TCP, 80);
+    assert!(!ix.table().frontends[&fe].masq, "x/b (Local) wins");
+    assert!(
+        ix.table()
+            .fe_slots
+            .keys()
+            .any(|(f, s)| *f == fe && *s >= render::MASQ_SLOTS),
+        "x/a's slots are left behind"
+    );
+    assert!(ix.consistent());
+    assert_eq!(ix.recomputed().reachable(), ix.table().reachable());
+}
+
+#[test]
+fn an_endpoint_in_two_slices_counts_once_for_the_hints() {
+    // Mid-update, 10.244.0.5 is in two slices with different hints. The
+    // mode and the filter read the same copy (the last): with neither
+    // ready endpoint hinted for zone a any more, every endpoint serves,
+    // never none.
+    let svc = service(
+        web(json!({"trafficDistribution": "PreferClose"})),
+        json!({}),
+    );
+    let first = slice(json!([
+        hinted("10.244.0.5", "n2", &["a"], None),
+        hinted("10.244.0.6", "n3", &["b"], None)
+    ]));
+    let second = slice(json!([hinted("10.244.0.5", "n2", &["b"], None)]));
+    let services = BTreeMap::from([("x/web".to_string(), svc)]);
+    let slices = BTreeMap::from([
+        ("x/web-1".to_string(), first),
+        ("x/web-2".to_string(), second),
+    ]);
+    let t = desired(&services, &slices, "a", BTreeSet::new());
+    assert_eq!(
+        backends(&t.frontends[&(CIP.parse().unwrap(), TCP, 80)]),
+        ["10.244.0.5:8080", "10.244.0.6:8080"]
+    );
 }

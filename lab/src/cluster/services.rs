@@ -152,7 +152,12 @@ pub fn ctl(st: &LabState, tartanctl: &Path, args: &[String]) -> Result<u8> {
         }
         let services = items.iter().any(|p| p.key.kind == Kind::Service);
         let stdin = fa.files.iter().any(|f| f.as_os_str() == "-");
-        if !items.iter().any(|p| p.key.kind == Kind::Pod) {
+        // Pods and Nodes (a Node's zone is its pods' endpoints') change
+        // other Services' slices: those writes sync them all.
+        if !items
+            .iter()
+            .any(|p| matches!(p.key.kind, Kind::Pod | Kind::Node))
+        {
             scope = Some(
                 items
                     .iter()

@@ -69,20 +69,26 @@ fn traffic_distribution(lab: &LabCli, client: &str) {
     );
     let vip = cluster_ip(lab, "near");
     wait_served(lab, client, vip, 80, Proto::Tcp);
-    let hinted = poll(Duration::from_secs(10), || {
-        let v: serde_json::Value =
-            serde_json::from_str(&lab.ok(&["ctl", "get", "endpointslices", "-o", "json"])).ok()?;
-        let eps: Vec<serde_json::Value> = v["items"]
-            .as_array()?
-            .iter()
-            .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "near")
-            .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
-            .collect();
-        (eps.len() == 2
+    // The slice's endpoints, once they satisfy `want`.
+    let endpoints_when = |want: &dyn Fn(&[serde_json::Value]) -> bool| {
+        poll(Duration::from_secs(10), || {
+            let v: serde_json::Value =
+                serde_json::from_str(&lab.ok(&["ctl", "get", "endpointslices", "-o", "json"]))
+                    .ok()?;
+            let eps: Vec<serde_json::Value> = v["items"]
+                .as_array()?
+                .iter()
+                .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == "near")
+                .flat_map(|s| s["endpoints"].as_array().cloned().unwrap_or_default())
+                .collect();
+            want(&eps).then_some(eps)
+        })
+    };
+    let hinted = endpoints_when(&|eps| {
+        eps.len() == 2
             && eps
                 .iter()
-                .all(|e| e["hints"]["forZones"][0]["name"] == e["zone"]))
-        .then_some(eps)
+                .all(|e| e["hints"]["forZones"][0]["name"] == e["zone"])
     });
     assert!(
         hinted.is_some(),
@@ -96,16 +102,21 @@ fn traffic_distribution(lab: &LabCli, client: &str) {
         let (o, _) = ask(client, vip, 80, Proto::Tcp, ASK_WAIT);
         assert_eq!(o.server(), Some("z-1"), "request {i}: {o:?}\n{}", dump(lab));
     }
-    // Without the distribution the hints go, and z-2 is reached too.
-    apply_ok(lab, &service_yaml("near", &spec("")));
+    // node-2 moved to zone-a (its Node written again): the slice follows,
+    // and z-2, now in node-1's zone, is reached too.
+    zone_node(lab, "node-2", "zone-a");
     let both = poll(Duration::from_secs(10), || {
         (ask(client, vip, 80, Proto::Tcp, ASK_WAIT).0.server() == Some("z-2")).then_some(())
     });
     assert!(
         both.is_some(),
-        "z-2 never reached without trafficDistribution\n{}",
+        "z-2 never reached once node-2 was in zone-a\n{}",
         dump(lab)
     );
+    // Without the distribution the hints go.
+    apply_ok(lab, &service_yaml("near", &spec("")));
+    let bare = endpoints_when(&|eps| eps.len() == 2 && eps.iter().all(|e| e["hints"].is_null()));
+    assert!(bare.is_some(), "the hints stayed\n{}", dump(lab));
 }
 
 fn proxy_health(lab: &LabCli) {

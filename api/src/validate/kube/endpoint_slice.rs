@@ -112,7 +112,8 @@ fn hints(f: &str, h: &EndpointHints, p: &mut Problems) {
                     names.len()
                 ),
             );
-            continue;
+            // As the API server: nothing more of the hints is checked.
+            return;
         }
         let mut seen = HashSet::new();
         for (i, n) in names.into_iter().enumerate() {
@@ -206,7 +207,11 @@ mod tests {
         assert!(hint_fields(json!({})).is_empty());
         assert_eq!(
             hint_fields(json!({"forZones": names(9), "forNodes": names(9)})),
-            ["endpoints[0].hints.forZones", "endpoints[0].hints.forNodes"]
+            ["endpoints[0].hints.forZones"]
+        );
+        assert_eq!(
+            hint_fields(json!({"forZones": names(1), "forNodes": names(9)})),
+            ["endpoints[0].hints.forNodes"]
         );
         assert_eq!(
             hint_fields(json!({"forZones": [{"name": "a"}, {"name": "a"}],

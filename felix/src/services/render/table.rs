@@ -217,6 +217,27 @@ impl SvcNft {
             && set(&self.cluster_ips, &part.cluster_ips)
     }
 
+    /// The entries new connections can reach: without slots no picker of
+    /// their frontend picks (left by a Service that lost a frontend it
+    /// shared with another, whose picker numbers its slots otherwise),
+    /// and without the picking chains and affinity sets, which the
+    /// entries imply.
+    pub fn reachable(&self) -> SvcNft {
+        let picks = |p: Option<&Picker>, slot: u32| {
+            p.is_some_and(|p| (p.first_slot()..p.first_slot() + p.count).contains(&slot))
+        };
+        let mut out = self.clone();
+        out.fe_slots.retain(|(fe, slot), _| {
+            picks(self.frontends.get(fe), *slot) || picks(self.frontends_in.get(fe), *slot)
+        });
+        out.np_slots.retain(|(np, slot), _| {
+            picks(self.node_ports.get(np), *slot) || picks(self.node_ports_in.get(np), *slot)
+        });
+        out.pickers.clear();
+        out.affinity_slots = 0;
+        out
+    }
+
     /// Put `part`'s entries in (its pickers are counted by the caller).
     pub fn add(&mut self, part: &SvcNft) {
         self.frontends.extend(part.frontends.clone());
