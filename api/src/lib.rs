@@ -14,6 +14,7 @@
 pub mod bgp;
 pub mod build_info;
 pub mod cni_files;
+pub mod defaults;
 pub mod examples;
 pub mod kind;
 pub mod logging;

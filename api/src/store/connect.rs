@@ -91,8 +91,9 @@ pub async fn connect(spec: &str, give_up_after: Option<Duration>) -> Result<Arc<
     Ok(Arc::new(Retrying::new(Checked(backend), give_up_after)))
 }
 
-/// Validates Tartan objects before they are written (an update of a
-/// Service prepared against its stored version first).
+/// Validates Tartan objects before they are written, given the API
+/// server's defaults first ([`crate::defaults`]; an update of a Service
+/// prepared against its stored version then).
 pub struct Checked(pub Box<dyn Datastore>);
 
 fn check(obj: &DynamicObject) -> Result<()> {
@@ -128,7 +129,8 @@ impl Datastore for Checked {
         self.0.list_page(kind, namespace, from, limit).await
     }
 
-    async fn create(&self, obj: DynamicObject) -> Result<DynamicObject> {
+    async fn create(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        crate::defaults::apply(&mut obj);
         check(&obj)?;
         self.0.create(obj).await
     }
@@ -137,6 +139,7 @@ impl Datastore for Checked {
         // As the API server prepares an update before it validates it (a
         // Service loses what its old type left behind): every writer,
         // tartanctl or Tartan's API server, gets the same answer.
+        crate::defaults::apply(&mut obj);
         let key = ObjectKey::of(&obj)?;
         if crate::validate::depends_on_stored(key.kind) {
             match self.0.get(&key).await {
@@ -150,7 +153,8 @@ impl Datastore for Checked {
         self.0.update(obj).await
     }
 
-    async fn update_status(&self, obj: DynamicObject) -> Result<DynamicObject> {
+    async fn update_status(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
+        crate::defaults::apply(&mut obj);
         check(&obj)?;
         self.0.update_status(obj).await
     }
@@ -175,6 +179,50 @@ impl Datastore for Checked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn objects_are_stored_with_the_api_servers_defaults() {
+        let store = connect("memory", None).await.unwrap();
+        let obj = |v: serde_json::Value| -> DynamicObject { serde_json::from_value(v).unwrap() };
+        let svc = store
+            .create(obj(
+                serde_json::json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"type": "NodePort", "ports": [{"port": 80}]}}),
+            ))
+            .await
+            .unwrap();
+        let spec = &svc.data["spec"];
+        assert_eq!(spec["sessionAffinity"], "None");
+        assert_eq!(spec["externalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["ports"][0]["protocol"], "TCP");
+        assert_eq!(spec["ports"][0]["targetPort"], 80);
+        let key = ObjectKey::of(&svc).unwrap();
+        assert_eq!(store.get(&key).await.unwrap().data, svc.data, "as stored");
+        // On an update too.
+        let mut again = obj(serde_json::json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"type": "NodePort", "sessionAffinity": "ClientIP", "ports": [{"port": 80}]}}));
+        again.metadata.resource_version = svc.metadata.resource_version.clone();
+        let updated = store.update(again).await.unwrap();
+        assert_eq!(
+            updated.data["spec"]["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"],
+            10_800
+        );
+        let np = store
+            .create(obj(
+                serde_json::json!({"apiVersion": "networking.k8s.io/v1",
+                "kind": "NetworkPolicy", "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"podSelector": {}, "egress": [{"ports": [{"port": 53}]}]}}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            np.data["spec"]["policyTypes"],
+            serde_json::json!(["Ingress", "Egress"])
+        );
+        assert_eq!(np.data["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+    }
 
     #[tokio::test]
     async fn a_service_update_is_prepared_against_the_stored_one() {
