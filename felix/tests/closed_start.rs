@@ -187,12 +187,13 @@ fn felix_stops_when_the_kernel_refuses_its_policy_table() {
     assert!(table_in(&ns).is_none());
 }
 
-/// A restarted felix that cannot list the tables does not take the live
-/// policy table for missing: it stops, and the table an earlier felix
-/// wrote (here a marker chain) stays as it was, never swapped for the
-/// closed one.
+/// A restarted felix asks the kernel itself (netlink) whether its policy
+/// table is there, never `nft list` (which on nft 1.0.6 fetches every set
+/// element of the family first): with an `nft` that fails every listing,
+/// it finds the live table an earlier felix wrote (here a marker chain),
+/// leaves it as it is, never swapped for the closed one, and goes on.
 #[test]
-fn felix_that_cannot_list_the_tables_leaves_the_live_one_alone() {
+fn a_restarted_felix_finds_the_live_table_without_listing_it() {
     needs_root_and_nft!();
     let ns = Netns::new("l");
     let out = Command::new("ip")
@@ -214,16 +215,9 @@ fn felix_that_cannot_list_the_tables_leaves_the_live_one_alone() {
         ),
     );
     let mut felix = Felix::start(&ns, Some(&fake.0));
-    let out = felix
-        .exited_within(Duration::from_secs(10))
-        .expect("felix went on without knowing whether a policy table is there");
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("cannot check or write the policy table"),
-        "{err}"
-    );
-    assert!(err.contains("listing failed in this test"), "{err}");
+    if let Some(out) = felix.exited_within(Duration::from_secs(3)) {
+        panic!("felix stopped: {}", String::from_utf8_lossy(&out.stderr));
+    }
     let table = table_in(&ns).expect("the live table is gone");
     assert!(table.contains("live_marker"), "{table}");
 }

@@ -736,3 +736,20 @@ fn the_nodes_own_connections_obey_load_balancer_source_ranges() {
         assert_eq!(connect(), Ok(()), "inside the ranges: served");
     });
 }
+
+/// Whether a table is there is asked of the kernel for that one table:
+/// the exact family and name, an unknown family an error.
+#[test]
+fn a_table_is_known_by_its_family_and_whole_name() {
+    use tartan_felix::dataplane::nft::table_known;
+    in_new_netns(|| {
+        nft(&["add", "table", "inet", "tartan-x"]);
+        nft(&["add", "table", "ip", "tartan"]);
+        assert!(table_known("ip", "tartan").unwrap());
+        assert!(table_known("inet", "tartan-x").unwrap());
+        assert!(!table_known("inet", "tartan").unwrap());
+        assert!(!table_known("ip6", "tartan").unwrap());
+        assert!(!table_known("ip", "tartanx").unwrap());
+        assert!(table_known("bogus", "tartan").is_err());
+    });
+}

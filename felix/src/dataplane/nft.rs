@@ -384,50 +384,20 @@ pub fn table_present(family: &str, name: &str) -> bool {
     table_known(family, name).unwrap_or(false)
 }
 
-/// Whether the kernel has table `family name`, from the list of the
-/// family's tables (names only: `list table` would fetch every set
-/// element, see [`kernel_summary`]); an error when `nft` cannot say.
+/// Whether the kernel has table `family name`, asked of the kernel over
+/// netlink for that one table (`NFT_MSG_GETTABLE`); an error when it
+/// cannot say. Not through `nft`: nft 1.0.6 fills its cache with every
+/// table of the family before it lists even the names, set elements
+/// included (a `list tables ip` beside a service table of 210,000
+/// elements peaked at 321.6 MiB), and this runs at every periodic check.
 pub fn table_known(family: &str, name: &str) -> Result<bool, DataplaneError> {
     let refused = |detail: String| DataplaneError::Refused {
-        what: format!("nft list tables {family}"),
+        what: format!("the kernel's nftables table {family} {name}"),
         detail,
     };
-    let out = Command::new("nft")
-        .args(["list", "tables", family])
-        .output()
-        .map_err(|e| refused(e.to_string()))?;
-    if !out.status.success() {
-        return Err(refused(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
-    }
-    Ok(lists_table(
-        &String::from_utf8_lossy(&out.stdout),
-        family,
-        name,
-    ))
-}
-
-/// Whether `nft list tables` output names table `family name`.
-fn lists_table(listing: &str, family: &str, name: &str) -> bool {
-    listing.lines().any(|l| {
-        let mut w = l.split_whitespace();
-        w.next() == Some("table") && w.next() == Some(family) && w.next() == Some(name)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::lists_table;
-
-    #[test]
-    fn a_table_is_known_by_its_family_and_whole_name() {
-        let listing = "table inet tartan-x\ntable ip tartan\ntable inet tartan\n";
-        assert!(lists_table(listing, "inet", "tartan"));
-        assert!(lists_table(listing, "ip", "tartan"));
-        assert!(!lists_table(listing, "ip6", "tartan"));
-        assert!(!lists_table("table inet tartan-x\n", "inet", "tartan"));
-        assert!(!lists_table("table inet tartanx\n", "inet", "tartan"));
-        assert!(!lists_table("", "inet", "tartan"));
-    }
+    let fam = nftnl::family_number(family)
+        .ok_or_else(|| refused(format!("no nftables family {family:?}")))?;
+    Netlink::new()
+        .table_exists(fam, name)
+        .map_err(|e| refused(e.to_string()))
 }
