@@ -89,6 +89,10 @@ impl RawPeer {
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                     return Ok(Received::Closed);
                 }
+                // A signal (a child of this test process exiting): a read
+                // with a timeout is not restarted by the kernel, so again,
+                // with the time left.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e.into()),
             }
         }
