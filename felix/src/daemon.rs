@@ -44,7 +44,7 @@ pub use config::Config;
 use apply::Dataplane;
 use fold::{
     Folded, Sweep, converted, fold, fold_endpoint, fold_node, fold_pod, fold_policy, fold_proxied,
-    node_eligible, node_zone,
+    node_eligible,
 };
 use pending::Pending;
 use watches::{Synced, Watches};
@@ -170,7 +170,7 @@ pub async fn run(
                     && o.metadata.name.as_deref() == Some(cfg.node.as_str())
                 {
                     health.proxy_health().set_node_eligible(node_eligible(o));
-                    let zone = node_zone(o);
+                    let zone = tartan_api::resources::node::zone(&o.metadata).unwrap_or("");
                     if dp.proxy.index.set_zone(zone) {
                         info!(zone, "this node's zone (topology.kubernetes.io/zone) is read; the Services are computed again for their topology hints");
                         pending.proxy_changed(Folded { synced: false, changed: true });

@@ -9,7 +9,8 @@
 //! | `tartan.dev/vxlan-tunnel-mac` | the MAC of the node's VXLAN device (felix publishes it) |
 //!
 //! The prefix tells which other nodes share the node's subnet (for
-//! `CrossSubnet` encapsulation).
+//! `CrossSubnet` encapsulation). A Node's zone is its
+//! `topology.kubernetes.io/zone` label ([`zone`]).
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -28,6 +29,20 @@ pub const ROUTE_REFLECTOR_CLUSTER_ID: &str = "tartan.dev/route-reflector-cluster
 /// Written by felix on its own Node: the MAC other nodes put in their
 /// neighbour and forwarding entries for this node's VXLAN endpoint.
 pub const VXLAN_TUNNEL_MAC: &str = "tartan.dev/vxlan-tunnel-mac";
+
+/// The label naming a Node's zone: its pods' endpoints carry it, and the
+/// topology hints of EndpointSlices are read against it.
+pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+
+/// A Node's zone, from its metadata; an empty label is none (as
+/// Kubernetes' EndpointSlice controller reads it).
+pub fn zone(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<&str> {
+    meta.labels
+        .as_ref()?
+        .get(ZONE_LABEL)
+        .map(String::as_str)
+        .filter(|z| !z.is_empty())
+}
 
 /// A MAC address written `aa:bb:cc:dd:ee:ff`.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -297,5 +312,28 @@ mod tests {
         ] {
             assert!(read(bad.clone()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_nodes_zone_is_its_zone_label_or_none() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let meta = |labels: &[(&str, &str)]| ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        };
+        assert_eq!(zone(&ObjectMeta::default()), None);
+        assert_eq!(
+            zone(&meta(&[
+                ("failure-domain.beta.kubernetes.io/zone", "old"),
+                (ZONE_LABEL, "eu-1a")
+            ])),
+            Some("eu-1a")
+        );
+        assert_eq!(zone(&meta(&[(ZONE_LABEL, "")])), None);
     }
 }

@@ -46,17 +46,9 @@ async fn run(store: &dyn Datastore, plan: &slices::Plan) -> Result<(usize, bool)
     Ok((writes, conflict))
 }
 
-/// The label naming a Node's zone, which its pods' endpoints carry.
-const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-/// A Node's zone; an empty label is none (as upstream's controller reads it).
+/// A Node's zone ([`tartan_api::resources::node::zone`]).
 fn zone_of(n: &Node) -> Option<String> {
-    n.metadata
-        .labels
-        .as_ref()?
-        .get(ZONE_LABEL)
-        .filter(|z| !z.is_empty())
-        .cloned()
+    tartan_api::resources::node::zone(&n.metadata).map(str::to_string)
 }
 
 /// Each view's `zone`, from `zones` (node name to its zone, `None`: none).

@@ -85,19 +85,6 @@ pub(super) fn node_eligible(o: &DynamicObject) -> bool {
     !tainted
 }
 
-/// The label naming a Node's zone.
-pub(super) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-
-/// A Node's zone (`""` without the label): the topology hints of
-/// EndpointSlices are read against it ([`crate::services::topology`]).
-pub(super) fn node_zone(o: &DynamicObject) -> &str {
-    o.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(ZONE_LABEL))
-        .map_or("", String::as_str)
-}
-
 /// What felix keeps of a Node, or why the object is not a readable Node:
 /// a placeholder for a value that did not parse, another kind, or a spec
 /// or status that is not an object. What is inside spec and status felix
@@ -732,23 +719,6 @@ mod node_tests {
         assert!(node_eligible(&node(
             serde_json::json!({"spec": {"taints": "x"}})
         )));
-    }
-
-    #[test]
-    fn a_nodes_zone_is_its_zone_label_or_none() {
-        assert_eq!(node_zone(&node(serde_json::json!({}))), "");
-        let mut n = node(serde_json::json!({}));
-        n.metadata.labels = Some(
-            [
-                (
-                    "failure-domain.beta.kubernetes.io/zone".to_string(),
-                    "old".to_string(),
-                ),
-                (ZONE_LABEL.to_string(), "eu-1a".to_string()),
-            ]
-            .into(),
-        );
-        assert_eq!(node_zone(&n), "eu-1a");
     }
 
     #[test]

@@ -526,6 +526,15 @@ fn dispatch(eps: &PortEndpoints, local_only: bool, affinity: Option<u32>) -> Dis
     }
 }
 
+/// `key` in `set` when `on`, out of it otherwise.
+fn flag<K: Ord>(set: &mut BTreeSet<K>, key: K, on: bool) {
+    if on {
+        set.insert(key);
+    } else {
+        set.remove(&key);
+    }
+}
+
 /// Add one Service's frontends and node ports (its slices given) to `t`,
 /// for a node in `zone` (its `topology.kubernetes.io/zone`, `""` without).
 pub fn desired_for(
@@ -544,17 +553,13 @@ pub fn desired_for(
         for ip in &svc.cluster_ips {
             let fe = (*ip, port.protocol, port.port);
             t.frontends.insert(fe, internal.clone());
-            t.masq_frontends.remove(&fe);
+            flag(&mut t.masq_frontends, fe, false);
             t.cluster_ips.insert(*ip);
         }
         for ip in &svc.external {
             let fe = (*ip, port.protocol, port.port);
             t.frontends.insert(fe, external.clone());
-            if svc.external_local {
-                t.masq_frontends.remove(&fe);
-            } else {
-                t.masq_frontends.insert(fe);
-            }
+            flag(&mut t.masq_frontends, fe, !svc.external_local);
         }
         if let Some(ranges) = &svc.source_ranges {
             for ip in &svc.lb_ips {
@@ -564,11 +569,11 @@ pub fn desired_for(
         }
         if let Some(np) = port.node_port {
             t.node_ports.insert((port.protocol, np), external.clone());
-            if svc.external_local {
-                t.masq_node_ports.remove(&(port.protocol, np));
-            } else {
-                t.masq_node_ports.insert((port.protocol, np));
-            }
+            flag(
+                &mut t.masq_node_ports,
+                (port.protocol, np),
+                !svc.external_local,
+            );
         }
         if !svc.external_local {
             continue;
