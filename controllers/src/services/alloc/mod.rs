@@ -1,4 +1,5 @@
-//! What the API server gives a Service: a ClusterIP from the service
+//! What the API server gives a Service: its IP family fields
+//! ([`families`]), a ClusterIP from the service
 //! range, NodePorts from 30000–32767 (LoadBalancer ingress addresses are
 //! the LoadBalancerIPPool controller's, [`crate::lbpool`]). Pure: the
 //! Services already stored and those being written in, the written ones
@@ -17,6 +18,7 @@
 pub mod bitmap;
 mod checks;
 pub mod claims;
+mod families;
 mod fields;
 pub mod held;
 
@@ -200,29 +202,42 @@ pub fn allocate_in(
         let node_ports = wants_node_ports(s);
         let health = wants_health_port(s) && health_port(s).is_none();
         let Some(sp) = s.spec.as_mut() else { continue };
-        if t != "ExternalName" && given_cluster_ip_spec(sp).is_none() {
-            match held.cluster_ips.take(&k) {
-                Some(ip) => {
-                    sp.cluster_ip = Some(ip.to_string());
-                    sp.cluster_ips = Some(vec![ip.to_string()]);
+        if t != "ExternalName" {
+            if let Some(ip) = given_cluster_ip_spec(sp) {
+                // As the API server normalizes a Service: `clusterIP` from
+                // `clusterIPs[0]` and `clusterIPs` from `clusterIP`,
+                // whichever was left out (`None` for a headless one too).
+                if sp.cluster_ip.as_deref().is_none_or(str::is_empty) {
+                    sp.cluster_ip = Some(ip.clone());
                 }
-                None => {
-                    taken = true;
-                    problems.push(format!(
-                        "Service {k}: no free ClusterIP left in the service range {}",
-                        ranges.service
-                    ));
+                if sp.cluster_ips.as_ref().is_none_or(Vec::is_empty) {
+                    sp.cluster_ips = Some(vec![ip]);
                 }
             }
-        } else if let Some(ip) = given_cluster_ip_spec(sp) {
-            // As the API server normalizes a Service: `clusterIP` from
-            // `clusterIPs[0]` and `clusterIPs` from `clusterIP`, whichever
-            // was left out (`None` for a headless one too).
-            if sp.cluster_ip.as_deref().is_none_or(str::is_empty) {
-                sp.cluster_ip = Some(ip.clone());
+            let old = selves.get(&k).and_then(|o| o.spec.as_ref());
+            let wrong = families::fill(sp, old);
+            if !wrong.is_empty() {
+                problems.extend(
+                    wrong
+                        .into_iter()
+                        .map(|(field, why)| format!("Service {k}: {field}: {why}")),
+                );
+                continue;
             }
-            if sp.cluster_ips.as_ref().is_none_or(Vec::is_empty) {
-                sp.cluster_ips = Some(vec![ip]);
+            if given_cluster_ip_spec(sp).is_none() {
+                match held.cluster_ips.take(&k) {
+                    Some(ip) => {
+                        sp.cluster_ip = Some(ip.to_string());
+                        sp.cluster_ips = Some(vec![ip.to_string()]);
+                    }
+                    None => {
+                        taken = true;
+                        problems.push(format!(
+                            "Service {k}: no free ClusterIP left in the service range {}",
+                            ranges.service
+                        ));
+                    }
+                }
             }
         }
         if node_ports {

@@ -293,3 +293,38 @@ fn bad_services_are_reported_whole() {
     let e = allocate(&ranges(), &[], &[svc("x", web()), svc("x", web())]).unwrap_err();
     assert!(e[0].contains("twice"), "{e:?}");
 }
+
+#[test]
+fn services_get_the_ip_family_fields_of_a_single_stack_cluster() {
+    let mut headless = json!({"clusterIP": "None"});
+    let ext = json!({"type": "ExternalName", "externalName": "example.org"});
+    let a = allocate(
+        &ranges(),
+        &[],
+        &[svc("a", web()), svc("h", headless.clone()), svc("e", ext)],
+    )
+    .unwrap();
+    let families = |s: &Service| {
+        let sp = s.spec.as_ref().unwrap();
+        (sp.ip_family_policy.clone(), sp.ip_families.clone())
+    };
+    let v = |x: &[&str]| Some(x.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(families(&a[0]), (Some("SingleStack".into()), v(&["IPv4"])));
+    assert_eq!(
+        families(&a[1]),
+        (Some("RequireDualStack".into()), v(&["IPv4", "IPv6"]))
+    );
+    assert_eq!(families(&a[2]), (None, None), "ExternalName has neither");
+    // Dual-stack asked of a Service with an address is refused, and
+    // nothing is allocated.
+    headless["ipFamilyPolicy"] = json!("RequireDualStack");
+    let mut dual = web();
+    dual["ipFamilyPolicy"] = json!("RequireDualStack");
+    let e = allocate(&ranges(), &[], &[svc("d", dual), svc("h", headless)]).unwrap_err();
+    assert_eq!(
+        e,
+        vec![
+            "Service default/d: spec.ipFamilyPolicy: RequireDualStack: this cluster is not configured for dual-stack services"
+        ]
+    );
+}
