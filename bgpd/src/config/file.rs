@@ -366,6 +366,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
             hold_time,
             graceful_restart: n.graceful_restart,
             max_restart_time: n.max_restart_time.map(|t| t.into_inner()),
+            restart_time: None,
             max_prefix: n.max_prefix.map(|m| m.into_inner()),
             families,
             next_hop,

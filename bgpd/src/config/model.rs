@@ -54,6 +54,10 @@ pub struct Neighbor {
     /// The longest time the neighbor's routes are kept while it restarts
     /// (seconds); None: the time it announces (RFC 4724).
     pub max_restart_time: Option<u16>,
+    /// The restart time announced to this neighbor (RFC 4724: how long it
+    /// keeps our routes while we restart), seconds; None: the speaker's
+    /// `graceful_restart.restart_time`.
+    pub restart_time: Option<u16>,
     pub max_prefix: Option<u32>,
     pub families: Vec<Family>,
     /// What we put in NEXT_HOP of the routes we send it.

@@ -162,9 +162,10 @@ impl Daemon {
             hold_time: n.hold_time,
             families: n.families.clone(),
             peer_asn: n.asn,
-            graceful_restart: n
-                .graceful_restart
-                .then_some(self.config.graceful_restart.restart_time),
+            graceful_restart: super::restart::announced_restart_time(
+                n,
+                self.config.graceful_restart.restart_time,
+            ),
             restarting: self.restarting,
             forwarding_preserved: self.config.kernel_install,
         }

@@ -6,6 +6,7 @@
 //! stale-routes time is over. The decisions are the pure functions at the
 //! end; the methods apply them to the RIB and the kernel.
 use super::instance::Daemon;
+use crate::config::Neighbor;
 use crate::model::Family;
 use crate::rib::PeerId;
 use crate::session::PeerCommand;
@@ -110,6 +111,13 @@ impl Daemon {
     }
 }
 
+/// The restart time this speaker announces to `n` (RFC 4724), None
+/// without graceful restart: the neighbor's own, else the speaker's.
+pub(super) fn announced_restart_time(n: &Neighbor, speaker: u16) -> Option<u16> {
+    n.graceful_restart
+        .then_some(n.restart_time.unwrap_or(speaker))
+}
+
 /// How long a restarting peer's routes are kept: the time it announced,
 /// bounded by the operator's `max_restart_time`.
 pub(super) fn bounded_restart_time(announced: u16, max: Option<u16>) -> u16 {
@@ -165,6 +173,21 @@ mod tests {
             restart_time,
             families: families.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_neighbor_may_be_announced_its_own_restart_time() {
+        let c = crate::config::parse(
+            "t",
+            "router_id = \"10.0.0.1\"\nasn = 65000\n[[neighbor]]\naddress = \"10.0.0.2\"\nasn = 65001\n",
+        )
+        .unwrap();
+        let mut n = c.neighbors[0].clone();
+        assert_eq!(announced_restart_time(&n, 120), Some(120));
+        n.restart_time = Some(30);
+        assert_eq!(announced_restart_time(&n, 120), Some(30));
+        n.graceful_restart = false;
+        assert_eq!(announced_restart_time(&n, 120), None);
     }
 
     #[test]

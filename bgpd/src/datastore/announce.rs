@@ -54,7 +54,7 @@ impl ServiceRanges {
         }
     }
 
-    fn all(&self) -> impl Iterator<Item = &IpNet> {
+    pub(super) fn all(&self) -> impl Iterator<Item = &IpNet> {
         self.cluster
             .iter()
             .chain(&self.external)

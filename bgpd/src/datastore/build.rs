@@ -7,7 +7,13 @@
 //!   takes every other node as a client; other nodes peer with the
 //!   reflectors.
 //! - BGPPeer objects that select this node (`node`, `nodeSelector`, or all):
-//!   a router at `peerIP`, or the nodes `peerSelector` picks.
+//!   a router at `peerIP`, or the nodes `peerSelector` picks. And, as
+//!   Calico's reverse peering, the other end of such a peering when it is
+//!   this node: a node `peerSelector` picks (or whose address and AS are
+//!   `peerIP` and `asNumber`) peers with every node the BGPPeer's `node` /
+//!   `nodeSelector` selects, with the BGPPeer's settings.
+//! - Export: after a peer's own filters, only the cluster's addresses
+//!   ([`super::export_scope`]); a node is no transit between its peers.
 //! - Announced: the blocks affine to this node (not those of pools with
 //!   `disableBGPExport`), and /32s (/128s) of addresses this node's pods
 //!   borrowed from other nodes' blocks.
@@ -37,10 +43,11 @@ use tartan_api::selector::Selector;
 use tracing::warn;
 
 use super::announce::{OwnAddresses, ServiceRanges, announcements, kernel_exclude};
+use super::export_scope::{self, scoped};
 use super::nodes::NodeView;
 use super::services::ServiceIps;
 use crate::config::{Config, GracefulRestart, Neighbor};
-use crate::filter::peer_filters;
+use crate::filter::{PeerFilters, peer_filters};
 use crate::model::{Family, NextHopMode};
 use std::sync::Arc;
 
@@ -159,6 +166,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     let my_labels = me.labels();
     let s = settings(inp);
     let ranges = ServiceRanges::of(&s);
+    let scope = export_scope::scope(&inp.pools, &ranges);
     let cluster_as = s.as_number.unwrap_or(DEFAULT_AS_NUMBER);
     let asn = my.as_number.unwrap_or(cluster_as);
     let port = s.effective_listen_port();
@@ -188,7 +196,16 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
     };
 
     // The other nodes with a usable BGP address.
-    let selecting = inp.peers.values().any(|p| p.peer_selector.is_some());
+    let selecting = inp.peers.values().any(|p| {
+        p.peer_selector.is_some()
+            || (p.node_selector.is_some()
+                && p.peer_ip.as_deref().is_some_and(|ip| {
+                    peer_ip(ip).is_some_and(|(a, _)| {
+                        a == IpAddr::V4(my_ip)
+                            || Some(a) == my.ipv6_address.map(|v| IpAddr::V6(v.addr()))
+                    })
+                }))
+    });
     let others: Vec<Peer> = inp
         .nodes
         .iter()
@@ -282,7 +299,20 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 &format!("BGPPeer {name} nodeSelector"),
             ),
         };
-        if !for_me {
+        let reverse = reverse_of(
+            name,
+            bp,
+            &Me {
+                labels: &my_labels,
+                v4: my_ip,
+                v6: my_v6,
+                asn,
+                cluster_as,
+                port,
+            },
+            &others,
+        );
+        if !for_me && reverse.is_empty() {
             continue;
         }
         let pw = match bp.password.as_ref().map(|p| password(p, inp)) {
@@ -299,7 +329,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             ApiNextHopMode::Keep => NextHopMode::Keep,
         };
         let filters = match peer_filters(&bp.filters, &inp.filters) {
-            Ok(f) => Arc::new(f),
+            Ok(f) => Arc::new(scoped(&f, &scope)),
             Err(why) => {
                 warn!(peer = %name, %why, "BGPPeer filters unusable; not peering");
                 continue;
@@ -333,7 +363,8 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             n.bfd = bfd;
             n.password = pw.clone();
             n.next_hop = next_hop;
-            n.max_restart_time = max_restart_time;
+            // As Calico: the restart time announced to this peer.
+            n.restart_time = max_restart_time;
             n.filters = filters.clone();
             if source_address == SourceAddress::None {
                 // The kernel picks the source address of the connection.
@@ -341,17 +372,29 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             }
             add(vec![n]);
         };
+        for (p, family) in &reverse {
+            let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();
+            for n in node_neighbor(p, rr_client, &format!("BGPPeer {name} (reverse)")) {
+                if family.is_none_or(|v6| n.address.is_ipv6() == v6) {
+                    add(n);
+                }
+            }
+        }
+        if !for_me {
+            continue;
+        }
         if let Some(ip) = &bp.peer_ip {
-            let (addr, p) = match ip.parse::<SocketAddr>() {
-                Ok(sa) => (sa.ip(), sa.port()),
-                Err(_) => match ip.parse::<IpAddr>() {
-                    Ok(a) => (a, 179),
-                    Err(_) => {
-                        warn!(peer = %name, peer_ip = %ip, "peerIP does not parse; not peering");
-                        continue;
-                    }
-                },
+            let Some((addr, given_port)) = peer_ip(ip) else {
+                warn!(peer = %name, peer_ip = %ip, "peerIP does not parse; not peering");
+                continue;
             };
+            // A node's address without a port: that node listens where
+            // the cluster's nodes do, not necessarily on 179.
+            let is_node = others.iter().any(|o| {
+                o.bgp.ipv4_address.map(|a| IpAddr::V4(a.addr())) == Some(addr)
+                    || o.bgp.ipv6_address.map(|a| IpAddr::V6(a.addr())) == Some(addr)
+            });
+            let p = given_port.unwrap_or(if is_node { port } else { 179 });
             let peer_as = bp.as_number.unwrap_or(asn);
             let n = neighbor(
                 addr,
@@ -382,6 +425,17 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         }
     }
 
+    // Peers without filters of their own share one copy of the scope.
+    let scope_only = Arc::new(scoped(&PeerFilters::default(), &scope));
+    let neighbors = neighbors
+        .into_values()
+        .map(|mut n| {
+            if n.filters.is_empty() {
+                n.filters = scope_only.clone();
+            }
+            n
+        })
+        .collect();
     Ok(Config {
         router_id: my_ip,
         asn,
@@ -397,7 +451,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
         },
         connect_retry: Duration::from_secs(2),
-        neighbors: neighbors.into_values().collect(),
+        neighbors,
         announce: announcements(
             &OwnAddresses {
                 node: &inp.node,
@@ -435,6 +489,7 @@ fn neighbor(
         hold_time: 9,
         graceful_restart: true,
         max_restart_time: None,
+        restart_time: None,
         max_prefix: None,
         families: vec![match address {
             IpAddr::V4(_) => Family::Ipv4Unicast,
@@ -455,4 +510,68 @@ fn bfd_config(t: tartan_api::resources::BfdTimers) -> crate::bfd::SessionConfig 
         required_min_rx: t.min_rx,
         detect_mult: t.multiplier,
     }
+}
+
+/// A `peerIP`: its address, and its port when it gives one.
+fn peer_ip(ip: &str) -> Option<(IpAddr, Option<u16>)> {
+    match ip.parse::<SocketAddr>() {
+        Ok(sa) => Some((sa.ip(), Some(sa.port()))),
+        Err(_) => ip.parse::<IpAddr>().ok().map(|a| (a, None)),
+    }
+}
+
+/// What decides whether this node is the far end of a BGPPeer.
+struct Me<'a> {
+    labels: &'a BTreeMap<String, String>,
+    v4: Ipv4Addr,
+    v6: Option<std::net::Ipv6Addr>,
+    asn: u32,
+    cluster_as: u32,
+    port: u16,
+}
+
+/// The nodes this node peers with because BGPPeer `bp` names this node as
+/// its remote end (Calico's reverse peering), each with the one family to
+/// peer over (`Some(true)`: IPv6 only) or both (`None`): a node
+/// `peerSelector` picks peers over both; a node named by `peerIP` (its
+/// address, its AS as `asNumber` or the cluster's, its port if given)
+/// over that address's family.
+fn reverse_of<'p, 'a>(
+    name: &str,
+    bp: &BgpPeerSpec,
+    me: &Me<'_>,
+    others: &'p [Peer<'a>],
+) -> Vec<(&'p Peer<'a>, Option<bool>)> {
+    let family = if let Some(sel) = &bp.peer_selector {
+        if !selects(
+            Some(sel),
+            me.labels,
+            &format!("BGPPeer {name} peerSelector"),
+        ) {
+            return vec![];
+        }
+        None
+    } else if let Some((addr, port)) = bp.peer_ip.as_deref().and_then(peer_ip) {
+        let mine = addr == IpAddr::V4(me.v4) || me.v6.is_some_and(|v| addr == IpAddr::V6(v));
+        let same_as = bp.as_number.unwrap_or(me.cluster_as) == me.asn;
+        if !mine || !same_as || port.is_some_and(|p| p != me.port) {
+            return vec![];
+        }
+        Some(addr.is_ipv6())
+    } else {
+        return vec![];
+    };
+    let empty = BTreeMap::new();
+    others
+        .iter()
+        .filter(|p| match (&bp.node, &bp.node_selector) {
+            (Some(n), _) => n == p.name,
+            (None, sel) => selects(
+                sel.as_deref(),
+                p.labels.as_ref().unwrap_or(&empty),
+                &format!("BGPPeer {name} nodeSelector"),
+            ),
+        })
+        .map(|p| (p, family))
+        .collect()
 }

@@ -8,6 +8,7 @@
 mod announce;
 pub mod autodetect;
 pub mod build;
+mod export_scope;
 pub mod follow;
 mod nodes;
 pub mod publish;

@@ -116,7 +116,9 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     let tor = find("10.0.0.254").unwrap();
     assert!(tor.ttl_security);
     assert_eq!(tor.multihop, 2, "up to 2 hops away (RFC 5082)");
-    assert_eq!(tor.max_restart_time, Some(30));
+    // Calico's meaning: the restart time announced to this peer.
+    assert_eq!(tor.restart_time, Some(30));
+    assert_eq!(tor.max_restart_time, None);
     assert_eq!(
         tor.local_address, None,
         "sourceAddress None: the kernel picks"
@@ -124,7 +126,7 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     let plain = find("10.0.0.253").unwrap();
     assert!(!plain.ttl_security);
     assert_eq!(plain.multihop, 1);
-    assert_eq!(plain.max_restart_time, None);
+    assert_eq!(plain.restart_time, None);
     assert_eq!(plain.local_address, Some("10.0.0.1".parse().unwrap()));
     assert!(
         find("10.0.0.252").is_none(),
@@ -194,15 +196,16 @@ fn a_bgp_peers_filters_reach_its_session_and_a_missing_one_stops_it() {
         .iter()
         .find(|n| n.address == "10.0.0.254".parse::<IpAddr>().unwrap())
         .unwrap();
-    assert_eq!(tor.filters.export.v4.len(), 1);
-    assert_eq!(tor.filters.import.v4[0].lengths, Some((25, 32)));
-    // The mesh has no filters.
-    assert!(
-        c.neighbors
-            .iter()
-            .filter(|n| n.asn == 64512)
-            .all(|n| n.filters.is_empty())
+    // The BGPPeer's rule first, then the cluster's export scope.
+    assert_eq!(
+        tor.filters.export.v4[0].network,
+        Some(("10.0.0.0/8".parse().unwrap(), crate::filter::MatchOp::NotIn))
     );
+    assert_eq!(tor.filters.import.v4[0].lengths, Some((25, 32)));
+    // The mesh has the scope alone.
+    assert!(c.neighbors.iter().filter(|n| n.asn == 64512).all(|n| {
+        n.filters.import.is_empty() && n.filters.export.v4[..] == tor.filters.export.v4[1..]
+    }));
     // A BGPPeer naming a filter that is not there makes no session: it
     // must not run unfiltered.
     assert!(
@@ -390,4 +393,78 @@ fn nodes_with_ipv6_addresses_also_peer_over_ipv6() {
     i.node = "n3".into();
     let c = build(&i).unwrap();
     assert_eq!(addrs(&c), ["10.0.0.1", "10.0.0.2"]);
+}
+
+/// Calico's route reflector recipe: mesh off, one BGPPeer
+/// `nodeSelector: !has(rr)`, `peerSelector: has(rr)`. The reflectors are
+/// the far end: they peer back with every node the nodeSelector picks,
+/// with the BGPPeer's settings.
+#[test]
+fn the_node_a_peer_selector_picks_peers_back() {
+    let mut i = three();
+    i.nodes.push(view("rr1", "10.0.0.11", None, &[("rr", "")]));
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            node_to_node_mesh_enabled: Some(false),
+            ..Default::default()
+        },
+    );
+    i.peers.insert("to-rr".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        p.peer_ip = None;
+        p.as_number = None;
+        p.node_selector = Some("!has(rr)".into());
+        p.peer_selector = Some("has(rr)".into());
+        p.ttl_security = Some(1);
+        p
+    });
+    // A client: the reflector.
+    assert_eq!(addrs(&build(&i).unwrap()), ["10.0.0.11"]);
+    // The reflector: every client, with the BGPPeer's settings.
+    i.node = "rr1".into();
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+    assert!(c.neighbors.iter().all(|n| n.ttl_security && n.asn == 64512));
+    // Without the reverse, the reflector would have no session at all.
+    i.peers.get_mut("to-rr").unwrap().node_selector = Some("has(nothing)".into());
+    assert!(build(&i).unwrap().neighbors.is_empty());
+}
+
+/// A BGPPeer whose peerIP and AS are a node's: that node peers back with
+/// the nodes the BGPPeer selects; another AS or port is not that node.
+#[test]
+fn the_node_a_peer_ip_names_peers_back_on_its_listen_port() {
+    let mut i = three();
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            node_to_node_mesh_enabled: Some(false),
+            listen_port: Some(1790),
+            ..Default::default()
+        },
+    );
+    i.peers.insert("to-n3".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.3", 64512);
+        p.node = Some("n1".into());
+        p
+    });
+    // n1 dials n3 on the cluster's port, not 179.
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.3"]);
+    assert_eq!(c.neighbors[0].port, 1790);
+    // n3 peers back with n1; n2 is not named.
+    i.node = "n3".into();
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.1"]);
+    assert_eq!(
+        c.neighbors[0].description.as_deref(),
+        Some("BGPPeer to-n3 (reverse) n1")
+    );
+    i.node = "n2".into();
+    assert!(build(&i).unwrap().neighbors.is_empty());
+    // Another AS than n3's: not n3.
+    i.peers.get_mut("to-n3").unwrap().as_number = Some(65009);
+    i.node = "n3".into();
+    assert!(build(&i).unwrap().neighbors.is_empty());
 }
