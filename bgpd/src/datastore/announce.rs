@@ -115,12 +115,13 @@ pub(super) fn announcements(inp: &OwnAddresses<'_>, ranges: &ServiceRanges) -> V
     out.extend(ranges.all().copied());
     let inside = |nets: &[IpNet], a: &IpAddr| nets.iter().any(|n| n.contains(a));
     for ips in inp.services.values() {
+        let cluster = ips.cluster.iter().filter(|a| inside(&ranges.cluster, a));
         let external = ips.external.iter().filter(|a| inside(&ranges.external, a));
         let lb = ips
             .load_balancer
             .iter()
             .filter(|a| inside(&ranges.load_balancer, a));
-        out.extend(external.chain(lb).map(|a| IpNet::from(*a)));
+        out.extend(cluster.chain(external).chain(lb).map(|a| IpNet::from(*a)));
     }
     out.into_iter()
         .map(|prefix| Announce {

@@ -2,9 +2,9 @@
 //! follower feeds it one Service or EndpointSlice at a time.
 //!
 //! A Service with `externalTrafficPolicy: Local` is reached from outside
-//! only through nodes that have one of its endpoints: its external IPs
-//! and LoadBalancer ingress IPs are announced as /32 (/128) by exactly
-//! those nodes (the ranges of BGPConfiguration are announced by every node
+//! only through nodes that have one of its endpoints: its ClusterIPs,
+//! external IPs and LoadBalancer ingress IPs are announced as /32 (/128)
+//! by exactly those nodes (as Calico's nodes do) (the ranges of BGPConfiguration are announced by every node
 //! and cover the rest; [`super::build`] filters the addresses by them).
 //!
 //! "Has an endpoint here" is what felix's proxy decides (felix/src/services):
@@ -38,6 +38,9 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// may be announced as host routes; each list sorted, no repeats.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServiceIps {
+    /// `spec.clusterIPs` (announced when inside `serviceClusterIPs`, as
+    /// Calico does).
+    pub cluster: Vec<IpAddr>,
     /// `spec.externalIPs` (announced when inside `serviceExternalIPs`).
     pub external: Vec<IpAddr>,
     /// `status.loadBalancer.ingress[].ip` (announced when inside
@@ -47,7 +50,7 @@ pub struct ServiceIps {
 
 impl ServiceIps {
     fn is_empty(&self) -> bool {
-        self.external.is_empty() && self.load_balancer.is_empty()
+        self.cluster.is_empty() && self.external.is_empty() && self.load_balancer.is_empty()
     }
 }
 
@@ -99,7 +102,12 @@ pub fn local_policy_ips(svc: &Service) -> Option<ServiceIps> {
         .and_then(|s| s.load_balancer.as_ref())
         .and_then(|lb| lb.ingress.as_deref())
         .unwrap_or_default();
+    let cluster_ips: Vec<&str> = match spec.cluster_ips.as_deref() {
+        Some(ips) if !ips.is_empty() => ips.iter().map(String::as_str).collect(),
+        _ => spec.cluster_ip.as_deref().into_iter().collect(),
+    };
     let ips = ServiceIps {
+        cluster: parse_ips(&name, "spec.clusterIPs", cluster_ips.into_iter()),
         external: parse_ips(
             &name,
             "spec.externalIPs",

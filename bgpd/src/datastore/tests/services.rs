@@ -151,6 +151,7 @@ fn a_node_override_sets_its_own_ranges() {
 #[test]
 fn which_services_have_local_policy_and_which_addresses_count() {
     let ips = |e: &[&str], lb: &[&str]| ServiceIps {
+        cluster: vec![],
         external: e.iter().map(|a| a.parse().unwrap()).collect(),
         load_balancer: lb.iter().map(|a| a.parse().unwrap()).collect(),
     };
@@ -404,6 +405,34 @@ fn a_local_service_is_announced_while_this_node_has_an_endpoint() {
     other.service("default/web", Some(&moved));
     other.slice("default/web-a", Some(&here));
     assert!(announced_with(&other, "n3").is_empty());
+}
+
+/// As Calico: a Local Service's ClusterIPs inside `serviceClusterIPs`
+/// are host routes from the nodes with an endpoint too.
+#[test]
+fn a_local_services_cluster_ip_is_announced_by_its_endpoints_nodes() {
+    let mut ls = LocalServices::new("n1");
+    let mut svc = local_lb("web", &["198.51.100.7"]);
+    svc.spec.as_mut().unwrap().cluster_ip = Some("10.96.0.20".into());
+    svc.spec.as_mut().unwrap().cluster_ips = Some(vec!["10.96.0.20".into()]);
+    assert_eq!(
+        local_policy_ips(&svc).unwrap().cluster,
+        ["10.96.0.20".parse::<std::net::IpAddr>().unwrap()]
+    );
+    ls.service("default/web", Some(&svc));
+    assert!(announced_with(&ls, "n1").is_empty());
+    assert!(ls.slice(
+        "default/web-a",
+        Some(&slice("web-a", "web", &[("n1", ready())]))
+    ));
+    assert_eq!(
+        announced_with(&ls, "n1"),
+        ["10.96.0.20/32", "198.51.100.7/32"]
+    );
+    // A ClusterIP outside serviceClusterIPs is not announced.
+    svc.spec.as_mut().unwrap().cluster_ips = Some(vec!["172.30.0.20".into()]);
+    ls.service("default/web", Some(&svc));
+    assert_eq!(announced_with(&ls, "n1"), ["198.51.100.7/32"]);
 }
 
 #[test]
