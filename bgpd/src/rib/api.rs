@@ -139,7 +139,7 @@ impl Rib {
     ///
     /// Import rules: from eBGP, LOCAL_PREF is ignored (RFC 4271 5.1.5) and
     /// ORIGINATOR_ID / CLUSTER_LIST discarded (RFC 7606 7.9, 7.10); a path
-    /// with a loop — our AS in an eBGP AS_PATH, our router id as
+    /// with a loop — our AS in the AS_PATH, our router id as
     /// ORIGINATOR_ID or our cluster id in CLUSTER_LIST (RFC 4456 8) — is
     /// dropped and counted, and withdraws what the peer sent before for
     /// those prefixes. Prefixes of families not negotiated are ignored.
@@ -176,7 +176,9 @@ impl Rib {
         if attrs.communities.contains(&well_known::GRACEFUL_SHUTDOWN) {
             attrs.local_pref = Some(0);
         }
-        let looped = (!ibgp && attrs.as_path.contains(self.local.asn))
+        // RFC 4271 9.1.2: our AS in the path is a loop whatever the peer
+        // (bgpd has no confederations and no allowas-in).
+        let looped = attrs.as_path.contains(self.local.asn)
             || attrs.originator_id == Some(self.local.router_id)
             || attrs.cluster_list.contains(&self.local.cluster_id);
         if let Some(info) = self.peers.info_mut(x) {

@@ -2,7 +2,7 @@
 //! for us (negotiation and its errors), and which connection survives a
 //! collision (6.8). The transitions between the states are in `machine`.
 use crate::model::Family;
-use crate::wire::{Capabilities, GracefulRestartCap, Notification, Open};
+use crate::wire::{Capabilities, GracefulRestartCap, Notification, Open, OpenExpect};
 use std::fmt;
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -62,6 +62,15 @@ pub struct LocalParams {
 }
 
 impl LocalParams {
+    /// What the peer's OPEN must say about its AS and identifier.
+    pub fn expect(&self) -> OpenExpect {
+        OpenExpect {
+            peer_as: self.peer_asn,
+            local_as: self.asn,
+            local_id: self.router_id,
+        }
+    }
+
     pub fn open(&self) -> Open {
         let graceful_restart = self
             .graceful_restart
@@ -108,17 +117,13 @@ pub struct Negotiated {
 }
 
 /// Checks the peer's OPEN against ours (RFC 4271 6.2) and works out the
-/// session's parameters. The error is the NOTIFICATION to send.
+/// session's parameters. The error is the NOTIFICATION to send. (The
+/// handshake's decoder has made these checks already, in the RFC's order
+/// among the others; here they hold for any `Open`.)
 pub fn negotiate(local: &LocalParams, open: &Open) -> Result<Negotiated, Notification> {
-    if open.asn != local.peer_asn {
-        return Err(Notification::bad_peer_as(open.my_as_field));
-    }
-    // RFC 6286 2.1: only iBGP peers must have distinct identifiers.
-    if open.router_id == local.router_id && open.asn == local.asn {
-        return Err(Notification::bad_bgp_identifier(
-            open.router_id.octets().to_vec(),
-        ));
-    }
+    let expect = local.expect();
+    expect.check_as(open.asn, open.my_as_field)?;
+    expect.check_id(open.asn, open.router_id)?;
     let hold = open.hold_time.min(local.hold_time);
     let hold_time = Duration::from_secs(u64::from(hold));
     let families: Vec<Family> = local

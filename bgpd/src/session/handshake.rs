@@ -1,12 +1,14 @@
 //! The OPEN exchange on one connection, driven by the connection's copy of
 //! the state machine: OpenSent → OpenConfirm → ready for Established
-//! (RFC 4271 8.2.2). Also the connection itself: a framed reader and a
-//! writer.
+//! (RFC 4271 8.2.2), with collision detection against the neighbor's other
+//! connections (`collision`). Also the connection itself: a framed reader
+//! and a writer.
+use super::collision::Seat;
 use super::counters::PeerCounters;
 use super::framed::{FramedReader, ReadError};
-use super::fsm::Negotiated;
+use super::fsm::{Negotiated, State};
 use super::machine::{Action, Cause, Event, Fsm, OPEN_WAIT, Outgoing, Timer};
-use crate::wire::{self, DecodeOptions, Notification};
+use crate::wire::{self, DecodeOptions, Notification, OpenExpect};
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +16,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::time::Instant;
 
 pub struct Connection {
     pub reader: FramedReader<OwnedReadHalf>,
@@ -151,44 +154,67 @@ impl Connection {
     }
 
     /// The next event on the connection: a message, a bad one, or the hold
-    /// timer expiring. `Err`: the transport failed.
+    /// timer expiring at `hold`; an OPEN is checked against `expect`.
+    /// `Err`: the transport failed.
     async fn next_event(
         &mut self,
-        hold: Duration,
+        hold: Instant,
+        expect: &OpenExpect,
         counters: &PeerCounters,
     ) -> Result<Event, ReadError> {
-        let bytes = match tokio::time::timeout(hold, self.reader.next()).await {
+        let bytes = match tokio::time::timeout_at(hold, self.reader.next()).await {
             Err(_) => return Ok(Event::HoldTimerExpires),
             Ok(Err(ReadError::Framing(n))) => return Ok(Event::BadMessage(n)),
             Ok(Err(e)) => return Err(e),
             Ok(Ok(b)) => b,
         };
-        Ok(match wire::decode(bytes, &DecodeOptions::default()) {
-            Ok(m) => {
-                counters.received(bytes[18]);
-                Event::Message(m)
-            }
-            Err(n) => Event::BadMessage(n),
-        })
+        Ok(
+            match wire::decode_expecting(bytes, &DecodeOptions::default(), expect) {
+                Ok(m) => {
+                    counters.received(bytes[18]);
+                    Event::Message(m)
+                }
+                Err(n) => Event::BadMessage(n),
+            },
+        )
+    }
+}
+
+/// Sleeps until `t`; forever without one.
+async fn sleep_until_opt(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
     }
 }
 
 /// Runs the OPEN exchange on a new connection with `fsm`, the neighbor's
-/// machine copied for it. On any error the connection has been closed
-/// (with a NOTIFICATION where the RFC asks for one).
+/// machine copied for it, and `seat`, its place among the neighbor's
+/// connections. On any error the connection has been closed (with a
+/// NOTIFICATION where the RFC asks for one).
 pub async fn handshake(
     mut conn: Connection,
     mut fsm: Fsm,
     counters: &PeerCounters,
+    mut seat: Seat,
 ) -> Result<Opened, SessionError> {
+    if seat.is_lost() {
+        // Another connection is the session already (RFC 4271 6.8).
+        let n = Notification::connection_collision();
+        return Err(conn.notify_and_close(n, counters).await);
+    }
+    let expect = fsm.local().expect();
     let mut actions = fsm.handle(Event::TcpConnectionConfirmed);
-    let mut hold = OPEN_WAIT;
+    let mut hold = Instant::now() + OPEN_WAIT;
+    let mut keepalive: Option<Instant> = None;
     loop {
         let mut it = actions.into_iter();
         while let Some(action) = it.next() {
             match action {
                 Action::Send(o) => conn.send(&o, counters).await?,
-                Action::SetTimer(Timer::Hold, d) => hold = d,
+                Action::SetTimer(Timer::Hold, d) => hold = Instant::now() + d,
+                Action::SetTimer(Timer::Keepalive, d) => keepalive = Some(Instant::now() + d),
+                Action::StopTimer(Timer::Keepalive) => keepalive = None,
                 Action::Established(negotiated) => {
                     return Ok(Opened {
                         conn,
@@ -207,13 +233,36 @@ pub async fn handshake(
                 _ => {}
             }
         }
-        counters.set_state(fsm.state());
-        actions = match conn.next_event(hold, counters).await {
-            Ok(event) => fsm.handle(event),
-            Err(e) => {
-                fsm.handle(Event::TcpConnectionFails(e.to_string()));
-                return Err(e.into());
-            }
+        // A connection that lost to the session must not overwrite its state.
+        if !seat.is_lost() {
+            counters.set_state(fsm.state());
+        }
+        let event = tokio::select! {
+            () = seat.lost() => Event::CollisionLost,
+            () = sleep_until_opt(keepalive) => Event::KeepaliveTimerExpires,
+            r = conn.next_event(hold, &expect, counters) => match r {
+                Ok(event) => event,
+                Err(e) => {
+                    fsm.handle(Event::TcpConnectionFails(e.to_string()));
+                    return Err(e.into());
+                }
+            },
         };
+        actions = handle(&mut fsm, &seat, event);
     }
+}
+
+/// Runs `event`; when it accepts the peer's OPEN, collision detection
+/// (RFC 4271 6.8) decides whether this connection goes on.
+fn handle(fsm: &mut Fsm, seat: &Seat, event: Event) -> Vec<Action> {
+    let before = fsm.state();
+    let actions = fsm.handle(event);
+    let Some(peer) = fsm.negotiated().filter(|_| before == State::OpenSent) else {
+        return actions;
+    };
+    if seat.open_accepted(fsm.local(), peer.peer_router_id, peer.peer_asn) {
+        // Closed with a Cease instead of confirming the OPEN.
+        return fsm.handle(Event::CollisionLost);
+    }
+    actions
 }

@@ -17,9 +17,10 @@
 //! - Idle is entered when a session ends; the neighbor starts again when
 //!   the connect-retry time passes, or at once on a connection from the
 //!   peer (the RFC's automatic start; there is no IdleHoldTimer).
-//! - Collisions are resolved once both connections are ready (after the
-//!   peer's KEEPALIVE), before the instance hears of the session: the
-//!   loser gets Cease / Connection Collision Resolution.
+//! - Collisions are detected when a connection accepts the peer's OPEN
+//!   while a connection the other way round is in OpenConfirm (RFC 4271
+//!   6.8); once one connection is Established, every other one loses. The
+//!   loser gets Cease / Connection Collision Resolution (`collision.rs`).
 //! - While Established, a new connection from a peer with graceful restart
 //!   replaces the session (RFC 4724 4.2, the routes stay as stale); from
 //!   any other peer it is refused with a Cease 6/7.
@@ -289,10 +290,13 @@ impl Fsm {
                 Then::Retry,
                 false,
             ),
-            (S::Established, E::KeepaliveTimerExpires) => match self.keepalive_timer() {
-                Some(t) => vec![Action::Send(Outgoing::Keepalive), t],
-                None => vec![],
-            },
+            // RFC 4271 8.2.2: OpenConfirm keeps the peer's hold timer fed too.
+            (S::OpenConfirm | S::Established, E::KeepaliveTimerExpires) => {
+                match self.keepalive_timer() {
+                    Some(t) => vec![Action::Send(Outgoing::Keepalive), t],
+                    None => vec![],
+                }
+            }
             (S::Established, E::UpdatesSent) => self.keepalive_timer().into_iter().collect(),
             (S::Established, E::RefreshRequest(f)) => {
                 vec![Action::Send(Outgoing::RouteRefresh(f))]
@@ -329,7 +333,8 @@ impl Fsm {
         (!k.is_zero()).then_some(Action::SetTimer(Timer::Keepalive, k))
     }
 
-    /// OpenSent + BGPOpen: negotiate (RFC 4271 6.2), then KEEPALIVE.
+    /// OpenSent + BGPOpen: negotiate (RFC 4271 6.2), then KEEPALIVE, and
+    /// the KeepaliveTimer unless the hold time is zero (8.2.2).
     fn open_received(&mut self, open: &Open) -> Vec<Action> {
         match negotiate(&self.local, open) {
             Ok(n) => {
@@ -340,10 +345,12 @@ impl Fsm {
                 };
                 self.negotiated = Some(n);
                 self.state = State::OpenConfirm;
-                vec![
+                let mut a = vec![
                     Action::Send(Outgoing::Keepalive),
                     Action::SetTimer(Timer::Hold, hold),
-                ]
+                ];
+                a.extend(self.keepalive_timer());
+                a
             }
             Err(n) => self.close(Cause::Sent(n), Then::Retry),
         }

@@ -4,6 +4,7 @@
 //! The rules are the pure state machine in `machine` (with the OPEN checks
 //! in `fsm`); the tasks only turn I/O and time into its events and carry
 //! out its actions.
+mod collision;
 mod counters;
 mod established;
 mod events;
@@ -13,6 +14,8 @@ mod handshake;
 pub mod machine;
 mod peer;
 
+#[cfg(test)]
+mod handshake_tests;
 #[cfg(test)]
 mod linger_tests;
 #[cfg(test)]

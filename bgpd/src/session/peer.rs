@@ -1,14 +1,16 @@
-//! The task that owns one neighbor: it dials (unless passive), takes the
-//! connections the listener hands it, and resolves collisions while the
-//! neighbor's state machine is in Connect or Active; each connection runs
-//! the OPEN exchange with its own copy of the machine, and the one that is
-//! ready runs the Established session (`established.rs`).
+//! The task that owns one neighbor: it dials (unless passive) and takes the
+//! connections the listener hands it while the neighbor's state machine is
+//! in Connect or Active; each connection runs the OPEN exchange with its
+//! own copy of the machine (collisions are detected there, `collision.rs`),
+//! and the first one that is ready runs the Established session
+//! (`established.rs`) while the others are closed with a Cease.
+use super::collision::Collisions;
 use super::counters::PeerCounters;
 use super::established::{self, Ended, SessionIo};
 use super::events::{PeerCommand, PeerEvent, PeerId};
-use super::fsm::{LocalParams, State, keep_incoming};
+use super::fsm::{LocalParams, State};
 use super::handshake::{Connection, Opened, SessionError, close_gently, handshake};
-use super::machine::{Action, Cause, Event, Fsm, Timer};
+use super::machine::{Action, Event, Fsm, Timer};
 use crate::bfd::BfdStatus;
 use crate::config::Neighbor;
 use crate::control::PeerMetrics;
@@ -19,7 +21,6 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -190,7 +191,8 @@ impl PeerTask {
 
     async fn accept_now(&mut self, stream: TcpStream) -> Option<Opened> {
         let conn = Connection::new(stream).ok()?;
-        let r = handshake(conn, self.fsm.connection(), &self.counters).await;
+        let seat = Collisions::default().join(true);
+        let r = handshake(conn, self.fsm.connection(), &self.counters, seat).await;
         self.counters.mark_attempted();
         match r {
             Ok(o) => Some(o),
@@ -206,7 +208,7 @@ impl PeerTask {
         self.counters.set_error(e.to_string());
     }
 
-    fn dial_attempt(&self, tcp_up: Arc<AtomicBool>) -> Attempt {
+    fn dial_attempt(&self, board: Collisions) -> Attempt {
         let n = self.neighbor.clone();
         let fsm = self.fsm.connection();
         let counters = self.counters.clone();
@@ -219,16 +221,18 @@ impl PeerTask {
                     Ok(s) => s,
                     Err(e) => return (false, Err(SessionError::Write(e))),
                 };
-            tcp_up.store(true, Ordering::Relaxed);
             let conn = match Connection::new(stream) {
                 Ok(c) => c,
                 Err(e) => return (false, Err(SessionError::Write(e))),
             };
-            (false, handshake(conn, fsm, &counters).await)
+            (
+                false,
+                handshake(conn, fsm, &counters, board.join(false)).await,
+            )
         })
     }
 
-    fn incoming_attempt(&self, stream: TcpStream) -> Attempt {
+    fn incoming_attempt(&self, stream: TcpStream, board: Collisions) -> Attempt {
         let n = self.neighbor.clone();
         let fsm = self.fsm.connection();
         let counters = self.counters.clone();
@@ -243,7 +247,10 @@ impl PeerTask {
                 Ok(c) => c,
                 Err(e) => return (true, Err(SessionError::Write(e))),
             };
-            (true, handshake(conn, fsm, &counters).await)
+            (
+                true,
+                handshake(conn, fsm, &counters, board.join(true)).await,
+            )
         })
     }
 
@@ -252,19 +259,15 @@ impl PeerTask {
     /// entering Connect or Active.
     async fn establish(&mut self, mut pending: Vec<Action>) -> Option<Opened> {
         let mut attempts: FuturesUnordered<Attempt> = FuturesUnordered::new();
-        // Attempts whose TCP connection is up, by direction; a collision
-        // only exists between connections that both reached OpenSent.
-        let mut dial_tcp_up = Arc::new(AtomicBool::new(false));
+        let board = Collisions::default();
         let mut dialing = false;
-        let mut incoming_count = 0usize;
         let mut next_dial: Option<tokio::time::Instant> = None;
         self.counters.set_state(self.fsm.state());
         loop {
             for a in pending.drain(..) {
                 match a {
                     Action::Dial if !dialing => {
-                        dial_tcp_up = Arc::new(AtomicBool::new(false));
-                        attempts.push(self.dial_attempt(dial_tcp_up.clone()));
+                        attempts.push(self.dial_attempt(board.clone()));
                         dialing = true;
                     }
                     Action::SetTimer(Timer::ConnectRetry, d) => {
@@ -280,21 +283,19 @@ impl PeerTask {
                     pending = self.fsm.handle(Event::ConnectRetryTimerExpires);
                 }
                 s = self.incoming.recv() => match s {
-                    Some(stream) => {
-                        incoming_count += 1;
-                        attempts.push(self.incoming_attempt(stream));
-                    }
+                    Some(stream) => attempts.push(self.incoming_attempt(stream, board.clone())),
                     None => return None,
                 },
                 Some((incoming, result)) = attempts.next(), if !attempts.is_empty() => {
                     self.counters.mark_attempted();
-                    if incoming {
-                        incoming_count -= 1;
-                    } else {
+                    if !incoming {
                         dialing = false;
                     }
-                    let mut opened = match result {
-                        Ok(o) => o,
+                    match result {
+                        Ok(opened) => {
+                            close_the_others(&board, attempts);
+                            return Some(opened);
+                        }
                         Err(e) => {
                             self.note_error(&e);
                             if !incoming {
@@ -303,30 +304,7 @@ impl PeerTask {
                             if attempts.is_empty() {
                                 self.counters.set_state(self.fsm.state());
                             }
-                            continue;
                         }
-                    };
-                    let other_up = if incoming { dialing && dial_tcp_up.load(Ordering::Relaxed) } else { incoming_count > 0 };
-                    if !other_up {
-                        return Some(opened);
-                    }
-                    // Collision (RFC 4271 6.8).
-                    let local = self.fsm.local();
-                    let peer = &opened.negotiated;
-                    let keep_in = keep_incoming(local.router_id, local.asn, peer.peer_router_id, peer.peer_asn);
-                    if keep_in == incoming {
-                        info!(peer = %self.neighbor.address, kept = if incoming { "incoming" } else { "outgoing" }, "connection collision resolved");
-                        return Some(opened);
-                    }
-                    for a in opened.fsm.handle(Event::CollisionLost) {
-                        if let Action::Close { cause: Cause::Sent(n), .. } = a {
-                            let e = opened.conn.notify_and_close(n, &self.counters).await;
-                            debug!(peer = %self.neighbor.address, "collision: closed one connection: {e}");
-                        }
-                    }
-                    if !incoming {
-                        // The dialed connection is gone: dial again later.
-                        pending = self.fsm.handle(Event::TcpConnectionFails("connection collision".into()));
                     }
                 }
                 c = self.commands.recv() => match c {
@@ -342,6 +320,15 @@ impl PeerTask {
                 },
             }
         }
+    }
+}
+
+/// RFC 4271 6.8: with one connection Established, the others are closed
+/// with a Cease; they finish that on their own.
+fn close_the_others(board: &Collisions, attempts: FuturesUnordered<Attempt>) {
+    board.settle();
+    if !attempts.is_empty() {
+        tokio::spawn(attempts.for_each(|_| async {}));
     }
 }
 

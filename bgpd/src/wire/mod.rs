@@ -42,7 +42,7 @@ pub use codes::{
 };
 pub use header::{encode_keepalive, frame};
 pub use notification::Notification;
-pub use open::Open;
+pub use open::{Open, OpenExpect};
 pub use route_refresh::encode_route_refresh;
 pub use update_decode::{Reach, Update};
 pub use update_encode::{
@@ -108,6 +108,25 @@ pub enum Message {
 /// Decodes one whole framed message (header included). `Err` is the
 /// NOTIFICATION to send before resetting the session.
 pub fn decode(msg: &[u8], opts: &DecodeOptions) -> Result<Message, Notification> {
+    decode_with(msg, opts, None)
+}
+
+/// [`decode`] on a session waiting for the peer's OPEN: an OPEN is also
+/// checked against what we require of the peer, every check in the order
+/// of RFC 4271 6.2.
+pub fn decode_expecting(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    expect: &OpenExpect,
+) -> Result<Message, Notification> {
+    decode_with(msg, opts, Some(expect))
+}
+
+fn decode_with(
+    msg: &[u8],
+    opts: &DecodeOptions,
+    expect: Option<&OpenExpect>,
+) -> Result<Message, Notification> {
     let len = header::check_header(msg)?;
     if len != msg.len() {
         let raw = [msg[16], msg[17]];
@@ -115,7 +134,7 @@ pub fn decode(msg: &[u8], opts: &DecodeOptions) -> Result<Message, Notification>
     }
     let body = &msg[HEADER_LEN..];
     match msg[18] {
-        msg_type::OPEN => open::decode_open(body).map(Message::Open),
+        msg_type::OPEN => open::decode_open(body, expect).map(Message::Open),
         msg_type::UPDATE => update_decode::decode_update(body, opts).map(Message::Update),
         msg_type::NOTIFICATION => Ok(Message::Notification(Notification::decode_body(body))),
         msg_type::KEEPALIVE => Ok(Message::Keepalive),

@@ -84,11 +84,45 @@ fn malformed() -> Notification {
     Notification::malformed_open()
 }
 
-/// Decodes the body of an OPEN (after the header) and makes the checks
-/// that need only the message (RFC 4271 6.2): version, hold time, BGP
-/// identifier, optional parameters. The session checks the peer's AS and
-/// compares the identifier with its own.
-pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
+/// What the local speaker requires of the peer's OPEN: the checks of
+/// RFC 4271 6.2 that the message alone cannot make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenExpect {
+    /// The AS configured for the peer.
+    pub peer_as: u32,
+    pub local_as: u32,
+    pub local_id: Ipv4Addr,
+}
+
+impl OpenExpect {
+    /// My Autonomous System (2/2); the data is the 2-octet field as sent.
+    pub fn check_as(&self, asn: u32, my_as_field: u16) -> Result<(), Notification> {
+        if asn == self.peer_as {
+            Ok(())
+        } else {
+            Err(Notification::bad_peer_as(my_as_field))
+        }
+    }
+
+    /// RFC 6286 2.2: only an internal peer must not have our identifier.
+    pub fn check_id(&self, asn: u32, router_id: Ipv4Addr) -> Result<(), Notification> {
+        if router_id == self.local_id && asn == self.local_as {
+            Err(Notification::bad_bgp_identifier(
+                router_id.octets().to_vec(),
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Decodes the body of an OPEN (after the header) and checks it in the
+/// order of RFC 4271 6.2: version, My Autonomous System (with `expect`
+/// only), hold time, BGP identifier (compared with ours with `expect`
+/// only), optional parameters. The parameters are read first, as far as
+/// they can be, because the peer's AS may be in the 4-octet AS capability
+/// (RFC 6793); an error in them is reported after the other checks.
+pub(super) fn decode_open(body: &[u8], expect: Option<&OpenExpect>) -> Result<Open, Notification> {
     let Some(&version) = body.first() else {
         return Err(malformed());
     };
@@ -102,26 +136,20 @@ pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
     let my_as_field = u16::from_be_bytes([*as0, *as1]);
     let hold_time = u16::from_be_bytes([*h0, *h1]);
     let router_id = Ipv4Addr::new(*r0, *r1, *r2, *r3);
+    let (caps, param_error) = read_params(*opt_len, params);
+    let asn = caps.four_octet_as.unwrap_or(u32::from(my_as_field));
 
-    let mut caps = Capabilities::default();
-    if *opt_len == PARAM_EXTENDED && params.first() == Some(&PARAM_EXTENDED) {
-        // RFC 9072: 255, 255, a 2-octet length, then parameters with
-        // 2-octet lengths.
-        let [_, l0, l1, rest @ ..] = params else {
-            return Err(malformed());
-        };
-        let len = usize::from(u16::from_be_bytes([*l0, *l1]));
-        if rest.len() != len {
-            return Err(malformed());
+    if let Some(e) = expect {
+        // AS_TRANS without the capability, next to a broken parameter: the
+        // capability may be in what could not be read, so the AS is not
+        // known and the parameter's error is the one to report.
+        let as_known = caps.four_octet_as.is_some()
+            || u32::from(my_as_field) != AS_TRANS
+            || param_error.is_none();
+        if as_known {
+            e.check_as(asn, my_as_field)?;
         }
-        walk_params(rest, 2, &mut caps)?;
-    } else {
-        if params.len() != usize::from(*opt_len) {
-            return Err(malformed());
-        }
-        walk_params(params, 1, &mut caps)?;
     }
-
     // RFC 4271 6.2: a hold time of 1 or 2 seconds is unacceptable.
     if hold_time == 1 || hold_time == 2 {
         return Err(Notification::unacceptable_hold_time());
@@ -130,7 +158,12 @@ pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
     if router_id.is_unspecified() {
         return Err(Notification::bad_bgp_identifier(vec![]));
     }
-    let asn = caps.four_octet_as.unwrap_or(u32::from(my_as_field));
+    if let Some(e) = expect {
+        e.check_id(asn, router_id)?;
+    }
+    if let Some(n) = param_error {
+        return Err(n);
+    }
     Ok(Open {
         version,
         asn,
@@ -141,28 +174,52 @@ pub(super) fn decode_open(body: &[u8]) -> Result<Open, Notification> {
     })
 }
 
-/// Walks optional parameters whose length fields are `len_width` octets.
-fn walk_params(
-    mut rest: &[u8],
-    len_width: usize,
-    caps: &mut Capabilities,
-) -> Result<(), Notification> {
+/// Reads the optional parameters as far as they can be read: the
+/// capabilities found, and the first error, in the order of the bytes.
+fn read_params(opt_len: u8, params: &[u8]) -> (Capabilities, Option<Notification>) {
+    let mut caps = Capabilities::default();
+    let (fields, len_width, len) =
+        if opt_len == PARAM_EXTENDED && params.first() == Some(&PARAM_EXTENDED) {
+            // RFC 9072: 255, 255, a 2-octet length, then parameters with
+            // 2-octet lengths.
+            let [_, l0, l1, rest @ ..] = params else {
+                return (caps, Some(malformed()));
+            };
+            (rest, 2, usize::from(u16::from_be_bytes([*l0, *l1])))
+        } else {
+            (params, 1, usize::from(opt_len))
+        };
+    let wrong_len = (fields.len() != len).then(malformed);
+    let walked = walk_params(&fields[..len.min(fields.len())], len_width, &mut caps);
+    (caps, wrong_len.or(walked))
+}
+
+/// Walks optional parameters whose length fields are `len_width` octets;
+/// the first error. A parameter with a bad value is skipped, so that the
+/// capabilities after it are still read; a length that overruns ends the
+/// walk.
+fn walk_params(mut rest: &[u8], len_width: usize, caps: &mut Capabilities) -> Option<Notification> {
+    let mut first = None;
     while let Some((&ty, after_ty)) = rest.split_first() {
         let len = match after_ty.get(..len_width) {
             Some(&[l]) => usize::from(l),
             Some(&[hi, lo]) => usize::from(u16::from_be_bytes([hi, lo])),
-            _ => return Err(malformed()),
+            _ => return first.or(Some(malformed())),
         };
-        let value = after_ty
-            .get(len_width..len_width + len)
-            .ok_or_else(malformed)?;
-        if ty != PARAM_CAPABILITIES {
+        let Some(value) = after_ty.get(len_width..len_width + len) else {
+            return first.or(Some(malformed()));
+        };
+        let read = if ty == PARAM_CAPABILITIES {
+            caps.decode_param(value)
+        } else {
             // RFC 4271 6.2 / RFC 5492: only capabilities are supported;
             // 2/4 carries no data.
-            return Err(Notification::unsupported_optional_parameter());
+            Err(Notification::unsupported_optional_parameter())
+        };
+        if let Err(n) = read {
+            first.get_or_insert(n);
         }
-        caps.decode_param(value)?;
         rest = &after_ty[len_width + len..];
     }
-    Ok(())
+    first
 }

@@ -22,6 +22,17 @@ fn own_as_from_ebgp_is_dropped_and_counted() {
 }
 
 #[test]
+fn own_as_from_ibgp_is_dropped_too() {
+    // RFC 4271 9.1.2: the AS_PATH check is not only for eBGP.
+    let mut r = rib();
+    r.peer_up(ibgp(2));
+    r.announce(2, attrs(&[65002, OUR_AS], [10, 1, 1, 1]), &[net(P)])
+        .unwrap();
+    assert_eq!(best_peer(&r, P), None);
+    assert_eq!(r.counts(2).looped, 1);
+}
+
+#[test]
 fn our_router_id_as_originator_is_dropped() {
     let mut r = rib();
     r.peer_up(ibgp(2));

@@ -134,7 +134,7 @@ transitions! {
     active_tcp_connection_fails: Active, PASSIVE, tcp_fails() => Active, vec![];
     active_manual_stop: Active, PASSIVE, E::ManualStop(cease()) => Idle, vec![A::StopTimer(Timer::ConnectRetry)];
     // OpenSent.
-    open_sent_bgp_open: OpenSent, DIALS, E::Message(Message::Open(peer_open(30, false))) => OpenConfirm, vec![A::Send(Outgoing::Keepalive), A::SetTimer(Timer::Hold, Duration::from_secs(30))];
+    open_sent_bgp_open: OpenSent, DIALS, E::Message(Message::Open(peer_open(30, false))) => OpenConfirm, vec![A::Send(Outgoing::Keepalive), A::SetTimer(Timer::Hold, Duration::from_secs(30)), A::SetTimer(Timer::Keepalive, Duration::from_secs(10))];
     open_sent_bgp_open_hold_time_0: OpenSent, DIALS, E::Message(Message::Open(peer_open(0, false))) => OpenConfirm, vec![A::Send(Outgoing::Keepalive), A::SetTimer(Timer::Hold, OPEN_WAIT)];
     open_sent_bgp_open_bad_peer_as: OpenSent, DIALS, E::Message(Message::Open(wrong_as())) => Idle, closing(None, sent(Notification::bad_peer_as(65009)), Then::Retry);
     open_sent_bgp_header_err: OpenSent, DIALS, E::BadMessage(bad_header()) => Idle, closing(None, sent(bad_header()), Then::Retry);
@@ -156,7 +156,8 @@ transitions! {
     open_confirm_tcp_connection_fails: OpenConfirm, DIALS, tcp_fails() => Idle, closing(None, transport(), Then::Retry);
     open_confirm_manual_stop: OpenConfirm, DIALS, E::ManualStop(cease()) => Idle, closing(None, sent(cease()), Then::Stop);
     open_confirm_open_collision_dump: OpenConfirm, DIALS, E::CollisionLost => Idle, closing(None, sent(Notification::connection_collision()), Then::Retry);
-    open_confirm_keepalive_timer_expires_ignored: OpenConfirm, DIALS, E::KeepaliveTimerExpires => OpenConfirm, vec![];
+    // RFC 4271 8.2.2: a KEEPALIVE, and the timer again.
+    open_confirm_keepalive_timer_expires: OpenConfirm, DIALS, E::KeepaliveTimerExpires => OpenConfirm, vec![A::Send(Outgoing::Keepalive), ka_set()];
     // Established.
     established_keep_alive_msg: Established, DIALS, E::Message(Message::Keepalive) => Established, vec![hold_set()];
     established_update_msg: Established, DIALS, E::Message(Message::Update(update())) => Established, vec![hold_set(), A::Routes(Box::new(update()))];
@@ -262,6 +263,7 @@ fn a_whole_session_from_start_to_stop() {
         vec![
             Action::Send(Outgoing::Keepalive),
             Action::SetTimer(Timer::Hold, HOLD),
+            Action::SetTimer(Timer::Keepalive, KEEPALIVE),
         ],
     );
     assert_eq!(c.negotiated(), Some(&negotiated(false)));

@@ -194,3 +194,120 @@ fn no_panic_on_any_truncation_or_bit_flip() {
         }
     }
 }
+
+/// We are AS 65100 with identifier 10.0.0.1; the peer must be `peer_as`.
+fn expecting(peer_as: u32) -> OpenExpect {
+    OpenExpect {
+        peer_as,
+        local_as: 65100,
+        local_id: Ipv4Addr::new(10, 0, 0, 1),
+    }
+}
+
+fn decode_open_expecting(msg: &[u8], expect: &OpenExpect) -> Result<Open, Notification> {
+    match decode_expecting(msg, &FOUR, expect)? {
+        Message::Open(o) => Ok(o),
+        other => panic!("not an OPEN: {other:?}"),
+    }
+}
+
+/// An OPEN body as `open_with_params` (AS 65000, hold 90, 192.0.2.7),
+/// with the hold time and the identifier replaced.
+fn open_with(hold: u16, id: [u8; 4], params: &[u8]) -> Vec<u8> {
+    let mut m = open_with_params(params);
+    m[22..24].copy_from_slice(&hold.to_be_bytes());
+    m[24..28].copy_from_slice(&id);
+    m
+}
+
+const UNSUPPORTED_PARAM: &[u8] = &[1, 2, 0, 0];
+
+#[test]
+fn errors_come_in_the_order_of_rfc_4271_6_2() {
+    let good_id = [192, 0, 2, 7];
+    // Hold time (2/6) before optional parameters (2/4).
+    let m = open_with(1, good_id, UNSUPPORTED_PARAM);
+    assert_eq!(decode_open(&m), Err(Notification::unacceptable_hold_time()));
+    // BGP Identifier (2/3) before optional parameters, also malformed ones.
+    let m = open_with(90, [0; 4], UNSUPPORTED_PARAM);
+    assert_eq!(
+        decode_open(&m),
+        Err(Notification::bad_bgp_identifier(vec![]))
+    );
+    let m = open_with(90, [0; 4], &[2, 4, 65, 4, 0, 0]);
+    assert_eq!(
+        decode_open(&m),
+        Err(Notification::bad_bgp_identifier(vec![]))
+    );
+    // My Autonomous System (2/2) before everything but the version.
+    let wrong_as = expecting(65009);
+    let m = open_with(90, [0; 4], &[]);
+    assert_eq!(
+        decode_open_expecting(&m, &wrong_as),
+        Err(Notification::bad_peer_as(65000))
+    );
+    let m = open_with(2, good_id, &[2, 4, 65, 4, 0, 0]);
+    assert_eq!(
+        decode_open_expecting(&m, &wrong_as),
+        Err(Notification::bad_peer_as(65000))
+    );
+    let mut bad_version = open_with(90, [0; 4], &[]);
+    bad_version[19] = 3;
+    assert_eq!(
+        decode_open_expecting(&bad_version, &wrong_as),
+        Err(Notification::unsupported_version())
+    );
+    // The right AS: the next error in order.
+    let m = open_with(1, [0; 4], UNSUPPORTED_PARAM);
+    assert_eq!(
+        decode_open_expecting(&m, &expecting(65000)),
+        Err(Notification::unacceptable_hold_time())
+    );
+}
+
+#[test]
+fn the_peers_as_comes_from_the_capability_after_a_bad_parameter() {
+    // AS_TRANS in the fixed field; the 4-octet AS capability follows an
+    // unsupported parameter, and is still read for the AS check.
+    let mut params = UNSUPPORTED_PARAM.to_vec();
+    params.extend_from_slice(&[2, 6, 65, 4]);
+    params.extend_from_slice(&4_200_000_001u32.to_be_bytes());
+    let mut m = open_with_params(&params);
+    m[20..22].copy_from_slice(&23456u16.to_be_bytes());
+    assert_eq!(
+        decode_open_expecting(&m, &expecting(4_200_000_001)),
+        Err(Notification::unsupported_optional_parameter())
+    );
+    assert_eq!(
+        decode_open_expecting(&m, &expecting(4_200_000_002)),
+        Err(Notification::bad_peer_as(23456))
+    );
+    // A broken capability and AS_TRANS: the AS cannot be known, so the
+    // parameter's error is reported rather than a wrong AS.
+    let mut m = open_with_params(&[2, 5, 65, 3, 0, 0, 1]);
+    m[20..22].copy_from_slice(&23456u16.to_be_bytes());
+    assert_eq!(
+        decode_open_expecting(&m, &expecting(4_200_000_001)),
+        Err(Notification::malformed_open())
+    );
+}
+
+#[test]
+fn an_internal_peer_with_our_identifier_is_2_3_before_its_parameters() {
+    let ours = expecting(65000);
+    let m = open_with(90, ours.local_id.octets(), UNSUPPORTED_PARAM);
+    let ibgp = OpenExpect {
+        local_as: 65000,
+        ..ours
+    };
+    assert_eq!(
+        decode_open_expecting(&m, &ibgp),
+        Err(Notification::bad_bgp_identifier(vec![10, 0, 0, 1]))
+    );
+    // From another AS the same identifier is allowed (RFC 6286 2.2).
+    assert_eq!(
+        decode_open_expecting(&m, &ours),
+        Err(Notification::unsupported_optional_parameter())
+    );
+    assert!(decode_open_expecting(&open_with(90, [10, 0, 0, 1], &[]), &ours).is_ok());
+}

@@ -1,0 +1,184 @@
+//! Connection collisions (RFC 4271 6.8) between the connections to one
+//! neighbor that run the OPEN exchange at the same time. Each connection
+//! takes a seat on the neighbor's board; when its OPEN is accepted it looks
+//! for a connection the other way round that is in OpenConfirm, and one of
+//! the two loses at once (Cease / Connection Collision Resolution, RFC
+//! 4486). Once a connection is handed on as the session, every other one
+//! loses.
+use super::fsm::{LocalParams, keep_incoming};
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// The board of one neighbor's attempts (cheap to clone, shared).
+#[derive(Clone, Default)]
+pub struct Collisions(Arc<Mutex<Board>>);
+
+#[derive(Default)]
+struct Board {
+    next_key: u64,
+    /// A connection was handed on: any other loses, also one seated later.
+    settled: bool,
+    seats: Vec<Slot>,
+}
+
+struct Slot {
+    key: u64,
+    incoming: bool,
+    /// Its OPEN was accepted (OpenConfirm or later).
+    confirmed: bool,
+    lost: watch::Sender<bool>,
+}
+
+/// One connection's seat; it leaves the board when dropped.
+pub struct Seat {
+    board: Collisions,
+    key: u64,
+    incoming: bool,
+    lost: watch::Receiver<bool>,
+}
+
+impl Collisions {
+    fn lock(&self) -> MutexGuard<'_, Board> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A seat for a new connection; `incoming`: the peer opened it.
+    pub fn join(&self, incoming: bool) -> Seat {
+        let mut b = self.lock();
+        let key = b.next_key;
+        b.next_key += 1;
+        let (tx, rx) = watch::channel(b.settled);
+        b.seats.push(Slot {
+            key,
+            incoming,
+            confirmed: false,
+            lost: tx,
+        });
+        Seat {
+            board: self.clone(),
+            key,
+            incoming,
+            lost: rx,
+        }
+    }
+
+    /// A connection is the session now: every other one loses.
+    pub fn settle(&self) {
+        let mut b = self.lock();
+        b.settled = true;
+        for s in &b.seats {
+            s.lost.send_replace(true);
+        }
+    }
+}
+
+impl Seat {
+    /// This connection lost and is to be closed.
+    pub fn is_lost(&self) -> bool {
+        *self.lost.borrow()
+    }
+
+    /// Resolves when this connection loses.
+    pub async fn lost(&mut self) {
+        if self.lost.wait_for(|l| *l).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+
+    /// This connection accepted the peer's OPEN (RFC 4271 6.8): against a
+    /// connection the other way round that is in OpenConfirm, the BGP
+    /// identifiers decide which one stays. True: this one lost; else the
+    /// other one (if any) has been told it lost.
+    pub fn open_accepted(&self, local: &LocalParams, peer_id: Ipv4Addr, peer_asn: u32) -> bool {
+        let mut b = self.board.lock();
+        if b.settled {
+            return true;
+        }
+        let rival = |s: &Slot| s.confirmed && s.incoming != self.incoming;
+        if b.seats.iter().any(rival) {
+            let keep_in = keep_incoming(local.router_id, local.asn, peer_id, peer_asn);
+            if keep_in != self.incoming {
+                return true;
+            }
+            for s in b.seats.iter_mut().filter(|s| rival(s)) {
+                s.confirmed = false;
+                s.lost.send_replace(true);
+            }
+        }
+        if let Some(s) = b.seats.iter_mut().find(|s| s.key == self.key) {
+            s.confirmed = true;
+        }
+        false
+    }
+}
+
+impl Drop for Seat {
+    fn drop(&mut self) {
+        self.board.lock().seats.retain(|s| s.key != self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Family;
+
+    fn local(router_id: [u8; 4]) -> LocalParams {
+        LocalParams {
+            asn: 65000,
+            router_id: router_id.into(),
+            hold_time: 90,
+            families: vec![Family::Ipv4Unicast],
+            peer_asn: 65001,
+            graceful_restart: None,
+            restarting: false,
+            forwarding_preserved: false,
+        }
+    }
+
+    const PEER: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 2);
+
+    #[test]
+    fn the_higher_identifiers_connection_stays_when_the_second_open_arrives() {
+        // The peer's identifier is higher: its connection (ours incoming) stays.
+        let l = local([10, 0, 0, 1]);
+        let board = Collisions::default();
+        let (out, inc) = (board.join(false), board.join(true));
+        assert!(!out.open_accepted(&l, PEER, 65001));
+        assert!(!out.is_lost());
+        assert!(!inc.open_accepted(&l, PEER, 65001));
+        assert!(out.is_lost() && !inc.is_lost());
+        // The other way round, the connection whose OPEN came second loses.
+        let l = local([10, 0, 0, 9]);
+        let board = Collisions::default();
+        let (out, inc) = (board.join(false), board.join(true));
+        assert!(!out.open_accepted(&l, PEER, 65001));
+        assert!(inc.open_accepted(&l, PEER, 65001));
+        assert!(!out.is_lost());
+    }
+
+    #[test]
+    fn no_collision_before_the_other_open_or_the_same_way_round() {
+        let l = local([10, 0, 0, 1]);
+        let board = Collisions::default();
+        let (a, b, _c) = (board.join(true), board.join(true), board.join(false));
+        assert!(!a.open_accepted(&l, PEER, 65001));
+        assert!(!b.open_accepted(&l, PEER, 65001));
+        assert!(!a.is_lost() && !b.is_lost());
+    }
+
+    #[test]
+    fn a_settled_board_turns_every_other_connection_away() {
+        let board = Collisions::default();
+        let waiting = board.join(true);
+        board.settle();
+        assert!(waiting.is_lost());
+        assert!(board.join(false).is_lost());
+        assert!(
+            board
+                .join(true)
+                .open_accepted(&local([10, 0, 0, 1]), PEER, 65001)
+        );
+    }
+}
