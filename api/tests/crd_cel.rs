@@ -62,6 +62,10 @@ const NOT_EXPRESSIBLE: &[(&str, &str)] = &[
         "RangeAllocation bitmap length against its range's size: the same arithmetic",
     ),
     (
+        "metadata.annotations: \"bad key\" is not a valid annotation key",
+        "a rule's metadata annotations: a free-form map in the schema, as in Calico's CRD; their keys are checked as an object's annotation keys are, which lowercases Unicode first",
+    ),
+    (
         "is not a regular expression",
         "regular expressions: CEL cannot check that a string compiles as one",
     ),

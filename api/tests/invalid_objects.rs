@@ -247,10 +247,6 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.maxRestartTime: 4096s is out of range; allowed 0s to 4095s",
         ),
         (
-            peer("{peerIP: 192.0.2.1, asNumber: 65001, ttlSecurity: 0}"),
-            "spec.ttlSecurity: 0 hops is out of range; allowed 1 to 255",
-        ),
-        (
             peer("{peerIP: 192.0.2.1, asNumber: 65001, filters: [export-only, export-only]}"),
             "spec.filters[1]: \"export-only\" is listed twice",
         ),
@@ -268,18 +264,23 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.importV4[0].matchOperator: missing; a rule with cidr needs Equal, NotEqual, In or NotIn",
         ),
         (
-            filter("{importV6: [{prefixLength: {min: 64, max: 48}, action: Reject}]}"),
+            filter("{importV6: [{cidr: 'fd00::/16', matchOperator: In, prefixLength: {min: 64, max: 48}, action: Reject}]}"),
             "spec.importV6[0].prefixLength: min 64 is greater than max 48",
         ),
         (
-            filter("{importV4: [{prefixLength: {max: 33}, action: Reject}]}"),
+            filter("{importV4: [{cidr: 10.0.0.0/8, matchOperator: In, prefixLength: {max: 33}, action: Reject}]}"),
             "spec.importV4[0].prefixLength.max: 33 is out of range for IPv4; allowed 0 to 32",
         ),
         (
             filter(
-                "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 8}, action: Accept}]}",
+                "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {max: 8}, action: Accept}]}",
             ),
-            "spec.exportV4[0].prefixLength.min: 8 is shorter than the cidr's prefix /16",
+            "spec.exportV4[0].prefixLength.max: 8 is shorter than the cidr's prefix /16",
+        ),
+        // As Calico 3.32: prefixLength narrows a cidr, and alone is refused.
+        (
+            filter("{importV4: [{prefixLength: {min: 25}, action: Reject}]}"),
+            "spec.importV4[0].prefixLength: cidr is required when prefixLength is set",
         ),
         (
             filter("{exportV4: [{action: Reject, communities: {add: ['64512:1']}}]}"),
@@ -308,7 +309,31 @@ fn bad_objects() -> Vec<(String, &'static str)> {
         ),
         (
             tnp("web", "{ingress: [{action: Allow, destination: {ports: [80]}}]}"),
-            "spec.ingress[0].destination.ports: ports need protocol TCP, UDP, SCTP or UDPLite",
+            "spec.ingress[0].destination.ports: port numbers and ranges need protocol TCP, UDP or SCTP",
+        ),
+        // Without a protocol a list may hold names only, not a name and a
+        // number.
+        (
+            tnp("web", "{ingress: [{action: Allow, source: {notPorts: [http, '8000:8080']}}]}"),
+            "spec.ingress[0].source.notPorts: port numbers and ranges need protocol TCP, UDP or SCTP",
+        ),
+        // As Calico's SupportsPorts: UDPLite has no ports to match.
+        (
+            tnp("lite", "{ingress: [{action: Allow, protocol: UDPLite, destination: {ports: [5000]}}]}"),
+            "spec.ingress[0].destination.ports: protocol UDPLite has no ports to match",
+        ),
+        (
+            tnp("icmp-port", "{ingress: [{action: Allow, protocol: ICMP, destination: {ports: [http]}}]}"),
+            "spec.ingress[0].destination.ports: protocol ICMP has no ports to match",
+        ),
+        // Protocol names are case-sensitive, as in Calico's v3 API.
+        (
+            tnp("lower", "{egress: [{action: Allow, protocol: udp}]}"),
+            "spec.egress[0].protocol: \"udp\" is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255 (names are case-sensitive)",
+        ),
+        (
+            tnp("noted", "{ingress: [{action: Allow, metadata: {annotations: {'bad key': x}}}]}"),
+            "spec.ingress[0].metadata.annotations: \"bad key\" is not a valid annotation key",
         ),
         (
             tnp("ping", "{ingress: [{action: Allow, protocol: TCP, icmp: {type: 8}}]}"),
@@ -613,7 +638,7 @@ fn errors_name_the_object() {
 #[test]
 fn semantic_problems_are_all_reported() {
     let e = validate(&parse(&peer(
-        "{peerIP: '192.0.2.1:0', ttlSecurity: 0, node: a, nodeSelector: all(), filters: [X]}",
+        "{peerIP: '192.0.2.1:0', maxRestartTime: 5000s, node: a, nodeSelector: all(), filters: [X]}",
     )))
     .unwrap_err();
     let fields: Vec<&str> = e.problems.iter().map(|(f, _)| f.as_str()).collect();
@@ -623,7 +648,7 @@ fn semantic_problems_are_all_reported() {
             "spec.peerIP",
             "spec.asNumber",
             "spec.nodeSelector",
-            "spec.ttlSecurity",
+            "spec.maxRestartTime",
             "spec.filters[0]"
         ],
         "{e}"
@@ -691,6 +716,8 @@ fn good_objects() -> Vec<String> {
             "{nodeSelector: \"rack == 'r1'\", peerIP: '[2001:db8::1]:1179', asNumber: 65001, password: {secretKeyRef: {name: bgp, key: tor}}, ttlSecurity: 1, nextHopMode: Self, maxRestartTime: 300s, filters: [export-only], sourceAddress: None}",
         ),
         peer("{node: node-a, peerSelector: has(route-reflector)}"),
+        // ttlSecurity 0 is off, as in Calico.
+        peer("{peerIP: 192.0.2.1, asNumber: 65001, ttlSecurity: 0}"),
         // As Calico: a disabled pool may be smaller than a block.
         pool("{cidr: 10.0.0.0/28, disabled: true}"),
         // Calico's fields at the values that change nothing.
@@ -704,13 +731,25 @@ fn good_objects() -> Vec<String> {
             "{tier: default, preDNAT: false, doNotTrack: false, applyOnForward: false, ingress: [{action: Deny}]}",
         ),
         filter("{}"),
+        // A min shorter than the cidr's prefix is taken as the cidr's, as
+        // Calico takes it.
+        filter(
+            "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 8}, action: Accept}]}",
+        ),
         filter(
             "{exportV4: [{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 24, max: 32}, action: Accept, communities: {add: ['64512:1', no-export], remove: ['1:2:3']}, asPathPrepend: [64512, 64512]}, {action: Reject}], importV6: [{cidr: '::/0', matchOperator: Equal, source: RemotePeers, action: Reject}]}",
         ),
         tnp("empty", "{}"),
+        // Named ports alone need no protocol (as Calico): each matches
+        // under the protocol the pod declares for it. Rule metadata is
+        // kept and changes nothing.
+        tnp(
+            "named",
+            "{ingress: [{action: Allow, metadata: {annotations: {team: a, Example.com/Owner: b}}, destination: {ports: [http, dns]}, source: {notPorts: [metrics]}}]}",
+        ),
         tnp(
             "allow-dns",
-            "{order: 10.5, selector: \"app == 'web'\", types: [Ingress, Egress], ingress: [{action: Allow, protocol: TCP, source: {selector: \"role == 'lb'\", namespaceSelector: all()}, destination: {ports: [80, '8000:8080', http]}}, {action: Log}, {action: Deny, ipVersion: 6, protocol: ICMPv6, icmp: {type: 128, code: 0}}], egress: [{action: Allow, protocol: udp, destination: {nets: [10.96.0.10/32], notNets: ['fd00::/8'], ports: [53]}}, {action: Pass, notProtocol: 47}]}",
+            "{order: 10.5, selector: \"app == 'web'\", types: [Ingress, Egress], ingress: [{action: Allow, protocol: TCP, source: {selector: \"role == 'lb'\", namespaceSelector: all()}, destination: {ports: [80, '8000:8080', http]}}, {action: Log}, {action: Deny, ipVersion: 6, protocol: ICMPv6, icmp: {type: 128, code: 0}}], egress: [{action: Allow, protocol: UDP, destination: {nets: [10.96.0.10/32], notNets: ['fd00::/8'], ports: [53]}}, {action: Pass, notProtocol: 47}]}",
         ),
         cluster(
             "GlobalNetworkPolicy",

@@ -73,9 +73,10 @@ pub struct BgpFilterSpec {
 #[schemars(extend("x-kubernetes-validations" = [
     {"rule": "!has(self.cidr) || has(self.matchOperator)", "message": "matchOperator is required when cidr is set"},
     {"rule": "!has(self.matchOperator) || has(self.cidr)", "message": "matchOperator is set without cidr; give the cidr it compares with"},
+    {"rule": "!has(self.prefixLength) || has(self.cidr)", "message": "prefixLength: cidr is required when prefixLength is set"},
     {
-        "rule": "!has(self.cidr) || !isCIDR(self.cidr) || !has(self.prefixLength) || ((!has(self.prefixLength.min) || self.prefixLength.min >= cidr(self.cidr).prefixLength()) && (!has(self.prefixLength.max) || self.prefixLength.max >= cidr(self.cidr).prefixLength()))",
-        "message": "prefixLength is shorter than the cidr's prefix; no route within it matches"
+        "rule": "!has(self.cidr) || !isCIDR(self.cidr) || !has(self.prefixLength) || !has(self.prefixLength.max) || self.prefixLength.max >= cidr(self.cidr).prefixLength()",
+        "message": "prefixLength.max is shorter than the cidr's prefix; no route within it matches"
     },
     {"rule": "!has(self.communities) || self.action == 'Accept'", "message": "communities: only an Accept rule can change communities"},
     {"rule": "!has(self.asPathPrepend) || size(self.asPathPrepend) == 0 || self.action == 'Accept'", "message": "asPathPrepend: only an Accept rule can prepend to the AS path"},
@@ -86,7 +87,8 @@ pub struct BgpFilterRule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::network)]
     pub cidr: Option<String>,
-    /// Match only routes whose prefix length is in this range.
+    /// Match only routes whose prefix length is in this range; needs
+    /// cidr (as in Calico, it narrows the cidr's pattern).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_length: Option<PrefixLength>,
     /// How cidr is compared; required with cidr.
@@ -118,7 +120,9 @@ pub struct BgpFilterRule {
     {"rule": "!has(self.min) || !has(self.max) || self.min <= self.max", "message": "min is greater than max"}
 ]))]
 pub struct PrefixLength {
-    /// Default: the rule's cidr prefix length, or 0.
+    /// Default: the rule's cidr prefix length. A shorter min is taken as
+    /// that length (as Calico does), since no route within the cidr is
+    /// shorter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 128))]
     pub min: Option<u8>,
@@ -126,6 +130,54 @@ pub struct PrefixLength {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = 128))]
     pub max: Option<u8>,
+}
+
+impl PrefixLength {
+    /// `cidr_len` is the rule's cidr prefix length: a min below it is
+    /// raised to it (as Calico does), a max below it matches nothing.
+    fn check(&self, f: &str, family: &str, max_len: u8, cidr_len: u8, p: &mut Problems) {
+        for (name, v) in [("min", self.min), ("max", self.max)] {
+            if let Some(v) = v
+                && v > max_len
+            {
+                p.add(
+                    format!("{f}.prefixLength.{name}"),
+                    format!("{v} is out of range for {family}; allowed 0 to {max_len}"),
+                );
+            }
+        }
+        if let Some(hi) = self.max
+            && hi < cidr_len
+        {
+            p.add(
+                format!("{f}.prefixLength.max"),
+                format!(
+                    "{hi} is shorter than the cidr's prefix /{cidr_len}; no route within it matches"
+                ),
+            );
+        }
+        if let (Some(lo), Some(hi)) = (self.min, self.max)
+            && lo > hi
+        {
+            p.add(
+                format!("{f}.prefixLength"),
+                format!("min {lo} is greater than max {hi}"),
+            );
+        }
+    }
+}
+
+impl BgpFilterRule {
+    /// The prefix lengths the rule matches, bounds included: `prefixLength`
+    /// with its min raised to the cidr's prefix length and its max
+    /// defaulting to the family's (Calico's reading); `None` without
+    /// prefixLength or a readable cidr.
+    pub fn prefix_lengths(&self) -> Option<(u8, u8)> {
+        let pl = self.prefix_length.as_ref()?;
+        let net = parse_network(self.cidr.as_deref()?).ok()?;
+        let lo = pl.min.unwrap_or(0).max(net.prefix_len());
+        Some((lo, pl.max.unwrap_or(net.max_prefix_len())))
+    }
 }
 
 /// Community values (`AA:NN`, `A:B:C` or a well-known name) to add and
@@ -208,31 +260,13 @@ impl BgpFilterRule {
             );
         }
         if let Some(pl) = &self.prefix_length {
-            for (name, v) in [("min", pl.min), ("max", pl.max)] {
-                if let Some(v) = v {
-                    if v > max_len {
-                        p.add(
-                            format!("{f}.prefixLength.{name}"),
-                            format!("{v} is out of range for {family}; allowed 0 to {max_len}"),
-                        );
-                    } else if v < min_len {
-                        p.add(
-                            format!("{f}.prefixLength.{name}"),
-                            format!(
-                                "{v} is shorter than the cidr's prefix /{min_len}; no route within it matches"
-                            ),
-                        );
-                    }
-                }
-            }
-            if let (Some(lo), Some(hi)) = (pl.min, pl.max)
-                && lo > hi
-            {
+            if self.cidr.is_none() {
                 p.add(
                     format!("{f}.prefixLength"),
-                    format!("min {lo} is greater than max {hi}"),
+                    "cidr is required when prefixLength is set (prefixLength narrows the cidr's match)",
                 );
             }
+            pl.check(f, family, max_len, min_len, p);
         }
         if let Some(c) = &self.communities {
             if self.action != FilterAction::Accept {
@@ -264,5 +298,52 @@ impl BgpFilterRule {
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(yaml: &str) -> BgpFilterRule {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    /// As Calico's BIRD template: min is raised to the cidr's length, max
+    /// defaults to the family's.
+    #[test]
+    fn a_short_min_is_taken_as_the_cidrs_length() {
+        let r = rule(
+            "{cidr: 10.244.0.0/16, matchOperator: In, prefixLength: {min: 8}, action: Accept}",
+        );
+        assert_eq!(r.prefix_lengths(), Some((16, 32)));
+        let spec = BgpFilterSpec {
+            export_v4: vec![r],
+            ..Default::default()
+        };
+        assert!(spec.check().is_empty(), "{:?}", spec.check());
+        let r = rule(
+            "{cidr: 'fd00::/48', matchOperator: NotIn, prefixLength: {min: 56, max: 64}, action: Reject}",
+        );
+        assert_eq!(r.prefix_lengths(), Some((56, 64)));
+        let r =
+            rule("{cidr: 'fd00::/48', matchOperator: In, prefixLength: {max: 64}, action: Reject}");
+        assert_eq!(r.prefix_lengths(), Some((48, 64)));
+        assert_eq!(
+            rule("{cidr: 10.0.0.0/8, matchOperator: In, action: Accept}").prefix_lengths(),
+            None
+        );
+    }
+
+    #[test]
+    fn prefix_length_needs_a_cidr() {
+        let spec = BgpFilterSpec {
+            import_v6: vec![rule("{prefixLength: {min: 120}, action: Reject}")],
+            ..Default::default()
+        };
+        let p = spec.check();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].0, "spec.importV6[0].prefixLength");
+        assert!(p[0].1.contains("cidr is required"), "{p:?}");
     }
 }

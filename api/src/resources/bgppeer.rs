@@ -85,15 +85,16 @@ pub struct BgpPeerSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<SecretSource>,
     /// Accept the peer's packets only from at most this many hops away
-    /// (RFC 5082). 1 to 255; default off.
+    /// (RFC 5082). 1 to 255; 0 (as in Calico) or absent: off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1))]
     pub ttl_security: Option<u8>,
     /// NEXT_HOP handling. Default `Auto`.
     #[serde(default)]
     pub next_hop_mode: NextHopMode,
-    /// Longest time to keep the peer's routes while it restarts, e.g. `120s`;
-    /// at most 4095s. Default: the time the peer announces.
+    /// The restart time announced to this peer (RFC 4724: how long it
+    /// keeps this node's routes while the node's speaker restarts), e.g.
+    /// `120s`; at most 4095s. Default: BGPConfiguration
+    /// `gracefulRestartTime`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::max_restart_time)]
     pub max_restart_time: Option<String>,
@@ -126,6 +127,12 @@ impl BgpPeerSpec {
             source_address: SourceAddress::UseNodeIp,
             bfd: None,
         }
+    }
+
+    /// How many hops away TTL security (RFC 5082) lets the peer be;
+    /// `None` when it is off (absent, or 0 as Calico writes off).
+    pub fn ttl_security_hops(&self) -> Option<u8> {
+        self.ttl_security.filter(|&h| h > 0)
     }
 
     /// The peer's address and port (179 unless given), when peerIP is set.
@@ -185,12 +192,6 @@ impl BgpPeerSpec {
         }
         if let Some(pw) = &self.password {
             pw.check("spec.password", &mut p);
-        }
-        if self.ttl_security == Some(0) {
-            p.add(
-                "spec.ttlSecurity",
-                "0 hops is out of range; allowed 1 to 255",
-            );
         }
         if let Some(t) = &self.max_restart_time {
             check_duration("spec.maxRestartTime", t, 0, MAX_RESTART_SECONDS, &mut p);
@@ -256,6 +257,18 @@ pub fn parse_peer_ip(s: &str) -> Result<SocketAddr, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Calico writes 0 for off; bgpd reads the hops from here.
+    #[test]
+    fn ttl_security_zero_is_off() {
+        let mut p = BgpPeerSpec::new("192.0.2.1", 65001);
+        assert_eq!(p.ttl_security_hops(), None);
+        p.ttl_security = Some(0);
+        assert_eq!(p.ttl_security_hops(), None);
+        assert!(p.check().is_empty(), "{:?}", p.check());
+        p.ttl_security = Some(3);
+        assert_eq!(p.ttl_security_hops(), Some(3));
+    }
 
     #[test]
     fn peer_addresses() {

@@ -1,7 +1,7 @@
 //! Tartan's policies: NetworkPolicy (one namespace) and GlobalNetworkPolicy
 //! (the whole cluster), and the rules they share.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use ipnet::IpNet;
 use kube::CustomResource;
@@ -12,6 +12,7 @@ use super::common::{Problem, Problems, all_selector, check_selector, parse_netwo
 pub use super::policy_values::{Port, Protocol};
 use super::schema_rules_policy::UNSUPPORTED;
 use super::{schema_rules, schema_rules_policy};
+use crate::validate::names::{ANNOTATIONS_MAX, annotation_key};
 
 /// What a rule does with the packets it matches. `Allow` and `Deny` end
 /// evaluation; `Pass` skips the rest of this policy and every later Tartan
@@ -158,8 +159,9 @@ pub struct GlobalNetworkPolicySpec {
 #[schemars(extend("x-kubernetes-validations" = schema_rules_policy::policy_rule_rules()))]
 pub struct Rule {
     pub action: Action,
-    /// IP protocol: TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to
-    /// 255. Required for ports; ICMP or ICMPv6 for icmp.
+    /// IP protocol: TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite (case-sensitive)
+    /// or a number 1 to 255. TCP, UDP or SCTP for port numbers and ranges
+    /// (named ports alone may go without it); ICMP or ICMPv6 for icmp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<Protocol>,
     /// Match packets of any protocol but this one.
@@ -187,6 +189,37 @@ pub struct Rule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::opaque_object)]
     pub http: Option<serde_json::Value>,
+    /// Calico's rule metadata: annotations kept with the rule. They change
+    /// nothing in what the rule matches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<RuleMetadata>,
+}
+
+/// Notes on a rule (Calico's `RuleMetadata`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RuleMetadata {
+    /// Keys as an object's annotation keys; at most 256 KiB in all.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl RuleMetadata {
+    /// As an object's annotations: each key a qualified name (of any
+    /// case), and no more than their size limit in all.
+    fn check(&self, f: &str, p: &mut Problems) {
+        let mut size = 0;
+        for (k, v) in &self.annotations {
+            size += k.len() + v.len();
+            p.take(&format!("{f}.annotations"), annotation_key(k));
+        }
+        if size > ANNOTATIONS_MAX {
+            p.add(
+                format!("{f}.annotations"),
+                format!("Too long: {size} bytes in total; annotations may hold at most {ANNOTATIONS_MAX} bytes"),
+            );
+        }
+    }
 }
 
 /// An ICMP type, and optionally a code within it.
@@ -396,6 +429,7 @@ impl Rule {
             source: EntityRule::default(),
             destination: EntityRule::default(),
             http: None,
+            metadata: None,
         }
     }
 
@@ -454,6 +488,9 @@ impl Rule {
         for (name, e) in [("source", &self.source), ("destination", &self.destination)] {
             e.check(&format!("{f}.{name}"), self, p);
         }
+        if let Some(m) = &self.metadata {
+            m.check(&format!("{f}.metadata"), p);
+        }
     }
 }
 
@@ -500,15 +537,29 @@ impl EntityRule {
             if ports.is_empty() {
                 continue;
             }
-            if !rule.protocol.is_some_and(Protocol::has_ports) {
-                p.add(
-                    format!("{f}.{name}"),
-                    "ports need protocol TCP, UDP, SCTP or UDPLite in the same rule",
-                );
+            if let Some(why) = ports_without_protocol(rule.protocol, ports) {
+                p.add(format!("{f}.{name}"), why);
             }
             for (i, port) in ports.iter().enumerate() {
                 p.take(&format!("{f}.{name}[{i}]"), port.check());
             }
         }
+    }
+}
+
+/// Why a list of ports cannot go with the rule's protocol, as Calico's
+/// validator has it: a protocol given must be one with ports; without
+/// one, named ports alone are allowed (each matches under the protocol
+/// the endpoint declares for it), numbers and ranges are not.
+fn ports_without_protocol(protocol: Option<Protocol>, ports: &[Port]) -> Option<String> {
+    match protocol {
+        Some(proto) if !proto.has_ports() => Some(format!(
+            "protocol {proto} has no ports to match; ports need protocol TCP, UDP or SCTP in the same rule"
+        )),
+        None if !ports.iter().all(|p| matches!(p, Port::Named(_))) => Some(
+            "port numbers and ranges need protocol TCP, UDP or SCTP in the same rule (named ports alone may go without one)"
+                .into(),
+        ),
+        _ => None,
     }
 }

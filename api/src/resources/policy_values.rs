@@ -50,9 +50,11 @@ impl Protocol {
         }
     }
 
-    /// Whether packets of this protocol carry ports.
+    /// Whether a rule with this protocol may match ports: TCP, UDP and
+    /// SCTP, as Calico's `SupportsPorts` (not UDPLite, though its packets
+    /// carry ports too).
     pub fn has_ports(self) -> bool {
-        matches!(self.number(), 6 | 17 | 132 | 136)
+        matches!(self.number(), 6 | 17 | 132)
     }
 
     /// ICMP or ICMPv6.
@@ -67,16 +69,23 @@ impl Protocol {
         }
     }
 
+    /// Names are case-sensitive, as in Calico's v3 API (`tcp` is its old
+    /// v1 spelling, refused there too).
     fn from_name(s: &str) -> Result<Protocol, String> {
-        if let Some((_, p)) = PROTOCOL_NAMES
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(s))
-        {
+        if let Some((_, p)) = PROTOCOL_NAMES.iter().find(|(n, _)| *n == s) {
             return Ok(*p);
         }
         // Digits only: Rust's parsing would take "+6".
         match s.parse::<u64>() {
             Ok(n) if all_digits(s) => Protocol::from_number(n),
+            _ if PROTOCOL_NAMES
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case(s)) =>
+            {
+                Err(format!(
+                    "{s:?} is not a protocol; {PROTOCOLS_ALLOWED} (names are case-sensitive)"
+                ))
+            }
             _ => Err(format!("{s:?} is not a protocol; {PROTOCOLS_ALLOWED}")),
         }
     }
@@ -272,16 +281,35 @@ mod tests {
     fn protocols_by_name_or_number() {
         let p: Protocol = serde_json::from_value(json!("TCP")).unwrap();
         assert_eq!(p, Protocol::Tcp);
-        let p: Protocol = serde_json::from_value(json!("udplite")).unwrap();
+        let p: Protocol = serde_json::from_value(json!("UDPLite")).unwrap();
         assert_eq!(serde_json::to_value(p).unwrap(), json!("UDPLite"));
         let p: Protocol = serde_json::from_value(json!(47)).unwrap();
         assert_eq!(serde_json::to_value(p).unwrap(), json!(47));
         assert!(Protocol::Number(6).has_ports());
+        // As Calico's SupportsPorts: TCP, UDP and SCTP only.
+        assert!(Protocol::Sctp.has_ports());
+        assert!(!Protocol::UdpLite.has_ports());
+        assert!(!Protocol::Number(136).has_ports());
         for bad in [json!(0), json!(256), json!("GRE2"), json!(true), json!(-1)] {
             assert!(
                 serde_json::from_value::<Protocol>(bad.clone()).is_err(),
                 "{bad}"
             );
+        }
+    }
+
+    /// Names are case-sensitive, as Calico's v3 validator has them
+    /// (`^(TCP|UDP|ICMP|ICMPv6|SCTP|UDPLite)$`).
+    #[test]
+    fn protocol_names_are_case_sensitive() {
+        for bad in [
+            "tcp", "Udp", "icmpv6", "ICMPV6", "sctp", "udplite", "UDPlite",
+        ] {
+            let e = serde_json::from_value::<Protocol>(json!(bad)).unwrap_err();
+            assert!(e.to_string().contains("case-sensitive"), "{bad}: {e}");
+        }
+        for (good, p) in PROTOCOL_NAMES {
+            assert_eq!(serde_json::from_value::<Protocol>(json!(good)).unwrap(), p);
         }
     }
 

@@ -11,31 +11,50 @@ use serde_json::{Value, json};
 const PROTO: &str = "string(self.protocol)";
 
 /// CEL that is true when the rule's protocol (present) is `numbers` or
-/// `names` (lower case).
+/// `names` (names are case-sensitive).
 fn protocol_is(numbers: &str, names: &str) -> String {
-    format!(
-        "({PROTO}.matches('^[0-9]+$') ? int({PROTO}) in {numbers} : {PROTO}.lowerAscii() in {names})"
-    )
+    format!("({PROTO}.matches('^[0-9]+$') ? int({PROTO}) in {numbers} : {PROTO} in {names})")
 }
 
-/// The cross-field rules of a policy rule.
-pub fn policy_rule_rules() -> Vec<Value> {
-    let has_ports = protocol_is("[6, 17, 132, 136]", "['tcp', 'udp', 'sctp', 'udplite']");
-    let is_icmp = protocol_is("[1, 58]", "['icmp', 'icmpv6']");
-    let icmp4 = protocol_is("[1]", "['icmp']");
+/// CEL that is true when port `p` (an int-or-string) is a name: a string
+/// that is neither a number nor a range.
+const PORT_IS_NAMED: &str = "(type(p) == string && !string(p).matches('^[0-9]+(:[0-9]+)?$'))";
+
+/// The rules on a rule's ports and its protocol, as Calico's validator
+/// has them: a protocol given must be one with ports (TCP, UDP, SCTP);
+/// without one, named ports alone are allowed.
+fn ports_rules() -> Vec<Value> {
+    let has_ports = protocol_is("[6, 17, 132]", "['TCP', 'UDP', 'SCTP']");
     let mut out = Vec::new();
     for end in ["source", "destination"] {
         for ports in ["ports", "notPorts"] {
+            let given = format!(
+                "has(self.{end}) && has(self.{end}.{ports}) && size(self.{end}.{ports}) > 0"
+            );
+            out.push(rule(
+                &format!("!({given}) || !has(self.protocol) || {has_ports}"),
+                &format!(
+                    "{end}.{ports}: the protocol has no ports to match; ports need protocol TCP, UDP or SCTP in the same rule"
+                ),
+            ));
             out.push(rule(
                 &format!(
-                    "!has(self.{end}) || !has(self.{end}.{ports}) || size(self.{end}.{ports}) == 0 || (has(self.protocol) && {has_ports})"
+                    "!({given}) || has(self.protocol) || self.{end}.{ports}.all(p, {PORT_IS_NAMED})"
                 ),
                 &format!(
-                    "{end}.{ports}: ports need protocol TCP, UDP, SCTP or UDPLite in the same rule"
+                    "{end}.{ports}: port numbers and ranges need protocol TCP, UDP or SCTP in the same rule (named ports alone may go without one)"
                 ),
             ));
         }
     }
+    out
+}
+
+/// The cross-field rules of a policy rule.
+pub fn policy_rule_rules() -> Vec<Value> {
+    let is_icmp = protocol_is("[1, 58]", "['ICMP', 'ICMPv6']");
+    let icmp4 = protocol_is("[1]", "['ICMP']");
+    let mut out = ports_rules();
     for icmp in ["icmp", "notICMP"] {
         out.push(rule(
             &format!("!has(self.{icmp}) || (has(self.protocol) && {is_icmp})"),
@@ -53,7 +72,7 @@ pub fn policy_rule_rules() -> Vec<Value> {
         &format!("http: {UNSUPPORTED} (a rule without it would match every HTTP request)"),
     ));
     out.push(rule(
-        "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol).lowerAscii() != string(self.notProtocol).lowerAscii()",
+        "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol) != string(self.notProtocol)",
         "notProtocol is also the rule's protocol; the rule could never match",
     ));
     let fam = family_cel("n");
@@ -155,7 +174,7 @@ pub fn entity_rule_rules() -> Vec<Value> {
 /// A policy's protocol: a name or a number 1 to 255.
 pub fn protocol_rules() -> Value {
     json!([rule(
-        "type(self) == int ? (self >= 1 && self <= 255) : (string(self).lowerAscii() in ['tcp', 'udp', 'icmp', 'icmpv6', 'sctp', 'udplite'] || (string(self).matches('^[0-9]+$') && int(string(self)) >= 1 && int(string(self)) <= 255))",
+        "type(self) == int ? (self >= 1 && self <= 255) : (string(self) in ['TCP', 'UDP', 'ICMP', 'ICMPv6', 'SCTP', 'UDPLite'] || (string(self).matches('^[0-9]+$') && int(string(self)) >= 1 && int(string(self)) <= 255))",
         "is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255",
     )])
 }

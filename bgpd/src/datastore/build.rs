@@ -352,7 +352,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             }
         };
         let source_address = bp.source_address;
-        let ttl_security = bp.ttl_security;
+        let ttl_security = bp.ttl_security_hops();
         // For peerIP and peerSelector sessions alike.
         let mut add = |mut n: Neighbor| {
             // RFC 5082: accept packets from at most that many hops away.

@@ -69,12 +69,17 @@ fn rule(r: &BgpFilterRule, v6: bool, export: bool) -> Result<Rule, String> {
         (Some(_), None) => return Err("cidr without matchOperator".into()),
         (None, Some(_)) => return Err("matchOperator without cidr".into()),
     };
-    let lengths = r.prefix_length.as_ref().map(|pl| {
-        let lo = pl
-            .min
-            .unwrap_or_else(|| network.map_or(0, |(n, _)| n.prefix_len()));
-        (lo, pl.max.unwrap_or(max_len))
-    });
+    // As Calico: a length bound belongs to a cidr (refused without one,
+    // so a rule meant for some routes cannot match them all), and a min
+    // shorter than the cidr is the cidr's length.
+    let lengths = match (&r.prefix_length, network) {
+        (None, _) => None,
+        (Some(_), None) => return Err("prefixLength without cidr".into()),
+        (Some(pl), Some((n, _))) => Some((
+            pl.min.unwrap_or(0).max(n.prefix_len()),
+            pl.max.unwrap_or(max_len),
+        )),
+    };
     if let Some((lo, hi)) = lengths
         && (lo > hi || hi > max_len)
     {

@@ -49,7 +49,7 @@ fn prefix_lengths_default_to_the_cidr_and_the_family() {
     let all = filters(&[(
         "f",
         "{importV4: [{action: Reject, cidr: 10.0.0.0/8, matchOperator: In, prefixLength: {max: 24}}], \
-          importV6: [{action: Reject, prefixLength: {min: 120}}]}",
+          importV6: [{action: Reject, cidr: \"::/0\", matchOperator: In, prefixLength: {min: 120}}]}",
     )]);
     let i = peer_filters(&["f".into()], &all).unwrap().import;
     assert_eq!(i.v4[0].lengths, Some((8, 24)));
@@ -63,6 +63,28 @@ fn prefix_lengths_default_to_the_cidr_and_the_family() {
     );
     // The IPv4 rules say nothing of IPv6 routes and the other way round.
     assert_eq!(i.verdict(&net("10.1.1.0/32"), true), Verdict::Accept(None));
+}
+
+/// As Calico: a min shorter than the cidr is the cidr's length (it makes
+/// a difference to NotEqual), and lengths without a cidr are no rule.
+#[test]
+fn a_short_min_is_the_cidrs_length_and_lengths_need_a_cidr() {
+    let all = filters(&[
+        (
+            "f",
+            "{importV4: [{action: Reject, cidr: 10.0.0.0/16, matchOperator: NotEqual, prefixLength: {min: 8}}]}",
+        ),
+        (
+            "g",
+            "{importV4: [{action: Reject, prefixLength: {min: 25}}]}",
+        ),
+    ]);
+    let i = peer_filters(&["f".into()], &all).unwrap().import;
+    assert_eq!(i.v4[0].lengths, Some((16, 32)));
+    assert_eq!(i.verdict(&net("10.0.0.0/8"), true), Verdict::Accept(None));
+    assert_eq!(i.verdict(&net("10.0.1.0/24"), true), Verdict::Reject);
+    let e = peer_filters(&["g".into()], &all).unwrap_err();
+    assert!(e.contains("prefixLength without cidr"), "{e}");
 }
 
 #[test]

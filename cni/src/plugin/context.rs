@@ -83,6 +83,24 @@ impl Context {
         })
     }
 
+    /// A context over `store`, for tests: nothing to connect to.
+    #[cfg(test)]
+    pub fn for_tests(
+        inv: Invocation,
+        conf: NetConf,
+        node: &str,
+        store: Arc<dyn Datastore>,
+    ) -> Self {
+        Context {
+            inv,
+            conf,
+            node: node.to_string(),
+            ipam: Ipam::new(store.clone(), IpamConfig::new(node)),
+            store,
+            files: "test".into(),
+        }
+    }
+
     /// This node's IPAM lock, held until dropped.
     pub async fn ipam_lock(&self) -> super::lock::NodeLock {
         super::lock::take(&self.node, &self.files, self.conf.datastore_timeout() * 2).await

@@ -14,6 +14,8 @@ use super::version;
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct NetConf {
+    /// Absent, null or empty: 0.1.0, as libcni and skel read it.
+    #[serde(default = "implicit_version", deserialize_with = "version_or_implicit")]
     pub cni_version: String,
     pub name: String,
     #[serde(rename = "type")]
@@ -48,6 +50,17 @@ pub struct NetConf {
     /// GC: the attachments the runtime still holds.
     #[serde(default, rename = "cni.dev/valid-attachments")]
     pub valid_attachments: Option<Vec<Attachment>>,
+}
+
+fn implicit_version() -> String {
+    version::IMPLICIT.to_string()
+}
+
+/// A `cniVersion` of null or `""` is the implicit version too (Go reads
+/// both as the empty string, which libcni takes for 0.1.0).
+fn version_or_implicit<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let v: Option<String> = Option::deserialize(d)?;
+    Ok(v.filter(|v| !v.is_empty()).unwrap_or_else(implicit_version))
 }
 
 /// One attachment the runtime holds (GC).
@@ -244,6 +257,18 @@ mod tests {
                 .code,
             7
         );
+        // No version is 0.1.0 (libcni and skel read it so), which Tartan
+        // does not speak: code 1 with the versions it does.
+        for text in [
+            r#"{"name":"n","type":"tartan"}"#,
+            r#"{"cniVersion":"","name":"n","type":"tartan"}"#,
+            r#"{"cniVersion":null,"name":"n","type":"tartan"}"#,
+        ] {
+            let e = NetConf::parse(text.as_bytes()).unwrap_err();
+            assert_eq!(e.code, 1, "{text}: {e}");
+            assert!(e.msg.contains("0.1.0"), "{text}: {e}");
+            assert_eq!(e.details, "supported: 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0");
+        }
         let no_store =
             NetConf::parse(br#"{"cniVersion":"1.1.0","name":"n","type":"tartan"}"#).unwrap();
         assert_eq!(no_store.datastore().unwrap_err().code, 7);

@@ -9,6 +9,10 @@ pub const CURRENT: &str = "1.1.0";
 /// (CHECK came with 0.4.0 and is refused below it).
 pub const SUPPORTED: &[&str] = &["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
 
+/// The version of a configuration that gives none: libcni and skel read
+/// a missing (or empty) `cniVersion` as 0.1.0.
+pub const IMPLICIT: &str = "0.1.0";
+
 /// `major.minor.patch` as numbers; `None` when malformed.
 pub fn parse(v: &str) -> Option<(u32, u32, u32)> {
     let mut it = v.split('.');

@@ -102,6 +102,12 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
     });
     i.peers
         .insert("plain".into(), BgpPeerSpec::new("10.0.0.253", 65001));
+    // 0 is Calico's off.
+    i.peers.insert("zero".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.251", 65001);
+        p.ttl_security = Some(0);
+        p
+    });
     i.peers.insert("bad".into(), {
         let mut p = BgpPeerSpec::new("10.0.0.252", 65001);
         p.max_restart_time = Some("soon".into());
@@ -123,6 +129,9 @@ fn ttl_security_source_address_and_max_restart_time_reach_the_session() {
         tor.local_address, None,
         "sourceAddress None: the kernel picks"
     );
+    let zero = find("10.0.0.251").unwrap();
+    assert!(!zero.ttl_security);
+    assert_eq!(zero.multihop, 1);
     let plain = find("10.0.0.253").unwrap();
     assert!(!plain.ttl_security);
     assert_eq!(plain.multihop, 1);
@@ -176,7 +185,7 @@ fn a_bgp_peers_filters_reach_its_session_and_a_missing_one_stops_it() {
         "export-pods".into(),
         serde_json::from_value::<BgpFilterSpec>(serde_json::json!({
             "exportV4": [{"action": "Reject", "cidr": "10.0.0.0/8", "matchOperator": "NotIn"}],
-            "importV4": [{"action": "Reject", "prefixLength": {"min": 25}}],
+            "importV4": [{"action": "Reject", "cidr": "0.0.0.0/0", "matchOperator": "In", "prefixLength": {"min": 25}}],
         }))
         .unwrap(),
     );
