@@ -16,6 +16,9 @@
 //!   rules; each port's `protocol` TCP.
 //! - EndpointSlice: each port's `name` "" and `protocol` TCP.
 //! - Secret: `type` Opaque.
+//! - Namespace: `spec.finalizers` [kubernetes], `status.phase` Active, and
+//!   the label `kubernetes.io/metadata.name` with its name (which the API
+//!   server sets whatever was given).
 
 use serde_json::{Map, Value, json};
 
@@ -31,6 +34,7 @@ pub fn apply(obj: &mut DynamicObject) {
         ("v1", "Service") => service(&mut obj.data),
         ("networking.k8s.io/v1", "NetworkPolicy") => network_policy(&mut obj.data),
         ("discovery.k8s.io/v1", "EndpointSlice") => endpoint_slice(&mut obj.data),
+        ("v1", "Namespace") => namespace(obj),
         ("v1", "Secret") => {
             if let Some(o) = obj.data.as_object_mut() {
                 unset_to(o, "type", json!("Opaque"));
@@ -39,6 +43,31 @@ pub fn apply(obj: &mut DynamicObject) {
         _ => {}
     }
 }
+
+fn namespace(obj: &mut DynamicObject) {
+    if let Some(name) = obj.metadata.name.clone() {
+        obj.metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(NAMESPACE_NAME_LABEL.to_string(), name);
+    }
+    let Some(o) = obj.data.as_object_mut() else {
+        return;
+    };
+    let spec = o.entry("spec").or_insert_with(|| json!({}));
+    if let Some(spec) = spec.as_object_mut()
+        && spec.get("finalizers").is_none_or(Value::is_null)
+    {
+        spec.insert("finalizers".into(), json!(["kubernetes"]));
+    }
+    let status = o.entry("status").or_insert_with(|| json!({}));
+    if let Some(status) = status.as_object_mut() {
+        unset_to(status, "phase", json!("Active"));
+    }
+}
+
+/// The label the API server gives every Namespace: its name.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
 
 /// `o[key] = value` when `o` has no `key` (or it is null, or the empty
 /// string: a Go string field's unset value).
@@ -296,6 +325,14 @@ mod tests {
         let v = defaulted(json!({"apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "s", "namespace": "default"}}));
         assert_eq!(v["type"], "Opaque");
+        let ns = defaulted(json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "web", "labels": {"kubernetes.io/metadata.name": "other"}}}));
+        assert_eq!(ns["spec"], json!({"finalizers": ["kubernetes"]}));
+        assert_eq!(ns["status"], json!({"phase": "Active"}));
+        assert_eq!(
+            ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+            "web"
+        );
         // Other kinds are left as they are.
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "namespace": "default"}, "data": {"a": "b"}});

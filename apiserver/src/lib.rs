@@ -10,13 +10,16 @@
 //! server (`discovery`, `resources`, `strict`), PATCH in every media type
 //! and server-side apply with managedFields (`writes`, `patch_request`, `patch`, `apply`,
 //! `fields`), Tables (`table`), field selectors (`fieldsel`) and
-//! CustomResourceDefinitions as objects (`crds`, `crd_routes`).
+//! CustomResourceDefinitions as objects (`crds`, `crd_routes`). Built-in
+//! objects get the API server's defaults and checks, namespaces must
+//! exist, names may be generated (`admission`).
 //! A second mode, [`Replay`], serves recorded responses verbatim.
 
 // A refused request's error is its HTTP answer (`Response`), built once
 // per request and returned straight away: boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod admission;
 pub mod apply;
 pub mod clock;
 pub mod columns;

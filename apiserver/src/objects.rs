@@ -6,9 +6,11 @@
 
 use axum::response::Response;
 use serde_json::{Value, json};
+use tartan_api::kind::Kind;
 use tartan_api::store::memory::MemoryStore;
-use tartan_api::store::{Datastore, DynamicObject, StoreError};
+use tartan_api::store::{Datastore, DynamicObject, ObjectKey, StoreError};
 
+use crate::admission::{SYSTEM_NAMESPACES, Write, admit, no_namespace};
 use crate::creations::Creations;
 use crate::resources::Served;
 use crate::route::Route;
@@ -25,6 +27,17 @@ pub trait Objects {
     /// Replace the object whose resourceVersion `obj` carries (409 when it
     /// has moved on).
     fn update(&self, obj: Value) -> impl Future<Output = Result<Value, Response>> + Send;
+    /// What the API server does to `obj` before `write` stores it (the
+    /// namespace it goes into must exist; a built-in kind's defaults and
+    /// checks: [`crate::admission`]). Nothing by default.
+    fn admit(
+        &self,
+        obj: &mut Value,
+        write: Write<'_>,
+    ) -> impl Future<Output = Result<(), Response>> + Send {
+        let _ = (obj, write);
+        async { Ok(()) }
+    }
 }
 
 pub fn details(served: &Served, name: &str) -> Value {
@@ -81,6 +94,26 @@ impl InStore<'_> {
     fn typed(&self, obj: Value) -> Result<DynamicObject, Response> {
         serde_json::from_value(obj).map_err(|e| bad_request(&e.to_string()))
     }
+
+    /// A create's namespace must exist (the system ones always do): one
+    /// read, for creates of namespaced kinds only.
+    async fn namespace_exists(&self) -> Result<(), Response> {
+        let Some(ns) = self.route.namespace.as_deref() else {
+            return Ok(());
+        };
+        if SYSTEM_NAMESPACES.contains(&ns) {
+            return Ok(());
+        }
+        match self
+            .store
+            .get(&ObjectKey::new(Kind::Namespace, None, ns))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(StoreError::NotFound(_)) => Err(no_namespace(ns)),
+            Err(e) => Err(self.route.error(ns, e)),
+        }
+    }
 }
 
 impl Objects for InStore<'_> {
@@ -122,5 +155,12 @@ impl Objects for InStore<'_> {
             .await
             .map(|o| to_wire(&o))
             .map_err(|e| self.route.error(&name, e))
+    }
+
+    async fn admit(&self, obj: &mut Value, write: Write<'_>) -> Result<(), Response> {
+        if matches!(write, Write::Create) {
+            self.namespace_exists().await?;
+        }
+        admit(&self.served, obj, write)
     }
 }

@@ -8,6 +8,7 @@
 use axum::response::Response;
 use serde_json::Value;
 
+use crate::admission::Write;
 use crate::apply::apply;
 use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
@@ -144,6 +145,9 @@ async fn once(
         Ok(w) => w,
         Err(r) => return (r, false),
     };
+    if let Err(r) = o.admit(&mut new, Write::Update(&live)).await {
+        return (r, false);
+    }
     stamp_update(&live, &mut new);
     track_update(Some(&live), &mut new, w);
     if no_op(&live, &new) {
@@ -217,6 +221,13 @@ async fn server_side_apply(
             return (status(409, "Conflict", &c.message(), Some(causes)), false);
         }
     };
+    let write = match &live {
+        None => Write::Create,
+        Some(l) => Write::Update(l),
+    };
+    if let Err(r) = o.admit(&mut new, write).await {
+        return (r, false);
+    }
     match live {
         None => {
             stamp_create(served, &mut new, ctx.now);

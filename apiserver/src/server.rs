@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use tartan_api::store::memory::MemoryStore;
 use tartan_api::store::{Datastore, DynamicObject, ObjectKey};
 
+use crate::admission::{SYSTEM_NAMESPACES, Write, admit, unconditional_update};
 use crate::crds::Crds;
 use crate::creations::Creations;
 use crate::fieldsel::FieldSelector;
@@ -109,6 +110,33 @@ impl ApiServer {
             crds: Crds::default(),
             creations: Creations::default(),
         }
+    }
+
+    /// Store the Namespaces a cluster has from its start
+    /// ([`SYSTEM_NAMESPACES`]), as the API server makes them (the
+    /// `tartan-apiserver` program does; without them creates into these
+    /// namespaces are served all the same).
+    pub fn with_system_namespaces(self) -> Self {
+        let now = crate::clock::rfc3339(crate::clock::now());
+        for ns in SYSTEM_NAMESPACES {
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": ns, "creationTimestamp": now,
+                             "labels": {"kubernetes.io/metadata.name": ns}},
+                "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+            let Ok(obj) = serde_json::from_value::<DynamicObject>(obj) else {
+                continue;
+            };
+            // The memory store's writes never wait.
+            match futures::executor::block_on(self.store.create(obj)) {
+                Ok(o) => {
+                    if let (Some(uid), Some(rv)) = (&o.metadata.uid, &o.metadata.resource_version) {
+                        self.creations.created(uid, rv);
+                    }
+                }
+                Err(e) => tracing::warn!(namespace = ns, error = %e, "system namespace not stored"),
+            }
+        }
+        self
     }
 
     /// Serve requests without a token as `user` (kubectl over plain HTTP).
@@ -274,8 +302,8 @@ impl ApiServer {
                 let name = route.name.as_deref().unwrap_or_default();
                 writes::replace(&objects, name, body_json, &ctx).await
             }
-            ("update", sub) if route.name.is_some() => {
-                self.replace(&route, body_json, sub.is_some()).await
+            ("update", Some(_)) if route.name.is_some() => {
+                self.replace_status(&route, &served, body_json).await
             }
             ("patch", None) if route.name.is_some() => {
                 let name = route.name.as_deref().unwrap_or_default();
@@ -406,36 +434,42 @@ impl ApiServer {
         )
     }
 
-    /// PUT of an object, or of its `status` subresource.
-    async fn replace(&self, route: &Route, body: Value, status_only: bool) -> Response {
+    /// PUT of an object's `status` subresource: defaults and checks as
+    /// for any write of a built-in kind; without a resourceVersion, the
+    /// stored version replaced when the kind allows that.
+    async fn replace_status(&self, route: &Route, served: &Served, mut body: Value) -> Response {
         let name = route.name.as_deref().unwrap_or_default();
+        let rv = body
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str);
+        if rv.is_none_or(str::is_empty) {
+            if !unconditional_update(served) {
+                return status(
+                    422,
+                    "Invalid",
+                    &format!(
+                        "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                        route.resource()
+                    ),
+                    Some(route.details(name)),
+                );
+            }
+            let stored = match self.store.get(&route.key(name)).await {
+                Ok(o) => o.metadata.resource_version,
+                Err(e) => return route.error(name, e),
+            };
+            if let Some(m) = body.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.insert("resourceVersion".into(), stored.into());
+            }
+        }
+        if let Err(r) = admit(served, &mut body, Write::Status) {
+            return r;
+        }
         let obj: DynamicObject = match serde_json::from_value(body) {
             Ok(o) => o,
             Err(e) => return status(400, "BadRequest", &e.to_string(), None),
         };
-        if obj
-            .metadata
-            .resource_version
-            .as_deref()
-            .unwrap_or_default()
-            .is_empty()
-        {
-            return status(
-                422,
-                "Invalid",
-                &format!(
-                    "{} \"{name}\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
-                    route.resource()
-                ),
-                Some(route.details(name)),
-            );
-        }
-        let written = if status_only {
-            self.store.update_status(obj).await
-        } else {
-            self.store.update(obj).await
-        };
-        match written {
+        match self.store.update_status(obj).await {
             Ok(o) => json_response(200, &to_wire(&o)),
             Err(e) => route.error(name, e),
         }

@@ -11,6 +11,9 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use serde_json::Value;
 
+use tartan_api::kind::Kind;
+
+use crate::admission::{Write, generated_name, invalid, unconditional_update};
 use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
 use crate::objects::{Objects, bad_request, not_found};
@@ -163,12 +166,17 @@ pub(crate) fn meta(obj: &mut Value) -> Option<&mut serde_json::Map<String, Value
     obj.get_mut("metadata").and_then(Value::as_object_mut)
 }
 
-/// Whether objects of `served` carry a generation: custom resources and
-/// CRDs do; of the built-in kinds the stand-in holds, none does.
+/// Whether objects of `served` carry a generation: custom resources,
+/// CRDs, and of the built-in kinds the stand-in holds NetworkPolicies and
+/// EndpointSlices (their strategies set it).
 fn has_generation(served: &Served) -> bool {
-    served
-        .kind
-        .is_none_or(|k| k.info().group == tartan_api::kind::TARTAN_GROUP)
+    match served.kind {
+        None => true,
+        Some(k) => {
+            k.info().group == tartan_api::kind::TARTAN_GROUP
+                || matches!(k, Kind::KubeNetworkPolicy | Kind::EndpointSlice)
+        }
+    }
 }
 
 /// What the server sets on a new object.
@@ -274,18 +282,68 @@ pub async fn create(o: &impl Objects, mut obj: Value, ctx: &Ctx<'_>) -> Response
     if let Err(r) = address(o, &mut obj, None) {
         return r;
     }
+    let generate = match name_or_generate(o.served(), &mut obj) {
+        Ok(g) => g,
+        Err(r) => return r,
+    };
     let warning = match validate(o.served(), &mut obj, ctx) {
         Ok(w) => w,
         Err(r) => return r,
     };
+    if let Err(r) = o.admit(&mut obj, Write::Create).await {
+        return r;
+    }
     let (manager, api_version, time) = (ctx.manager(), o.served().api_version(), rfc3339(ctx.now));
     stamp_create(o.served(), &mut obj, ctx.now);
     track_update(None, &mut obj, &writer(&manager, &api_version, &time));
-    store(o, obj, true, 201, ctx, warning).await
+    let mut attempt = 1;
+    loop {
+        let r = store(o, obj.clone(), true, 201, ctx, warning.clone()).await;
+        // A generated name that is taken: another one, as the API server
+        // tries again.
+        let Some(prefix) = generate.as_deref().filter(|_| r.status() == 409) else {
+            return r;
+        };
+        if attempt == GENERATE_TRIES {
+            return r;
+        }
+        attempt += 1;
+        if let Some(m) = meta(&mut obj) {
+            m.insert("name".into(), generated_name(prefix).into());
+        }
+    }
 }
 
-/// PUT: replace `name` (the object must carry the resourceVersion it
-/// replaces).
+/// Creates with a generated name that are tried before the name taken
+/// is the answer.
+const GENERATE_TRIES: u32 = 8;
+
+/// The name of a new object: its own, or one made of its
+/// `generateName` (`Ok(Some(prefix))`); 422 with neither.
+fn name_or_generate(served: &Served, obj: &mut Value) -> Result<Option<String>, Response> {
+    let Some(m) = meta(obj) else {
+        return Ok(None);
+    };
+    let named = |k: &str| {
+        m.get(k)
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+    };
+    if named("name").is_some() {
+        return Ok(None);
+    }
+    let Some(prefix) = named("generateName") else {
+        let why = "Required value: name or generateName is required".to_string();
+        return Err(invalid(served, "", &[("metadata.name".into(), why)]));
+    };
+    m.insert("name".into(), generated_name(&prefix).into());
+    Ok(Some(prefix))
+}
+
+/// PUT: replace `name`. The object must carry the resourceVersion it
+/// replaces, unless its kind allows an unconditional update (then the
+/// stored version is replaced, whichever it is).
 pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>) -> Response {
     if let Err(r) = address(o, &mut obj, Some(name)) {
         return r;
@@ -293,7 +351,8 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
     let rv = obj
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str);
-    if rv.is_none_or(str::is_empty) {
+    let unconditional = rv.is_none_or(str::is_empty);
+    if unconditional && !unconditional_update(o.served()) {
         return status(
             422,
             "Invalid",
@@ -313,6 +372,14 @@ pub async fn replace(o: &impl Objects, name: &str, mut obj: Value, ctx: &Ctx<'_>
         Ok(None) => return not_found(o.served(), name),
         Err(r) => return r,
     };
+    if unconditional
+        && let (Some(m), Some(rv)) = (meta(&mut obj), live.pointer("/metadata/resourceVersion"))
+    {
+        m.insert("resourceVersion".into(), rv.clone());
+    }
+    if let Err(r) = o.admit(&mut obj, Write::Update(&live)).await {
+        return r;
+    }
     let (manager, api_version, time) = (ctx.manager(), o.served().api_version(), rfc3339(ctx.now));
     stamp_update(&live, &mut obj);
     track_update(

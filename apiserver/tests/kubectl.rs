@@ -71,9 +71,11 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     let kube = write(&dir, "kube.yaml", KUBE_KINDS);
     let crd_files = std::fs::read_dir(crds).unwrap().count();
 
-    // apply: everything created, then unchanged.
+    // apply: everything created, then unchanged. kube.yaml first: its
+    // Namespace "web" holds a policy of examples/, and writes into a
+    // namespace that does not exist are refused.
     let created = k
-        .lines(&["apply", "-f", crds, "-f", examples, "-f", &kube])
+        .lines(&["apply", "-f", &kube, "-f", crds, "-f", examples])
         .await;
     for want in [
         "customresourcedefinition.apiextensions.k8s.io/ippools.tartan.dev created",
@@ -95,7 +97,7 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     );
     assert!(created.len() > crd_files + 3);
     let again = k
-        .lines(&["apply", "-f", crds, "-f", examples, "-f", &kube])
+        .lines(&["apply", "-f", &kube, "-f", crds, "-f", examples])
         .await;
     assert_eq!(again.len(), created.len());
     assert!(
@@ -446,6 +448,31 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     let explained = k.lines(&["explain", "ippool.spec.cidr"]).await.join("\n");
     assert!(explained.contains("FIELD: cidr <string>"), "{explained}");
 
+    // The API server's checks of built-in kinds, and of namespaces, in
+    // the lines kubectl prints for a real server.
+    let bad_service = write(
+        &dir,
+        "bad-service.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\n  namespace: web\nspec:\n  ports:\n  - port: 0\n    targetPort: 80\n",
+    );
+    let refused = k.run(&["apply", "-f", &bad_service]).await;
+    assert_eq!(
+        refused.stderr.trim(),
+        "The Service \"bad\" is invalid: spec.ports[0].port: 0 is not a port; allowed 1 to 65535"
+    );
+    let nowhere = write(
+        &dir,
+        "nowhere.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: nowhere\n",
+    );
+    let refused = k.run(&["apply", "-f", &nowhere]).await;
+    assert_eq!(
+        refused.stderr.trim(),
+        format!(
+            "Error from server (NotFound): error when creating \"{nowhere}\": namespaces \"nowhere\" not found"
+        )
+    );
+
     // What the stand-in does not serve kubectl, said rather than hidden:
     // kinds outside Tartan's kind table (a real server would take this).
     let deployment = write(
@@ -465,8 +492,7 @@ async fn kubectl_applies_gets_watches_deletes_and_applies_server_side() {
     eprintln!(
         "NOT SERVED to kubectl by the stand-in (docs/apiserver.md): kinds outside Tartan's kind table \
          (Deployments, DaemonSets, RBAC, ServiceAccounts, …); deletecollection; aggregated discovery \
-         (kubectl falls back to the plain documents); OpenAPI schemas of the built-in kinds; namespaces are not \
-         required to exist; lists are atomic under server-side apply and strategic merge patch merges only the \
+         (kubectl falls back to the plain documents); OpenAPI schemas of the built-in kinds; lists are atomic under server-side apply and strategic merge patch merges only the \
          list keys of its table"
     );
 }

@@ -187,7 +187,7 @@ async fn patches_change_version_owner_and_watchers() {
 #[tokio::test]
 async fn strategic_merge_patches_built_in_kinds_and_apply_creates() {
     let r = ApiServer::new().start().await.unwrap();
-    let cm = "/api/v1/namespaces/ns/configmaps/c";
+    let cm = "/api/v1/namespaces/default/configmaps/c";
     let apply =
         r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"1"}}"#;
     let (code, st) = call(&r.url, "PATCH", cm, "application/apply-patch+yaml", apply).await;
@@ -201,7 +201,7 @@ async fn strategic_merge_patches_built_in_kinds_and_apply_creates() {
     )
     .await;
     assert_eq!(code, 201, "{created}");
-    assert_eq!(created["metadata"]["namespace"], "ns");
+    assert_eq!(created["metadata"]["namespace"], "default");
     assert!(
         created["metadata"].get("generation").is_none(),
         "ConfigMaps have none"

@@ -58,7 +58,7 @@ struct Cli {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     tartan_api::logging::init(cli.log_format, "info");
-    let mut server = ApiServer::new();
+    let mut server = ApiServer::new().with_system_namespaces();
     let lifetime = cli.token_lifetime.map(std::time::Duration::from_secs);
     if let Some(l) = lifetime {
         server = server.with_token_lifetime(l);
