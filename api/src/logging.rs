@@ -6,7 +6,9 @@
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry, reload};
 
 /// The environment variable every daemon reads its log filter from.
 pub const LOG_ENV: &str = "TARTAN_LOG";
@@ -50,6 +52,66 @@ pub fn init(format: LogFormat, default: &str) {
     }
 }
 
+/// Changes the filter of a process started with [`init_adjustable`], for
+/// a level that comes from the datastore (bgpd's BGPConfiguration
+/// `logSeverityScreen`). `TARTAN_LOG`, when set, wins over it.
+pub struct LevelHandle {
+    handle: reload::Handle<EnvFilter, Registry>,
+    default: String,
+    env_wins: bool,
+}
+
+impl LevelHandle {
+    /// Log at `level` (a filter such as `debug`) from now on; `None`: the
+    /// default again. False when `TARTAN_LOG` is set (nothing changes) or
+    /// the level is not a filter.
+    pub fn set(&self, level: Option<&str>) -> bool {
+        if self.env_wins {
+            return false;
+        }
+        let Ok(f) = EnvFilter::try_new(level.unwrap_or(&self.default)) else {
+            return false;
+        };
+        self.handle.reload(f).is_ok()
+    }
+}
+
+/// A filter layer whose level a [`LevelHandle`] changes; `env_wins`:
+/// `TARTAN_LOG` is set, and the handle changes nothing.
+fn adjustable(default: &str, env_wins: bool) -> (reload::Layer<EnvFilter, Registry>, LevelHandle) {
+    let (layer, handle) = reload::Layer::new(filter(default));
+    let h = LevelHandle {
+        handle,
+        default: default.to_string(),
+        env_wins,
+    };
+    (layer, h)
+}
+
+/// [`init`], with a handle to change the level while running.
+pub fn init_adjustable(format: LogFormat, default: &str) -> Option<LevelHandle> {
+    let env_wins = std::env::var(LOG_ENV).is_ok_and(|v| !v.trim().is_empty());
+    let (filter, handle) = adjustable(default, env_wins);
+    let lines = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal());
+    let lines = match format {
+        LogFormat::Text => lines.boxed(),
+        LogFormat::Json => lines.json().boxed(),
+    };
+    match tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .try_init()
+    {
+        Ok(()) => Some(handle),
+        Err(e) => {
+            eprintln!("logging already set up: {e}");
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +122,27 @@ mod tests {
         assert_eq!(LogFormat::from_str("json", false), Ok(LogFormat::Json));
         assert_eq!(LogFormat::from_str("text", false), Ok(LogFormat::Text));
         assert!(LogFormat::from_str("yaml", false).is_err());
+    }
+
+    #[test]
+    fn the_handle_changes_the_level_unless_the_environment_set_it() {
+        use tracing::Level;
+        let (layer, h) = adjustable("info", false);
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            assert!(!tracing::enabled!(Level::DEBUG));
+            assert!(h.set(Some("debug")));
+            assert!(tracing::enabled!(Level::DEBUG));
+            assert!(h.set(Some("error")));
+            assert!(!tracing::enabled!(Level::WARN));
+            assert!(!h.set(Some("no such=level=filter")), "not a filter");
+            assert!(h.set(None), "back to the default");
+            assert!(tracing::enabled!(Level::INFO) && !tracing::enabled!(Level::DEBUG));
+        });
+        let (layer, h) = adjustable("info", true);
+        tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+            assert!(!h.set(Some("debug")));
+            assert!(!tracing::enabled!(Level::DEBUG), "TARTAN_LOG wins");
+        });
     }
 }

@@ -326,11 +326,6 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             tnp("icmp-port", "{ingress: [{action: Allow, protocol: ICMP, destination: {ports: [http]}}]}"),
             "spec.ingress[0].destination.ports: protocol ICMP has no ports to match",
         ),
-        // Protocol names are case-sensitive, as in Calico's v3 API.
-        (
-            tnp("lower", "{egress: [{action: Allow, protocol: udp}]}"),
-            "spec.egress[0].protocol: \"udp\" is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255 (names are case-sensitive)",
-        ),
         (
             tnp("noted", "{ingress: [{action: Allow, metadata: {annotations: {'bad key': x}}}]}"),
             "spec.ingress[0].metadata.annotations: \"bad key\" is not a valid annotation key",

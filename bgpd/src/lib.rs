@@ -6,6 +6,7 @@ pub mod daemon;
 pub mod datastore;
 pub mod filter;
 pub mod kernel;
+pub mod log_level;
 pub mod model;
 pub mod net;
 pub mod rib;

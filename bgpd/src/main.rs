@@ -69,7 +69,10 @@ struct Args {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    tartan_api::logging::init(args.log_format, "info");
+    tartan_bgpd::log_level::install(tartan_api::logging::init_adjustable(
+        args.log_format,
+        "info",
+    ));
     if let Some(store) = args.datastore.clone() {
         return run_runtime(from_datastore(args, store));
     }

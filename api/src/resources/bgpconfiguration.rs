@@ -125,6 +125,34 @@ pub struct BgpConfigurationSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub node_address_autodetection_v6: Option<AddressAutodetection>,
+    /// The level of the node's BGP daemon's log, as Calico's
+    /// `logSeverityScreen`: `Debug`, `Info`, `Warning`, `Error` or
+    /// `Fatal` (errors only). Default `Info`. The `TARTAN_LOG` variable,
+    /// when set on the daemon, wins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_severity_screen: Option<LogSeverity>,
+}
+
+/// Calico's log levels.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum LogSeverity {
+    Debug,
+    Info,
+    Warning,
+    Error,
+    Fatal,
+}
+
+impl LogSeverity {
+    /// The log filter of this level (the log has no level above errors).
+    pub fn filter(self) -> &'static str {
+        match self {
+            LogSeverity::Debug => "debug",
+            LogSeverity::Info => "info",
+            LogSeverity::Warning => "warn",
+            LogSeverity::Error | LogSeverity::Fatal => "error",
+        }
+    }
 }
 
 /// A range of service addresses.
@@ -267,6 +295,7 @@ impl BgpConfigurationSpec {
                 .node_address_autodetection_v6
                 .clone()
                 .or_else(|| self.node_address_autodetection_v6.clone()),
+            log_severity_screen: node.log_severity_screen.or(self.log_severity_screen),
         }
     }
 

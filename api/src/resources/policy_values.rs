@@ -69,23 +69,19 @@ impl Protocol {
         }
     }
 
-    /// Names are case-sensitive, as in Calico's v3 API (`tcp` is its old
-    /// v1 spelling, refused there too).
+    /// Names in any case (`tcp` as `TCP`): Calico's v3 validator wants the
+    /// canonical spelling, but policies stored with another must keep
+    /// decoding (one that does not decode isolates its pods).
     fn from_name(s: &str) -> Result<Protocol, String> {
-        if let Some((_, p)) = PROTOCOL_NAMES.iter().find(|(n, _)| *n == s) {
+        if let Some((_, p)) = PROTOCOL_NAMES
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(s))
+        {
             return Ok(*p);
         }
         // Digits only: Rust's parsing would take "+6".
         match s.parse::<u64>() {
             Ok(n) if all_digits(s) => Protocol::from_number(n),
-            _ if PROTOCOL_NAMES
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case(s)) =>
-            {
-                Err(format!(
-                    "{s:?} is not a protocol; {PROTOCOLS_ALLOWED} (names are case-sensitive)"
-                ))
-            }
             _ => Err(format!("{s:?} is not a protocol; {PROTOCOLS_ALLOWED}")),
         }
     }
@@ -298,18 +294,17 @@ mod tests {
         }
     }
 
-    /// Names are case-sensitive, as Calico's v3 validator has them
-    /// (`^(TCP|UDP|ICMP|ICMPv6|SCTP|UDPLite)$`).
+    /// Names are read in any case, as they always were: a stored policy
+    /// written `tcp` keeps decoding.
     #[test]
-    fn protocol_names_are_case_sensitive() {
-        for bad in [
-            "tcp", "Udp", "icmpv6", "ICMPV6", "sctp", "udplite", "UDPlite",
-        ] {
-            let e = serde_json::from_value::<Protocol>(json!(bad)).unwrap_err();
-            assert!(e.to_string().contains("case-sensitive"), "{bad}: {e}");
-        }
-        for (good, p) in PROTOCOL_NAMES {
-            assert_eq!(serde_json::from_value::<Protocol>(json!(good)).unwrap(), p);
+    fn protocol_names_are_read_in_any_case() {
+        for (name, p) in PROTOCOL_NAMES {
+            for spelled in [name.to_string(), name.to_lowercase(), name.to_uppercase()] {
+                assert_eq!(
+                    serde_json::from_value::<Protocol>(json!(spelled)).unwrap(),
+                    p
+                );
+            }
         }
     }
 

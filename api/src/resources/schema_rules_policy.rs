@@ -11,9 +11,11 @@ use serde_json::{Value, json};
 const PROTO: &str = "string(self.protocol)";
 
 /// CEL that is true when the rule's protocol (present) is `numbers` or
-/// `names` (names are case-sensitive).
+/// `names` (lower case; names are read in any case).
 fn protocol_is(numbers: &str, names: &str) -> String {
-    format!("({PROTO}.matches('^[0-9]+$') ? int({PROTO}) in {numbers} : {PROTO} in {names})")
+    format!(
+        "({PROTO}.matches('^[0-9]+$') ? int({PROTO}) in {numbers} : {PROTO}.lowerAscii() in {names})"
+    )
 }
 
 /// CEL that is true when port `p` (an int-or-string) is a name: a string
@@ -24,7 +26,7 @@ const PORT_IS_NAMED: &str = "(type(p) == string && !string(p).matches('^[0-9]+(:
 /// has them: a protocol given must be one with ports (TCP, UDP, SCTP);
 /// without one, named ports alone are allowed.
 fn ports_rules() -> Vec<Value> {
-    let has_ports = protocol_is("[6, 17, 132]", "['TCP', 'UDP', 'SCTP']");
+    let has_ports = protocol_is("[6, 17, 132]", "['tcp', 'udp', 'sctp']");
     let mut out = Vec::new();
     for end in ["source", "destination"] {
         for ports in ["ports", "notPorts"] {
@@ -52,8 +54,8 @@ fn ports_rules() -> Vec<Value> {
 
 /// The cross-field rules of a policy rule.
 pub fn policy_rule_rules() -> Vec<Value> {
-    let is_icmp = protocol_is("[1, 58]", "['ICMP', 'ICMPv6']");
-    let icmp4 = protocol_is("[1]", "['ICMP']");
+    let is_icmp = protocol_is("[1, 58]", "['icmp', 'icmpv6']");
+    let icmp4 = protocol_is("[1]", "['icmp']");
     let mut out = ports_rules();
     for icmp in ["icmp", "notICMP"] {
         out.push(rule(
@@ -72,7 +74,7 @@ pub fn policy_rule_rules() -> Vec<Value> {
         &format!("http: {UNSUPPORTED} (a rule without it would match every HTTP request)"),
     ));
     out.push(rule(
-        "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol) != string(self.notProtocol)",
+        "!has(self.protocol) || !has(self.notProtocol) || string(self.protocol).lowerAscii() != string(self.notProtocol).lowerAscii()",
         "notProtocol is also the rule's protocol; the rule could never match",
     ));
     let fam = family_cel("n");
@@ -174,7 +176,7 @@ pub fn entity_rule_rules() -> Vec<Value> {
 /// A policy's protocol: a name or a number 1 to 255.
 pub fn protocol_rules() -> Value {
     json!([rule(
-        "type(self) == int ? (self >= 1 && self <= 255) : (string(self) in ['TCP', 'UDP', 'ICMP', 'ICMPv6', 'SCTP', 'UDPLite'] || (string(self).matches('^[0-9]+$') && int(string(self)) >= 1 && int(string(self)) <= 255))",
+        "type(self) == int ? (self >= 1 && self <= 255) : (string(self).lowerAscii() in ['tcp', 'udp', 'icmp', 'icmpv6', 'sctp', 'udplite'] || (string(self).matches('^[0-9]+$') && int(string(self)) >= 1 && int(string(self)) <= 255))",
         "is not a protocol; allowed TCP, UDP, ICMP, ICMPv6, SCTP, UDPLite or a number 1 to 255",
     )])
 }

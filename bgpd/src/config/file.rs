@@ -450,6 +450,7 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         connect_retry,
         neighbors,
         announce,
+        log_level: None,
     })
 }
 

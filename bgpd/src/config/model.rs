@@ -24,6 +24,9 @@ pub struct Config {
     pub connect_retry: Duration,
     pub neighbors: Vec<Neighbor>,
     pub announce: Vec<Announce>,
+    /// The log filter the configuration asks for (the datastore's
+    /// `logSeverityScreen`); None: the daemon's default.
+    pub log_level: Option<&'static str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -290,6 +290,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             }
         }
     }
+    let mut reversed = Vec::new();
     for (name, bp) in &inp.peers {
         let for_me = match (&bp.node, &bp.node_selector) {
             (Some(n), _) => *n == inp.node,
@@ -354,7 +355,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         let source_address = bp.source_address;
         let ttl_security = bp.ttl_security_hops();
         // For peerIP and peerSelector sessions alike.
-        let mut add = |mut n: Neighbor| {
+        let configure = |mut n: Neighbor| -> Neighbor {
             // RFC 5082: accept packets from at most that many hops away.
             if let Some(hops) = ttl_security {
                 n.ttl_security = true;
@@ -370,13 +371,14 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 // The kernel picks the source address of the connection.
                 n.local_address = None;
             }
-            add(vec![n]);
+            n
         };
+        let mut add = |n: Neighbor| add(vec![configure(n)]);
         for (p, family) in &reverse {
             let rr_client = i_am_rr && p.bgp.route_reflector_cluster_id.is_none();
             for n in node_neighbor(p, rr_client, &format!("BGPPeer {name} (reverse)")) {
                 if family.is_none_or(|v6| n.address.is_ipv6() == v6) {
-                    add(n);
+                    reversed.push(configure(n));
                 }
             }
         }
@@ -425,6 +427,9 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         }
     }
 
+    // As Calico: a peering a BGPPeer makes from this node wins over the
+    // far end of another's.
+    add(reversed);
     // Peers without filters of their own share one copy of the scope.
     let scope_only = Arc::new(scoped(&PeerFilters::default(), &scope));
     let neighbors = neighbors
@@ -452,6 +457,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         },
         connect_retry: Duration::from_secs(2),
         neighbors,
+        log_level: s.log_severity_screen.map(|l| l.filter()),
         announce: announcements(
             &OwnAddresses {
                 node: &inp.node,

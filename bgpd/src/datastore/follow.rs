@@ -552,6 +552,7 @@ pub async fn follow_recording(
             Ok(cfg) => {
                 last_error = None;
                 if last.as_ref() != Some(&cfg) {
+                    crate::log_level::follow(cfg.log_level);
                     info!(
                         neighbors = cfg.neighbors.len(),
                         announce = cfg.announce.len(),

@@ -69,12 +69,12 @@ fn rule(r: &BgpFilterRule, v6: bool, export: bool) -> Result<Rule, String> {
         (Some(_), None) => return Err("cidr without matchOperator".into()),
         (None, Some(_)) => return Err("matchOperator without cidr".into()),
     };
-    // As Calico: a length bound belongs to a cidr (refused without one,
-    // so a rule meant for some routes cannot match them all), and a min
-    // shorter than the cidr is the cidr's length.
+    // As Calico: a min shorter than the cidr is the cidr's length.
+    // Without a cidr (refused when written now, but stored before that),
+    // the lengths alone, as they were read then.
     let lengths = match (&r.prefix_length, network) {
         (None, _) => None,
-        (Some(_), None) => return Err("prefixLength without cidr".into()),
+        (Some(pl), None) => Some((pl.min.unwrap_or(0), pl.max.unwrap_or(max_len))),
         (Some(pl), Some((n, _))) => Some((
             pl.min.unwrap_or(0).max(n.prefix_len()),
             pl.max.unwrap_or(max_len),

@@ -66,9 +66,11 @@ fn prefix_lengths_default_to_the_cidr_and_the_family() {
 }
 
 /// As Calico: a min shorter than the cidr is the cidr's length (it makes
-/// a difference to NotEqual), and lengths without a cidr are no rule.
+/// a difference to NotEqual). Lengths without a cidr, refused when
+/// written now, are read as before if stored: a filter written then must
+/// not take its peer down.
 #[test]
-fn a_short_min_is_the_cidrs_length_and_lengths_need_a_cidr() {
+fn a_short_min_is_the_cidrs_length_and_stored_lengths_alone_still_read() {
     let all = filters(&[
         (
             "f",
@@ -83,8 +85,9 @@ fn a_short_min_is_the_cidrs_length_and_lengths_need_a_cidr() {
     assert_eq!(i.v4[0].lengths, Some((16, 32)));
     assert_eq!(i.verdict(&net("10.0.0.0/8"), true), Verdict::Accept(None));
     assert_eq!(i.verdict(&net("10.0.1.0/24"), true), Verdict::Reject);
-    let e = peer_filters(&["g".into()], &all).unwrap_err();
-    assert!(e.contains("prefixLength without cidr"), "{e}");
+    let g = peer_filters(&["g".into()], &all).unwrap().import;
+    assert_eq!(g.verdict(&net("10.9.9.0/25"), true), Verdict::Reject);
+    assert_eq!(g.verdict(&net("10.9.9.0/24"), true), Verdict::Accept(None));
 }
 
 #[test]

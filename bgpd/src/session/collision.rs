@@ -79,6 +79,21 @@ impl Seat {
         *self.lost.borrow()
     }
 
+    /// This connection becomes the session, unless it lost or another one
+    /// already did: decided under the board's lock, so that two
+    /// connections never both become it. Every other connection loses.
+    pub fn claim(&self) -> bool {
+        let mut b = self.board.lock();
+        if b.settled || self.is_lost() {
+            return false;
+        }
+        b.settled = true;
+        for s in b.seats.iter().filter(|s| s.key != self.key) {
+            s.lost.send_replace(true);
+        }
+        true
+    }
+
     /// Resolves when this connection loses.
     pub async fn lost(&mut self) {
         if self.lost.wait_for(|l| *l).await.is_err() {
@@ -166,6 +181,22 @@ mod tests {
         assert!(!a.open_accepted(&l, PEER, 65001));
         assert!(!b.open_accepted(&l, PEER, 65001));
         assert!(!a.is_lost() && !b.is_lost());
+    }
+
+    #[test]
+    fn only_one_connection_claims_the_session() {
+        let board = Collisions::default();
+        let (a, b) = (board.join(true), board.join(false));
+        assert!(a.claim());
+        assert!(b.is_lost() && !b.claim());
+        // A connection marked lost cannot claim it either.
+        let board = Collisions::default();
+        let (out, inc) = (board.join(false), board.join(true));
+        let l = local([10, 0, 0, 1]);
+        assert!(!out.open_accepted(&l, PEER, 65001));
+        assert!(!inc.open_accepted(&l, PEER, 65001));
+        assert!(!out.claim(), "lost to the incoming connection");
+        assert!(inc.claim());
     }
 
     #[test]

@@ -216,6 +216,12 @@ pub async fn handshake(
                 Action::SetTimer(Timer::Keepalive, d) => keepalive = Some(Instant::now() + d),
                 Action::StopTimer(Timer::Keepalive) => keepalive = None,
                 Action::Established(negotiated) => {
+                    if !seat.claim() {
+                        // Lost to another connection while this one read
+                        // the KEEPALIVE (RFC 4271 6.8).
+                        let n = Notification::connection_collision();
+                        return Err(conn.notify_and_close(n, counters).await);
+                    }
                     return Ok(Opened {
                         conn,
                         fsm,
@@ -238,6 +244,9 @@ pub async fn handshake(
             counters.set_state(fsm.state());
         }
         let event = tokio::select! {
+            // A loss goes first: it must not wait behind a buffered
+            // KEEPALIVE that would take this connection to Established.
+            biased;
             () = seat.lost() => Event::CollisionLost,
             () = sleep_until_opt(keepalive) => Event::KeepaliveTimerExpires,
             r = conn.next_event(hold, &expect, counters) => match r {
@@ -255,6 +264,9 @@ pub async fn handshake(
 /// Runs `event`; when it accepts the peer's OPEN, collision detection
 /// (RFC 4271 6.8) decides whether this connection goes on.
 fn handle(fsm: &mut Fsm, seat: &Seat, event: Event) -> Vec<Action> {
+    if seat.is_lost() {
+        return fsm.handle(Event::CollisionLost);
+    }
     let before = fsm.state();
     let actions = fsm.handle(event);
     let Some(peer) = fsm.negotiated().filter(|_| before == State::OpenSent) else {

@@ -410,15 +410,7 @@ fn nodes_with_ipv6_addresses_also_peer_over_ipv6() {
 /// with the BGPPeer's settings.
 #[test]
 fn the_node_a_peer_selector_picks_peers_back() {
-    let mut i = three();
-    i.nodes.push(view("rr1", "10.0.0.11", None, &[("rr", "")]));
-    i.configs.insert(
-        "default".into(),
-        BgpConfigurationSpec {
-            node_to_node_mesh_enabled: Some(false),
-            ..Default::default()
-        },
-    );
+    let mut i = three_and_a_labelled_reflector();
     i.peers.insert("to-rr".into(), {
         let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
         p.peer_ip = None;
@@ -476,4 +468,80 @@ fn the_node_a_peer_ip_names_peers_back_on_its_listen_port() {
     i.peers.get_mut("to-n3").unwrap().as_number = Some(65009);
     i.node = "n3".into();
     assert!(build(&i).unwrap().neighbors.is_empty());
+}
+
+/// Calico's logSeverityScreen, the node's override winning.
+#[test]
+fn the_log_level_comes_from_log_severity_screen() {
+    use tartan_api::resources::bgpconfiguration::LogSeverity;
+    let mut i = three();
+    assert_eq!(build(&i).unwrap().log_level, None);
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            log_severity_screen: Some(LogSeverity::Warning),
+            ..Default::default()
+        },
+    );
+    assert_eq!(build(&i).unwrap().log_level, Some("warn"));
+    i.configs.insert(
+        "node.n1".into(),
+        BgpConfigurationSpec {
+            log_severity_screen: Some(LogSeverity::Debug),
+            ..Default::default()
+        },
+    );
+    assert_eq!(build(&i).unwrap().log_level, Some("debug"));
+    i.node = "n2".into();
+    assert_eq!(build(&i).unwrap().log_level, Some("warn"));
+}
+
+/// As Calico: a peering a BGPPeer makes from this node wins over the far
+/// end of another BGPPeer's, whatever their names' order.
+#[test]
+fn a_nodes_own_peering_wins_over_the_far_end_of_another() {
+    let mut i = three_and_a_labelled_reflector();
+    let selectors = |p: &mut BgpPeerSpec, nodes: &str, peers: &str| {
+        p.peer_ip = None;
+        p.as_number = None;
+        p.node_selector = Some(nodes.into());
+        p.peer_selector = Some(peers.into());
+    };
+    i.peers.insert("a-clients".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        selectors(&mut p, "!has(rr)", "has(rr)");
+        p
+    });
+    i.peers.insert("b-reflector".into(), {
+        let mut p = BgpPeerSpec::new("10.0.0.254", 65001);
+        selectors(&mut p, "has(rr)", "!has(rr)");
+        p.ttl_security = Some(5);
+        p
+    });
+    i.node = "rr1".into();
+    let c = build(&i).unwrap();
+    assert_eq!(addrs(&c), ["10.0.0.1", "10.0.0.2", "10.0.0.3"]);
+    for n in &c.neighbors {
+        assert_eq!((n.ttl_security, n.multihop), (true, 5), "{n:?}");
+        assert!(
+            n.description
+                .as_deref()
+                .unwrap()
+                .starts_with("BGPPeer b-reflector")
+        );
+    }
+}
+
+/// The three nodes and rr1 (label `rr`), without the mesh.
+fn three_and_a_labelled_reflector() -> Inputs {
+    let mut i = three();
+    i.nodes.push(view("rr1", "10.0.0.11", None, &[("rr", "")]));
+    i.configs.insert(
+        "default".into(),
+        BgpConfigurationSpec {
+            node_to_node_mesh_enabled: Some(false),
+            ..Default::default()
+        },
+    );
+    i
 }
