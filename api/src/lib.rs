@@ -17,6 +17,7 @@ pub mod cni_files;
 pub mod defaults;
 pub mod examples;
 pub mod kind;
+pub mod label_selector;
 pub mod logging;
 pub mod mtu;
 pub mod resources;

@@ -35,6 +35,7 @@ use crate::table::{table, wants_table};
 use crate::watch::{Pace, Shape, watch};
 use crate::wire::{item_wire, json_response, status, to_wire};
 use crate::writes::{self, Ctx};
+use tartan_api::label_selector::LabelSelector;
 
 #[derive(Clone)]
 pub struct ApiServer {
@@ -332,9 +333,12 @@ impl ApiServer {
     ) -> Result<Shape, Response> {
         let fields = FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str))
             .map_err(|m| bad_request(&m))?;
+        let labels = LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))
+            .map_err(|m| bad_request(&m))?;
         let whole = query.get("includeObject").is_some_and(|i| i == "Object");
         Ok(Shape {
             fields,
+            labels,
             table: wants_table(accept).then(|| (served.clone(), whole)),
             creations: self.creations.clone(),
         })
@@ -386,23 +390,7 @@ impl ApiServer {
             .filter(|l| *l > 0)
             .unwrap_or(usize::MAX);
         let mut items = listing.items;
-        // Equality label selectors (`k=v,k2=v2`), as the API server reads
-        // them.
-        if let Some(sel) = query.get("labelSelector").filter(|s| !s.is_empty()) {
-            let wanted: Vec<(&str, &str)> = sel
-                .split(',')
-                .map(|p| p.split_once('=').unwrap_or((p, "")))
-                .collect();
-            items.retain(|o| {
-                wanted.iter().all(|(k, v)| {
-                    o.metadata
-                        .labels
-                        .as_ref()
-                        .and_then(|l| l.get(*k))
-                        .is_some_and(|have| have == v)
-                })
-            });
-        }
+        items.retain(|o| shape.labels.matches_labels(o.metadata.labels.as_ref()));
         items.retain(|o| shape.fields.matches(&to_wire(o)));
         items.sort_by_cached_key(|o| ObjectKey::of(o).ok());
         let page: Vec<Value> = items

@@ -20,12 +20,15 @@ use crate::resources::Served;
 use crate::route::Route;
 use crate::table::table;
 use crate::wire::{status_body, to_wire};
+use tartan_api::label_selector::LabelSelector;
 
-/// How a watch's objects go out: only those a field selector picks, as
+/// How a watch's objects go out: only those the field and label selectors
+/// pick (an object that stops matching is not sent as DELETED), as
 /// JSON or as one-row Tables (kubectl's `get -w`).
 #[derive(Clone, Debug, Default)]
 pub struct Shape {
     pub fields: FieldSelector,
+    pub labels: LabelSelector,
     /// The resource, and whether rows carry whole objects.
     pub table: Option<(Served, bool)>,
     /// Creation versions, to tell ADDED from MODIFIED.
@@ -39,7 +42,7 @@ impl Shape {
 
     /// An object as this watch sends it, if its field selector picks it.
     pub fn render_value(&self, v: &Value) -> Option<Value> {
-        if !self.fields.matches(v) {
+        if !self.fields.matches(v) || !self.labels.matches(v) {
             return None;
         }
         let rv = v
@@ -186,4 +189,24 @@ pub fn ndjson(lines: impl futures::Stream<Item = Value> + Send + 'static) -> Res
         axum::http::HeaderValue::from_static("application/json"),
     );
     r
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(labels: Value) -> Value {
+        json!({"metadata": {"name": "x", "labels": labels}})
+    }
+
+    #[test]
+    fn a_watch_sends_only_what_its_label_selector_picks() {
+        let shape = Shape {
+            labels: LabelSelector::parse("app in (web)").unwrap(),
+            ..Default::default()
+        };
+        assert!(shape.render_value(&obj(json!({"app": "web"}))).is_some());
+        assert!(shape.render_value(&obj(json!({"app": "db"}))).is_none());
+    }
 }

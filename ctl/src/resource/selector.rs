@@ -1,103 +1,29 @@
-//! Label selectors for `get -l`, in Kubernetes syntax: `k=v`, `k==v`,
+//! Label selectors for `get -l`, in Kubernetes syntax (`k=v`, `k==v`,
 //! `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`, joined by commas; all
-//! terms must match.
+//! terms must match), read as the API server reads them
+//! ([`tartan_api::label_selector`]).
 
 use std::collections::BTreeMap;
 
 use anyhow::bail;
+use tartan_api::label_selector::LabelSelector;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Term {
-    Equals(String, String),
-    NotEquals(String, String),
-    Exists(String),
-    Absent(String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Selector(Vec<Term>);
-
-/// Splits at commas outside parentheses.
-fn split_terms(s: &str) -> anyhow::Result<Vec<&str>> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&s[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-        if !(0..=1).contains(&depth) {
-            bail!("selector {s:?}: unbalanced parentheses");
-        }
-    }
-    if depth != 0 {
-        bail!("selector {s:?}: unbalanced parentheses");
-    }
-    out.push(&s[start..]);
-    Ok(out)
-}
-
-fn key(s: &str, whole: &str) -> anyhow::Result<String> {
-    let k = s.trim();
-    let ok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
-    if k.is_empty() || !k.chars().all(ok) {
-        bail!("selector {whole:?}: {k:?} is not a label key");
-    }
-    Ok(k.to_string())
-}
-
-/// `(a, b)` → [a, b].
-fn set(s: &str, whole: &str) -> anyhow::Result<Vec<String>> {
-    let inner = s
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| anyhow::anyhow!("selector {whole:?}: expected a set like (a,b)"))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).collect())
-}
+pub struct Selector(LabelSelector);
 
 pub fn parse(s: &str) -> anyhow::Result<Selector> {
-    let mut terms = Vec::new();
-    for raw in split_terms(s)? {
-        let t = raw.trim();
-        if t.is_empty() {
-            bail!("selector {s:?}: empty term");
-        }
-        let term = if let Some((k, v)) = t.split_once("!=") {
-            Term::NotEquals(key(k, s)?, v.trim().to_string())
-        } else if let Some((k, v)) = t.split_once("==").or_else(|| t.split_once('=')) {
-            Term::Equals(key(k, s)?, v.trim().to_string())
-        } else if let Some(k) = t.strip_prefix('!') {
-            Term::Absent(key(k, s)?)
-        } else if let Some((k, rest)) = t.split_once(" notin ") {
-            Term::NotIn(key(k, s)?, set(rest, s)?)
-        } else if let Some((k, rest)) = t.split_once(" in ") {
-            Term::In(key(k, s)?, set(rest, s)?)
-        } else {
-            Term::Exists(key(t, s)?)
-        };
-        terms.push(term);
+    if s.trim().is_empty() {
+        bail!("selector {s:?}: empty");
     }
-    Ok(Selector(terms))
+    match LabelSelector::parse(s) {
+        Ok(sel) => Ok(Selector(sel)),
+        Err(e) => bail!("selector {s:?}: {e}"),
+    }
 }
 
 impl Selector {
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.0.iter().all(|t| match t {
-            Term::Equals(k, v) => labels.get(k) == Some(v),
-            Term::NotEquals(k, v) => labels.get(k) != Some(v),
-            Term::Exists(k) => labels.contains_key(k),
-            Term::Absent(k) => !labels.contains_key(k),
-            Term::In(k, vs) => labels.get(k).is_some_and(|v| vs.contains(v)),
-            Term::NotIn(k, vs) => labels.get(k).is_none_or(|v| !vs.contains(v)),
-        })
+        self.0.matches_labels(Some(labels))
     }
 }
 
