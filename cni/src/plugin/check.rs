@@ -1,5 +1,6 @@
-//! CHECK: the interface, addresses and routes are as ADD left them and as
-//! prevResult says, IPAM still holds the addresses, and the record exists.
+//! CHECK: the interface (in the sandbox and with the MAC prevResult
+//! lists), addresses and routes are as ADD left them and as prevResult
+//! says, IPAM still holds the addresses, and the record exists.
 
 use std::net::IpAddr;
 
@@ -11,6 +12,75 @@ use super::workload;
 use crate::spec::result::CniResult;
 use crate::spec::{CniError, error::code};
 use crate::wire;
+
+/// What prevResult says of this call's interface: its addresses, and
+/// the MAC it lists for it (if any). An interface prevResult puts in
+/// another sandbox than CNI_NETNS is an error (CHECK must consult
+/// prevResult for the expected interfaces).
+struct Prev {
+    addresses: Vec<IpNet>,
+    mac: Option<[u8; 6]>,
+}
+
+fn prev(cx: &Context) -> Result<Prev, CniError> {
+    let addresses = prev_addresses(cx)?;
+    let r = prev_result(cx)?;
+    let Some(iface) = r
+        .interfaces
+        .iter()
+        .find(|i| i.name == cx.inv.ifname && i.sandbox.is_some())
+    else {
+        return Ok(Prev {
+            addresses,
+            mac: None,
+        });
+    };
+    let netns = cx.inv.netns.as_deref().map(|p| p.display().to_string());
+    if let (Some(sandbox), Some(netns)) = (&iface.sandbox, &netns)
+        && sandbox != netns
+    {
+        return Err(CniError::new(
+            code::CHECK_FAILED,
+            format!(
+                "prevResult puts {} in {sandbox}, not in CNI_NETNS {netns}",
+                cx.inv.ifname
+            ),
+        ));
+    }
+    let mac = if iface.mac.is_empty() {
+        None
+    } else {
+        Some(parse_mac(&iface.mac).ok_or_else(|| {
+            CniError::new(
+                code::INVALID_CONFIG,
+                format!("prevResult MAC {:?} is not a MAC address", iface.mac),
+            )
+        })?)
+    };
+    Ok(Prev { addresses, mac })
+}
+
+/// `aa:bb:cc:dd:ee:ff`, in either case.
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<u8> = s
+        .split(':')
+        .map(|p| {
+            let hex = p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit());
+            hex.then(|| u8::from_str_radix(p, 16).ok()).flatten()
+        })
+        .collect::<Option<_>>()?;
+    parts.try_into().ok()
+}
+
+fn prev_result(cx: &Context) -> Result<CniResult, CniError> {
+    let prev = cx.conf.prev_result.as_ref().ok_or_else(|| {
+        CniError::new(
+            code::INVALID_CONFIG,
+            "CHECK needs prevResult in the configuration",
+        )
+    })?;
+    CniResult::from_prev(prev)
+}
 
 /// The addresses prevResult gives this call's interface.
 fn prev_addresses(cx: &Context) -> Result<Vec<IpNet>, CniError> {
@@ -71,9 +141,13 @@ async fn check_ipam(cx: &Context, addresses: &[IpNet]) -> Result<(), CniError> {
 }
 
 pub async fn plugin(cx: &Context) -> Result<(), CniError> {
-    let addresses = prev_addresses(cx)?;
+    let Prev { addresses, mac } = prev(cx)?;
     check_ipam(cx, &addresses).await?;
-    let req = wire_request(cx, &addresses)?;
+    let mut req = wire_request(cx, &addresses)?;
+    if mac.is_some() {
+        // The pod's interface must still have the MAC prevResult lists.
+        req.pod_mac = mac;
+    }
     wire::check(&req).await.map_err(|e| {
         let mut c = wire_error(e);
         if c.code == code::WIRING {
@@ -105,4 +179,27 @@ pub async fn plugin(cx: &Context) -> Result<(), CniError> {
 pub async fn ipam_only(cx: &Context) -> Result<(), CniError> {
     let addresses = prev_addresses(cx)?;
     check_ipam(cx, &addresses).await
+}
+
+#[cfg(test)]
+mod mac_tests {
+    use super::parse_mac;
+
+    #[test]
+    fn macs_parse_in_either_case_and_nothing_else_does() {
+        assert_eq!(
+            parse_mac("0A:58:0a:f4:00:05"),
+            Some([0x0a, 0x58, 0x0a, 0xf4, 0, 5])
+        );
+        for bad in [
+            "",
+            "0a:58:0a:f4:00",
+            "0a:58:0a:f4:00:05:06",
+            "0a:58:0a:f4:00:5",
+            "zz:58:0a:f4:00:05",
+            "+a:58:0a:f4:00:05",
+        ] {
+            assert_eq!(parse_mac(bad), None, "{bad}");
+        }
+    }
 }

@@ -246,6 +246,31 @@ fn check_notices_what_was_changed_by_hand() {
     let (pod, call) = lab.pod("default", "p").unwrap();
     let r = rt.add(&call).unwrap();
     rt.check(&call, &r).unwrap();
+    // The pod's interface is not where prevResult puts it.
+    let mut elsewhere = r.clone();
+    for i in elsewhere["interfaces"].as_array_mut().unwrap() {
+        if i.get("sandbox").is_some() {
+            i["sandbox"] = json!("/run/netns/somewhere-else");
+        }
+    }
+    let e = rt.check(&call, &elsewhere).unwrap_err().to_string();
+    assert!(e.contains("somewhere-else"), "{e}");
+    // Its MAC changed by hand.
+    pod.ip(&["link", "set", "eth0", "address", "02:00:00:00:00:01"])
+        .unwrap();
+    let e = rt.check(&call, &r).unwrap_err().to_string();
+    assert!(e.contains("02:00:00:00:00:01"), "{e}");
+    let mac = r["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i.get("sandbox").is_some())
+        .unwrap()["mac"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    pod.ip(&["link", "set", "eth0", "address", &mac]).unwrap();
+    rt.check(&call, &r).unwrap();
     let addr = r["ips"][0]["address"].as_str().unwrap().to_string();
     pod.ip(&["addr", "del", &addr, "dev", "eth0"]).unwrap();
     let e = rt.check(&call, &r).unwrap_err().to_string();
