@@ -51,7 +51,7 @@ pub async fn serve(
         }
         ("list", _) => {
             let (mut items, rv) = crds.list();
-            items.retain(|c| shape.fields.matches(c));
+            items.retain(|c| shape.fields.matches(c) && shape.labels.matches(c));
             match &shape.table {
                 Some((served, whole)) => {
                     json_response(200, &table(served, &items, &rv, now, *whole))

@@ -47,16 +47,12 @@ fn prev(cx: &Context) -> Result<Prev, CniError> {
             ),
         ));
     }
-    let mac = if iface.mac.is_empty() {
-        None
-    } else {
-        Some(parse_mac(&iface.mac).ok_or_else(|| {
-            CniError::new(
-                code::INVALID_CONFIG,
-                format!("prevResult MAC {:?} is not a MAC address", iface.mac),
-            )
-        })?)
-    };
+    // A MAC in another form (another plugin's, or not Ethernet's) is not
+    // compared rather than failing an attachment that may be whole.
+    let mac = parse_mac(&iface.mac);
+    if mac.is_none() && !iface.mac.is_empty() {
+        tracing::debug!(mac = %iface.mac, "prevResult MAC not in aa:bb:cc:dd:ee:ff form; not compared");
+    }
     Ok(Prev { addresses, mac })
 }
 
@@ -144,10 +140,9 @@ pub async fn plugin(cx: &Context) -> Result<(), CniError> {
     let Prev { addresses, mac } = prev(cx)?;
     check_ipam(cx, &addresses).await?;
     let mut req = wire_request(cx, &addresses)?;
-    if mac.is_some() {
-        // The pod's interface must still have the MAC prevResult lists.
-        req.pod_mac = mac;
-    }
+    // The pod's interface must still have the MAC prevResult lists; none
+    // listed, none checked.
+    req.pod_mac = mac;
     wire::check(&req).await.map_err(|e| {
         let mut c = wire_error(e);
         if c.code == code::WIRING {

@@ -260,6 +260,20 @@ fn check_notices_what_was_changed_by_hand() {
         .unwrap();
     let e = rt.check(&call, &r).unwrap_err().to_string();
     assert!(e.contains("02:00:00:00:00:01"), "{e}");
+    // A prevResult that lists no MAC (or one in another form) has none
+    // compared.
+    for listed in [None, Some("02-00-00-00-00-09")] {
+        let mut other = r.clone();
+        for i in other["interfaces"].as_array_mut().unwrap() {
+            match listed {
+                None => {
+                    i.as_object_mut().unwrap().remove("mac");
+                }
+                Some(m) => i["mac"] = json!(m),
+            }
+        }
+        rt.check(&call, &other).unwrap();
+    }
     let mac = r["interfaces"]
         .as_array()
         .unwrap()
