@@ -42,24 +42,23 @@ impl LabelSelector {
     /// Whether `obj` (in its wire shape) carries labels that satisfy every
     /// requirement.
     pub fn matches(&self, obj: &Value) -> bool {
-        let empty = serde_json::Map::new();
-        let labels = obj
-            .pointer("/metadata/labels")
-            .and_then(Value::as_object)
-            .unwrap_or(&empty);
-        let get = |k: &str| labels.get(k).and_then(Value::as_str);
+        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+        self.holds(|k| labels?.get(k)?.as_str())
+    }
+
+    /// [`Self::matches`] on a label map.
+    pub fn matches_labels(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
+        self.holds(|k| labels?.get(k).map(String::as_str))
+    }
+
+    /// Every requirement, against the labels `get` reads.
+    fn holds<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.0.iter().all(|(k, op)| match op {
             Op::Exists => get(k).is_some(),
             Op::Absent => get(k).is_none(),
             Op::In(vs) => get(k).is_some_and(|v| vs.iter().any(|w| w == v)),
             Op::NotIn(vs) => get(k).is_none_or(|v| vs.iter().all(|w| w != v)),
         })
-    }
-
-    /// [`Self::matches`] on a label map.
-    pub fn matches_labels(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
-        let v = serde_json::json!({"metadata": {"labels": labels}});
-        self.matches(&v)
     }
 }
 

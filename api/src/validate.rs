@@ -125,6 +125,18 @@ pub fn validate(obj: &DynamicObject) -> Result<(), Invalid> {
     }
 }
 
+/// What the API server does to an object before it stores it: its
+/// defaults ([`crate::defaults`]), then, on an update of `stored`,
+/// [`prepare_update`], then the checks. Every writer (Tartan's stores,
+/// the API server stand-in) admits objects through this.
+pub fn admit(obj: &mut DynamicObject, stored: Option<&DynamicObject>) -> Result<(), Invalid> {
+    crate::defaults::apply(obj);
+    if let Some(s) = stored {
+        prepare_update(obj, s);
+    }
+    validate(obj)
+}
+
 /// What the API server does to an update before it checks it
 /// (`PrepareForUpdate`): `obj`, about to replace `stored`, loses what its
 /// kind's strategy drops. For a Service, the fields its new type no longer

@@ -65,13 +65,11 @@ pub fn admit(served: &Served, obj: &mut Value, write: Write<'_>) -> Result<(), R
         return Ok(());
     };
     let mut typed = decode(obj)?;
-    tartan_api::defaults::apply(&mut typed);
-    if let Write::Update(live) = write
-        && tartan_api::validate::depends_on_stored(kind)
-    {
-        tartan_api::validate::prepare_update(&mut typed, &decode(live)?);
-    }
-    if let Err(e) = tartan_api::validate::validate(&typed) {
+    let stored = match write {
+        Write::Update(live) if tartan_api::validate::depends_on_stored(kind) => Some(decode(live)?),
+        _ => None,
+    };
+    if let Err(e) = tartan_api::validate::admit(&mut typed, stored.as_ref()) {
         let name = typed.metadata.name.as_deref().unwrap_or_default();
         return Err(invalid(served, name, &e.problems));
     }
@@ -86,10 +84,11 @@ fn decode(obj: &Value) -> Result<DynamicObject, Response> {
     serde_json::from_value(obj.clone()).map_err(|e| bad_request(&e.to_string()))
 }
 
-/// What the namespace strategy sets: on create the `kubernetes`
-/// finalizer and phase Active; on an update the stored finalizers and
-/// status (they change through their own subresources); always the
-/// `kubernetes.io/metadata.name` label.
+/// What the namespace strategy sets beyond the defaults (which give the
+/// `kubernetes.io/metadata.name` label, and the finalizer and phase when
+/// unset): on create the `kubernetes` finalizer and phase Active
+/// whatever was given; on an update the stored finalizers and status
+/// (they change through their own subresources).
 fn namespace_strategy(obj: &mut Value, write: Write<'_>) {
     let Some(o) = obj.as_object_mut() else { return };
     match write {
@@ -119,17 +118,6 @@ fn namespace_strategy(obj: &mut Value, write: Write<'_>) {
             }
         }
         Write::Status => {}
-    }
-    let name = o
-        .get("metadata")
-        .and_then(|m| m.get("name"))
-        .cloned()
-        .unwrap_or_default();
-    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
-        let labels = m.entry("labels").or_insert_with(|| json!({}));
-        if let Some(l) = labels.as_object_mut() {
-            l.insert("kubernetes.io/metadata.name".into(), name);
-        }
     }
 }
 

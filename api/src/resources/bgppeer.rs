@@ -234,24 +234,33 @@ fn peer_ip_rules(schema: &mut schemars::Schema) {
     schema.insert("x-kubernetes-validations".into(), rules);
 }
 
-/// `IPv4`, `IPv6`, `IPv4:port` or `[IPv6]:port`.
+/// `IPv4`, `IPv6`, `IPv4:port` or `[IPv6]:port`; 179 when no port is
+/// given.
 pub fn parse_peer_ip(s: &str) -> Result<SocketAddr, String> {
-    let addr = match s.parse::<IpAddr>() {
-        Ok(ip) => SocketAddr::new(ip, 179),
-        Err(_) => s.parse::<SocketAddr>().map_err(|_| {
-            format!(
-                "{s:?} is not a peer address; expected 192.0.2.1, 2001:db8::1, 192.0.2.1:179 or [2001:db8::1]:179"
-            )
-        })?,
+    let (ip, port) = peer_ip_and_port(s)?;
+    Ok(SocketAddr::new(ip, port.unwrap_or(179)))
+}
+
+/// [`parse_peer_ip`], with the port only if the text gives one.
+pub fn peer_ip_and_port(s: &str) -> Result<(IpAddr, Option<u16>), String> {
+    let (ip, port) = match s.parse::<IpAddr>() {
+        Ok(ip) => (ip, None),
+        Err(_) => {
+            let a = s.parse::<SocketAddr>().map_err(|_| {
+                format!(
+                    "{s:?} is not a peer address; expected 192.0.2.1, 2001:db8::1, 192.0.2.1:179 or [2001:db8::1]:179"
+                )
+            })?;
+            (a.ip(), Some(a.port()))
+        }
     };
-    if addr.port() == 0 {
+    if port == Some(0) {
         return Err(format!("{s:?}: port 0 is not allowed; allowed 1 to 65535"));
     }
-    let ip = addr.ip();
     if ip.is_unspecified() || ip.is_multicast() {
         return Err(format!("{s:?} is not a unicast address; a peer needs one"));
     }
-    Ok(addr)
+    Ok((ip, port))
 }
 
 #[cfg(test)]

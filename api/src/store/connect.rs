@@ -96,8 +96,8 @@ pub async fn connect(spec: &str, give_up_after: Option<Duration>) -> Result<Arc<
 /// prepared against its stored version then).
 pub struct Checked(pub Box<dyn Datastore>);
 
-fn check(obj: &DynamicObject) -> Result<()> {
-    crate::validate::validate(obj).map_err(|e| StoreError::Invalid(e.to_string()))
+fn admit(obj: &mut DynamicObject, stored: Option<&DynamicObject>) -> Result<()> {
+    crate::validate::admit(obj, stored).map_err(|e| StoreError::Invalid(e.to_string()))
 }
 
 #[async_trait]
@@ -130,8 +130,7 @@ impl Datastore for Checked {
     }
 
     async fn create(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
-        crate::defaults::apply(&mut obj);
-        check(&obj)?;
+        admit(&mut obj, None)?;
         self.0.create(obj).await
     }
 
@@ -139,23 +138,23 @@ impl Datastore for Checked {
         // As the API server prepares an update before it validates it (a
         // Service loses what its old type left behind): every writer,
         // tartanctl or Tartan's API server, gets the same answer.
-        crate::defaults::apply(&mut obj);
         let key = ObjectKey::of(&obj)?;
-        if crate::validate::depends_on_stored(key.kind) {
+        let stored = if crate::validate::depends_on_stored(key.kind) {
             match self.0.get(&key).await {
-                Ok(stored) => crate::validate::prepare_update(&mut obj, &stored),
+                Ok(stored) => Some(stored),
                 // Refused by the update itself.
-                Err(StoreError::NotFound(_)) => {}
+                Err(StoreError::NotFound(_)) => None,
                 Err(e) => return Err(e),
             }
-        }
-        check(&obj)?;
+        } else {
+            None
+        };
+        admit(&mut obj, stored.as_ref())?;
         self.0.update(obj).await
     }
 
     async fn update_status(&self, mut obj: DynamicObject) -> Result<DynamicObject> {
-        crate::defaults::apply(&mut obj);
-        check(&obj)?;
+        admit(&mut obj, None)?;
         self.0.update_status(obj).await
     }
 

@@ -195,16 +195,24 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         }
     };
 
-    // The other nodes with a usable BGP address.
+    let my_v6 = my.ipv6_address.map(|a| a.addr());
+    let me = Me {
+        labels: &my_labels,
+        v4: my_ip,
+        v6: my_v6,
+        asn,
+        cluster_as,
+        port,
+    };
+    // The other nodes with a usable BGP address; their labels when a
+    // selector of another node's BGPPeer must be matched against them.
     let selecting = inp.peers.values().any(|p| {
         p.peer_selector.is_some()
             || (p.node_selector.is_some()
-                && p.peer_ip.as_deref().is_some_and(|ip| {
-                    peer_ip(ip).is_some_and(|(a, _)| {
-                        a == IpAddr::V4(my_ip)
-                            || Some(a) == my.ipv6_address.map(|v| IpAddr::V6(v.addr()))
-                    })
-                }))
+                && p.peer_ip
+                    .as_deref()
+                    .and_then(peer_ip)
+                    .is_some_and(|(a, _)| me.is(a)))
     });
     let others: Vec<Peer> = inp
         .nodes
@@ -246,7 +254,6 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
             })
             .collect()
     };
-    let my_v6 = my.ipv6_address.map(|a| a.addr());
     // A node's sessions: over IPv4 for IPv4 blocks, and over IPv6 for IPv6
     // blocks when both nodes have an IPv6 address.
     let node_neighbor = |p: &Peer, rr_client: bool, why: &str| -> Vec<Neighbor> {
@@ -300,19 +307,7 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
                 &format!("BGPPeer {name} nodeSelector"),
             ),
         };
-        let reverse = reverse_of(
-            name,
-            bp,
-            &Me {
-                labels: &my_labels,
-                v4: my_ip,
-                v6: my_v6,
-                asn,
-                cluster_as,
-                port,
-            },
-            &others,
-        );
+        let reverse = reverse_of(name, bp, &me, &others);
         if !for_me && reverse.is_empty() {
             continue;
         }
@@ -520,9 +515,13 @@ fn bfd_config(t: tartan_api::resources::BfdTimers) -> crate::bfd::SessionConfig 
 
 /// A `peerIP`: its address, and its port when it gives one.
 fn peer_ip(ip: &str) -> Option<(IpAddr, Option<u16>)> {
-    match ip.parse::<SocketAddr>() {
-        Ok(sa) => Some((sa.ip(), Some(sa.port()))),
-        Err(_) => ip.parse::<IpAddr>().ok().map(|a| (a, None)),
+    tartan_api::resources::bgppeer::peer_ip_and_port(ip).ok()
+}
+
+impl Me<'_> {
+    /// Whether `addr` is one of this node's BGP addresses.
+    fn is(&self, addr: IpAddr) -> bool {
+        addr == IpAddr::V4(self.v4) || self.v6.is_some_and(|v| addr == IpAddr::V6(v))
     }
 }
 
@@ -558,9 +557,8 @@ fn reverse_of<'p, 'a>(
         }
         None
     } else if let Some((addr, port)) = bp.peer_ip.as_deref().and_then(peer_ip) {
-        let mine = addr == IpAddr::V4(me.v4) || me.v6.is_some_and(|v| addr == IpAddr::V6(v));
         let same_as = bp.as_number.unwrap_or(me.cluster_as) == me.asn;
-        if !mine || !same_as || port.is_some_and(|p| p != me.port) {
+        if !me.is(addr) || !same_as || port.is_some_and(|p| p != me.port) {
             return vec![];
         }
         Some(addr.is_ipv6())

@@ -192,16 +192,24 @@ async fn open_confirm_sends_keepalives_on_the_keepalive_timer() {
     }
 }
 
-#[tokio::test]
-async fn the_connection_in_open_confirm_loses_when_the_peers_open_arrives() {
-    // The peer's identifier is the higher: its connection stays.
-    let mut lab = Lab::new(Ipv4Addr::new(10, 0, 0, 1), 90).await;
+/// A neighbor with our identifier `router_id`, both connections up:
+/// the one it dialed in OpenConfirm (the peer's OPEN answered with a
+/// KEEPALIVE), the one the peer made in OpenSent.
+async fn colliding(router_id: Ipv4Addr) -> (Lab, Raw, Raw) {
+    let lab = Lab::new(router_id, 90).await;
     let mut dialed = lab.dialed().await;
-    let mut accepted = lab.peer_connects().await;
+    let accepted = lab.peer_connects().await;
     dialed.open(90).await;
     dialed
         .expect("KEEPALIVE", |m| *m == Message::Keepalive)
         .await;
+    (lab, dialed, accepted)
+}
+
+#[tokio::test]
+async fn the_connection_in_open_confirm_loses_when_the_peers_open_arrives() {
+    // The peer's identifier is the higher: its connection stays.
+    let (mut lab, mut dialed, mut accepted) = colliding(Ipv4Addr::new(10, 0, 0, 1)).await;
     // The second OPEN decides at once (RFC 4271 6.8), with no KEEPALIVE
     // from the peer on either connection.
     accepted.open(90).await;
@@ -216,13 +224,7 @@ async fn the_connection_in_open_confirm_loses_when_the_peers_open_arrives() {
 #[tokio::test]
 async fn the_connection_whose_open_comes_second_loses() {
     // Our identifier is the higher: the connection we dialed stays.
-    let mut lab = Lab::new(Ipv4Addr::new(10, 0, 0, 9), 90).await;
-    let mut dialed = lab.dialed().await;
-    let mut accepted = lab.peer_connects().await;
-    dialed.open(90).await;
-    dialed
-        .expect("KEEPALIVE", |m| *m == Message::Keepalive)
-        .await;
+    let (mut lab, mut dialed, mut accepted) = colliding(Ipv4Addr::new(10, 0, 0, 9)).await;
     accepted.open(90).await;
     // No KEEPALIVE on the loser: the Cease comes instead.
     accepted.expect_collision_cease().await;

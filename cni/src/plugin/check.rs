@@ -23,8 +23,8 @@ struct Prev {
 }
 
 fn prev(cx: &Context) -> Result<Prev, CniError> {
-    let addresses = prev_addresses(cx)?;
     let r = prev_result(cx)?;
+    let addresses = prev_addresses(cx, &r)?;
     let Some(iface) = r
         .interfaces
         .iter()
@@ -78,15 +78,8 @@ fn prev_result(cx: &Context) -> Result<CniResult, CniError> {
     CniResult::from_prev(prev)
 }
 
-/// The addresses prevResult gives this call's interface.
-fn prev_addresses(cx: &Context) -> Result<Vec<IpNet>, CniError> {
-    let prev = cx.conf.prev_result.as_ref().ok_or_else(|| {
-        CniError::new(
-            code::INVALID_CONFIG,
-            "CHECK needs prevResult in the configuration",
-        )
-    })?;
-    let r = CniResult::from_prev(prev)?;
+/// The addresses prevResult `r` gives this call's interface.
+fn prev_addresses(cx: &Context, r: &CniResult) -> Result<Vec<IpNet>, CniError> {
     let ours = r
         .interfaces
         .iter()
@@ -172,7 +165,7 @@ pub async fn plugin(cx: &Context) -> Result<(), CniError> {
 }
 
 pub async fn ipam_only(cx: &Context) -> Result<(), CniError> {
-    let addresses = prev_addresses(cx)?;
+    let addresses = prev_addresses(cx, &prev_result(cx)?)?;
     check_ipam(cx, &addresses).await
 }
 
