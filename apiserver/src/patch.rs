@@ -6,17 +6,30 @@
 //! `finalizers` as a set; the directives `$patch` (replace, delete,
 //! merge), `$retainKeys` and `$deleteFromPrimitiveList/…` are obeyed and
 //! `$setElementOrder/…` is accepted without reordering; every other list
-//! is replaced whole). Pure.
+//! is replaced whole). A JSON patch is bounded as the API server bounds
+//! it ([`limits`]); the other formats build nothing deeper or larger than
+//! their two inputs. Pure.
 
 use serde_json::{Map, Value};
 
+#[path = "patch_limits.rs"]
+pub mod limits;
+
+use limits::{CopyBudget, MAX_OPERATIONS, fits};
+
 /// A patch that cannot be applied, in words for a `Status`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PatchError(pub String);
+pub enum PatchError {
+    /// It does not apply to the object (the API server's 422).
+    #[error("{0}")]
+    Invalid(String),
+    /// It asks for more work than the API server allows (413).
+    #[error("{0}")]
+    TooLarge(String),
+}
 
 fn err<T>(m: impl Into<String>) -> Result<T, PatchError> {
-    Err(PatchError(m.into()))
+    Err(PatchError::Invalid(m.into()))
 }
 
 /// RFC 7386: `patch` merged into `target`.
@@ -90,7 +103,7 @@ fn get<'a>(doc: &'a Value, path: &[String]) -> Result<&'a Value, PatchError> {
         at = match at {
             Value::Object(m) => m
                 .get(t)
-                .ok_or_else(|| PatchError(format!("missing value at {t:?}")))?,
+                .ok_or_else(|| PatchError::Invalid(format!("missing value at {t:?}")))?,
             Value::Array(a) => &a[index(t, a.len(), false)?],
             _ => return err(format!("cannot descend into a scalar at {t:?}")),
         };
@@ -123,7 +136,7 @@ fn remove(doc: &mut Value, path: &[String]) -> Result<Value, PatchError> {
     match parent(doc, head)? {
         Value::Object(m) => m
             .remove(last)
-            .ok_or_else(|| PatchError(format!("missing value at {last:?}"))),
+            .ok_or_else(|| PatchError::Invalid(format!("missing value at {last:?}"))),
         Value::Array(a) => {
             let i = index(last, a.len(), false)?;
             Ok(a.remove(i))
@@ -133,12 +146,21 @@ fn remove(doc: &mut Value, path: &[String]) -> Result<Value, PatchError> {
 }
 
 /// RFC 6902: `ops` (an array of operations) applied in order to `doc`;
-/// any failing operation fails the whole patch.
+/// any failing operation fails the whole patch, as does one that would
+/// break a [`limits`] bound. The result is no deeper than
+/// [`limits::MAX_DEPTH`] or `doc`, whichever is deeper.
 pub fn json_patch(doc: &Value, ops: &Value) -> Result<Value, PatchError> {
     let Value::Array(ops) = ops else {
         return err("a JSON patch must be an array of operations");
     };
+    if ops.len() > MAX_OPERATIONS {
+        return Err(PatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
+            ops.len()
+        )));
+    }
     let mut doc = doc.clone();
+    let mut copied = CopyBudget::default();
     for op in ops {
         let field = |k: &str| op.get(k).and_then(Value::as_str);
         let Some(path) = field("path") else {
@@ -148,22 +170,30 @@ pub fn json_patch(doc: &Value, ops: &Value) -> Result<Value, PatchError> {
         let value = || {
             op.get("value")
                 .cloned()
-                .ok_or_else(|| PatchError("operation has no value".into()))
+                .ok_or_else(|| PatchError::Invalid("operation has no value".into()))
         };
         let from = || -> Result<Vec<String>, PatchError> {
-            pointer(field("from").ok_or_else(|| PatchError("operation has no from".into()))?)
+            pointer(
+                field("from").ok_or_else(|| PatchError::Invalid("operation has no from".into()))?,
+            )
         };
         match field("op") {
-            Some("add") => add(&mut doc, &path, value()?)?,
+            Some("add") => {
+                let v = value()?;
+                fits(&path, &v)?;
+                add(&mut doc, &path, v)?;
+            }
             Some("remove") => {
                 remove(&mut doc, &path)?;
             }
             Some("replace") => {
+                let v = value()?;
+                fits(&path, &v)?;
                 if path.is_empty() {
-                    doc = value()?;
+                    doc = v;
                 } else {
                     remove(&mut doc, &path)?;
-                    add(&mut doc, &path, value()?)?;
+                    add(&mut doc, &path, v)?;
                 }
             }
             Some("move") => {
@@ -172,10 +202,17 @@ pub fn json_patch(doc: &Value, ops: &Value) -> Result<Value, PatchError> {
                     return err("cannot move a value into itself");
                 }
                 let v = remove(&mut doc, &from)?;
+                // Only a longer path than `from` can nest `v` deeper.
+                if path.len() > from.len() {
+                    fits(&path, &v)?;
+                }
                 add(&mut doc, &path, v)?;
             }
             Some("copy") => {
-                let v = get(&doc, &from()?)?.clone();
+                let v = get(&doc, &from()?)?;
+                copied.spend(v)?;
+                fits(&path, v)?;
+                let v = v.clone();
                 add(&mut doc, &path, v)?;
             }
             Some("test") => {
@@ -352,3 +389,11 @@ fn merge_list<'a>(
 #[cfg(test)]
 #[path = "patch_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "patch_limit_tests.rs"]
+mod limit_tests;
+
+#[cfg(test)]
+#[path = "patch_props.rs"]
+mod props;

@@ -13,7 +13,7 @@ use crate::apply::apply;
 use crate::clock::rfc3339;
 use crate::fields::{Writer, track_update};
 use crate::objects::{Objects, not_found};
-use crate::patch::{json_patch, merge_patch, strategic_merge};
+use crate::patch::{PatchError, json_patch, merge_patch, strategic_merge};
 use crate::strict::{display, unknown_fields};
 use crate::wire::{json_response, status, status_body};
 use crate::writes::{
@@ -127,7 +127,11 @@ async fn once(
     };
     let mut new = match patched {
         Ok(v) => v,
-        Err(e) => return (status(422, "Invalid", &e.to_string(), None), false),
+        Err(PatchError::Invalid(e)) => return (status(422, "Invalid", &e, None), false),
+        Err(PatchError::TooLarge(e)) => {
+            let message = format!("Request entity too large: {e}");
+            return (status(413, "RequestEntityTooLarge", &message, None), false);
+        }
     };
     if let Err(r) = address(o, &mut new, Some(name)) {
         return (r, false);

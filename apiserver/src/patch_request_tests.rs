@@ -133,3 +133,65 @@ async fn preconditions_and_apply_conflicts_are_not_retried() {
         "the conflict is the answer, not a race"
     );
 }
+
+/// The answer's status, reason and message.
+async fn refusal(r: Response) -> (u16, Value) {
+    let code = r.status().as_u16();
+    let bytes = axum::body::to_bytes(r.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&bytes).unwrap();
+    (code, json!([body["reason"], body["message"]]))
+}
+
+#[tokio::test]
+async fn json_patches_past_the_limits_are_refused_as_the_api_server_does() {
+    let o = Flaky::new(0);
+    let q = HashMap::new();
+    let json = "application/json-patch+json";
+    let test = json!({"op":"test","path":"/spec/cidr","value":"10.0.0.0/16"});
+    let many = Value::Array(vec![test; 10_001]).to_string();
+    let (code, said) = refusal(patch(&o, "p", json, many.as_bytes(), &ctx(&q)).await).await;
+    assert_eq!(code, 413);
+    assert_eq!(
+        said,
+        json!([
+            "RequestEntityTooLarge",
+            "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+        ])
+    );
+    // Each copy doubles the list.
+    let mut copies = vec![json!({"op":"add","path":"/spec/l","value":["10.0.0.0/16"]})];
+    copies.extend(vec![
+        json!({"op":"copy","from":"/spec/l","path":"/spec/l/-"});
+        40
+    ]);
+    let copies = Value::Array(copies).to_string();
+    let (code, said) = refusal(patch(&o, "p", json, copies.as_bytes(), &ctx(&q)).await).await;
+    assert_eq!(code, 422);
+    assert_eq!(said[0], "Invalid");
+    assert!(
+        said[1]
+            .as_str()
+            .unwrap()
+            .contains("exceeding the limit 3145728"),
+        "{said}"
+    );
+    let deeper = [
+        json!({"op":"add","path":"/w","value":{}}),
+        json!({"op":"move","from":"/spec","path":"/w/spec"}),
+        json!({"op":"move","from":"/w","path":"/spec"}),
+    ];
+    let deeper = Value::Array(deeper.iter().cycle().take(3_000).cloned().collect());
+    let (code, said) =
+        refusal(patch(&o, "p", json, deeper.to_string().as_bytes(), &ctx(&q)).await).await;
+    assert_eq!(code, 422);
+    assert!(
+        said[1]
+            .as_str()
+            .unwrap()
+            .contains("at most 127 are allowed"),
+        "{said}"
+    );
+    assert_eq!(*o.updates.lock().unwrap(), 0, "nothing written");
+}

@@ -59,10 +59,9 @@ pub fn label_selector(s: &LabelSelector) -> Result<Selector, String> {
             }
         });
     }
-    Ok(parts
-        .into_iter()
-        .reduce(|a, b| Selector::And(Box::new(a), Box::new(b)))
-        .unwrap_or(Selector::All))
+    // A balanced tree: a selector with thousands of terms stays shallow
+    // for the recursive walks (matching, printing, dropping).
+    Ok(Selector::all_of(parts))
 }
 
 struct Problems(Vec<PolicyProblem>);

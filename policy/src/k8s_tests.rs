@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::networking::v1::NetworkPolicy;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::json;
 
 use crate::Selector;
@@ -207,4 +208,32 @@ fn label_selectors_mean_what_kubernetes_means() {
             .unwrap_err()
             .contains("at least one value")
     );
+}
+
+/// A pod selector with tens of thousands of terms (a NetworkPolicy fits
+/// that many in the API server's size limit) must not overflow the stack of
+/// the agent that matches, prints and drops it. Run on a 2 MiB stack, a
+/// tokio worker's default; a chain as deep as its terms overflowed it.
+#[test]
+fn a_selector_with_fifty_thousand_terms_stays_shallow() {
+    let worker = std::thread::Builder::new().stack_size(2 << 20);
+    let done = worker
+        .spawn(|| {
+            let expressions: Vec<_> = (0..50_000)
+                .map(|i| json!({"key": format!("k{i}"), "operator": "Exists"}))
+                .collect();
+            let s: LabelSelector =
+                serde_json::from_value(json!({"matchExpressions": expressions})).unwrap();
+            let sel = label_selector(&s).unwrap();
+            let all: BTreeMap<String, String> = (0..50_000)
+                .map(|i| (format!("k{i}"), String::new()))
+                .collect();
+            assert!(sel.matches(&all));
+            assert!(!sel.matches(&labels(&[("k0", "")])));
+            assert!(sel.to_string().len() > 50_000);
+            drop(sel);
+        })
+        .unwrap()
+        .join();
+    assert!(done.is_ok());
 }

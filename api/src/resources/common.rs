@@ -225,11 +225,17 @@ pub fn dns_subdomain(s: &str) -> Result<(), String> {
     }
 }
 
-/// Selector expressions are parsed by the policy crate; here they are only
-/// checked to be printable text.
 /// A selector must parse: one an agent cannot read would select nothing (or,
 /// for a policy, be enforced as nothing), so it is refused when written.
 pub(crate) fn check_selector(field: &str, s: &str, p: &mut Problems) {
+    // The schema's maxLength, checked first so that no overlong text is
+    // parsed; counted in characters as the API server counts maxLength
+    // (its message says bytes).
+    let max = super::schema_rules::SELECTOR_MAX as usize;
+    if s.len() > max && s.chars().count() > max {
+        p.add(field, format!("Too long: may not be more than {max} bytes"));
+        return;
+    }
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         p.add(
             field,
@@ -283,6 +289,31 @@ mod tests {
             assert_eq!(p.len(), 1, "{bad:?}: {p:?}");
             assert_eq!(p[0].0, "spec.password.secretKeyRef.key");
         }
+    }
+
+    #[test]
+    fn selectors_longer_than_the_schema_allows_are_not_parsed() {
+        let problems = |s: &str| {
+            let mut p = Problems::default();
+            check_selector("spec.nodeSelector", s, &mut p);
+            p.0
+        };
+        // At the limit: parsed (and fine).
+        let longest = format!("has({})", "k".repeat(4091));
+        assert_eq!(longest.len(), 4096);
+        assert!(problems(&longest).is_empty());
+        // Characters, not bytes, count.
+        let wide = format!("k == '{}'", "é".repeat(4089));
+        assert!(problems(&wide).is_empty());
+        for long in [format!("has({})", "k".repeat(4092)), "!".repeat(1_000_000)] {
+            let p = problems(&long);
+            assert_eq!(p.len(), 1);
+            assert_eq!(p[0].0, "spec.nodeSelector");
+            assert_eq!(p[0].1, "Too long: may not be more than 4096 bytes");
+        }
+        // Within the length, nesting too deep is a parse error.
+        let p = problems(&format!("{}all()", "!".repeat(65)));
+        assert!(p[0].1.contains("nests deeper than 64 levels"), "{p:?}");
     }
 
     #[test]

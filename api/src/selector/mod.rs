@@ -11,8 +11,11 @@
 //! ```
 //!
 //! Strings are in single or double quotes. An empty selector selects all.
-//! Parse errors say at which column (1-based) the text went wrong.
+//! Parse errors say at which column (1-based) the text went wrong. `!` and
+//! `(` may nest at most [`MAX_NESTING`] levels deep.
 
+#[cfg(test)]
+mod depth_tests;
 mod lexer;
 mod parse;
 #[cfg(test)]
@@ -21,7 +24,14 @@ mod tests;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// A parsed selector.
+/// How deeply `!` and `(` may nest in a selector's text, together
+/// (`!(a || !b)` nests 3 levels at `b`). Calico sets no limit; written
+/// selectors nest a few levels, and the bound keeps the recursive parser
+/// and the trees it builds small enough for any thread's stack.
+pub const MAX_NESTING: usize = 64;
+
+/// A parsed selector. A parsed chain `a && b && c && d` is a balanced
+/// tree (`(a && b) && (c && d)`), so that the tree stays shallow.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Selector {
     All,
@@ -51,6 +61,14 @@ pub struct SelectorError {
 impl Selector {
     pub fn parse(text: &str) -> Result<Selector, SelectorError> {
         parse::parse(text)
+    }
+
+    /// What every one of `terms` selects (`all()` for none), as the parser
+    /// builds an `&&` chain: a balanced tree. Folding [`Selector::And`]
+    /// instead makes a tree as deep as the list is long, which a long
+    /// enough list turns into a stack overflow wherever it is walked.
+    pub fn all_of(terms: Vec<Selector>) -> Selector {
+        parse::balanced(terms, Selector::And)
     }
 
     /// Whether an object with `labels` is selected.
@@ -86,7 +104,8 @@ fn set(vs: &BTreeSet<String>) -> String {
 }
 
 /// The canonical text: fully parenthesised where operators nest, so that
-/// it parses back to the same selector.
+/// it parses back to the same selector (provided the parentheses it adds,
+/// `!(…)` for each `!`, stay within [`MAX_NESTING`]).
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -1,15 +1,40 @@
 //! Recursive descent over the tokens: `||` binds loosest, then `&&`, then
-//! `!`.
+//! `!`. The recursion is bounded: `!` and `(` may nest [`MAX_NESTING`]
+//! levels, and a chain of `&&` or `||` becomes a balanced tree, so that
+//! neither the parser nor the code that walks a selector recursively
+//! (matching, printing, comparing, dropping) can exhaust a thread's stack,
+//! however long the text.
 
 use std::collections::BTreeSet;
 
 use super::lexer::{Tok, lex};
-use super::{Selector, SelectorError};
+use super::{MAX_NESTING, Selector, SelectorError};
 
 struct Parser<'a> {
     text: &'a str,
     toks: Vec<(Tok, usize)>,
     pos: usize,
+    /// How many `!` and `(` enclose the token at `pos`.
+    depth: usize,
+}
+
+type Join = fn(Box<Selector>, Box<Selector>) -> Selector;
+
+/// The terms of a chain joined by `join` into a tree of depth ⌈log2 n⌉
+/// rather than n. Up to three terms keep the left-leaning shape
+/// `((a && b) && c)`; `&&` and `||` are associative, so the shape changes
+/// nothing of what is selected. No terms: `all()`.
+pub(super) fn balanced(mut terms: Vec<Selector>, join: Join) -> Selector {
+    match terms.len() {
+        0 | 1 => terms.pop().unwrap_or(Selector::All),
+        n => {
+            let right = terms.split_off(n.div_ceil(2));
+            join(
+                Box::new(balanced(terms, join)),
+                Box::new(balanced(right, join)),
+            )
+        }
+    }
 }
 
 fn describe(t: &Tok) -> String {
@@ -84,35 +109,54 @@ impl Parser<'_> {
         }
     }
 
-    fn or(&mut self) -> Result<Selector, SelectorError> {
-        let mut left = self.and()?;
-        while self.eat(&Tok::OrOr) {
-            let right = self.and()?;
-            left = Selector::Or(Box::new(left), Box::new(right));
+    /// Steps over the `!` or `(` at `pos` into one more level of nesting;
+    /// past [`MAX_NESTING`] the selector is refused, before the recursion
+    /// grows any further.
+    fn enter(&mut self) -> Result<(), SelectorError> {
+        if self.depth >= MAX_NESTING {
+            return Err(SelectorError {
+                text: self.text.to_string(),
+                column: self.column(),
+                message: format!("selector nests deeper than {MAX_NESTING} levels of '!' and '('"),
+            });
         }
-        Ok(left)
+        self.depth += 1;
+        self.pos += 1;
+        Ok(())
+    }
+
+    fn or(&mut self) -> Result<Selector, SelectorError> {
+        let mut terms = vec![self.and()?];
+        while self.eat(&Tok::OrOr) {
+            terms.push(self.and()?);
+        }
+        Ok(balanced(terms, Selector::Or))
     }
 
     fn and(&mut self) -> Result<Selector, SelectorError> {
-        let mut left = self.unary()?;
+        let mut terms = vec![self.unary()?];
         while self.eat(&Tok::AndAnd) {
-            let right = self.unary()?;
-            left = Selector::And(Box::new(left), Box::new(right));
+            terms.push(self.unary()?);
         }
-        Ok(left)
+        Ok(balanced(terms, Selector::And))
     }
 
     fn unary(&mut self) -> Result<Selector, SelectorError> {
-        if self.eat(&Tok::Bang) {
-            return Ok(Selector::Not(Box::new(self.unary()?)));
+        if self.peek() == Some(&Tok::Bang) {
+            self.enter()?;
+            let e = self.unary()?;
+            self.depth -= 1;
+            return Ok(Selector::Not(Box::new(e)));
         }
         self.primary()
     }
 
     fn primary(&mut self) -> Result<Selector, SelectorError> {
-        if self.eat(&Tok::LParen) {
+        if self.peek() == Some(&Tok::LParen) {
+            self.enter()?;
             let e = self.or()?;
             self.expect(Tok::RParen, "')'")?;
+            self.depth -= 1;
             return Ok(e);
         }
         let key = match self.peek() {
@@ -192,7 +236,12 @@ pub fn parse(text: &str) -> Result<Selector, SelectorError> {
     if toks.is_empty() {
         return Ok(Selector::All);
     }
-    let mut p = Parser { text, toks, pos: 0 };
+    let mut p = Parser {
+        text,
+        toks,
+        pos: 0,
+        depth: 0,
+    };
     let e = p.or()?;
     if p.pos < p.toks.len() {
         return p.error("'&&', '||' or the end");

@@ -23,23 +23,4 @@ pub(crate) fn is_cni_name(s: &str) -> bool {
 }
 
 #[cfg(test)]
-mod fuzz {
-    use proptest::prelude::*;
-
-    proptest! {
-        /// Whatever a runtime sends, reading it never panics.
-        #[test]
-        fn any_stdin_and_environment(
-            stdin in proptest::collection::vec(any::<u8>(), 0..400),
-            json in "\\{(\"[a-zA-Z]{1,10}\": ?(\"[ -~]{0,12}\"|[0-9]{1,6}|null|\\[\\]|\\{\\}),? ?){0,6}\\}",
-            vars in proptest::collection::vec(("CNI_[A-Z]{2,11}", "[ -~]{0,40}"), 0..8),
-        ) {
-            let _ = super::NetConf::parse(&stdin);
-            let _ = super::NetConf::parse(json.as_bytes());
-            let _ = super::Invocation::from_env(vars);
-            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json) {
-                let _ = super::CniResult::from_prev(&v);
-            }
-        }
-    }
-}
+mod fuzz;
