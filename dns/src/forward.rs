@@ -1,23 +1,24 @@
 //! Names outside the cluster domain: asked of the upstream servers (from
 //! resolv.conf or configured), over UDP and, when the answer is truncated,
 //! TCP; answers kept in a [`Cache`]; identical questions asked while one is
-//! on its way wait for that one instead of asking again.
+//! on its way wait for that one instead of asking again. The bytes go
+//! through an [`Upstream`]: sockets, or in tests and fuzzing scripted
+//! replies; everything from them is untrusted input.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use futures::{FutureExt, StreamExt};
 use hickory_proto::op::{Edns, Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{DNSClass, Name, RecordType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpStream, UdpSocket};
 use tracing::debug;
 
 use crate::cache::{Cache, CacheKey, Entry};
 use crate::metrics::Metrics;
+use crate::upstream::{Network, Upstream};
 
 #[derive(Debug, thiserror::Error, Clone)]
 pub enum ForwardError {
@@ -64,15 +65,28 @@ pub struct Forwarder {
     cache: Mutex<Cache>,
     inflight: Mutex<HashMap<CacheKey, Pending>>,
     metrics: Arc<Metrics>,
+    /// How questions reach the upstreams ([`Network`] but in tests).
+    wire: Arc<dyn Upstream>,
 }
 
 impl Forwarder {
     pub fn new(cfg: ForwardConfig, metrics: Arc<Metrics>) -> Arc<Self> {
+        Self::with_upstream(cfg, metrics, Arc::new(Network))
+    }
+
+    /// A forwarder whose questions go to `wire` (scripted replies in
+    /// tests and fuzzing) instead of the network.
+    pub fn with_upstream(
+        cfg: ForwardConfig,
+        metrics: Arc<Metrics>,
+        wire: Arc<dyn Upstream>,
+    ) -> Arc<Self> {
         Arc::new(Forwarder {
             cache: Mutex::new(Cache::new(cfg.cache_size)),
             cfg,
             inflight: Mutex::new(HashMap::new()),
             metrics,
+            wire,
         })
     }
 
@@ -136,12 +150,12 @@ impl Forwarder {
         let mut last = String::new();
         for up in &self.cfg.upstreams {
             let started = Instant::now();
-            let r = tokio::time::timeout(self.cfg.timeout, exchange(*up, q)).await;
+            let r = tokio::time::timeout(self.cfg.timeout, exchange(&*self.wire, *up, q)).await;
             self.metrics
                 .upstream_seconds
                 .observe(started.elapsed().as_secs_f64());
             match r {
-                Ok(Ok(m)) if m.metadata.response_code != ResponseCode::ServFail => {
+                Ok(Ok(m)) if usable(m.metadata.response_code) => {
                     return Ok(Arc::new(self.entry(m)));
                 }
                 Ok(Ok(m)) => last = format!("{up}: {}", m.metadata.response_code),
@@ -154,37 +168,57 @@ impl Forwarder {
         Err(ForwardError::Failed(last))
     }
 
+    /// The cache entry for the upstream's answer `m`: kept for the least
+    /// TTL of its answers, or for a negative answer its SOA's (RFC 2308
+    /// 5), within the configured bounds. Answers other than NOERROR and
+    /// NXDOMAIN are passed on, not kept (as CoreDNS's cache does).
     fn entry(&self, m: Message) -> Entry {
-        let negative = m.answers.is_empty();
-        let ttl = if negative {
-            m.authorities
-                .iter()
-                .find_map(|r| match &r.data {
-                    hickory_proto::rr::RData::SOA(s) => Some(s.minimum.min(r.ttl)),
-                    _ => None,
-                })
-                .unwrap_or(0)
-                .clamp(self.cfg.min_ttl, self.cfg.max_negative_ttl)
+        let (mut answers, mut authorities, mut additionals) =
+            (m.answers, m.authorities, m.additionals);
+        additionals.retain(|r| r.record_type() != RecordType::OPT);
+        for r in answers
+            .iter_mut()
+            .chain(&mut authorities)
+            .chain(&mut additionals)
+        {
+            // RFC 2181 8: a TTL with the top bit set counts as zero.
+            if r.ttl > i32::MAX as u32 {
+                r.ttl = 0;
+            }
+        }
+        let rcode = m.metadata.response_code;
+        let (least, max) = if answers.is_empty() {
+            let soa = authorities.iter().find_map(|r| match &r.data {
+                hickory_proto::rr::RData::SOA(s) => Some(s.minimum.min(r.ttl)),
+                _ => None,
+            });
+            (soa.unwrap_or(0), self.cfg.max_negative_ttl)
         } else {
-            m.answers
-                .iter()
-                .map(|r| r.ttl)
-                .min()
-                .unwrap_or(0)
-                .clamp(self.cfg.min_ttl, self.cfg.max_ttl)
+            let least = answers.iter().map(|r| r.ttl).min().unwrap_or(0);
+            (least, self.cfg.max_ttl)
+        };
+        // Not `clamp`: it panics when the bounds are crossed.
+        let ttl = match rcode {
+            ResponseCode::NoError | ResponseCode::NXDomain => least.max(self.cfg.min_ttl).min(max),
+            _ => 0,
         };
         Entry::new(
-            m.metadata.response_code,
-            m.answers,
-            m.authorities,
-            m.additionals
-                .into_iter()
-                .filter(|r| r.record_type() != RecordType::OPT)
-                .collect(),
+            rcode,
+            answers,
+            authorities,
+            additionals,
             ttl,
             Instant::now(),
         )
     }
+}
+
+/// Whether the upstream's rcode is one to pass on: not SERVFAIL (the next
+/// upstream is asked), nor an extended one (BADVERS, BADCOOKIE...), which
+/// is about our EDNS exchange with it, not the client's question, and
+/// could not be told to a client without EDNS anyway.
+fn usable(rcode: ResponseCode) -> bool {
+    rcode != ResponseCode::ServFail && u16::from(rcode) <= 15
 }
 
 fn upstream_query(q: &Query) -> Message {
@@ -213,43 +247,34 @@ fn same_question(a: &Query, b: &Query) -> bool {
 }
 
 /// One question to one upstream: UDP, then TCP if the answer was cut.
-async fn exchange(up: SocketAddr, q: &Query) -> Result<Message, String> {
+/// Replies that do not answer the question asked (ID, question: RFC 5452
+/// 9.1) are not used: over UDP they are skipped, as anyone may send them.
+async fn exchange(wire: &dyn Upstream, up: SocketAddr, q: &Query) -> Result<Message, String> {
     let req = upstream_query(q);
     let bytes = req.to_vec().map_err(|e| e.to_string())?;
-    let bind: SocketAddr = if up.is_ipv4() {
-        "0.0.0.0:0".parse().expect("address")
-    } else {
-        "[::]:0".parse().expect("address")
-    };
-    let sock = UdpSocket::bind(bind).await.map_err(|e| e.to_string())?;
-    sock.connect(up).await.map_err(|e| e.to_string())?;
-    sock.send(&bytes).await.map_err(|e| e.to_string())?;
-    let mut buf = vec![0u8; 65535];
+    let mut datagrams = wire.udp(up, &bytes);
     let resp = loop {
-        let n = sock.recv(&mut buf).await.map_err(|e| e.to_string())?;
-        // Anything that is not the answer to our question is ignored.
-        if let Ok(m) = Message::from_vec(&buf[..n])
+        let Some(datagram) = datagrams.next().await else {
+            return Err("no more datagrams".into());
+        };
+        if let Ok(m) = Message::from_vec(&datagram?)
             && fits(&req, &m)
         {
             break m;
         }
     };
+    drop(datagrams);
     if !resp.metadata.truncation {
         return Ok(resp);
     }
-    let mut tcp = TcpStream::connect(up).await.map_err(|e| e.to_string())?;
-    let len = u16::try_from(bytes.len()).map_err(|e| e.to_string())?;
-    tcp.write_all(&len.to_be_bytes())
-        .await
-        .map_err(|e| e.to_string())?;
-    tcp.write_all(&bytes).await.map_err(|e| e.to_string())?;
-    let mut lb = [0u8; 2];
-    tcp.read_exact(&mut lb).await.map_err(|e| e.to_string())?;
-    let mut body = vec![0u8; usize::from(u16::from_be_bytes(lb))];
-    tcp.read_exact(&mut body).await.map_err(|e| e.to_string())?;
-    let m = Message::from_vec(&body).map_err(|e| e.to_string())?;
+    let m = Message::from_vec(&wire.tcp(up, &bytes).await?).map_err(|e| e.to_string())?;
     if !fits(&req, &m) {
         return Err("TCP answer does not match the question".into());
+    }
+    // Cut even over TCP: incomplete, so a failure rather than an answer
+    // cached and passed on as whole.
+    if m.metadata.truncation {
+        return Err("TCP answer truncated".into());
     }
     Ok(m)
 }
@@ -260,18 +285,5 @@ pub fn forwardable(q: &Query) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn resolv_conf_nameservers() {
-        let text = "# generated\nsearch example.org\nnameserver 10.0.0.2\nnameserver  fd00::53 # v6\nnameserver fe80::1%eth0\noptions ndots:2\n";
-        assert_eq!(
-            parse_resolv_conf(text),
-            vec![
-                "10.0.0.2:53".parse::<SocketAddr>().unwrap(),
-                "[fd00::53]:53".parse().unwrap()
-            ]
-        );
-    }
-}
+#[path = "forward_tests.rs"]
+mod tests;

@@ -3,7 +3,8 @@
 //! - [`model`]: a Service or EndpointSlice as DNS sees it (compact);
 //!   [`records`]: all of them, indexed (names and PTR).
 //! - [`answer`]: the cluster domain's answers (pure).
-//! - [`forward`] and [`cache`]: other names, from the upstreams, cached.
+//! - [`forward`] and [`cache`]: other names, from the upstreams, cached;
+//!   [`upstream`]: how questions reach them (sockets, or scripted replies).
 //! - [`handler`]: one request's bytes to one response's bytes; [`replies`]:
 //!   encoded replies for the cluster domain, reused until the records change;
 //!   [`wire`]: a response's bytes, compressed at any size.
@@ -26,5 +27,6 @@ pub mod records;
 pub mod replies;
 pub mod server;
 pub mod sockets;
+pub mod upstream;
 pub mod watch;
 pub mod wire;

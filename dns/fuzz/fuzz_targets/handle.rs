@@ -2,6 +2,7 @@
 //! it must not panic, and whatever it sends back must decode.
 #![no_main]
 
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock, RwLock};
 
 use libfuzzer_sys::fuzz_target;
@@ -53,6 +54,7 @@ fn handler() -> &'static (Handler, tokio::runtime::Runtime) {
             metrics: Arc::new(Metrics::new()),
             replies: tartan_dns::replies::ReplyCache::new(1024),
             forwarded: tartan_dns::replies::ReplyCache::new(1024),
+            ready: Arc::new(AtomicBool::new(true)),
         };
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
         (h, rt)
