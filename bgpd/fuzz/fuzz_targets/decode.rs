@@ -1,14 +1,18 @@
 //! Treats the input as a TCP byte stream from a peer: frames and decodes
-//! messages as a session would (bit 0 of the first byte: 4-octet AS
-//! session), and re-encodes the routes of every UPDATE, which must decode
-//! again to the same routes.
+//! messages as a session would, and re-encodes the routes of every UPDATE,
+//! which must decode again to the same routes. The first byte sets the
+//! session: bit 0 a 4-octet AS session, bit 1 an external peer, bits 2-3
+//! our address on it, bits 4-7 what we expect of the peer's OPEN. Each
+//! message is also decoded as a session waiting for the OPEN would, which
+//! must agree with the plain decoding.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use tartan_bgpd::model::{Family, PathAttrs, RawAttr};
 use tartan_bgpd::wire::{
-    DecodeOptions, EncodeError, EncodeOptions, Message, Update, decode, encode_announce,
-    encode_withdraw, frame,
+    DecodeOptions, EncodeError, EncodeOptions, Message, OpenExpect, Update, decode,
+    decode_expecting, encode_announce, encode_withdraw, frame,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -21,8 +25,9 @@ fuzz_target!(|data: &[u8]| {
     let dopts = DecodeOptions {
         four_octet_as,
         external: first & 2 == 2,
-        ..DecodeOptions::default()
+        local: local_address(first),
     };
+    let expect = open_expect(first);
     let eopts = EncodeOptions {
         four_octet_as,
         ..EncodeOptions::default()
@@ -30,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
     while let Ok(Some(len)) = frame(stream) {
         let msg = &stream[..len];
         stream = &stream[len..];
+        check_expecting(msg, &dopts, &expect);
         match decode(msg, &dopts) {
             Ok(Message::Update(update)) => reencode(&update, &dopts, &eopts),
             Ok(Message::Notification(n)) => {
@@ -48,6 +54,53 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 });
+
+/// Bits 2-3: none, or an IPv4, IPv6 or loopback address of ours, which
+/// no route may have as its next hop.
+fn local_address(first: u8) -> Option<IpAddr> {
+    match (first >> 2) & 3 {
+        0 => None,
+        1 => Some(Ipv4Addr::new(192, 0, 2, 1).into()),
+        2 => Some(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1).into()),
+        _ => Some(Ipv4Addr::LOCALHOST.into()),
+    }
+}
+
+/// Bits 4-7: the peer's AS (2- or 4-octet), whether it is internal, and
+/// our identifier (one a test OPEN may well carry).
+fn open_expect(first: u8) -> OpenExpect {
+    let peer_as = match (first >> 4) & 3 {
+        0 => 65000,
+        1 => 23456,
+        2 => 4_200_000_001,
+        _ => 65001,
+    };
+    OpenExpect {
+        peer_as,
+        local_as: if first & 0x40 != 0 { peer_as } else { 65100 },
+        local_id: if first & 0x80 != 0 {
+            Ipv4Addr::new(192, 0, 2, 7)
+        } else {
+            Ipv4Addr::new(10, 0, 0, 1)
+        },
+    }
+}
+
+/// Decoding with an OPEN expected accepts only what the plain decoding
+/// accepts, and differs from it only on OPENs (whose errors may come in
+/// another order).
+fn check_expecting(msg: &[u8], dopts: &DecodeOptions, expect: &OpenExpect) {
+    let plain = decode(msg, dopts);
+    match decode_expecting(msg, dopts, expect) {
+        Ok(m) => assert_eq!(Ok(m), plain),
+        Err(n) => {
+            let _ = n.to_string();
+            if msg[18] != 1 {
+                assert_eq!(Err(n), plain);
+            }
+        }
+    }
+}
 
 /// Decodes a stream of UPDATEs made by the encoder.
 fn decode_all(mut buf: &[u8], dopts: &DecodeOptions) -> Vec<Update> {

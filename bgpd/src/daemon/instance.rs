@@ -167,7 +167,10 @@ impl Daemon {
                 self.config.graceful_restart.restart_time,
             ),
             restarting: self.restarting,
-            forwarding_preserved: self.config.kernel_install,
+            // RFC 4724 3: F only when our forwarding state was kept, that
+            // is, our routes of the previous run were found in the kernel.
+            forwarding_preserved: self.config.kernel_install && self.restarting,
+            installs_routes: self.config.kernel_install,
         }
     }
 

@@ -9,6 +9,8 @@ mod instance;
 mod listener;
 mod origin;
 mod peer_events;
+#[cfg(test)]
+mod peer_restart_tests;
 mod reload;
 mod restart;
 mod status;

@@ -89,7 +89,7 @@ impl Daemon {
             .take()
             .and_then(|u| u.negotiated.peer_graceful_restart);
         let now = Instant::now();
-        match keep_stale_until(
+        let c = match keep_stale_until(
             graceful,
             peer_gr.as_ref(),
             slot.neighbor.max_restart_time,
@@ -97,17 +97,18 @@ impl Daemon {
         ) {
             Some(until) => {
                 let restart_time = until.duration_since(now).as_secs();
-                info!(peer = %slot.neighbor.address, restart_time, "peer may be restarting; keeping its routes as stale (RFC 4724)");
+                let families = peer_gr.as_ref().map(families_kept).unwrap_or_default();
+                info!(peer = %slot.neighbor.address, restart_time, ?families, "peer may be restarting; keeping its routes as stale (RFC 4724)");
                 slot.stale_until = Some(until);
-                self.rib.mark_stale(id);
+                self.rib.mark_stale(id, &families)
             }
             None => {
                 debug!(peer = %slot.neighbor.address, %reason, "removing the peer's routes");
                 slot.stale_until = None;
-                let c = self.rib.peer_down(id);
-                self.apply(c);
+                self.rib.peer_down(id)
             }
-        }
+        };
+        self.apply(c);
     }
 }
 
@@ -126,16 +127,30 @@ pub(super) fn bounded_restart_time(announced: u16, max: Option<u16>) -> u16 {
 
 /// When a session goes down: until when the peer's routes are kept as
 /// stale, or None when they go now. Only a graceful end (a transport
-/// failure, or a new connection, with the peer's capability) keeps them
-/// (RFC 4724 4.2).
+/// failure, or a new connection's accepted OPEN) keeps them, and only when
+/// the peer's capability lists a family (RFC 4724 4.2).
 pub(super) fn keep_stale_until(
     graceful: bool,
     peer: Option<&GracefulRestartCap>,
     max_restart_time: Option<u16>,
     now: Instant,
 ) -> Option<Instant> {
-    let t = bounded_restart_time(peer?.restart_time, max_restart_time);
+    let peer = peer.filter(|g| !g.families.is_empty())?;
+    let t = bounded_restart_time(peer.restart_time, max_restart_time);
     graceful.then(|| now + Duration::from_secs(u64::from(t)))
+}
+
+/// RFC 4724 4.2: the families whose routes are kept over the peer's
+/// restart, those of its capability (whatever their F bit: that one counts
+/// in the OPEN after the restart).
+pub(super) fn families_kept(peer: &GracefulRestartCap) -> Vec<Family> {
+    let mut f: Vec<Family> = Vec::new();
+    for (family, _) in &peer.families {
+        if !f.contains(family) {
+            f.push(*family);
+        }
+    }
+    f
 }
 
 /// RFC 4724 4.2: when the peer is back, its stale routes of the families it
@@ -213,6 +228,29 @@ mod tests {
         // A NOTIFICATION either way, or no capability: removed now.
         assert_eq!(keep_stale_until(false, Some(&c), None, now), None);
         assert_eq!(keep_stale_until(true, None, None, now), None);
+        // A capability without families keeps nothing (RFC 4724 4.2).
+        assert_eq!(
+            keep_stale_until(true, Some(&cap(120, &[])), None, now),
+            None
+        );
+    }
+
+    #[test]
+    fn only_the_families_of_the_peers_capability_are_kept() {
+        let c = cap(120, &[(Family::Ipv6Unicast, false)]);
+        assert_eq!(families_kept(&c), vec![Family::Ipv6Unicast]);
+        let c = cap(
+            120,
+            &[
+                (Family::Ipv4Unicast, true),
+                (Family::Ipv6Unicast, true),
+                (Family::Ipv4Unicast, false),
+            ],
+        );
+        assert_eq!(
+            families_kept(&c),
+            vec![Family::Ipv4Unicast, Family::Ipv6Unicast]
+        );
     }
 
     #[test]

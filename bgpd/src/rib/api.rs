@@ -98,23 +98,38 @@ impl Rib {
         self.done(changes)
     }
 
-    /// RFC 4724 (helper side): the peer restarted. Its paths stay, flagged
-    /// stale, until re-announced or swept; output to it stops until it is
-    /// up again.
-    pub fn mark_stale(&mut self, peer: PeerId) {
+    /// RFC 4724 4.2 (helper side): the peer restarted. Its paths of
+    /// `families` (those of its graceful restart capability) stay, flagged
+    /// stale, until re-announced or swept; its paths of other families go
+    /// now, and so do paths still stale from an earlier restart (a route
+    /// "previously marked as stale MUST be deleted"). Output to it stops
+    /// until it is up again.
+    pub fn mark_stale(&mut self, peer: PeerId, families: &[Family]) -> Changes {
+        let mut changes = Changes::default();
         let Some(x) = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX) else {
-            return;
+            return changes;
         };
         self.drop_output(x);
         if let Some(info) = self.peers.info_mut(x) {
             info.up = false;
         }
-        for i in 0..self.v4.slot_count() {
-            self.v4.mark_stale(i, x);
+        let keep4 = families.contains(&Family::Ipv4Unicast);
+        let keep6 = families.contains(&Family::Ipv6Unicast);
+        let p = self.parts(&mut changes);
+        let (mut ctx, removed) = (p.ctx, p.removed);
+        remove_peer_paths(&mut ctx, p.v4, x, keep4, removed);
+        remove_peer_paths(&mut ctx, p.v6, x, keep6, removed);
+        if keep4 {
+            for i in 0..self.v4.slot_count() {
+                self.v4.mark_stale(i, x);
+            }
         }
-        for i in 0..self.v6.slot_count() {
-            self.v6.mark_stale(i, x);
+        if keep6 {
+            for i in 0..self.v6.slot_count() {
+                self.v6.mark_stale(i, x);
+            }
         }
+        self.done(changes)
     }
 
     /// End-of-RIB (for `family`) or the restart timer (None: all families):

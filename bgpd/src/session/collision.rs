@@ -5,20 +5,34 @@
 //! the two loses at once (Cease / Connection Collision Resolution, RFC
 //! 4486). Once a connection is handed on as the session, every other one
 //! loses.
+//!
+//! A board can also stand behind an Established session, for the peer's new
+//! connections that may replace it (RFC 4724 4.2): it tells when one of
+//! them has had the peer's OPEN accepted, and until it is brought forward
+//! its connections leave the neighbor's state alone.
 use super::fsm::{LocalParams, keep_incoming};
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 /// The board of one neighbor's attempts (cheap to clone, shared).
 #[derive(Clone, Default)]
-pub struct Collisions(Arc<Mutex<Board>>);
+pub struct Collisions(Arc<Shared>);
+
+#[derive(Default)]
+struct Shared {
+    board: Mutex<Board>,
+    /// Told each time a connection's OPEN is accepted.
+    opened: Notify,
+}
 
 #[derive(Default)]
 struct Board {
     next_key: u64,
     /// A connection was handed on: any other loses, also one seated later.
     settled: bool,
+    /// An Established session runs in front of these connections.
+    behind_session: bool,
     seats: Vec<Slot>,
 }
 
@@ -40,7 +54,25 @@ pub struct Seat {
 
 impl Collisions {
     fn lock(&self) -> MutexGuard<'_, Board> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.board.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A board for connections that run behind an Established session.
+    pub fn behind_session() -> Collisions {
+        let c = Collisions::default();
+        c.lock().behind_session = true;
+        c
+    }
+
+    /// The session in front is gone: these connections are the neighbor's.
+    pub fn bring_forward(&self) {
+        self.lock().behind_session = false;
+    }
+
+    /// Resolves when a connection's OPEN has been accepted (at once if one
+    /// was since the last call).
+    pub async fn opened(&self) {
+        self.0.opened.notified().await
     }
 
     /// A seat for a new connection; `incoming`: the peer opened it.
@@ -77,6 +109,12 @@ impl Seat {
     /// This connection lost and is to be closed.
     pub fn is_lost(&self) -> bool {
         *self.lost.borrow()
+    }
+
+    /// Whether this connection's state is the neighbor's: it has not lost,
+    /// and no Established session runs in front of it.
+    pub fn shows_state(&self) -> bool {
+        !self.is_lost() && !self.board.lock().behind_session
     }
 
     /// This connection becomes the session, unless it lost or another one
@@ -124,6 +162,8 @@ impl Seat {
         if let Some(s) = b.seats.iter_mut().find(|s| s.key == self.key) {
             s.confirmed = true;
         }
+        drop(b);
+        self.board.0.opened.notify_one();
         false
     }
 }
@@ -149,6 +189,7 @@ mod tests {
             graceful_restart: None,
             restarting: false,
             forwarding_preserved: false,
+            installs_routes: false,
         }
     }
 
@@ -197,6 +238,18 @@ mod tests {
         assert!(!inc.open_accepted(&l, PEER, 65001));
         assert!(!out.claim(), "lost to the incoming connection");
         assert!(inc.claim());
+    }
+
+    #[tokio::test]
+    async fn a_board_behind_a_session_tells_when_an_open_is_accepted() {
+        let board = Collisions::behind_session();
+        let seat = board.join(true);
+        assert!(!seat.shows_state(), "the session's state is shown");
+        assert!(!seat.open_accepted(&local([10, 0, 0, 1]), PEER, 65001));
+        let told = tokio::time::timeout(std::time::Duration::from_secs(1), board.opened());
+        told.await.expect("the accepted OPEN is told");
+        board.bring_forward();
+        assert!(seat.shows_state());
     }
 
     #[test]

@@ -3,7 +3,12 @@
 //! writer sends the instance's UPDATEs and the keepalives, and the loop
 //! turns commands and new connections into events. What the machine
 //! answers becomes writes, events for the instance and the end of the
-//! session.
+//! session. A new connection from a peer with graceful restart runs its
+//! OPEN exchange here too, behind the session, until its OPEN is accepted
+//! (the session then ends, and the task carries the connection on) or it
+//! fails (the session goes on).
+use super::attempt::{self, Attempts};
+use super::collision::Collisions;
 use super::counters::PeerCounters;
 use super::events::{PeerCommand, PeerEvent, PeerId};
 use super::framed::{FramedReader, ReadError};
@@ -11,6 +16,7 @@ use super::fsm::State;
 use super::handshake::{Connection, Opened, SessionError};
 use super::machine::{Action, Cause, Event, Fsm, Outgoing, Then, Timer};
 use crate::bfd::{BfdStatus, State as BfdState};
+use crate::net::TtlPolicy;
 use crate::wire::{self, DecodeOptions, Notification};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -21,12 +27,19 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
+/// New connections from a restarting peer that may run their OPEN exchange
+/// beside the session at once; each that stays silent holds its place for
+/// the open wait (240 s), so without a bound a peer's address could pile
+/// them up. Past it, a new connection is refused as without graceful
+/// restart (Cease 6/7).
+pub const MAX_NEW_CONNECTIONS: usize = 8;
+
 /// How a session ended, for the neighbor's task.
 pub enum Ended {
-    /// Go back to Idle and try again after the retry time.
-    Retry,
-    /// A new connection from the peer replaced the session (the peer restarted).
-    Replaced(TcpStream),
+    /// Go back to Idle and try again after the retry time; with the peer's
+    /// new connections still in their OPEN exchange (one of them may have
+    /// ended the session), which go on at once.
+    Retry(Option<Attempts>),
     Stopped,
 }
 
@@ -35,10 +48,12 @@ pub struct SessionIo<'a> {
     pub id: PeerId,
     pub session: u64,
     pub address: IpAddr,
+    /// For the peer's new connections.
+    pub ttl: TtlPolicy,
     pub events: &'a mpsc::Sender<PeerEvent>,
     pub commands: &'a mut mpsc::Receiver<PeerCommand>,
     pub incoming: &'a mut mpsc::Receiver<TcpStream>,
-    pub counters: &'a PeerCounters,
+    pub counters: &'a Arc<PeerCounters>,
     /// The neighbor's BFD session, when BFD is configured.
     pub bfd: Option<&'a mut watch::Receiver<BfdStatus>>,
 }
@@ -70,6 +85,7 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         id,
         session,
         address,
+        ttl,
         events,
         commands,
         incoming,
@@ -95,6 +111,9 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
     if events.send(up).await.is_err() {
         return (fsm, Ended::Stopped);
     }
+    // The peer's new connections (RFC 4724 4.2), behind this session.
+    let board = Collisions::behind_session();
+    let mut newer = Attempts::new(board.clone());
     let mut hold = None;
     let mut keepalive = None;
     for a in pending {
@@ -108,7 +127,6 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
     let local_ip = conn.local.ip().to_canonical();
     let fsm = Mutex::new(fsm);
     let (raw_tx, raw_rx) = mpsc::channel::<Vec<u8>>(4);
-    let mut replacement = None;
     let end: Vec<Action> = {
         let Connection { reader, writer, .. } = &mut conn;
         let side = Side {
@@ -162,18 +180,47 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                 s = incoming.recv() => match s {
                     Some(stream) => {
                         let actions = lock(&fsm).handle(Event::TcpConnectionConfirmed);
-                        if ends(&actions) {
-                            replacement = Some(stream);
-                            break actions;
-                        }
-                        if actions.contains(&Action::RejectConnection) {
-                            reject(stream, counters).await;
+                        if actions.contains(&Action::TryNewConnection)
+                            && newer.len() >= MAX_NEW_CONNECTIONS
+                        {
+                            warn!(
+                                peer = %address,
+                                "{MAX_NEW_CONNECTIONS} new connections from the peer are already in their OPEN exchange: refusing another with a Cease"
+                            );
+                            reject(stream, ttl, counters).await;
+                        } else if actions.contains(&Action::TryNewConnection) {
+                            let fresh = lock(&fsm).fresh_connection();
+                            let c = counters.clone();
+                            newer.push(attempt::incoming(stream, ttl, fresh, c, &board));
+                        } else if actions.contains(&Action::RejectConnection) {
+                            reject(stream, ttl, counters).await;
                         }
                     }
                     None => {
                         break lock(&fsm).handle(Event::ManualStop(
                             Notification::administrative_shutdown(),
                         ));
+                    }
+                },
+                () = board.opened() => {
+                    info!(peer = %address, "the peer's OPEN accepted on a new connection: it restarted");
+                    let actions = lock(&fsm).handle(Event::NewConnectionOpened);
+                    if ends(&actions) {
+                        break actions;
+                    }
+                }
+                (from_peer, r) = newer.next() => match r {
+                    // Its KEEPALIVE came right after the OPEN: it is the
+                    // session once this one has ended.
+                    Ok(opened) => {
+                        newer.push_opened(from_peer, opened);
+                        let actions = lock(&fsm).handle(Event::NewConnectionOpened);
+                        if ends(&actions) {
+                            break actions;
+                        }
+                    }
+                    Err(e) => {
+                        info!(peer = %address, error = %e, "the peer's new connection failed; the session goes on");
                     }
                 },
             }
@@ -204,10 +251,9 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
             reason,
         })
         .await;
-    let ended = match (then, replacement) {
-        (Then::Stop, _) => Ended::Stopped,
-        (Then::Reconnect, Some(s)) => Ended::Replaced(s),
-        _ => Ended::Retry,
+    let ended = match then {
+        Then::Stop => Ended::Stopped,
+        Then::Retry => Ended::Retry((!newer.is_empty()).then_some(newer)),
     };
     (fsm.into_inner().unwrap_or_else(|p| p.into_inner()), ended)
 }
@@ -258,8 +304,8 @@ pub async fn bfd_up(bfd: Option<&mut watch::Receiver<BfdStatus>>) {
 }
 
 /// RFC 4271 6.8: a new connection while Established is closed.
-async fn reject(stream: TcpStream, counters: &PeerCounters) {
-    if let Ok(mut c) = Connection::new(stream) {
+async fn reject(stream: TcpStream, ttl: TtlPolicy, counters: &PeerCounters) {
+    if let Ok(mut c) = attempt::accepted(stream, ttl) {
         let _ = c
             .notify_and_close(Notification::connection_collision(), counters)
             .await;

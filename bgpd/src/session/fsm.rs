@@ -57,8 +57,12 @@ pub struct LocalParams {
     pub graceful_restart: Option<u16>,
     /// RFC 4724 R bit: we restarted and kept forwarding state.
     pub restarting: bool,
-    /// RFC 4724 F bit for each family: our forwarding survived a restart.
+    /// RFC 4724 F bit for each family: our forwarding state was kept
+    /// since the session before this one (or the run before this one).
     pub forwarding_preserved: bool,
+    /// Our routes go to the kernel and stay there while we run: once a
+    /// session has been Established, the next one's F bit is set.
+    pub installs_routes: bool,
 }
 
 impl LocalParams {
@@ -184,6 +188,7 @@ mod tests {
             graceful_restart: Some(120),
             restarting: false,
             forwarding_preserved: true,
+            installs_routes: true,
         }
     }
 

@@ -64,12 +64,6 @@ impl Drop for Connection {
     }
 }
 
-/// Closes a connection from a neighbor that is not wanted now, as a
-/// connection is closed (see `Drop for Connection`).
-pub fn close_gently(stream: TcpStream) {
-    drop(Connection::new(stream));
-}
-
 /// Reads and discards until the peer closes, the socket fails, or `LINGER`.
 async fn drain(socket: std::net::TcpStream) {
     // The descriptor shares the original's non-blocking file description.
@@ -239,8 +233,9 @@ pub async fn handshake(
                 _ => {}
             }
         }
-        // A connection that lost to the session must not overwrite its state.
-        if !seat.is_lost() {
+        // A connection that lost to the session, or runs behind it, must
+        // not overwrite its state.
+        if seat.shows_state() {
             counters.set_state(fsm.state());
         }
         let event = tokio::select! {

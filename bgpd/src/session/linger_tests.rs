@@ -3,8 +3,10 @@
 //! orderly end of stream, never a reset, which would lose the
 //! NOTIFICATION on a path that drops packets and, lost itself, leave the
 //! peer holding a connection that is gone.
+use super::attempt::turn_away;
 use super::counters::PeerCounters;
-use super::handshake::{Connection, close_gently};
+use super::handshake::Connection;
+use crate::net::TtlPolicy;
 use crate::wire::Notification;
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
@@ -82,7 +84,10 @@ async fn a_notification_sent_over_unread_bytes_ends_in_an_orderly_close() {
 async fn a_connection_turned_away_unread_ends_in_an_orderly_close() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let peer = peer(listener.local_addr().unwrap());
-    close_gently(accepted_with_unread(&listener).await);
+    turn_away(
+        accepted_with_unread(&listener).await,
+        TtlPolicy::new(64, false),
+    );
     let (result, got, later) = seen(peer).await;
     assert_eq!(result, Ok(0), "the peer saw a reset, not an orderly close");
     assert!(got.is_empty());

@@ -22,8 +22,11 @@
 //!   6.8); once one connection is Established, every other one loses. The
 //!   loser gets Cease / Connection Collision Resolution (`collision.rs`).
 //! - While Established, a new connection from a peer with graceful restart
-//!   replaces the session (RFC 4724 4.2, the routes stay as stale); from
-//!   any other peer it is refused with a Cease 6/7.
+//!   runs its OPEN exchange alongside the session, and replaces the session
+//!   once the peer's OPEN on it is accepted (RFC 4724 4.2: the peer
+//!   restarted; its routes stay as stale). A new connection that stays
+//!   silent, fails or closes leaves the session alone. From a peer without
+//!   graceful restart the new connection is refused with a Cease 6/7.
 //! - Automatic stops are the instance's resets (maximum prefixes, a
 //!   filter change the peer cannot refresh): a NOTIFICATION, then Idle and
 //!   a new attempt after the connect-retry time. Manual stops end the
@@ -85,6 +88,9 @@ pub enum Event {
     /// Our graceful restart is over: later OPENs clear the R bit
     /// (RFC 4724 3).
     RestartDone,
+    /// A new connection from the peer, started while Established, had the
+    /// peer's OPEN accepted: the peer restarted (RFC 4724 4.2).
+    NewConnectionOpened,
 }
 
 /// A message the machine asks to send (NOTIFICATIONs go with `Close`).
@@ -116,7 +122,8 @@ pub enum Cause {
     Received(Notification),
     /// The transport failed (the shell's description).
     Transport(String),
-    /// The peer opened a new connection while Established (a restart).
+    /// The peer's OPEN was accepted on a new connection while
+    /// Established (a restart).
     Replaced,
 }
 
@@ -138,8 +145,6 @@ pub enum Then {
     Retry,
     /// The neighbor is gone.
     Stop,
-    /// Take the peer's new connection at once.
-    Reconnect,
 }
 
 /// What the shell must do, in order.
@@ -159,6 +164,10 @@ pub enum Action {
     RefreshRoutes(Family),
     /// Refuse the peer's new connection with Cease 6/7.
     RejectConnection,
+    /// Run the OPEN exchange on the peer's new connection alongside the
+    /// session (with a machine from `fresh_connection`); the peer may have
+    /// restarted.
+    TryNewConnection,
     /// The session that was Established is down; with `graceful` the
     /// peer's routes are kept as stale (RFC 4724 4.2).
     Down {
@@ -208,6 +217,16 @@ impl Fsm {
     /// A copy for one new TCP connection (RFC 4271 6.8).
     pub fn connection(&self) -> Fsm {
         self.clone()
+    }
+
+    /// A copy for a new connection while this one is Established: the
+    /// machine as it will be once the session has ended.
+    pub fn fresh_connection(&self) -> Fsm {
+        Fsm {
+            state: State::Idle,
+            negotiated: None,
+            ..self.clone()
+        }
     }
 
     /// The waiting state: Active when passive, else Connect.
@@ -301,13 +320,20 @@ impl Fsm {
             (S::Established, E::RefreshRequest(f)) => {
                 vec![Action::Send(Outgoing::RouteRefresh(f))]
             }
+            // RFC 4724 4.2 lets a new connection end the session at once,
+            // but one that never sends an OPEN would then hold the
+            // neighbor down: the session ends only once the new
+            // connection's OPEN is accepted.
             (S::Established, E::TcpConnectionConfirmed) => {
                 if self.graceful_restart() {
-                    self.close(Cause::Replaced, Then::Reconnect)
+                    vec![Action::TryNewConnection]
                 } else {
                     // RFC 4271 6.8: a new connection while Established is closed.
                     vec![Action::RejectConnection]
                 }
+            }
+            (S::Established, E::NewConnectionOpened) if self.graceful_restart() => {
+                self.close(Cause::Replaced, Then::Retry)
             }
             // Everything else changes nothing: commands that only matter
             // while Established, timers of a state already left.
@@ -362,6 +388,8 @@ impl Fsm {
             return vec![];
         };
         self.state = State::Established;
+        // Our forwarding outlives this session (RFC 4724 3, F bit).
+        self.local.forwarding_preserved |= self.local.installs_routes;
         let mut a = vec![Action::Established(Box::new(n)), self.hold_timer()];
         a.extend(self.keepalive_timer());
         a

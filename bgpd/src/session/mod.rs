@@ -4,6 +4,7 @@
 //! The rules are the pure state machine in `machine` (with the OPEN checks
 //! in `fsm`); the tasks only turn I/O and time into its events and carry
 //! out its actions.
+mod attempt;
 mod collision;
 mod counters;
 mod established;
@@ -18,6 +19,10 @@ mod peer;
 mod handshake_tests;
 #[cfg(test)]
 mod linger_tests;
+#[cfg(test)]
+mod new_connection_tests;
+#[cfg(test)]
+pub(crate) mod test_lab;
 #[cfg(test)]
 mod tests;
 

@@ -1,25 +1,22 @@
 //! The task that owns one neighbor: it dials (unless passive) and takes the
-//! connections the listener hands it while the neighbor's state machine is
-//! in Connect or Active; each connection runs the OPEN exchange with its
-//! own copy of the machine (collisions are detected there, `collision.rs`),
-//! and the first one that is ready runs the Established session
-//! (`established.rs`) while the others are closed with a Cease.
+//! connections the listener hands it; each connection runs the OPEN
+//! exchange with its own copy of the machine (collisions are detected
+//! there, `collision.rs`), and the first one that is ready runs the
+//! Established session (`established.rs`, which takes the connections that
+//! come meanwhile) while the others are closed with a Cease. Dialling,
+//! the peer's other connections and the operator's commands go on while
+//! any one connection waits for the peer's OPEN.
+use super::attempt::{self, Attempt, Attempts, ttl_policy};
 use super::collision::Collisions;
 use super::counters::PeerCounters;
 use super::established::{self, Ended, SessionIo};
 use super::events::{PeerCommand, PeerEvent, PeerId};
 use super::fsm::{LocalParams, State};
-use super::handshake::{Connection, Opened, SessionError, close_gently, handshake};
+use super::handshake::{Opened, SessionError};
 use super::machine::{Action, Event, Fsm, Timer};
 use crate::bfd::BfdStatus;
 use crate::config::Neighbor;
 use crate::control::PeerMetrics;
-use crate::net::{TtlPolicy, dial};
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
-use std::net::SocketAddr;
-use std::os::fd::AsFd;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -83,34 +80,28 @@ pub fn spawn_peer(
     }
 }
 
-type Attempt = Pin<Box<dyn Future<Output = (bool, Result<Opened, SessionError>)> + Send>>;
-
 impl PeerTask {
     async fn run(mut self) {
-        let mut replacement: Option<TcpStream> = None;
+        // The peer's connections whose OPEN exchange is under way when a
+        // session ends: they go on at once, and dialling waits for the
+        // retry time.
+        let mut carried: Option<Attempts> = None;
         let mut start = Vec::new();
         loop {
-            let opened = match replacement.take() {
-                Some(stream) => match self.accept_now(stream).await {
-                    Some(o) => Some(o),
-                    None => continue,
-                },
-                None => {
-                    if !self.wait_for_bfd().await {
-                        break;
-                    }
-                    if self.fsm.state() == State::Idle {
-                        start = self.fsm.handle(Event::ManualStart);
-                    }
-                    self.establish(std::mem::take(&mut start)).await
-                }
-            };
-            let Some(opened) = opened else { break };
+            if !self.wait_for_bfd(&mut carried).await {
+                break;
+            }
+            if self.fsm.state() == State::Idle && carried.is_none() {
+                start = self.fsm.handle(Event::ManualStart);
+            }
+            let opened = self.establish(std::mem::take(&mut start), carried.take());
+            let Some(opened) = opened.await else { break };
             self.session += 1;
             let io = SessionIo {
                 id: self.id,
                 session: self.session,
                 address: self.neighbor.address,
+                ttl: ttl_policy(&self.neighbor),
                 events: &self.events,
                 commands: &mut self.commands,
                 incoming: &mut self.incoming,
@@ -121,42 +112,59 @@ impl PeerTask {
             self.fsm = fsm;
             match ended {
                 Ended::Stopped => break,
-                Ended::Replaced(s) => replacement = Some(s),
-                Ended::Retry => {
-                    self.counters.set_state(State::Idle);
-                    // Idle until the retry time passes, but a connection
-                    // from the peer or a stop ends the wait early.
-                    tokio::select! {
-                        _ = tokio::time::sleep(self.connect_retry) => {
-                            start = self.fsm.handle(Event::ConnectRetryTimerExpires);
-                        }
-                        s = self.incoming.recv() => replacement = s,
-                        c = self.commands.recv() => match c {
-                            None => break,
-                            Some(PeerCommand::Stop(n)) => {
-                                self.fsm.handle(Event::ManualStop(n));
-                                break;
-                            }
-                            Some(PeerCommand::RestartDone) => {
-                                self.fsm.handle(Event::RestartDone);
-                            }
-                            Some(_) => {}
-                        },
-                    }
+                Ended::Retry(Some(attempts)) => {
+                    carried = Some(attempts);
+                    start = vec![Action::SetTimer(Timer::ConnectRetry, self.connect_retry)];
                 }
+                Ended::Retry(None) => match self.idle().await {
+                    Some((actions, attempts)) => (start, carried) = (actions, attempts),
+                    None => break,
+                },
             }
         }
         self.counters.set_state(State::Idle);
         debug!(peer = %self.neighbor.address, "peer task ended");
     }
 
+    /// Idle after a session, until the retry time passes (the machine's
+    /// actions then), or a connection from the peer comes (its attempt,
+    /// and the retry time left). None: the task is to stop.
+    async fn idle(&mut self) -> Option<(Vec<Action>, Option<Attempts>)> {
+        self.counters.set_state(State::Idle);
+        let retry_at = tokio::time::Instant::now() + self.connect_retry;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(retry_at) => {
+                    return Some((self.fsm.handle(Event::ConnectRetryTimerExpires), None));
+                }
+                s = self.incoming.recv() => {
+                    let mut a = Attempts::default();
+                    a.push(self.incoming_attempt(s?, &a.board));
+                    let left = retry_at.saturating_duration_since(tokio::time::Instant::now());
+                    return Some((vec![Action::SetTimer(Timer::ConnectRetry, left)], Some(a)));
+                }
+                c = self.commands.recv() => match c? {
+                    PeerCommand::Stop(n) => {
+                        self.fsm.handle(Event::ManualStop(n));
+                        return None;
+                    }
+                    PeerCommand::RestartDone => {
+                        self.fsm.handle(Event::RestartDone);
+                    }
+                    _ => {}
+                },
+            }
+        }
+    }
+
     /// RFC 5882 3.2 (Tartan's choice): with BFD configured, the session is
     /// neither dialled nor accepted until BFD is Up, unless the remote has
     /// BFD administratively down (no failure, so no gate). Connections from the
-    /// peer meanwhile are closed, gently: a reset lost on a lossy path
-    /// would leave the peer waiting in OpenSent on a connection that is
-    /// gone. False: the task is to stop.
-    async fn wait_for_bfd(&mut self) -> bool {
+    /// peer meanwhile are closed, gently, also those `carried` from the
+    /// last session: a reset lost on a lossy path would leave the peer
+    /// waiting in OpenSent on a connection that is gone. False: the task
+    /// is to stop.
+    async fn wait_for_bfd(&mut self, carried: &mut Option<Attempts>) -> bool {
         let Some(rx) = self.bfd.as_mut() else {
             return true;
         };
@@ -165,13 +173,14 @@ impl PeerTask {
         if rx.borrow().allows_session() {
             return true;
         }
+        *carried = None;
         info!(peer = %self.neighbor.address, "waiting for BFD to come up before opening the session");
         self.counters.set_error("waiting for BFD".into());
         loop {
             tokio::select! {
                 () = established::bfd_up(Some(&mut *rx)) => return true,
                 s = self.incoming.recv() => match s {
-                    Some(stream) => close_gently(stream),
+                    Some(stream) => attempt::turn_away(stream, ttl_policy(&self.neighbor)),
                     None => return false,
                 },
                 c = self.commands.recv() => match c {
@@ -189,77 +198,33 @@ impl PeerTask {
         }
     }
 
-    async fn accept_now(&mut self, stream: TcpStream) -> Option<Opened> {
-        let conn = Connection::new(stream).ok()?;
-        let seat = Collisions::default().join(true);
-        let r = handshake(conn, self.fsm.connection(), &self.counters, seat).await;
-        self.counters.mark_attempted();
-        match r {
-            Ok(o) => Some(o),
-            Err(e) => {
-                self.note_error(&e);
-                None
-            }
-        }
-    }
-
     fn note_error(&self, e: &SessionError) {
         info!(peer = %self.neighbor.address, error = %e, "session attempt failed");
         self.counters.set_error(e.to_string());
     }
 
-    fn dial_attempt(&self, board: Collisions) -> Attempt {
-        let n = self.neighbor.clone();
-        let fsm = self.fsm.connection();
-        let counters = self.counters.clone();
+    fn dial_attempt(&self, board: &Collisions) -> Attempt {
         let timeout = self.connect_retry.max(Duration::from_secs(5));
-        Box::pin(async move {
-            let peer = SocketAddr::new(n.address, n.port);
-            let ttl = TtlPolicy::new(n.multihop, n.ttl_security);
-            let stream =
-                match dial(peer, n.local_address, n.password.as_deref(), ttl, timeout).await {
-                    Ok(s) => s,
-                    Err(e) => return (false, Err(SessionError::Write(e))),
-                };
-            let conn = match Connection::new(stream) {
-                Ok(c) => c,
-                Err(e) => return (false, Err(SessionError::Write(e))),
-            };
-            (
-                false,
-                handshake(conn, fsm, &counters, board.join(false)).await,
-            )
-        })
+        let (fsm, counters) = (self.fsm.connection(), self.counters.clone());
+        attempt::dialled(self.neighbor.clone(), fsm, counters, timeout, board)
     }
 
-    fn incoming_attempt(&self, stream: TcpStream, board: Collisions) -> Attempt {
-        let n = self.neighbor.clone();
-        let fsm = self.fsm.connection();
-        let counters = self.counters.clone();
-        Box::pin(async move {
-            // The listener is shared: the per-peer TTL rules go on the
-            // accepted socket (RFC 5082 checks every later segment).
-            let ttl = TtlPolicy::new(n.multihop, n.ttl_security);
-            if let Err(e) = ttl.apply(stream.as_fd()) {
-                return (true, Err(SessionError::Write(e)));
-            }
-            let conn = match Connection::new(stream) {
-                Ok(c) => c,
-                Err(e) => return (true, Err(SessionError::Write(e))),
-            };
-            (
-                true,
-                handshake(conn, fsm, &counters, board.join(true)).await,
-            )
-        })
+    fn incoming_attempt(&self, stream: TcpStream, board: &Collisions) -> Attempt {
+        let (fsm, counters) = (self.fsm.connection(), self.counters.clone());
+        attempt::incoming(stream, ttl_policy(&self.neighbor), fsm, counters, board)
     }
 
     /// Connect/Active (with OpenSent/OpenConfirm on each connection) until
     /// one connection is ready. `pending`: the machine's actions on
-    /// entering Connect or Active.
-    async fn establish(&mut self, mut pending: Vec<Action>) -> Option<Opened> {
-        let mut attempts: FuturesUnordered<Attempt> = FuturesUnordered::new();
-        let board = Collisions::default();
+    /// entering Connect or Active; `carried`: connections from the peer
+    /// already under way.
+    async fn establish(
+        &mut self,
+        mut pending: Vec<Action>,
+        carried: Option<Attempts>,
+    ) -> Option<Opened> {
+        let mut attempts = carried.unwrap_or_default();
+        attempts.board.bring_forward();
         let mut dialing = false;
         let mut next_dial: Option<tokio::time::Instant> = None;
         self.counters.set_state(self.fsm.state());
@@ -267,7 +232,7 @@ impl PeerTask {
             for a in pending.drain(..) {
                 match a {
                     Action::Dial if !dialing => {
-                        attempts.push(self.dial_attempt(board.clone()));
+                        attempts.push(self.dial_attempt(&attempts.board));
                         dialing = true;
                     }
                     Action::SetTimer(Timer::ConnectRetry, d) => {
@@ -283,17 +248,20 @@ impl PeerTask {
                     pending = self.fsm.handle(Event::ConnectRetryTimerExpires);
                 }
                 s = self.incoming.recv() => match s {
-                    Some(stream) => attempts.push(self.incoming_attempt(stream, board.clone())),
+                    Some(stream) => {
+                        let a = self.incoming_attempt(stream, &attempts.board);
+                        attempts.push(a);
+                    }
                     None => return None,
                 },
-                Some((incoming, result)) = attempts.next(), if !attempts.is_empty() => {
+                (incoming, result) = attempts.next() => {
                     self.counters.mark_attempted();
                     if !incoming {
                         dialing = false;
                     }
                     match result {
                         Ok(opened) => {
-                            close_the_others(&board, attempts);
+                            attempts.close_the_others();
                             return Some(opened);
                         }
                         Err(e) => {
@@ -320,15 +288,6 @@ impl PeerTask {
                 },
             }
         }
-    }
-}
-
-/// RFC 4271 6.8: with one connection Established, the others are closed
-/// with a Cease; they finish that on their own.
-fn close_the_others(board: &Collisions, attempts: FuturesUnordered<Attempt>) {
-    board.settle();
-    if !attempts.is_empty() {
-        tokio::spawn(attempts.for_each(|_| async {}));
     }
 }
 

@@ -78,17 +78,18 @@ impl Capabilities {
             let tlv = &param[..2 + len];
             param = &rest[len..];
             match *code {
+                // RFC 6793 9: the AS is 4 octets. Checked here so that the
+                // capability can never be read as absent.
+                cap_code::FOUR_OCTET_AS if len != 4 => return Err(malformed()),
                 cap_code::MULTIPROTOCOL
                 | cap_code::ROUTE_REFRESH
                 | cap_code::FOUR_OCTET_AS
                 | cap_code::ENHANCED_ROUTE_REFRESH => {
                     self.decode_with_zettabgp(tlv, *code, value)?
                 }
-                cap_code::GRACEFUL_RESTART => {
-                    if self.graceful_restart.is_none() {
-                        self.graceful_restart = Some(decode_gr(value)?);
-                    }
-                }
+                // RFC 4724 3: of several instances only the last counts
+                // (each must still be well formed).
+                cap_code::GRACEFUL_RESTART => self.graceful_restart = Some(decode_gr(value)?),
                 other => self.other.push((other, value.to_vec())),
             }
         }

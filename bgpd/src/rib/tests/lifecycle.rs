@@ -18,7 +18,7 @@ fn stale_paths_are_kept_then_swept() {
     r.announce(2, a6.clone(), &[net("2001:db8:7::/48")])
         .unwrap();
     let mut to3 = drained(&mut r, 3);
-    r.mark_stale(2);
+    r.mark_stale(2, &Family::ALL);
     assert!(r.best(&net(P)).unwrap().stale);
     // Peer 3 keeps the routes: nothing to send.
     assert_eq!(r.take_output(3, 10), None);
@@ -42,6 +42,47 @@ fn stale_paths_are_kept_then_swept() {
 }
 
 #[test]
+fn only_the_families_of_the_capability_are_kept_stale() {
+    // RFC 4724 4.2: the peer's capability listed IPv4 only.
+    let mut r = rib();
+    r.peer_up(ebgp(2));
+    let a = attrs(&[65002], [10, 1, 1, 2]);
+    let mut a6 = a.clone();
+    a6.next_hop = v6nh("2001:db8::2");
+    r.announce(2, a, &[net(P)]).unwrap();
+    r.announce(2, a6, &[net("2001:db8:7::/48")]).unwrap();
+    let c = r.mark_stale(2, &[Family::Ipv4Unicast]);
+    assert_eq!(c.kernel, vec![(net("2001:db8:7::/48"), None)]);
+    assert!(r.best(&net("2001:db8:7::/48")).is_none());
+    assert!(r.best(&net(P)).unwrap().stale);
+    // No family at all: nothing is kept.
+    let c = r.mark_stale(2, &[]);
+    assert_eq!(c.kernel, vec![(net(P), None)]);
+    assert_eq!(r.prefix_count(Family::Ipv4Unicast), 0);
+}
+
+#[test]
+fn routes_still_stale_from_a_restart_go_at_the_next_one() {
+    // RFC 4724 4.2, consecutive restarts: a route previously marked stale
+    // MUST be deleted.
+    let mut r = rib();
+    r.peer_up(ebgp(2));
+    let a = attrs(&[65002], [10, 1, 1, 2]);
+    r.announce(2, a.clone(), &[net(P), net(Q)]).unwrap();
+    r.mark_stale(2, &Family::ALL);
+    // Back, P sent again, no End-of-RIB, and down again.
+    r.peer_up(ebgp(2));
+    r.announce(2, a, &[net(P)]).unwrap();
+    let c = r.mark_stale(2, &Family::ALL);
+    assert_eq!(c.kernel, vec![(net(Q), None)]);
+    assert!(r.best(&net(Q)).is_none());
+    assert!(
+        r.best(&net(P)).unwrap().stale,
+        "sent again, so kept once more"
+    );
+}
+
+#[test]
 fn stale_path_from_multipath_prefix() {
     let mut r = rib();
     r.peer_up(ebgp(2));
@@ -50,7 +91,7 @@ fn stale_path_from_multipath_prefix() {
         .unwrap();
     r.announce(3, attrs(&[65003], [10, 1, 1, 3]), &[net(P)])
         .unwrap();
-    r.mark_stale(3);
+    r.mark_stale(3, &Family::ALL);
     let c = r.sweep_stale(3, None);
     let one: NextHops = Arc::from(vec![nh([10, 1, 1, 2])]);
     assert_eq!(c.kernel, vec![(net(P), Some(one))]);

@@ -44,13 +44,39 @@ fn a_notification_either_way_removes_the_routes() {
 }
 
 #[test]
-fn a_new_connection_from_a_restarting_peer_replaces_the_session() {
-    check(
+fn a_new_connection_from_a_peer_with_graceful_restart_runs_alongside_the_session() {
+    // RFC 4724 4.2 allows ending the session at the new connection, but a
+    // connection that never sends an OPEN must not take the session down.
+    let m = check(
         "Established TcpConnectionConfirmed, GR",
         fsm(State::Established, false, true),
         Event::TcpConnectionConfirmed,
+        State::Established,
+        vec![Action::TryNewConnection],
+    );
+    // The new connection's machine starts as the neighbor's will be once
+    // the session has ended.
+    let fresh = m.fresh_connection();
+    assert_eq!((fresh.state(), fresh.negotiated()), (State::Idle, None));
+    assert_eq!(fresh.local(), m.local());
+}
+
+#[test]
+fn the_session_is_replaced_once_the_new_connections_open_is_accepted() {
+    check(
+        "Established NewConnectionOpened, GR",
+        fsm(State::Established, false, true),
+        Event::NewConnectionOpened,
         State::Idle,
-        closing(Some(true), Cause::Replaced, Then::Reconnect),
+        closing(Some(true), Cause::Replaced, Then::Retry),
+    );
+    // Without graceful restart no new connection runs alongside.
+    check(
+        "Established NewConnectionOpened, no GR",
+        fsm(State::Established, false, false),
+        Event::NewConnectionOpened,
+        State::Established,
+        vec![],
     );
 }
 
@@ -89,4 +115,45 @@ fn the_peers_capability_is_kept_only_when_both_sides_have_it() {
         c.negotiated().map(|n| n.peer_graceful_restart.is_none()),
         Some(true)
     );
+}
+
+#[test]
+fn our_f_bit_says_whether_our_forwarding_was_kept_before_the_session() {
+    // Started without routes of a previous run: F clear in the first
+    // session's OPEN; routes go to the kernel and stay while we run, so F
+    // is set in every later one (RFC 4724 3).
+    let mut l = local();
+    l.forwarding_preserved = false;
+    let f_bits = |m: &Fsm| {
+        m.local()
+            .open()
+            .caps
+            .graceful_restart
+            .map(|g| g.families.iter().all(|(_, f)| *f))
+    };
+    let m = Fsm::in_state(
+        l.clone(),
+        false,
+        RETRY,
+        State::OpenConfirm,
+        Some(negotiated(true)),
+    );
+    assert_eq!(f_bits(&m), Some(false));
+    let m = check(
+        "OpenConfirm KeepAliveMsg",
+        m,
+        Event::Message(Message::Keepalive),
+        State::Established,
+        vec![
+            Action::Established(Box::new(negotiated(true))),
+            Action::SetTimer(Timer::Hold, HOLD),
+            Action::SetTimer(Timer::Keepalive, KEEPALIVE),
+        ],
+    );
+    assert_eq!(f_bits(&m.fresh_connection()), Some(true));
+    // Without the kernel, never.
+    l.installs_routes = false;
+    let mut m = Fsm::in_state(l, false, RETRY, State::OpenConfirm, Some(negotiated(true)));
+    m.handle(Event::Message(Message::Keepalive));
+    assert_eq!(f_bits(&m.fresh_connection()), Some(false));
 }

@@ -27,6 +27,7 @@ pub(super) fn local() -> LocalParams {
         graceful_restart: Some(120),
         restarting: false,
         forwarding_preserved: true,
+        installs_routes: true,
     }
 }
 

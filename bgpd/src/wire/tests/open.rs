@@ -2,7 +2,9 @@ use std::net::Ipv4Addr;
 
 use super::*;
 
-fn sample(asn: u32) -> Open {
+/// A valid OPEN from AS `asn` with identifier 192.0.2.7, every capability
+/// Tartan reads and two it does not.
+pub(super) fn sample(asn: u32) -> Open {
     Open {
         version: 4,
         asn,
@@ -124,6 +126,7 @@ fn truncated_or_overrunning_tlvs_are_2_0() {
         &[2],
         // 4-octet AS capability of the wrong length.
         &[2, 5, 65, 3, 0, 0, 1],
+        &[2, 7, 65, 5, 0, 0, 0xfd, 0xe8, 0],
         // Multiprotocol capability of the wrong length.
         &[2, 5, 1, 3, 0, 1, 0],
         // Graceful restart with a partial tuple.
@@ -310,4 +313,28 @@ fn an_internal_peer_with_our_identifier_is_2_3_before_its_parameters() {
         Err(Notification::unsupported_optional_parameter())
     );
     assert!(decode_open_expecting(&open_with(90, [10, 0, 0, 1], &[]), &ours).is_ok());
+}
+
+#[test]
+fn of_several_graceful_restart_capabilities_the_last_counts() {
+    // RFC 4724 3: restart time 120 with IPv4, then 30 with IPv6 (F bit),
+    // in two Capabilities parameters.
+    let first = [2, 8, 64, 6, 0x00, 120, 0, 1, 1, 0];
+    let last = [2, 8, 64, 6, 0x80, 30, 0, 2, 1, 0x80];
+    let wire = open_with_params(&[first, last].concat());
+    let gr = decode_open(&wire).unwrap().caps.graceful_restart.unwrap();
+    assert_eq!(
+        gr,
+        GracefulRestartCap {
+            restarting: true,
+            notification: false,
+            restart_time: 30,
+            families: vec![(Family::Ipv6Unicast, true)],
+        }
+    );
+    // Within one parameter too.
+    let wire = open_with_params(&[2, 16, 64, 6, 0, 120, 0, 1, 1, 0, 64, 6, 0, 30, 0, 2, 1, 0]);
+    let gr = decode_open(&wire).unwrap().caps.graceful_restart.unwrap();
+    assert_eq!(gr.restart_time, 30);
+    assert_eq!(gr.families, vec![(Family::Ipv6Unicast, false)]);
 }
