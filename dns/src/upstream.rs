@@ -133,11 +133,6 @@ impl Scripted {
             .clone()
     }
 
-    /// Replies not read.
-    pub fn left(&self) -> usize {
-        self.replies.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
     fn next(&self, query: &[u8], tcp: bool) -> Option<Vec<u8>> {
         let r = self
             .replies

@@ -44,13 +44,14 @@ pub fn zone(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -
         .filter(|z| !z.is_empty())
 }
 
-/// A MAC address written `aa:bb:cc:dd:ee:ff`.
+/// A MAC address written `aa:bb:cc:dd:ee:ff`, in either case.
 pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let mut out = [0u8; 6];
     let mut parts = s.split(':');
     for b in &mut out {
         let p = parts.next()?;
-        if p.len() != 2 {
+        // Two hex digits (from_str_radix alone would take "+a").
+        if p.len() != 2 || !p.bytes().all(|c| c.is_ascii_hexdigit()) {
             return None;
         }
         *b = u8::from_str_radix(p, 16).ok()?;
@@ -270,6 +271,7 @@ mod tests {
             "0e-74-0a-d5-01-02",
             "0e:74:0a:d5:01:zz",
             "e:74:0a:d5:01:002",
+            "+e:74:0a:d5:01:02",
         ] {
             assert_eq!(parse_mac(bad), None, "{bad}");
         }

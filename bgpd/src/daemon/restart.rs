@@ -144,13 +144,10 @@ pub(super) fn keep_stale_until(
 /// restart, those of its capability (whatever their F bit: that one counts
 /// in the OPEN after the restart).
 pub(super) fn families_kept(peer: &GracefulRestartCap) -> Vec<Family> {
-    let mut f: Vec<Family> = Vec::new();
-    for (family, _) in &peer.families {
-        if !f.contains(family) {
-            f.push(*family);
-        }
-    }
-    f
+    Family::ALL
+        .into_iter()
+        .filter(|f| peer.families.iter().any(|(g, _)| g == f))
+        .collect()
 }
 
 /// RFC 4724 4.2: when the peer is back, its stale routes of the families it

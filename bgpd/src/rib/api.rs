@@ -120,14 +120,10 @@ impl Rib {
         remove_peer_paths(&mut ctx, p.v4, x, keep4, removed);
         remove_peer_paths(&mut ctx, p.v6, x, keep6, removed);
         if keep4 {
-            for i in 0..self.v4.slot_count() {
-                self.v4.mark_stale(i, x);
-            }
+            mark_peer_stale(&mut self.v4, x);
         }
         if keep6 {
-            for i in 0..self.v6.slot_count() {
-                self.v6.mark_stale(i, x);
-            }
+            mark_peer_stale(&mut self.v6, x);
         }
         self.done(changes)
     }
@@ -476,6 +472,13 @@ fn remove_one<A: Addr>(
 ) {
     if let Some(i) = t.find(addr, len) {
         ctx.remove_where(t, i, |p| p.peer == x, removed);
+    }
+}
+
+/// Marks every path of peer `x` in `t` stale.
+fn mark_peer_stale<A: Addr>(t: &mut Table<A>, x: PeerIdx) {
+    for i in 0..t.slot_count() {
+        t.mark_stale(i, x);
     }
 }
 

@@ -126,6 +126,12 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
     let local_asn = fsm.local().asn;
     let local_ip = conn.local.ip().to_canonical();
     let fsm = Mutex::new(fsm);
+    // The peer's OPEN was accepted on a new connection: the actions that
+    // end this session, if they do.
+    let new_connection_opened = || {
+        let actions = lock(&fsm).handle(Event::NewConnectionOpened);
+        ends(&actions).then_some(actions)
+    };
     let (raw_tx, raw_rx) = mpsc::channel::<Vec<u8>>(4);
     let end: Vec<Action> = {
         let Connection { reader, writer, .. } = &mut conn;
@@ -180,18 +186,18 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                 s = incoming.recv() => match s {
                     Some(stream) => {
                         let actions = lock(&fsm).handle(Event::TcpConnectionConfirmed);
-                        if actions.contains(&Action::TryNewConnection)
-                            && newer.len() >= MAX_NEW_CONNECTIONS
-                        {
-                            warn!(
-                                peer = %address,
-                                "{MAX_NEW_CONNECTIONS} new connections from the peer are already in their OPEN exchange: refusing another with a Cease"
-                            );
-                            reject(stream, ttl, counters).await;
-                        } else if actions.contains(&Action::TryNewConnection) {
-                            let fresh = lock(&fsm).fresh_connection();
-                            let c = counters.clone();
-                            newer.push(attempt::incoming(stream, ttl, fresh, c, &board));
+                        if actions.contains(&Action::TryNewConnection) {
+                            if newer.len() >= MAX_NEW_CONNECTIONS {
+                                warn!(
+                                    peer = %address,
+                                    "{MAX_NEW_CONNECTIONS} new connections from the peer are already in their OPEN exchange: refusing another with a Cease"
+                                );
+                                reject(stream, ttl, counters).await;
+                            } else {
+                                let fresh = lock(&fsm).fresh_connection();
+                                let c = counters.clone();
+                                newer.push(attempt::incoming(stream, ttl, fresh, c, &board));
+                            }
                         } else if actions.contains(&Action::RejectConnection) {
                             reject(stream, ttl, counters).await;
                         }
@@ -204,9 +210,8 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                 },
                 () = board.opened() => {
                     info!(peer = %address, "the peer's OPEN accepted on a new connection: it restarted");
-                    let actions = lock(&fsm).handle(Event::NewConnectionOpened);
-                    if ends(&actions) {
-                        break actions;
+                    if let Some(end) = new_connection_opened() {
+                        break end;
                     }
                 }
                 (from_peer, r) = newer.next() => match r {
@@ -214,9 +219,8 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                     // session once this one has ended.
                     Ok(opened) => {
                         newer.push_opened(from_peer, opened);
-                        let actions = lock(&fsm).handle(Event::NewConnectionOpened);
-                        if ends(&actions) {
-                            break actions;
+                        if let Some(end) = new_connection_opened() {
+                            break end;
                         }
                     }
                     Err(e) => {

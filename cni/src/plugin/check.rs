@@ -12,6 +12,7 @@ use super::workload;
 use crate::spec::result::CniResult;
 use crate::spec::{CniError, error::code};
 use crate::wire;
+use tartan_api::resources::node::parse_mac;
 
 /// What prevResult says of this call's interface: its addresses, and
 /// the MAC it lists for it (if any). An interface prevResult puts in
@@ -54,18 +55,6 @@ fn prev(cx: &Context) -> Result<Prev, CniError> {
         tracing::debug!(mac = %iface.mac, "prevResult MAC not in aa:bb:cc:dd:ee:ff form; not compared");
     }
     Ok(Prev { addresses, mac })
-}
-
-/// `aa:bb:cc:dd:ee:ff`, in either case.
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
-    let parts: Vec<u8> = s
-        .split(':')
-        .map(|p| {
-            let hex = p.len() == 2 && p.chars().all(|c| c.is_ascii_hexdigit());
-            hex.then(|| u8::from_str_radix(p, 16).ok()).flatten()
-        })
-        .collect::<Option<_>>()?;
-    parts.try_into().ok()
 }
 
 fn prev_result(cx: &Context) -> Result<CniResult, CniError> {
@@ -167,27 +156,4 @@ pub async fn plugin(cx: &Context) -> Result<(), CniError> {
 pub async fn ipam_only(cx: &Context) -> Result<(), CniError> {
     let addresses = prev_addresses(cx, &prev_result(cx)?)?;
     check_ipam(cx, &addresses).await
-}
-
-#[cfg(test)]
-mod mac_tests {
-    use super::parse_mac;
-
-    #[test]
-    fn macs_parse_in_either_case_and_nothing_else_does() {
-        assert_eq!(
-            parse_mac("0A:58:0a:f4:00:05"),
-            Some([0x0a, 0x58, 0x0a, 0xf4, 0, 5])
-        );
-        for bad in [
-            "",
-            "0a:58:0a:f4:00",
-            "0a:58:0a:f4:00:05:06",
-            "0a:58:0a:f4:00:5",
-            "zz:58:0a:f4:00:05",
-            "+a:58:0a:f4:00:05",
-        ] {
-            assert_eq!(parse_mac(bad), None, "{bad}");
-        }
-    }
 }

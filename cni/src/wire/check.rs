@@ -28,10 +28,11 @@ pub async fn check(req: &WireRequest) -> Result<(), WireError> {
         if !links::is_up(&link) {
             return bad("is down".into());
         }
-        if let Some(want) = r.pod_mac.map(|m| super::mac_string(&m))
-            && !links::mac(&link).eq_ignore_ascii_case(&want)
-        {
-            return bad(format!("has MAC {}, not {want}", links::mac(&link)));
+        if let Some(want) = r.pod_mac.map(|m| super::mac_string(&m)) {
+            let have = links::mac(&link);
+            if !have.eq_ignore_ascii_case(&want) {
+                return bad(format!("has MAC {have}, not {want}"));
+            }
         }
         if let Some(want) = r.mtu
             && links::mtu(&link) != Some(want)
