@@ -28,6 +28,9 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
             "order": 100, "selector": "all()", "types": ["Ingress"],
             "ingress": [{"action": "Allow", "protocol": "TCP", "destination": {"ports": [80]}}]
         }}),
+        Kind::NetworkSet | Kind::GlobalNetworkSet => {
+            json!({"spec": {"nets": ["198.51.100.0/28", "203.0.113.7"]}})
+        }
         Kind::IpamBlock => json!({"spec": {
             "cidr": "10.244.0.0/30", "affinity": "host:node-a",
             "allocations": [null, 0, null, null], "unallocated": [0, 2, 3],

@@ -19,6 +19,10 @@ pub enum Kind {
     /// Tartan's namespaced policy (`tartan.dev/v1` NetworkPolicy).
     NetworkPolicy,
     GlobalNetworkPolicy,
+    /// Labelled networks that policy rules of one namespace select.
+    NetworkSet,
+    /// Labelled networks that policy rules of any namespace select.
+    GlobalNetworkSet,
     IpamBlock,
     IpamHandle,
     BlockAffinity,
@@ -80,7 +84,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 23] = [
+static KINDS: [KindInfo; 25] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -129,6 +133,22 @@ static KINDS: [KindInfo; 23] = [
         false,
         "globalnetworkpolicies",
         ["gnp"]
+    ),
+    tartan_kind!(
+        NetworkSet,
+        "NetworkSet",
+        "networksets",
+        true,
+        "networksets",
+        ["netset", "netsets"]
+    ),
+    tartan_kind!(
+        GlobalNetworkSet,
+        "GlobalNetworkSet",
+        "globalnetworksets",
+        false,
+        "globalnetworksets",
+        ["gns"]
     ),
     tartan_kind!(
         IpamBlock,

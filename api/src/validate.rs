@@ -23,8 +23,9 @@ use crate::kind::Kind;
 use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpNodeStatusSpec, BgpPeerSpec, BlockAffinitySpec,
-    GlobalNetworkPolicySpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec, IpamHandleSpec,
-    LoadBalancerIpPoolSpec, NetworkPolicySpec, NodeBgp, RangeAllocationSpec, WorkloadEndpointSpec,
+    GlobalNetworkPolicySpec, GlobalNetworkSetSpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec,
+    IpamHandleSpec, LoadBalancerIpPoolSpec, NetworkPolicySpec, NetworkSetSpec, NodeBgp,
+    RangeAllocationSpec, WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -272,6 +273,8 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::BgpFilter => spec_problems(spec, BgpFilterSpec::check),
         Kind::NetworkPolicy => spec_problems(spec, NetworkPolicySpec::check),
         Kind::GlobalNetworkPolicy => spec_problems(spec, GlobalNetworkPolicySpec::check),
+        Kind::NetworkSet => spec_problems(spec, NetworkSetSpec::check),
+        Kind::GlobalNetworkSet => spec_problems(spec, GlobalNetworkSetSpec::check),
         Kind::IpamBlock => spec_problems(spec, IpamBlockSpec::check),
         Kind::IpamHandle => spec_problems(spec, IpamHandleSpec::check),
         Kind::BlockAffinity => spec_problems(spec, BlockAffinitySpec::check),

@@ -268,6 +268,8 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::BgpFilter => round_trip::<BgpFilter>(obj, written),
         Kind::NetworkPolicy => round_trip::<NetworkPolicy>(obj, written),
         Kind::GlobalNetworkPolicy => round_trip::<GlobalNetworkPolicy>(obj, written),
+        Kind::NetworkSet => round_trip::<NetworkSet>(obj, written),
+        Kind::GlobalNetworkSet => round_trip::<GlobalNetworkSet>(obj, written),
         Kind::IpamBlock => round_trip::<IpamBlock>(obj, written),
         Kind::IpamHandle => round_trip::<IpamHandle>(obj, written),
         Kind::BlockAffinity => round_trip::<BlockAffinity>(obj, written),

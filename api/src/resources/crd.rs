@@ -16,6 +16,8 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         BgpFilter::crd(),
         NetworkPolicy::crd(),
         GlobalNetworkPolicy::crd(),
+        NetworkSet::crd(),
+        GlobalNetworkSet::crd(),
         IpamBlock::crd(),
         IpamHandle::crd(),
         BlockAffinity::crd(),

@@ -18,6 +18,7 @@ pub mod ippool;
 pub mod ipreservation;
 pub mod lbpool;
 pub mod limits;
+pub mod networkset;
 pub mod node;
 pub mod nodestatus;
 pub mod policy;
@@ -40,6 +41,7 @@ pub use ipam::{
 pub use ippool::{IpPool, IpPoolSpec};
 pub use ipreservation::{IpReservation, IpReservationSpec};
 pub use lbpool::{LoadBalancerIpPool, LoadBalancerIpPoolSpec};
+pub use networkset::{GlobalNetworkSet, GlobalNetworkSetSpec, NetworkSet, NetworkSetSpec};
 pub use node::NodeBgp;
 pub use nodestatus::{BgpNodeStatus, BgpNodeStatusSpec, BgpSessionReport};
 pub use policy::{GlobalNetworkPolicy, GlobalNetworkPolicySpec, NetworkPolicy, NetworkPolicySpec};
@@ -65,6 +67,8 @@ tartan_resource!(
     BgpFilter => BgpFilter,
     NetworkPolicy => NetworkPolicy,
     GlobalNetworkPolicy => GlobalNetworkPolicy,
+    NetworkSet => NetworkSet,
+    GlobalNetworkSet => GlobalNetworkSet,
     IpamBlock => IpamBlock,
     IpamHandle => IpamHandle,
     BlockAffinity => BlockAffinity,

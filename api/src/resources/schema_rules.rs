@@ -26,6 +26,9 @@ pub const SELECTOR_MAX: u64 = 4096;
 pub const LIST_MAX: u64 = 256;
 /// The most CIDRs or addresses in one list (policy nets, reservations).
 pub const NETS_MAX: u64 = 256;
+/// The most networks in one NetworkSet or GlobalNetworkSet: sets stand for
+/// outside networks (a provider's published ranges run to thousands).
+pub const NETWORK_SET_MAX: u64 = 10_000;
 /// The most ports in one list of a policy rule.
 pub const PORTS_MAX: u64 = 64;
 /// The longest protocol or port written as a string.
@@ -134,6 +137,11 @@ pub(crate) fn address(s: &mut Schema) {
 /// A list of networks or addresses.
 pub(crate) fn network_or_address_list(s: &mut Schema) {
     items(s, NETS_MAX, network_or_address);
+}
+
+/// A network set's `nets`.
+pub(crate) fn network_set_nets(s: &mut Schema) {
+    items(s, NETWORK_SET_MAX, network_or_address);
 }
 
 /// A list of networks.

@@ -2,6 +2,8 @@
 //!
 //! ```text
 //! all()                      every object
+//! global()                   what belongs to no namespace (in a rule's
+//!                            namespaceSelector: GlobalNetworkSets)
 //! has(k)   !has(k)           the label is set / not set
 //! k == 'v'   k != 'v'        equal / not equal (true when k is missing)
 //! k in {'a', 'b'}            one of
@@ -35,6 +37,9 @@ pub const MAX_NESTING: usize = 64;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Selector {
     All,
+    /// `global()`: true of what is in no namespace. A namespace's labels
+    /// never match it; see [`Selector::matches_global`].
+    Global,
     Has(String),
     Eq(String, String),
     Ne(String, String),
@@ -71,11 +76,35 @@ impl Selector {
         parse::balanced(terms, Selector::And)
     }
 
-    /// Whether an object with `labels` is selected.
+    /// Whether an object with `labels` is selected. `global()` is false:
+    /// labels are a namespaced object's, or a namespace's.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.eval(labels, false)
+    }
+
+    /// Whether this namespace selector takes in what belongs to no
+    /// namespace: it is evaluated as for a namespace without labels in
+    /// which `global()` holds (so `global()`, `all()` and `!has(k)` do,
+    /// `k == 'v'` does not).
+    pub fn matches_global(&self) -> bool {
+        self.eval(&BTreeMap::new(), true)
+    }
+
+    /// Whether `global()` appears anywhere in it.
+    pub fn mentions_global(&self) -> bool {
+        match self {
+            Selector::Global => true,
+            Selector::Not(e) => e.mentions_global(),
+            Selector::And(a, b) | Selector::Or(a, b) => a.mentions_global() || b.mentions_global(),
+            _ => false,
+        }
+    }
+
+    fn eval(&self, labels: &BTreeMap<String, String>, global: bool) -> bool {
         let get = |k: &str| labels.get(k).map(String::as_str);
         match self {
             Selector::All => true,
+            Selector::Global => global,
             Selector::Has(k) => labels.contains_key(k),
             Selector::Eq(k, v) => get(k) == Some(v.as_str()),
             Selector::Ne(k, v) => get(k) != Some(v.as_str()),
@@ -84,9 +113,9 @@ impl Selector {
             Selector::Contains(k, v) => get(k).is_some_and(|x| x.contains(v.as_str())),
             Selector::StartsWith(k, v) => get(k).is_some_and(|x| x.starts_with(v.as_str())),
             Selector::EndsWith(k, v) => get(k).is_some_and(|x| x.ends_with(v.as_str())),
-            Selector::Not(e) => !e.matches(labels),
-            Selector::And(a, b) => a.matches(labels) && b.matches(labels),
-            Selector::Or(a, b) => a.matches(labels) || b.matches(labels),
+            Selector::Not(e) => !e.eval(labels, global),
+            Selector::And(a, b) => a.eval(labels, global) && b.eval(labels, global),
+            Selector::Or(a, b) => a.eval(labels, global) || b.eval(labels, global),
         }
     }
 }
@@ -110,6 +139,7 @@ impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Selector::All => f.write_str("all()"),
+            Selector::Global => f.write_str("global()"),
             Selector::Has(k) => write!(f, "has({k})"),
             Selector::Eq(k, v) => write!(f, "{k} == {}", quote(v)),
             Selector::Ne(k, v) => write!(f, "{k} != {}", quote(v)),

@@ -161,7 +161,7 @@ impl Parser<'_> {
         }
         let key = match self.peek() {
             Some(Tok::Word(w)) => w.clone(),
-            _ => return self.error("a label key, all(), has(…), '!' or '('"),
+            _ => return self.error("a label key, all(), global(), has(…), '!' or '('"),
         };
         self.pos += 1;
         let call = self.peek() == Some(&Tok::LParen);
@@ -169,6 +169,11 @@ impl Parser<'_> {
             self.pos += 1;
             self.expect(Tok::RParen, "')' (all() takes nothing)")?;
             return Ok(Selector::All);
+        }
+        if key == "global" && call {
+            self.pos += 1;
+            self.expect(Tok::RParen, "')' (global() takes nothing)")?;
+            return Ok(Selector::Global);
         }
         if key == "has" && call {
             self.pos += 1;

@@ -121,6 +121,7 @@ fn values() -> impl Strategy<Value = BTreeSet<String>> {
 fn selector() -> impl Strategy<Value = Selector> {
     let leaf = prop_oneof![
         Just(Selector::All),
+        Just(Selector::Global),
         key().prop_map(Selector::Has),
         (key(), value()).prop_map(|(k, v)| Selector::Eq(k, v)),
         (key(), value()).prop_map(|(k, v)| Selector::Ne(k, v)),
@@ -143,8 +144,15 @@ fn selector() -> impl Strategy<Value = Selector> {
 /// The reference: the meaning of each form written out over a label map
 /// independently of `matches`, as the documentation states it.
 fn reference(s: &Selector, l: &BTreeMap<String, String>) -> bool {
+    reference_in(s, l, false)
+}
+
+/// `global` says whether the object is one of no namespace.
+fn reference_in(s: &Selector, l: &BTreeMap<String, String>, global: bool) -> bool {
+    let reference = |s: &Selector, l: &BTreeMap<String, String>| reference_in(s, l, global);
     match s {
         Selector::All => true,
+        Selector::Global => global,
         Selector::Has(k) => l.keys().any(|x| x == k),
         Selector::Eq(k, v) => l.iter().any(|(x, y)| x == k && y == v),
         Selector::Ne(k, v) => !l.iter().any(|(x, y)| x == k && y == v),
@@ -177,6 +185,11 @@ proptest! {
         let back = Selector::parse(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(&back, &s, "{}", text);
         prop_assert_eq!(back.matches(&l), reference(&s, &l), "{} on {:?}", text, l);
+        prop_assert_eq!(
+            back.matches_global(),
+            reference_in(&s, &BTreeMap::new(), true),
+            "{} for what is in no namespace", text
+        );
     }
 
     /// Any text at all: an answer, never a panic.
@@ -184,4 +197,31 @@ proptest! {
     fn never_panics(text in "[ -~]{0,40}") {
         let _ = Selector::parse(&text);
     }
+}
+
+#[test]
+fn global_selects_only_what_is_in_no_namespace() {
+    let ns = BTreeMap::from([("env".to_string(), "prod".to_string())]);
+    let cases = [
+        ("global()", false, true),
+        ("all()", true, true),
+        ("env == 'prod'", true, false),
+        ("!has(env)", false, true),
+        ("global() || env == 'prod'", true, true),
+        ("global() && env == 'prod'", false, false),
+        ("!global()", true, false),
+    ];
+    for (text, namespace, global) in cases {
+        let s = Selector::parse(text).unwrap();
+        assert_eq!(s.matches(&ns), namespace, "{text} on a namespace");
+        assert_eq!(
+            s.matches_global(),
+            global,
+            "{text} on what has no namespace"
+        );
+        assert_eq!(s.mentions_global(), text.contains("global"), "{text}");
+        assert_eq!(Selector::parse(&s.to_string()).unwrap(), s);
+    }
+    let e = Selector::parse("global(x)").unwrap_err();
+    assert!(e.message.contains("global() takes nothing"), "{e}");
 }

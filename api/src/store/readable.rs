@@ -19,8 +19,8 @@ use super::typed::{self, Resource};
 use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
-    IpPool, IpReservation, IpamBlock, IpamHandle, LoadBalancerIpPool, NetworkPolicy,
-    RangeAllocation, WorkloadEndpoint,
+    GlobalNetworkSet, IpPool, IpReservation, IpamBlock, IpamHandle, LoadBalancerIpPool,
+    NetworkPolicy, NetworkSet, RangeAllocation, WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -42,6 +42,8 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::BgpFilter => decodes::<BgpFilter>(o),
         Kind::NetworkPolicy => decodes::<NetworkPolicy>(o),
         Kind::GlobalNetworkPolicy => decodes::<GlobalNetworkPolicy>(o),
+        Kind::NetworkSet => decodes::<NetworkSet>(o),
+        Kind::GlobalNetworkSet => decodes::<GlobalNetworkSet>(o),
         Kind::IpamBlock => decodes::<IpamBlock>(o),
         Kind::IpamHandle => decodes::<IpamHandle>(o),
         Kind::BlockAffinity => decodes::<BlockAffinity>(o),

@@ -74,6 +74,8 @@ fn read_checked(kind: Kind) -> bool {
             | Kind::BgpFilter
             | Kind::NetworkPolicy
             | Kind::GlobalNetworkPolicy
+            | Kind::NetworkSet
+            | Kind::GlobalNetworkSet
             | Kind::KubeNetworkPolicy
     )
 }
