@@ -54,6 +54,10 @@ const NOT_EXPRESSIBLE: &[(&str, &str)] = &[
         "selector grammar: an unclosed set that ends with a quoted value passes the approximation",
     ),
     (
+        "global() is only allowed",
+        "where global() stands: telling the term from the same letters in a quoted value takes the selector's tokens, and a regular expression over every selector of every rule would spend the CRD's CEL cost budget; the grammar's approximation lets it by",
+    ),
+    (
         "at most 1048576 members",
         "RangeAllocation size: the member count of a CIDR or port range is arithmetic on a parsed range, which CEL cannot do for both forms",
     ),
@@ -183,6 +187,14 @@ fn object_text(e: &syn::Expr) -> String {
                 ("tnp", [n, s]) => format!(
                     "{{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {{name: {n}, namespace: default}}, spec: {s}}}"
                 ),
+                ("netset", [s]) => format!(
+                    "{{apiVersion: tartan.dev/v1, kind: NetworkSet, metadata: {{name: partners, namespace: default}}, spec: {s}}}"
+                ),
+                ("too_many_nets", []) => {
+                    let n = tartan_api::resources::schema_rules::NETWORK_SET_MAX as usize + 1;
+                    let nets = vec!["10.0.0.0/24"; n].join(", ");
+                    cluster("GlobalNetworkSet", "big", &format!("{{nets: [{nets}]}}"))
+                }
                 ("node", [a]) => format!(
                     "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-a\n  annotations:\n{a}\n"
                 ),

@@ -34,6 +34,24 @@ fn tnp(name: &str, spec: &str) -> String {
     )
 }
 
+/// A NetworkSet in namespace `default`.
+fn netset(spec: &str) -> String {
+    format!(
+        "{{apiVersion: tartan.dev/v1, kind: NetworkSet, metadata: {{name: partners, namespace: default}}, spec: {spec}}}"
+    )
+}
+
+/// A GlobalNetworkSet with one network more than a set may hold (the
+/// same one each time: a set may repeat a network).
+fn too_many_nets() -> String {
+    let nets = vec!["10.0.0.0/24"; schema_rules::NETWORK_SET_MAX as usize + 1];
+    cluster(
+        "GlobalNetworkSet",
+        "big",
+        &format!("{{nets: [{}]}}", nets.join(", ")),
+    )
+}
+
 fn pool(spec: &str) -> String {
     cluster("IPPool", "pool-a", spec)
 }
@@ -415,6 +433,39 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             peer("{peerIP: 192.0.2.1, asNumber: 65001, nodeSelector: \"rack == 'a' || \"}"),
             "spec.nodeSelector: \"rack == 'a' || \" is not a selector",
         ),
+        // global() stands only in a rule's namespaceSelector.
+        (
+            tnp("g", "{selector: \"global()\"}"),
+            "spec.selector: \"global()\": global() is only allowed in a rule's namespaceSelector",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{namespaceSelector: \"global() || has(team)\"}"),
+            "spec.namespaceSelector: \"global() || has(team)\": global() is only allowed in a rule's namespaceSelector",
+        ),
+        (
+            tnp("g", "{ingress: [{action: Allow, source: {selector: \"app == 'a' && global()\"}}]}"),
+            "spec.ingress[0].source.selector: \"app == 'a' && global()\": global() is only allowed",
+        ),
+        (
+            cluster("GlobalNetworkPolicy", "g", "{egress: [{action: Deny, destination: {notSelector: \"!global()\"}}]}"),
+            "spec.egress[0].destination.notSelector: \"!global()\": global() is only allowed",
+        ),
+        (
+            pool("{cidr: 10.244.0.0/16, nodeSelector: \"global()\"}"),
+            "spec.nodeSelector: \"global()\": global() is only allowed",
+        ),
+        (
+            peer("{peerIP: 192.0.2.1, asNumber: 65001, nodeSelector: \"global()\"}"),
+            "spec.nodeSelector: \"global()\": global() is only allowed",
+        ),
+        (
+            peer("{peerSelector: \"(global())\"}"),
+            "spec.peerSelector: \"(global())\": global() is only allowed",
+        ),
+        (
+            cluster("LoadBalancerIPPool", "public", "{cidrs: [198.51.100.0/28], serviceSelector: \"global() || expose == 'internet'\"}"),
+            "spec.serviceSelector: \"global() || expose == 'internet'\": global() is only allowed",
+        ),
         (
             "{apiVersion: tartan.dev/v1, kind: NetworkPolicy, metadata: {name: np}, spec: {}}".into(),
             "metadata.namespace: missing; a NetworkPolicy lives in a namespace",
@@ -485,6 +536,32 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             cluster("GlobalNetworkPolicy", "g", "{order: high}"),
             "spec.order: expected a number, got the string \"high\"",
         ),
+        // NetworkSet and GlobalNetworkSet
+        (
+            netset("{nets: [198.51.100.0/28, partners.example.com]}"),
+            "spec.nets[1]: \"partners.example.com\" is neither a CIDR nor an address",
+        ),
+        (
+            cluster("GlobalNetworkSet", "g", "{nets: [203.0.113.9/24]}"),
+            "spec.nets[0]: \"203.0.113.9/24\" has host bits set; the network is 203.0.113.0/24",
+        ),
+        (
+            netset("{nets: ['2001:db8::1/32']}"),
+            "spec.nets[0]: \"2001:db8::1/32\" has host bits set; the network is 2001:db8::/32",
+        ),
+        (
+            netset("{networks: [198.51.100.0/28]}"),
+            "spec.networks: unknown field; allowed fields: nets",
+        ),
+        (
+            cluster("GlobalNetworkSet", "g", "{nets: 198.51.100.0/28}"),
+            "spec.nets: expected",
+        ),
+        (
+            netset("{nets: [{cidr: 198.51.100.0/28}]}"),
+            "spec.nets[0]: expected",
+        ),
+        (too_many_nets(), "spec.nets: has 10001 entries; at most 10000 are allowed"),
         // IPAMBlock
         (
             block("{cidr: 10.0.0.0/30, allocations: [null, null], unallocated: [0, 1]}"),
@@ -756,6 +833,25 @@ fn good_objects() -> Vec<String> {
             "ping",
             "{ingress: [{action: Allow, protocol: ICMP, notICMP: {type: 5}}, {action: Allow, protocol: 132, destination: {notPorts: [9]}}]}",
         ),
+        // global() in a rule's namespaceSelector takes in GlobalNetworkSets;
+        // a label key named global is only a key.
+        tnp(
+            "to-partners",
+            "{selector: has(global), egress: [{action: Allow, destination: {namespaceSelector: global(), selector: \"partner == 'a'\"}}, {action: Allow, destination: {namespaceSelector: \"global() || team == 'a'\"}}], ingress: [{action: Deny, source: {namespaceSelector: \"!global()\", selector: \"global == 'x'\"}}]}",
+        ),
+        cluster(
+            "GlobalNetworkPolicy",
+            "deny-bad-nets",
+            "{ingress: [{action: Deny, source: {namespaceSelector: global(), selector: \"list == 'blocked'\"}}]}",
+        ),
+        netset("{nets: [198.51.100.0/28, 203.0.113.7, '2001:db8:1::/48', '2001:db8::7']}"),
+        netset("{}"),
+        cluster("GlobalNetworkSet", "blocked", "{nets: []}"),
+        cluster(
+            "GlobalNetworkSet",
+            "provider",
+            "{nets: [0.0.0.0/0, '::/0', 192.0.2.0/24]}",
+        ),
         block(
             "{cidr: 10.0.0.0/30, affinity: 'host:node-a', strictAffinity: true, allocations: [null, 0, 0, null], unallocated: [3, 0], attributes: [{handleID: tartan.c0ffee, secondary: {node: node-a, pod: web-1}}]}",
         ),
@@ -842,6 +938,8 @@ fn good_objects_pass_and_round_trip() {
             Kind::BgpFilter => round_trip::<BgpFilter>(&obj),
             Kind::NetworkPolicy => round_trip::<NetworkPolicy>(&obj),
             Kind::GlobalNetworkPolicy => round_trip::<GlobalNetworkPolicy>(&obj),
+            Kind::NetworkSet => round_trip::<NetworkSet>(&obj),
+            Kind::GlobalNetworkSet => round_trip::<GlobalNetworkSet>(&obj),
             Kind::IpamBlock => round_trip::<IpamBlock>(&obj),
             Kind::IpamHandle => round_trip::<IpamHandle>(&obj),
             Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),

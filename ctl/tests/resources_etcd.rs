@@ -296,6 +296,135 @@ globalnetworkpolicy.tartan.dev/deny-all deleted
     }
 }
 
+const NETWORK_SETS: &str = "\
+apiVersion: tartan.dev/v1
+kind: NetworkSet
+metadata:
+  name: partners
+  namespace: team
+  labels: {role: partner}
+spec:
+  nets: [198.51.100.0/28, 203.0.113.7, '2001:db8:1::/48']
+---
+apiVersion: tartan.dev/v1
+kind: GlobalNetworkSet
+metadata:
+  name: blocked
+  labels: {list: blocked}
+spec:
+  nets: [192.0.2.0/24]
+---
+apiVersion: tartan.dev/v1
+kind: NetworkPolicy
+metadata:
+  name: to-partners
+  namespace: team
+spec:
+  types: [Egress]
+  egress:
+  - action: Allow
+    destination: {selector: role == 'partner'}
+  - action: Deny
+    destination: {namespaceSelector: global(), selector: list == 'blocked'}
+";
+
+#[test]
+fn network_sets_apply_get_and_delete() {
+    let etcd = EtcdCluster::single().expect("etcd");
+    let ctl = Ctl::etcd(&etcd);
+    let sets = ctl.file("sets.yaml", NETWORK_SETS);
+    let r = ctl.run(&["apply", "-f", &sets]);
+    assert_eq!(
+        r.out(),
+        "networkset.tartan.dev/partners created\n\
+         globalnetworkset.tartan.dev/blocked created\n\
+         networkpolicy.tartan.dev/to-partners created\n"
+    );
+
+    let r = ctl.run(&["get", "networksets"]);
+    assert_eq!(r.out(), "");
+    let t = ctl
+        .run(&["get", "networksets", "-n", "team"])
+        .out()
+        .to_string();
+    assert_eq!(header(&t), ["NAME", "NETS", "AGE"]);
+    assert_eq!(
+        rows(&t)[1][..2],
+        ["partners", "198.51.100.0/28,203.0.113.7,2001:db8:1::/48"]
+    );
+    let t = ctl
+        .run(&["get", "netset", "-A", "-o", "wide"])
+        .out()
+        .to_string();
+    assert_eq!(
+        header(&t),
+        ["NAMESPACE", "NAME", "NETS", "COUNT", "AGE", "LABELS"]
+    );
+    assert_eq!(rows(&t)[1][..2], ["team", "partners"]);
+    assert_eq!(rows(&t)[1][3], "3");
+    assert_eq!(rows(&t)[1][5], "role=partner");
+    for kind in ["globalnetworksets", "gns", "GlobalNetworkSet"] {
+        let t = ctl.run(&["get", kind]).out().to_string();
+        assert_eq!(header(&t), ["NAME", "NETS", "AGE"], "{kind}");
+        assert_eq!(rows(&t)[1][..2], ["blocked", "192.0.2.0/24"], "{kind}");
+    }
+    let one = ctl.yaml(&["-n", "team", "get", "netsets", "partners"]);
+    assert_eq!(one["kind"], "NetworkSet");
+    assert_eq!(one["spec"]["nets"][2], "2001:db8:1::/48");
+    let t = ctl
+        .run(&["get", "gns", "-l", "list=blocked"])
+        .out()
+        .to_string();
+    assert_eq!(rows(&t).len(), 2, "{t}");
+
+    // Changed nets are configured; bad ones, and global() outside a
+    // rule's namespaceSelector, are refused with the field named.
+    let more = ctl.file(
+        "more.yaml",
+        &NETWORK_SETS.replace("[192.0.2.0/24]", "[192.0.2.0/24, 198.18.0.0/15]"),
+    );
+    let r = ctl.run(&["apply", "-f", &more]).out().to_string();
+    assert!(
+        r.contains("globalnetworkset.tartan.dev/blocked configured\n"),
+        "{r}"
+    );
+    assert_eq!(r.matches(" unchanged\n").count(), 2, "{r}");
+    let bad = ctl.file(
+        "bad.yaml",
+        &NETWORK_SETS
+            .replace("203.0.113.7", "203.0.113.7/24")
+            .replace("types: [Egress]", "selector: global()\n  types: [Egress]"),
+    );
+    let r = ctl.run(&["apply", "-f", &bad]);
+    let e = r.err();
+    assert!(
+        e.contains("spec.nets[1]: \"203.0.113.7/24\" has host bits set"),
+        "{e}"
+    );
+    assert!(
+        e.contains(
+            "spec.selector: \"global()\": global() is only allowed in a rule's namespaceSelector"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("nothing was written"), "{e}");
+    assert_eq!(
+        ctl.json(&["get", "gns", "blocked"])["spec"]["nets"][1],
+        "198.18.0.0/15"
+    );
+
+    let r = ctl.run(&["-n", "team", "delete", "netset", "partners"]);
+    assert_eq!(r.out(), "networkset.tartan.dev/partners deleted\n");
+    let r = ctl.run(&["delete", "-f", &sets, "--ignore-not-found"]);
+    assert_eq!(
+        r.out(),
+        "globalnetworkset.tartan.dev/blocked deleted\n\
+         networkpolicy.tartan.dev/to-partners deleted\n"
+    );
+    assert!(ctl.names("globalnetworksets").is_empty());
+    assert!(ctl.names("netsets").is_empty());
+}
+
 #[test]
 fn bad_input_writes_nothing() {
     let etcd = EtcdCluster::single().expect("etcd");

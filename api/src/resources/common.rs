@@ -225,9 +225,26 @@ pub fn dns_subdomain(s: &str) -> Result<(), String> {
     }
 }
 
+/// Why `global()` is refused where it stands: it says "what belongs to no
+/// namespace", which only a policy rule's namespaceSelector can take in
+/// (GlobalNetworkSets); anywhere else it would quietly select nothing.
+pub const GLOBAL_OUTSIDE_RULES: &str = "global() is only allowed in a rule's namespaceSelector (source or destination of a NetworkPolicy or GlobalNetworkPolicy rule), where it takes in GlobalNetworkSets; elsewhere it would select nothing";
+
 /// A selector must parse: one an agent cannot read would select nothing (or,
 /// for a policy, be enforced as nothing), so it is refused when written.
+/// `global()` is refused too (see [`check_rule_namespace_selector`]).
 pub(crate) fn check_selector(field: &str, s: &str, p: &mut Problems) {
+    check_selector_text(field, s, false, p);
+}
+
+/// A policy rule's `source.namespaceSelector` or
+/// `destination.namespaceSelector`: a selector, the one place where
+/// `global()` is allowed.
+pub(crate) fn check_rule_namespace_selector(field: &str, s: &str, p: &mut Problems) {
+    check_selector_text(field, s, true, p);
+}
+
+fn check_selector_text(field: &str, s: &str, global_allowed: bool, p: &mut Problems) {
     // The schema's maxLength, checked first so that no overlong text is
     // parsed; counted in characters as the API server counts maxLength
     // (its message says bytes).
@@ -243,14 +260,18 @@ pub(crate) fn check_selector(field: &str, s: &str, p: &mut Problems) {
         );
         return;
     }
-    if let Err(e) = crate::selector::Selector::parse(s) {
-        p.add(
+    match crate::selector::Selector::parse(s) {
+        Err(e) => p.add(
             field,
             format!(
                 "{s:?} is not a selector: column {}: {}",
                 e.column, e.message
             ),
-        );
+        ),
+        Ok(sel) if !global_allowed && sel.mentions_global() => {
+            p.add(field, format!("{s:?}: {GLOBAL_OUTSIDE_RULES}"));
+        }
+        Ok(_) => {}
     }
 }
 

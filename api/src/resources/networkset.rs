@@ -21,6 +21,7 @@ use super::schema_rules;
     root = "NetworkSet",
     namespaced,
     derive = "PartialEq",
+    shortname = "netset",
     shortname = "netsets",
     doc = "Networks that policy rules of this namespace select by label."
 )]
@@ -43,6 +44,7 @@ pub struct NetworkSetSpec {
     plural = "globalnetworksets",
     root = "GlobalNetworkSet",
     derive = "PartialEq",
+    shortname = "gns",
     doc = "Networks that policy rules of any namespace select by label."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -67,7 +69,7 @@ pub fn check_nets(nets: &[String]) -> Vec<Problem> {
     if nets.len() > schema_rules::NETWORK_SET_MAX as usize {
         p.add(
             "spec.nets",
-            &format!(
+            format!(
                 "has {} entries; at most {} are allowed",
                 nets.len(),
                 schema_rules::NETWORK_SET_MAX

@@ -8,7 +8,10 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{Problem, Problems, all_selector, check_selector, parse_network_or_address};
+use super::common::{
+    Problem, Problems, all_selector, check_rule_namespace_selector, check_selector,
+    parse_network_or_address,
+};
 pub use super::policy_values::{Port, Protocol};
 use super::schema_rules_policy::UNSUPPORTED;
 use super::{schema_rules, schema_rules_policy};
@@ -261,6 +264,7 @@ pub struct EntityRule {
     pub not_selector: Option<String>,
     /// The endpoint's namespace matches this selector. Default in a
     /// NetworkPolicy: the policy's own namespace (when selector is given).
+    /// `global()` here takes in what is in no namespace: GlobalNetworkSets.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::selector)]
     pub namespace_selector: Option<String>,
@@ -527,11 +531,13 @@ impl EntityRule {
         for (name, s) in [
             ("selector", &self.selector),
             ("notSelector", &self.not_selector),
-            ("namespaceSelector", &self.namespace_selector),
         ] {
             if let Some(s) = s {
                 check_selector(&format!("{f}.{name}"), s, p);
             }
+        }
+        if let Some(s) = &self.namespace_selector {
+            check_rule_namespace_selector(&format!("{f}.namespaceSelector"), s, p);
         }
         for (name, ports) in [("ports", &self.ports), ("notPorts", &self.not_ports)] {
             if ports.is_empty() {

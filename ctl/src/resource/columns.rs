@@ -5,7 +5,7 @@ use serde_json::Value;
 use tartan_api::Kind;
 use tartan_api::store::DynamicObject;
 
-use crate::human::duration;
+use crate::human::{duration, truncate};
 use crate::table::Table;
 
 /// The annotation holding a node's BGP IPv4 address (`192.0.2.10/24`).
@@ -88,6 +88,10 @@ fn count(o: &DynamicObject, field: &str) -> String {
         .to_string()
 }
 
+/// The widest NETS cell: a network set may hold thousands of networks,
+/// and `-o yaml` shows them all.
+const NETS_WIDTH: usize = 48;
+
 /// The CIDRs of a list of `{cidr: …}` (BGPConfiguration's service lists).
 fn cidrs(o: &DynamicObject, field: &str) -> String {
     let list: Vec<Value> = spec(o, field)
@@ -148,6 +152,10 @@ fn columns(kind: Kind) -> Vec<Column> {
             wide("TYPES", |o| cell(spec(o, "types"))),
             wide("INGRESS", |o| count(o, "ingress")),
             wide("EGRESS", |o| count(o, "egress")),
+        ],
+        Kind::NetworkSet | Kind::GlobalNetworkSet => vec![
+            col("NETS", |o| truncate(&cell(spec(o, "nets")), NETS_WIDTH)),
+            wide("COUNT", |o| count(o, "nets")),
         ],
         Kind::IpamBlock => vec![
             col("CIDR", |o| cell(spec(o, "cidr"))),
@@ -406,7 +414,53 @@ mod tests {
             header(Kind::GlobalNetworkPolicy),
             ["NAME", "ORDER", "SELECTOR", "AGE"]
         );
+        assert_eq!(header(Kind::NetworkSet), ["NAME", "NETS", "AGE"]);
+        assert_eq!(header(Kind::GlobalNetworkSet), ["NAME", "NETS", "AGE"]);
         assert_eq!(header(Kind::Namespace), ["NAME", "AGE"]);
+    }
+
+    #[test]
+    fn network_sets_show_their_nets_cut_to_width() {
+        let set = |kind: &str, nets: Vec<String>| {
+            obj(json!({
+                "apiVersion": "tartan.dev/v1", "kind": kind,
+                "metadata": {"name": "partners", "namespace": "web"},
+                "spec": {"nets": nets}
+            }))
+        };
+        let few = set(
+            "NetworkSet",
+            vec!["198.51.100.0/28".into(), "203.0.113.7".into()],
+        );
+        let text = render(Kind::NetworkSet, &[few], opts(false, true));
+        assert_eq!(
+            text,
+            "NAMESPACE   NAME       NETS                          AGE\n\
+             web         partners   198.51.100.0/28,203.0.113.7   -\n"
+        );
+        let many: Vec<String> = (0..10_000)
+            .map(|i| format!("10.{}.{}.0/24", i / 256, i % 256))
+            .collect();
+        let text = render(
+            Kind::GlobalNetworkSet,
+            &[set("GlobalNetworkSet", many)],
+            opts(true, false),
+        );
+        let lines: Vec<&str> = text.lines().collect();
+        let header: Vec<&str> = lines[0].split_whitespace().collect();
+        assert_eq!(header, ["NAME", "NETS", "COUNT", "AGE", "LABELS"]);
+        let row: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(row[1].chars().count(), NETS_WIDTH, "{row:?}");
+        assert!(row[1].starts_with("10.0.0.0/24,10.0.1.0/24,") && row[1].ends_with('…'));
+        assert_eq!(row[2], "10000");
+        let empty = set("GlobalNetworkSet", vec![]);
+        let text = render(Kind::GlobalNetworkSet, &[empty], opts(false, false));
+        assert_eq!(
+            text,
+            "NAME       NETS   AGE
+partners   -      -
+"
+        );
     }
 
     #[test]
