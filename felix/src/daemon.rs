@@ -43,8 +43,8 @@ pub use config::Config;
 
 use apply::Dataplane;
 use fold::{
-    Folded, Sweep, converted, fold, fold_endpoint, fold_node, fold_pod, fold_policy, fold_proxied,
-    node_eligible,
+    Folded, Sweep, converted, fold, fold_endpoint, fold_net_set, fold_node, fold_pod, fold_policy,
+    fold_proxied, global_set, namespaced_set, node_eligible,
 };
 use pending::Pending;
 use watches::{Synced, Watches};
@@ -153,6 +153,16 @@ pub async fn run(
                     converted(tartan_policy::tartan::from_global_network_policy(&p))
                 });
                 synced.policy[4] |= f.synced;
+                pending.folded(f);
+            }
+            ev = w.net_sets.next() => {
+                let f = fold_net_set(&mut state.net_sets, ev, &mut bad, namespaced_set);
+                synced.policy[5] |= f.synced;
+                pending.folded(f);
+            }
+            ev = w.global_net_sets.next() => {
+                let f = fold_net_set(&mut state.net_sets, ev, &mut bad, global_set);
+                synced.policy[6] |= f.synced;
                 pending.folded(f);
             }
             ev = w.blocks.next() => {

@@ -12,7 +12,7 @@ use tartan_api::store::readable::UnreadableLog;
 use crate::health::Health;
 
 /// The kinds felix watches, whose gauges read 0 from the start.
-pub const WATCHED: [Kind; 11] = [
+pub const WATCHED: [Kind; 13] = [
     Kind::WorkloadEndpoint,
     Kind::IpPool,
     Kind::IpamBlock,
@@ -22,6 +22,8 @@ pub const WATCHED: [Kind; 11] = [
     Kind::KubeNetworkPolicy,
     Kind::NetworkPolicy,
     Kind::GlobalNetworkPolicy,
+    Kind::NetworkSet,
+    Kind::GlobalNetworkSet,
     Kind::Service,
     Kind::EndpointSlice,
 ];

@@ -64,7 +64,7 @@ fn policy_table_loads_checks_and_changes() {
                         {"from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.0.1.0/24"]}}], "ports": [{"port": 81, "endPort": 90, "protocol": "UDP"}]}],
             "egress": [{}]}));
         let mut d: NftDriver<tartan_policy::compile::Ruleset> = NftDriver::default();
-        let rs = compile(std::slice::from_ref(&p1), &eps, &ns);
+        let rs = compile(std::slice::from_ref(&p1), &eps, &[], &ns);
         assert!(matches!(
             d.apply(&rs, false, &|_| false).unwrap(),
             Written::Full(_)
@@ -77,7 +77,7 @@ fn policy_table_loads_checks_and_changes() {
         // A pod relabelled: elements only.
         let mut eps2 = eps.clone();
         std::sync::Arc::make_mut(&mut eps2[1].labels).insert("pod".into(), "a".into());
-        let rs2 = compile(std::slice::from_ref(&p1), &eps2, &ns);
+        let rs2 = compile(std::slice::from_ref(&p1), &eps2, &[], &ns);
         assert!(matches!(
             d.apply(&rs2, false, &|_| false).unwrap(),
             Written::Difference(_)
@@ -96,7 +96,7 @@ fn policy_table_loads_checks_and_changes() {
             Written::Full(_)
         ));
         // Every policy gone: its chains and sets leave.
-        let empty = compile(&[], &eps, &ns);
+        let empty = compile(&[], &eps, &[], &ns);
         assert!(matches!(
             d.apply(&empty, false, &|_| false).unwrap(),
             Written::Difference(_)
@@ -530,10 +530,10 @@ fn a_relabel_into_a_new_profile_goes_over_netlink_and_matches_nft() {
         std::sync::Arc::make_mut(&mut eps[2].labels).insert("role".into(), "db".into());
         // a alone has profile [p1], c alone [p2]; relabelled, a needs
         // [p1, p2, p3], which no pod had, and p3's chain is new.
-        let before = compile([&p1, &p2, &p3], &eps, &ns);
+        let before = compile([&p1, &p2, &p3], &eps, &[], &ns);
         std::sync::Arc::make_mut(&mut eps[0].labels).insert("role".into(), "db".into());
         std::sync::Arc::make_mut(&mut eps[0].labels).insert("tier".into(), "x".into());
-        let after = compile([&p1, &p2, &p3], &eps, &ns);
+        let after = compile([&p1, &p2, &p3], &eps, &[], &ns);
         (before, after)
     };
     let (before, after) = rulesets();
@@ -662,7 +662,7 @@ fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_wri
         assert_eq!(send(), 1);
         // The first full write: the pod known, no policy selecting it.
         let eps = vec![endpoint("x", "a", "10.0.0.2", Some("tarpod0"))];
-        let rs = compile(&[], &eps, &BTreeMap::new());
+        let rs = compile(&[], &eps, &[], &BTreeMap::new());
         let mut d: NftDriver<tartan_policy::compile::Ruleset> = NftDriver::default();
         assert!(matches!(
             d.apply(&rs, false, &|_| false).unwrap(),
@@ -752,4 +752,85 @@ fn a_table_is_known_by_its_family_and_whole_name() {
         assert!(!table_known("ip", "tartanx").unwrap());
         assert!(table_known("bogus", "tartan").is_err());
     });
+}
+
+/// Selector address sets against the kernel: without network sets a pod
+/// added is an element change over netlink, as before; a network set
+/// turns the set into its interval form (a difference the kernel takes),
+/// its networks grow and shrink by differences, and the way back to the
+/// plain set too; after each step the table is what a whole write of the
+/// same ruleset gives.
+#[test]
+fn selector_sets_take_network_sets_and_plain_ones_stay_on_netlink() {
+    use tartan_felix::dataplane::nft::{NftWriter, Table, Via};
+    use tartan_policy::compile::{NetSet, Ruleset};
+    let steps = || {
+        let np: tartan_api::resources::NetworkPolicy = serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "x"},
+            "spec": {"selector": "all()", "types": ["Ingress"], "ingress": [
+                {"action": "Pass", "source": {"selector": "role == 'ext' || pod == 'b'"}}]}
+        }))
+        .unwrap();
+        let p = tartan_policy::tartan::from_network_policy(&np).unwrap();
+        let ns = BTreeMap::new();
+        let mut eps = vec![
+            endpoint("x", "a", "10.0.0.1", Some("tarxa")),
+            endpoint("x", "b", "10.0.0.2", Some("tarxb")),
+        ];
+        let set = |nets: &[&str]| NetSet {
+            namespace: Some("x".into()),
+            labels: std::sync::Arc::new([("role".to_string(), "ext".to_string())].into()),
+            nets: nets.iter().map(|n| n.parse().unwrap()).collect(),
+        };
+        let mut out = vec![compile([&p], &eps, &[], &ns)];
+        eps.push(endpoint("x", "b", "10.0.0.3", None));
+        out.push(compile([&p], &eps, &[], &ns));
+        out.push(compile(
+            [&p],
+            &eps,
+            &[set(&["198.51.100.0/25", "10.0.0.4/32"])],
+            &ns,
+        ));
+        out.push(compile(
+            [&p],
+            &eps,
+            &[set(&["198.51.100.0/24", "0.0.0.0/1"])],
+            &ns,
+        ));
+        out.push(compile([&p], &eps, &[set(&["198.51.100.128/25"])], &ns));
+        out.push(compile([&p], &eps, &[], &ns));
+        out
+    };
+    let rulesets = steps();
+    let by_diff = in_new_netns(move || {
+        let mut w = NftWriter::default().netlink(true);
+        w.write(&rulesets[0].full(), "inet", "tartan").unwrap();
+        let mut listings = vec![];
+        for (i, pair) in rulesets.windows(2).enumerate() {
+            let d = Ruleset::diff(&pair[0], &pair[1]).unwrap();
+            let via = w.write(&d, "inet", "tartan").unwrap();
+            if i == 0 {
+                assert_eq!(via, Via::Netlink, "a pod into a plain set: {d:#}");
+            }
+            listings.push(policy_listing());
+        }
+        listings
+    });
+    let rulesets = steps();
+    let whole = in_new_netns(move || {
+        let mut w = NftWriter::default().netlink(false);
+        let mut listings = vec![];
+        for rs in &rulesets[1..] {
+            w.write(&rs.full(), "inet", "tartan").unwrap();
+            listings.push(policy_listing());
+        }
+        listings
+    });
+    assert_eq!(by_diff.len(), whole.len());
+    for (i, (a, b)) in by_diff.iter().zip(&whole).enumerate() {
+        assert_eq!(a, b, "step {}", i + 1);
+    }
+    assert!(by_diff[2].contains("198.51.100.0"), "{}", by_diff[2]);
+    assert!(by_diff[1].contains("interval"), "{}", by_diff[1]);
+    assert!(!by_diff[4].contains("interval"), "{}", by_diff[4]);
 }

@@ -111,7 +111,7 @@ fn write_policy_table(node: &str, a: &str, b: &str) {
             endpoint("a", &["10.0.0.1", "fd00::1"], &a),
             endpoint("b", &["10.0.0.2", "fd00::2"], &b),
         ];
-        let rs = compile(&[], &eps, &BTreeMap::new());
+        let rs = compile(&[], &eps, &[], &BTreeMap::new());
         let mut d: NftDriver<tartan_policy::compile::Ruleset> = NftDriver::default();
         assert!(matches!(
             d.apply(&rs, false, &|_| false).unwrap(),

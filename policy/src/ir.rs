@@ -13,20 +13,32 @@ use crate::Selector;
 use crate::model::{self, Action, Namespaces, Peer, PortSel};
 
 /// Endpoints picked by labels: pods matching `pods` in the namespaces
-/// `namespaces` names or selects. The dataplane turns each distinct one
-/// into a set of addresses.
+/// `namespaces` names or selects and, with `net_sets`, the network sets
+/// matching `pods` in those namespaces (and the global network sets when
+/// a selected scope takes in [`Selector::matches_global`]). The
+/// dataplane turns each distinct one into a set of addresses.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EndpointSel {
     pub namespaces: Namespaces,
     pub pods: Selector,
+    /// Whether network sets are picked too: only by a Tartan rule's
+    /// `selector`, `notSelector` and `namespaceSelector` (never by a
+    /// Kubernetes peer, nor by the pods a policy applies to).
+    pub net_sets: bool,
 }
 
 impl fmt::Display for EndpointSel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.namespaces {
-            Namespaces::Named(n) => write!(f, "namespace {n:?}, pods {}", self.pods),
-            Namespaces::Selected(s) => write!(f, "namespaces {s}, pods {}", self.pods),
+            Namespaces::Named(n) => write!(f, "namespace {n:?}, pods {}", self.pods)?,
+            Namespaces::Selected(s) => write!(f, "namespaces {s}, pods {}", self.pods)?,
         }
+        // Part of the text that names its nft sets: a selector that picks
+        // network sets never shares a set with one that does not.
+        if self.net_sets {
+            f.write_str(", network sets")?;
+        }
+        Ok(())
     }
 }
 
@@ -146,6 +158,23 @@ impl Policy {
         (OrderKey(self.order), self.source.to_string())
     }
 
+    /// The endpoint selectors of its rules' conditions (ingress, then
+    /// egress; negated or not), not the one it applies to.
+    pub fn rule_selectors(&self) -> impl Iterator<Item = &EndpointSel> {
+        [&self.ingress, &self.egress]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|r| &r.conds)
+            .filter_map(|c| match c {
+                Cond::Addr {
+                    addrs: Addrs::Endpoints(sel),
+                    ..
+                } => Some(sel),
+                _ => None,
+            })
+    }
+
     /// Whether any rule in `dir` can Pass.
     pub fn can_pass(&self, ingress: bool) -> bool {
         let rules = if ingress { &self.ingress } else { &self.egress };
@@ -179,6 +208,7 @@ fn peer_conds(p: &Peer, side: Side) -> Vec<Cond> {
             addrs: Addrs::Endpoints(EndpointSel {
                 namespaces: namespaces.clone(),
                 pods: pods.clone(),
+                net_sets: false,
             }),
             negate: false,
         }],
@@ -262,11 +292,13 @@ pub fn from_kubernetes(p: &model::Policy) -> Policy {
         Peer::Pods { namespaces, pods } => EndpointSel {
             namespaces: namespaces.clone(),
             pods: pods.clone(),
+            net_sets: false,
         },
         // The Kubernetes conversion always selects pods.
         Peer::Net { .. } => EndpointSel {
             namespaces: Namespaces::Named(namespace.to_string()),
             pods: Selector::Not(Box::new(Selector::All)),
+            net_sets: false,
         },
     };
     let conv = |rules: &Option<Vec<model::Rule>>, side| {

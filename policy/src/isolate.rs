@@ -8,8 +8,15 @@
 //! policies that select those pods still allow what they allow. It is
 //! evaluated among the Kubernetes NetworkPolicies (order 1000), so that a
 //! Tartan policy's Pass cannot skip it.
+//!
+//! A network set that cannot be read leaves unknown the addresses of
+//! every selector that might pick it: the policies with such a selector
+//! ([`reaching_unreadable_sets`]) are to stand as isolations too.
+
+use std::collections::BTreeSet;
 
 use crate::Selector;
+use crate::compile::{NamespaceLabels, scope_takes_in};
 use crate::ir::{EndpointSel, KUBERNETES_ORDER, Policy, Source};
 use crate::model::Namespaces;
 
@@ -27,10 +34,39 @@ pub fn isolation(what: &str, namespace: Option<&str>, name: &str) -> Policy {
         applies_to: EndpointSel {
             namespaces,
             pods: Selector::All,
+            net_sets: false,
         },
         ingress: Some(vec![]),
         egress: Some(vec![]),
     }
+}
+
+/// The policies that have a rule condition (in either direction, negated
+/// or not) whose selector picks network sets in a namespace scope that
+/// takes in one of the `unreadable` network sets: each given by its
+/// namespace, `None` for a GlobalNetworkSet. The sets' labels cannot be
+/// read, so whether the selector matches them is not asked.
+pub fn reaching_unreadable_sets<'a>(
+    policies: impl IntoIterator<Item = &'a Policy>,
+    unreadable: &[Option<&str>],
+    namespaces: &NamespaceLabels,
+) -> BTreeSet<Source> {
+    let mut out = BTreeSet::new();
+    if unreadable.is_empty() {
+        return out;
+    }
+    for p in policies {
+        let reaches = p.rule_selectors().any(|sel| {
+            sel.net_sets
+                && unreadable
+                    .iter()
+                    .any(|ns| scope_takes_in(&sel.namespaces, *ns, namespaces))
+        });
+        if reaches {
+            out.insert(p.source.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -60,7 +96,7 @@ mod tests {
             (Some(&[][..]), Some(&[][..]))
         );
         let eps = [pod("x", "tara", "10.0.0.1"), pod("y", "tarb", "10.0.0.2")];
-        let rs = compile::compile([&p], &eps, &BTreeMap::new());
+        let rs = compile::compile([&p], &eps, &[], &BTreeMap::new());
         assert_ne!(
             rs.to_endpoint["tara"], OPEN_CHAIN,
             "x is isolated (ingress)"
@@ -78,10 +114,100 @@ mod tests {
         let p = isolation("GlobalNetworkPolicy", None, "g");
         assert_eq!(p.source.to_string(), "unreadable:GlobalNetworkPolicy:g");
         let eps = [pod("x", "tara", "10.0.0.1"), pod("y", "tarb", "10.0.0.2")];
-        let rs = compile::compile([&p], &eps, &BTreeMap::new());
+        let rs = compile::compile([&p], &eps, &[], &BTreeMap::new());
         for i in ["tara", "tarb"] {
             assert_ne!(rs.to_endpoint[i], OPEN_CHAIN, "{i}");
             assert_ne!(rs.from_endpoint[i], OPEN_CHAIN, "{i}");
         }
+    }
+
+    fn tartan(namespace: Option<&str>, name: &str, spec: serde_json::Value) -> Policy {
+        use tartan_api::resources::{GlobalNetworkPolicy, NetworkPolicy};
+        let mut meta = serde_json::json!({"name": name});
+        match namespace {
+            Some(ns) => {
+                meta["namespace"] = ns.into();
+                let np: NetworkPolicy = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+                    "metadata": meta, "spec": spec
+                }))
+                .unwrap();
+                crate::tartan::from_network_policy(&np).unwrap()
+            }
+            None => {
+                let g: GlobalNetworkPolicy = serde_json::from_value(serde_json::json!({
+                    "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+                    "metadata": meta, "spec": spec
+                }))
+                .unwrap();
+                crate::tartan::from_global_network_policy(&g).unwrap()
+            }
+        }
+    }
+
+    #[test]
+    fn policies_whose_selectors_may_pick_an_unreadable_set_are_found() {
+        use serde_json::json;
+        let rule =
+            |end: serde_json::Value| json!({"egress": [{"action": "Allow", "destination": end}]});
+        let ns_x = tartan(Some("x"), "sel", rule(json!({"selector": "app == 'a'"})));
+        let ns_y = tartan(Some("y"), "sel", rule(json!({"selector": "app == 'a'"})));
+        // Negated, in ingress: it reaches too.
+        let not_x = tartan(
+            Some("x"),
+            "not",
+            json!({"ingress": [{"action": "Deny", "source": {"notSelector": "app == 'b'"}}]}),
+        );
+        let prod = tartan(
+            Some("y"),
+            "prod",
+            rule(json!({"namespaceSelector": "env == 'prod'"})),
+        );
+        let glob = tartan(
+            Some("y"),
+            "glob",
+            rule(json!({"namespaceSelector": "global()"})),
+        );
+        let gnp = tartan(None, "g", rule(json!({"selector": "app == 'a'"})));
+        let nets = tartan(None, "nets", rule(json!({"nets": ["10.0.0.0/8"]})));
+        // A policy's own selector never picks a network set.
+        let applies = tartan(
+            Some("x"),
+            "applies",
+            json!({"selector": "all()", "ingress": []}),
+        );
+        let kube = crate::ir::from_kubernetes(
+            &crate::k8s::from_network_policy(
+                &serde_json::from_value(json!({
+                    "metadata": {"name": "k", "namespace": "x"},
+                    "spec": {"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}
+                }))
+                .unwrap(),
+            )
+            .unwrap(),
+        );
+        let all = [
+            &ns_x, &ns_y, &not_x, &prod, &glob, &gnp, &nets, &applies, &kube,
+        ];
+        let namespaces: NamespaceLabels = [(
+            "x".to_string(),
+            [("env".to_string(), "prod".to_string())].into(),
+        )]
+        .into();
+        let names = |unreadable: &[Option<&str>]| -> Vec<String> {
+            reaching_unreadable_sets(all, unreadable, &namespaces)
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        };
+        assert_eq!(
+            names(&[Some("x")]),
+            ["tnp:x/not", "tnp:x/sel", "tnp:y/prod", "gnp:g"]
+        );
+        // y is not seen: only its name label; no selector of env.
+        assert_eq!(names(&[Some("y")]), ["tnp:y/sel", "gnp:g"]);
+        assert_eq!(names(&[None]), ["tnp:y/glob", "gnp:g"]);
+        assert_eq!(names(&[Some("z"), None]), ["tnp:y/glob", "gnp:g"]);
+        assert!(names(&[]).is_empty());
     }
 }

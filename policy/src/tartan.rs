@@ -9,6 +9,11 @@
 //!   it picks, and alone means every endpoint there. `notSelector` is the
 //!   same scope negated; in a NetworkPolicy, even alone, it keeps the end
 //!   in the policy's namespace (a pod there that does not match).
+//! - Endpoints there are pods and network sets alike: NetworkSets of the
+//!   namespaces in scope, and GlobalNetworkSets when the scope is a
+//!   selection that takes in `global()` (a GlobalNetworkPolicy's
+//!   `selector` alone, or a `namespaceSelector` such as `global()` or
+//!   `all()`). The pods a policy applies to are pods only.
 //! - Every condition given must hold; a list (`nets`, `ports`) matches when
 //!   one of its items does, a `not` list when none does.
 //! - Policies without `order` come after every policy with one.
@@ -57,7 +62,8 @@ fn action(a: tartan_api::resources::policy::Action) -> Action {
 }
 
 /// The scope of an endpoint rule's selectors: the policy's own namespace
-/// (NetworkPolicy) or none (GlobalNetworkPolicy).
+/// (NetworkPolicy) or none (GlobalNetworkPolicy). A rule's selectors pick
+/// network sets as they pick pods.
 fn scope(
     own: Option<&str>,
     ns_selector: Option<Selector>,
@@ -68,14 +74,17 @@ fn scope(
         (Some(ns), pods, _) => Some(EndpointSel {
             namespaces: Namespaces::Selected(ns),
             pods: pods.unwrap_or(Selector::All),
+            net_sets: true,
         }),
         (None, Some(pods), Some(own)) => Some(EndpointSel {
             namespaces: Namespaces::Named(own.to_string()),
             pods,
+            net_sets: true,
         }),
         (None, Some(pods), None) => Some(EndpointSel {
             namespaces: Namespaces::Selected(Selector::All),
             pods,
+            net_sets: true,
         }),
     }
 }
@@ -334,6 +343,7 @@ pub fn from_network_policy(np: &NetworkPolicy) -> Result<Policy, PolicyError> {
         .map(|pods| EndpointSel {
             namespaces: Namespaces::Named(ns.to_string()),
             pods,
+            net_sets: false,
         });
     convert(
         Source::Namespaced(ns.to_string(), name.to_string()),
@@ -361,6 +371,7 @@ pub fn from_global_network_policy(g: &GlobalNetworkPolicy) -> Result<Policy, Pol
         (Some(pods), Some(ns)) => Some(EndpointSel {
             namespaces: Namespaces::Selected(ns),
             pods,
+            net_sets: false,
         }),
         _ => None,
     };

@@ -216,3 +216,54 @@ fn a_log_rule_s_port_alternatives_are_disjoint_so_it_logs_once() {
             .all(|c| !matches!(c, Cond::Ports { negate: true, .. }))
     }));
 }
+
+/// Every endpoint selector of a policy's rules.
+fn rule_selectors(p: &crate::ir::Policy) -> Vec<&crate::ir::EndpointSel> {
+    p.rule_selectors().collect()
+}
+
+#[test]
+fn rule_selectors_pick_network_sets_and_applies_to_selectors_do_not() {
+    let rules = json!([
+        {"action": "Allow", "source": {"selector": "app == 'a'"}},
+        {"action": "Deny", "source": {"notSelector": "app == 'b'"}},
+        {"action": "Pass", "source": {"namespaceSelector": "global()"}}
+    ]);
+    let p = from_network_policy(&tnp(
+        json!({"selector": "all()", "ingress": rules.clone(), "egress": rules.clone()}),
+    ))
+    .unwrap();
+    let g = from_global_network_policy(&gnp(json!({"ingress": rules}))).unwrap();
+    for pol in [&p, &g] {
+        let sels = rule_selectors(pol);
+        assert!(!sels.is_empty());
+        assert!(sels.iter().all(|s| s.net_sets), "{sels:?}");
+        assert!(!pol.applies_to.net_sets, "no interface: never selected");
+    }
+    // global() as a namespaceSelector: a scope that takes in the global
+    // sets and no namespace.
+    let glob = rule_selectors(&p)[3];
+    assert_eq!(
+        glob.namespaces,
+        Namespaces::Selected(Selector::parse("global()").unwrap())
+    );
+    // A GlobalNetworkPolicy's lone selector: every namespace, and the
+    // global sets (all() matches what is in no namespace).
+    match &rule_selectors(&g)[0].namespaces {
+        Namespaces::Selected(s) => assert!(s.matches_global()),
+        other => panic!("{other:?}"),
+    }
+    // A Kubernetes peer picks pods only, and the same selector with and
+    // without sets names two different sets.
+    let k = rule_selectors(&p)[0].clone();
+    let pods_only = crate::ir::EndpointSel {
+        net_sets: false,
+        ..k.clone()
+    };
+    assert_ne!(k, pods_only);
+    assert_ne!(k.to_string(), pods_only.to_string());
+    assert_ne!(
+        crate::compile::selector_set(&k, false, false),
+        crate::compile::selector_set(&pods_only, false, false)
+    );
+}

@@ -6,7 +6,9 @@
 //! - an endpoint: `projectcalico.org/namespace` = its namespace,
 //!   `projectcalico.org/orchestrator` = `k8s`, and, once felix has seen
 //!   its Pod, `projectcalico.org/serviceaccount` = the Pod's service
-//!   account.
+//!   account;
+//! - a NetworkSet: `projectcalico.org/namespace` = its namespace (a
+//!   GlobalNetworkSet has none).
 //!
 //! Each is forced: a label of the same key on the object is overwritten
 //! (a pod cannot pass for another namespace's or another service
@@ -49,6 +51,16 @@ pub fn endpoint(namespace: &str, mut labels: Labels, service_account: Option<&st
     match service_account.filter(|s| !s.is_empty()) {
         Some(sa) => labels.insert(SERVICE_ACCOUNT.to_string(), sa.to_string()),
         None => labels.remove(SERVICE_ACCOUNT),
+    };
+    labels
+}
+
+/// The labels of a network set with its automatic one: a NetworkSet
+/// (`namespace` given) carries its namespace, as an endpoint does.
+pub fn network_set(namespace: Option<&str>, mut labels: Labels) -> Labels {
+    match namespace {
+        Some(ns) => labels.insert(NAMESPACE.to_string(), ns.to_string()),
+        None => labels.remove(NAMESPACE),
     };
     labels
 }

@@ -1,10 +1,12 @@
 //! Policy: from the watched policies, namespaces, pods and endpoints to the
 //! nftables ruleset this node needs. Pure.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
 use tartan_api::Kind;
-use tartan_policy::compile::{self, Ruleset};
-use tartan_policy::ir::Policy;
+use tartan_policy::compile::{self, NetSet, Ruleset};
+use tartan_policy::ir::{Policy, Source};
 use tartan_policy::isolate;
 
 use super::labels;
@@ -23,12 +25,74 @@ pub fn isolations(state: &State) -> Vec<Policy> {
     let mut out = Vec::new();
     for (kind, map) in kinds {
         for (key, _) in map.iter().filter(|(_, p)| p.is_err()) {
-            let (ns, name) = key.split_once('/').unwrap_or(("", key));
-            let ns = (!ns.is_empty()).then_some(ns);
+            let (ns, name) = split_key(key);
             out.push(isolate::isolation(&kind.to_string(), ns, name));
         }
     }
     out
+}
+
+/// `namespace/name` (`/name` for what is in no namespace) as its parts.
+fn split_key(key: &str) -> (Option<&str>, &str) {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    ((!ns.is_empty()).then_some(ns), name)
+}
+
+/// Fail closed on network sets: the readable policies with a rule that
+/// could pick a network set felix cannot read (its labels unknown, any
+/// rule whose scope takes in its namespace could), each standing as the
+/// isolation an unreadable policy of its kind would. Empty while every
+/// set reads.
+fn reaching_unreadable_sets(
+    state: &State,
+    namespaces: &compile::NamespaceLabels,
+) -> BTreeSet<Source> {
+    let unreadable: Vec<Option<&str>> = state
+        .net_sets
+        .iter()
+        .filter(|(_, s)| s.is_err())
+        .map(|(k, _)| split_key(k).0)
+        .collect();
+    isolate::reaching_unreadable_sets(readable(state), &unreadable, namespaces)
+}
+
+/// The isolation standing for the readable policy `source` (see
+/// [`reaching_unreadable_sets`]).
+fn isolation_of(source: &Source) -> Option<Policy> {
+    let (kind, ns, name) = match source {
+        Source::Namespaced(ns, name) => (Kind::NetworkPolicy, Some(ns.as_str()), name.as_str()),
+        Source::Global(name) => (Kind::GlobalNetworkPolicy, None, name.as_str()),
+        // Kubernetes peers never pick a network set, and an isolation has
+        // no rules.
+        Source::Kubernetes(..) | Source::Unreadable(..) => return None,
+    };
+    Some(isolate::isolation(&kind.to_string(), ns, name))
+}
+
+/// Every policy felix could read.
+fn readable(state: &State) -> impl Iterator<Item = &Policy> {
+    state
+        .kube_policies
+        .values()
+        .chain(state.tartan_policies.values())
+        .chain(state.global_policies.values())
+        .filter_map(|p| p.as_ref().ok())
+}
+
+/// The network sets felix could read, as the compiler takes them.
+fn net_sets(state: &State) -> Vec<NetSet> {
+    state
+        .net_sets
+        .iter()
+        .filter_map(|(k, s)| {
+            let s = s.as_ref().ok()?;
+            Some(NetSet {
+                namespace: split_key(k).0.map(Arc::from),
+                labels: Arc::new(s.labels.clone()),
+                nets: s.nets.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The ruleset for `node` (the node `state` was made for: see
@@ -39,20 +103,19 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
 
 /// [`desired`], reusing unchanged policy chains from `cache`.
 pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
-    let policies = state
-        .kube_policies
-        .values()
-        .chain(state.tartan_policies.values())
-        .chain(state.global_policies.values())
-        .filter_map(|p| p.as_ref().ok());
-    let isolations = isolations(state);
-    let policies = policies.chain(isolations.iter());
+    let namespaces = namespace_labels(state);
+    let reaching = reaching_unreadable_sets(state, &namespaces);
+    let mut isolations = isolations(state);
+    isolations.extend(reaching.iter().filter_map(isolation_of));
+    let policies = readable(state)
+        .filter(|p| !reaching.contains(&p.source))
+        .chain(isolations.iter());
     // `state.endpoints` keeps them ready (this node's, the node it was
     // made for, with their interface): borrowed, not copied.
     let endpoints = state.endpoints.for_compile();
-    let namespaces = namespace_labels(state);
     let families = state.endpoints.families();
-    compile::compile_cached_with(cache, policies, &endpoints, families, &namespaces)
+    let sets = net_sets(state);
+    compile::compile_cached_with(cache, policies, &endpoints, &sets, families, &namespaces)
 }
 
 /// The namespaces' labels as policies see them: each carries
@@ -211,6 +274,121 @@ pub(crate) mod tests {
         assert_eq!(desired("n1", &s), open);
     }
 
+    fn tartan_np(ns: &str, name: &str, source: serde_json::Value) -> Policy {
+        let p: tartan_api::resources::NetworkPolicy = serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"selector": "all()", "types": ["Ingress"],
+                     "ingress": [{"action": "Allow", "source": source}]}
+        }))
+        .unwrap();
+        tartan_policy::tartan::from_network_policy(&p).unwrap()
+    }
+
+    fn net_set(labels: &[(&str, &str)], nets: &[&str]) -> crate::calc::state::WatchedNetSet {
+        Ok(crate::calc::state::NetSetInfo {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            nets: nets.iter().map(|n| n.parse().unwrap()).collect(),
+        })
+    }
+
+    /// The elements of every set of `rs`, as text.
+    fn elements(rs: &Ruleset) -> String {
+        format!("{:?}", rs.sets)
+    }
+
+    #[test]
+    fn network_sets_feed_the_rules_that_pick_them_and_an_unreadable_one_isolates_them() {
+        let mut s = State::for_node("n1");
+        for (key, iface, ip) in [
+            ("x/a.eth0", "tara", "10.0.0.1/32"),
+            ("y/b.eth0", "tarb", "10.0.0.2/32"),
+        ] {
+            let (ns, pod) = key.split_once('/').unwrap();
+            let pod = pod.trim_end_matches(".eth0");
+            let _ = ns;
+            s.endpoints
+                .set(key, Some((wep("n1", pod, iface, ip), Labels::new())));
+        }
+        // x's pods take in what the `partner` sets hold; y's take in x's
+        // pods alone (a Kubernetes policy: never a set).
+        s.tartan_policies.insert(
+            "x/partners".into(),
+            Ok(tartan_np(
+                "x",
+                "partners",
+                serde_json::json!({"selector": "role == 'partner'"}),
+            )),
+        );
+        s.kube_policies
+            .insert("y/same".into(), Ok(allow_from_same_namespace("y", "same")));
+        let without = desired("n1", &s);
+        s.net_sets.insert(
+            "x/p".into(),
+            net_set(&[("role", "partner")], &["198.51.100.0/28"]),
+        );
+        let with = desired("n1", &s);
+        assert!(
+            elements(&with).contains("198.51.100.") && !elements(&without).contains("198.51.100."),
+            "the set's network is in the rule's elements: {}",
+            elements(&with)
+        );
+        // Of another namespace: not picked by x's policy.
+        s.net_sets.remove("x/p");
+        s.net_sets.insert(
+            "y/p".into(),
+            net_set(&[("role", "partner")], &["198.51.100.0/28"]),
+        );
+        assert_eq!(desired("n1", &s), without);
+        // Unreadable, in y: x's policy cannot pick it, nothing changes.
+        s.net_sets
+            .insert("y/p".into(), Err("spec.nets[0]: bad".into()));
+        assert_eq!(desired("n1", &s), without);
+        // Unreadable, in x: x's policy stands as an isolation of x; y's
+        // Kubernetes policy is untouched.
+        s.net_sets
+            .insert("x/q".into(), Err("spec.nets[0]: bad".into()));
+        let closed = desired("n1", &s);
+        let mut same = s.clone();
+        same.net_sets.clear();
+        same.tartan_policies.insert(
+            "x/partners".into(),
+            Ok(isolate::isolation("NetworkPolicy", Some("x"), "partners")),
+        );
+        assert_eq!(closed, desired("n1", &same));
+        assert_eq!(closed.to_endpoint["tarb"], without.to_endpoint["tarb"]);
+        // A GlobalNetworkSet unreadable: only rules whose scope takes in
+        // global() (x's policy's does not).
+        s.net_sets.remove("x/q");
+        s.net_sets
+            .insert("/g".into(), Err("spec.nets[0]: bad".into()));
+        assert_eq!(desired("n1", &s), without);
+        s.tartan_policies.insert(
+            "x/partners".into(),
+            Ok(tartan_np(
+                "x",
+                "partners",
+                serde_json::json!({"selector": "role == 'partner'", "namespaceSelector": "global()"}),
+            )),
+        );
+        assert_eq!(desired("n1", &s), closed, "global(): isolated");
+        // Readable again: enforced as written.
+        s.net_sets.insert(
+            "/g".into(),
+            net_set(&[("role", "partner")], &["203.0.113.0/24"]),
+        );
+        let open_again = desired("n1", &s);
+        assert_ne!(open_again, closed);
+        assert!(
+            elements(&open_again).contains("203.0.113."),
+            "{}",
+            elements(&open_again)
+        );
+    }
+
     /// Other nodes' endpoints reach the compiler merged by likeness: the
     /// ruleset is the one compiled from them one by one.
     #[test]
@@ -293,7 +471,7 @@ pub(crate) mod tests {
         );
         s.kube_policies.insert("x/p".into(), Ok(p.clone()));
         assert!(s.endpoints.for_compile().len() < one_by_one.len());
-        let want = compile::compile([&p], &one_by_one, &Default::default());
+        let want = compile::compile([&p], &one_by_one, &[], &Default::default());
         assert_eq!(desired("n1", &s), want);
         assert!(!want.sets.is_empty() && !want.chains.is_empty());
     }

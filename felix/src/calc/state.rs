@@ -16,6 +16,19 @@ use super::endpoints::Endpoints;
 /// `policy.rs`).
 pub type Converted = Result<Policy, String>;
 
+/// A NetworkSet or GlobalNetworkSet as policy rules see it: its labels
+/// (with the automatic ones, see [`labels`](super::labels)) and networks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetSetInfo {
+    pub labels: Labels,
+    pub nets: Vec<IpNet>,
+}
+
+/// A network set as watched; one that does not read is kept as its error,
+/// and the policies whose rules could select it are enforced as
+/// isolations (`isolations` in `policy.rs`).
+pub type WatchedNetSet = Result<NetSetInfo, String>;
+
 /// What felix needs of a Node: where it is on the underlay, its VXLAN
 /// endpoint's MAC once the node's felix has published it, and which Node
 /// object it is.
@@ -106,6 +119,8 @@ pub struct State {
     pub kube_policies: BTreeMap<String, Converted>,
     pub tartan_policies: BTreeMap<String, Converted>,
     pub global_policies: BTreeMap<String, Converted>,
+    /// NetworkSets by `namespace/name` and GlobalNetworkSets by `/name`.
+    pub net_sets: BTreeMap<String, WatchedNetSet>,
 }
 
 pub type Labels = BTreeMap<String, String>;

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashSet};
 use compact_str::CompactString;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use tartan_api::resources::WorkloadEndpoint;
+use tartan_api::resources::common::parse_network_or_address;
+use tartan_api::resources::{GlobalNetworkSet, NetworkSet, WorkloadEndpoint};
 use tartan_api::store::DynamicObject;
 use tartan_api::store::typed::{Resource, from_dynamic};
 use tartan_api::store::watch::WatchEvent;
@@ -15,7 +16,7 @@ use tartan_api::store::watch::WatchEvent;
 use crate::calc::endpoints::Endpoints;
 use crate::calc::labels;
 use crate::calc::policy::Converted;
-use crate::calc::state::{Labels, NodeInfo};
+use crate::calc::state::{Labels, NetSetInfo, NodeInfo, WatchedNetSet};
 use crate::unreadable::Unreadable;
 
 fn key(o: &DynamicObject) -> String {
@@ -325,6 +326,56 @@ fn keep<S: PartialEq>(map: &mut BTreeMap<String, S>, k: &str, s: Option<S>) -> b
         }
         None => map.remove(k).is_some(),
     }
+}
+
+/// A NetworkSet's (or GlobalNetworkSet's) event into `sets`: its labels
+/// with the automatic one, and its networks. One that does not read is
+/// kept as its reason, as a policy is (fail closed: the policies whose
+/// rules could select it isolate).
+pub(super) fn fold_net_set<T: Resource>(
+    sets: &mut BTreeMap<String, WatchedNetSet>,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+    read: fn(T) -> SetParts,
+) -> Folded {
+    fold_read(
+        sets,
+        ev,
+        bad,
+        |t| {
+            let (namespace, own, nets) = read(t);
+            let nets = nets
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    parse_network_or_address(n).map_err(|e| format!("spec.nets[{i}]: {e}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Ok(NetSetInfo {
+                labels: labels::network_set(namespace.as_deref(), own),
+                nets,
+            }))
+        },
+        Some(Err),
+    )
+}
+
+/// What [`fold_net_set`] reads of a set: its namespace (none for a
+/// GlobalNetworkSet), own labels and `spec.nets`.
+pub(super) type SetParts = (Option<String>, Labels, Vec<String>);
+
+/// What [`fold_net_set`] reads of a NetworkSet.
+pub(super) fn namespaced_set(s: NetworkSet) -> SetParts {
+    (
+        s.metadata.namespace,
+        s.metadata.labels.unwrap_or_default(),
+        s.spec.nets,
+    )
+}
+
+/// What [`fold_net_set`] reads of a GlobalNetworkSet.
+pub(super) fn global_set(s: GlobalNetworkSet) -> SetParts {
+    (None, s.metadata.labels.unwrap_or_default(), s.spec.nets)
 }
 
 /// A policy that does not convert, as its reason (see [`fold_policy`]).
@@ -1025,5 +1076,125 @@ mod label_tests {
         assert_eq!(b[labels::ORCHESTRATOR], "k8s");
         assert_eq!(b[labels::SERVICE_ACCOUNT], "sa2");
         assert_eq!(b["app"], "b");
+    }
+}
+
+#[cfg(test)]
+mod net_set_tests {
+    use super::*;
+    use tartan_api::Kind;
+
+    fn set(
+        kind: &str,
+        ns: Option<&str>,
+        labels: serde_json::Value,
+        nets: serde_json::Value,
+    ) -> DynamicObject {
+        let mut meta = serde_json::json!({"name": "s", "labels": labels});
+        if let Some(ns) = ns {
+            meta["namespace"] = ns.into();
+        }
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "tartan.dev/v1", "kind": kind, "metadata": meta,
+            "spec": {"nets": nets}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn network_sets_are_read_with_their_namespace_label_and_unreadable_ones_kept_as_errors() {
+        let mut sets = BTreeMap::new();
+        let mut bad = Unreadable::new(None);
+        let forged = serde_json::json!({"role": "db", labels::NAMESPACE: "kube-system"});
+        let ns = set(
+            "NetworkSet",
+            Some("x"),
+            forged.clone(),
+            serde_json::json!(["198.51.100.0/28", "203.0.113.7"]),
+        );
+        let f = fold_net_set(
+            &mut sets,
+            WatchEvent::Added(ns.clone()),
+            &mut bad,
+            namespaced_set,
+        );
+        assert!(f.changed);
+        let got = sets["x/s"].as_ref().unwrap();
+        assert_eq!(got.labels["role"], "db");
+        assert_eq!(
+            got.labels[labels::NAMESPACE],
+            "x",
+            "a set cannot claim another namespace"
+        );
+        assert_eq!(
+            got.nets.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+            ["198.51.100.0/28", "203.0.113.7/32"]
+        );
+        // The same again changes nothing.
+        assert!(
+            !fold_net_set(
+                &mut sets,
+                WatchEvent::Modified(ns),
+                &mut bad,
+                namespaced_set
+            )
+            .changed
+        );
+        // A global one has no namespace label, whatever it claims.
+        let g = set(
+            "GlobalNetworkSet",
+            None,
+            forged,
+            serde_json::json!(["10.0.0.0/8"]),
+        );
+        assert!(
+            fold_net_set(
+                &mut sets,
+                WatchEvent::Added(g.clone()),
+                &mut bad,
+                global_set
+            )
+            .changed
+        );
+        assert!(
+            !sets["/s"]
+                .as_ref()
+                .unwrap()
+                .labels
+                .contains_key(labels::NAMESPACE)
+        );
+        // Unreadable: kept as its reason, reported; readable again: gone
+        // from the report.
+        let broken = set(
+            "GlobalNetworkSet",
+            None,
+            serde_json::json!({}),
+            serde_json::json!(["10.0.0.1/8"]),
+        );
+        assert!(
+            fold_net_set(
+                &mut sets,
+                WatchEvent::Modified(broken),
+                &mut bad,
+                global_set
+            )
+            .changed
+        );
+        let why = sets["/s"].as_ref().unwrap_err();
+        assert!(why.contains("spec.nets[0]"), "{why}");
+        assert_eq!(bad.count(Kind::GlobalNetworkSet), 1);
+        assert!(
+            fold_net_set(
+                &mut sets,
+                WatchEvent::Modified(g.clone()),
+                &mut bad,
+                global_set
+            )
+            .changed
+        );
+        assert_eq!(bad.count(Kind::GlobalNetworkSet), 0);
+        assert!(fold_net_set(&mut sets, WatchEvent::Deleted(g), &mut bad, global_set).changed);
+        assert!(!sets.contains_key("/s"));
+        assert!(sets.contains_key("x/s"));
     }
 }

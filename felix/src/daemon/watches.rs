@@ -19,6 +19,8 @@ pub(super) struct Watches {
     pub(super) kube_policies: Watch,
     pub(super) tartan_policies: Watch,
     pub(super) global_policies: Watch,
+    pub(super) net_sets: Watch,
+    pub(super) global_net_sets: Watch,
     /// `None` when felix is not the Service proxy.
     pub(super) services: Option<Watch>,
     pub(super) slices: Option<Watch>,
@@ -51,6 +53,8 @@ impl Watches {
             kube_policies: all(Kind::KubeNetworkPolicy),
             tartan_policies: all(Kind::NetworkPolicy),
             global_policies: all(Kind::GlobalNetworkPolicy),
+            net_sets: all(Kind::NetworkSet),
+            global_net_sets: all(Kind::GlobalNetworkSet),
             services: services.then(|| all(Kind::Service)),
             slices: services.then(|| all(Kind::EndpointSlice)),
         }
@@ -72,8 +76,9 @@ pub(super) struct Synced {
     pub(super) blocks: bool,
     pub(super) pools: bool,
     pub(super) nodes: bool,
-    /// Pods, namespaces and the three policy kinds.
-    pub(super) policy: [bool; 5],
+    /// Pods, namespaces, the three policy kinds and the two network set
+    /// kinds.
+    pub(super) policy: [bool; 7],
     /// Services and EndpointSlices.
     pub(super) services: [bool; 2],
 }

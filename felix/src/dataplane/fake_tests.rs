@@ -67,7 +67,7 @@ fn policy_ruleset(client: &str) -> Ruleset {
         "x".to_string(),
         BTreeMap::from([(NAMESPACE_NAME_LABEL.to_string(), "x".to_string())]),
     )]);
-    compile::compile([&p], &eps, &ns)
+    compile::compile([&p], &eps, &[], &ns)
 }
 
 #[test]

@@ -20,7 +20,7 @@ pub mod servers;
 pub use cases::Case;
 pub use cluster::{NetpolCluster, NetpolPod, POOL_CIDR, enforce_timeout};
 pub use grid::Reachability;
-pub use objects::{NAMESPACE_NAME_LABEL, global_policy, k8s_policy, tartan_policy};
+pub use objects::{NAMESPACE_NAME_LABEL, global_policy, k8s_policy, network_set, tartan_policy};
 pub use probe::{PROBE_TIMEOUT, Protocol, sctp_support};
 pub use servers::Servers;
 

@@ -1,6 +1,7 @@
 //! The objects a netpol case changes in the datastore: Kubernetes
-//! NetworkPolicies, Tartan NetworkPolicies and GlobalNetworkPolicies, and
-//! the labels of Namespaces and Pods.
+//! NetworkPolicies, Tartan NetworkPolicies and GlobalNetworkPolicies,
+//! NetworkSets and GlobalNetworkSets, and the labels of Namespaces and
+//! Pods.
 
 use std::collections::BTreeMap;
 
@@ -8,7 +9,9 @@ use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use serde_json::{Value, json};
-use tartan_api::resources::{GlobalNetworkPolicy, NetworkPolicy as TartanNetworkPolicy};
+use tartan_api::resources::{
+    GlobalNetworkPolicy, GlobalNetworkSet, NetworkPolicy as TartanNetworkPolicy, NetworkSet,
+};
 use tartan_api::store::StoreError;
 use tartan_api::store::typed::{Resource, TypedStore};
 
@@ -52,7 +55,32 @@ pub fn global_policy(name: &str, spec: Value) -> Value {
     })
 }
 
+/// A NetworkSet `ns/name` (or, with `ns` `None`, a GlobalNetworkSet
+/// `name`) with `labels` and `nets`.
+pub fn network_set(ns: Option<&str>, name: &str, labels: Value, nets: &[String]) -> Value {
+    let mut o = json!({
+        "apiVersion": "tartan.dev/v1",
+        "kind": if ns.is_some() { "NetworkSet" } else { "GlobalNetworkSet" },
+        "metadata": {"name": name, "labels": labels},
+        "spec": {"nets": nets},
+    });
+    if let Some(ns) = ns {
+        o["metadata"]["namespace"] = ns.into();
+    }
+    o
+}
+
 impl NetpolCluster {
+    /// Creates or replaces a NetworkSet (with metadata.namespace) or a
+    /// GlobalNetworkSet (without), given as JSON.
+    pub fn apply_network_set(&self, set: Value) -> Result<()> {
+        if set["metadata"]["namespace"].is_string() {
+            self.upsert::<NetworkSet>(set)
+        } else {
+            self.upsert::<GlobalNetworkSet>(set)
+        }
+    }
+
     /// Creates `object` (JSON of a `T`), or replaces the object of that
     /// name.
     fn upsert<T: Resource>(&self, mut object: Value) -> Result<()> {
@@ -133,9 +161,18 @@ impl NetpolCluster {
         self.delete::<GlobalNetworkPolicy>(None, name)
     }
 
-    /// Deletes every policy of the three kinds.
+    /// Deletes every policy of the three kinds, and every network set.
     pub fn delete_all_policies(&self) -> Result<()> {
         let store = &self.lab.store;
+        let (sets, _) = self.block_on(store.list_typed::<NetworkSet>(None))?;
+        for s in sets {
+            let ns = s.metadata.namespace.unwrap_or_default();
+            self.delete::<NetworkSet>(Some(&ns), &s.metadata.name.unwrap_or_default())?;
+        }
+        let (sets, _) = self.block_on(store.list_typed::<GlobalNetworkSet>(None))?;
+        for s in sets {
+            self.delete::<GlobalNetworkSet>(None, &s.metadata.name.unwrap_or_default())?;
+        }
         let mut left = 0;
         for ns in NAMESPACES.iter().copied().chain(["default"]) {
             let (k, _) = self.block_on(store.list_typed::<KubeNetworkPolicy>(Some(ns)))?;

@@ -25,8 +25,10 @@ pub struct CompileCache {
     pub(super) profiles: HashMap<String, CachedProfile>,
     /// Run and guard set elements, by stem: computed again when the
     /// run's rules or local named-port numbers, the IP families, the
-    /// addresses its selectors pick or (egress) who numbers its named
-    /// ports how changed.
+    /// addresses its selectors pick (pods' addresses, and the networks of
+    /// the network sets they pick) or (egress) who numbers its named
+    /// ports how changed. Selector sets (`s…`) are made afresh at each
+    /// compile, so a change in network sets reaches them too.
     pub(super) run_sets: HashMap<String, CachedRunSets>,
 }
 
@@ -97,6 +99,7 @@ pub(super) fn cached_policy(
     let render = |needs: &Needs| {
         let mut own = Needs {
             families: needs.families.clone(),
+            ranges: needs.ranges,
             ..Needs::default()
         };
         let runs = policy_runs(p, ingress, &mut own);
@@ -115,6 +118,7 @@ pub(super) fn cached_policy(
         Arc::new(CachedPolicy {
             policy: p.clone(),
             families: needs.families.clone(),
+            ranges: needs.ranges,
             runs: Arc::new(runs),
             selectors: own.selectors.into_iter().collect(),
             named_ports: own.named_ports.into_iter().collect(),
@@ -123,7 +127,10 @@ pub(super) fn cached_policy(
     };
     let c = match cache.policies.entry((p.source.to_string(), ingress)) {
         Entry::Occupied(mut e) => {
-            if e.get().policy != *p || e.get().families != needs.families {
+            if e.get().policy != *p
+                || e.get().families != needs.families
+                || e.get().ranges != needs.ranges
+            {
                 e.insert(render(needs));
             }
             e.get().clone()

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use super::boxes::{self, Intervals, Piece};
-use super::{Endpoint, NamedPort, NamespaceLabels};
+use super::{Endpoint, NamedPort, NamespaceLabels, NetSet};
 use crate::ir::{Addrs, Cond, EndpointSel, Rule, Side};
 use crate::model::{Action, Namespaces};
 
@@ -108,9 +108,11 @@ pub fn possible_in(r: &Rule, v6: bool) -> bool {
     })
 }
 
-/// The addresses of endpoints, memoised per compile.
+/// The addresses of endpoints, and the networks of network sets,
+/// memoised per compile.
 pub struct Resolver<'a> {
     namespaces: &'a NamespaceLabels,
+    net_sets: &'a [NetSet],
     /// Made at the first selector confined to a namespace: a compile with
     /// none (no policy at all) does not sort the cluster's endpoints.
     by_namespace: Option<BTreeMap<&'a str, Vec<&'a Endpoint>>>,
@@ -123,10 +125,12 @@ pub struct Resolver<'a> {
 impl<'a> Resolver<'a> {
     pub fn new<E: Borrow<Endpoint>>(
         endpoints: &'a [E],
+        net_sets: &'a [NetSet],
         namespaces: &'a NamespaceLabels,
     ) -> Resolver<'a> {
         Resolver {
             namespaces,
+            net_sets,
             by_namespace: None,
             all: endpoints.iter().map(Borrow::borrow).collect(),
             selected: HashMap::new(),
@@ -134,8 +138,8 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// The addresses (of family `v6`) of the endpoints `sel` selects.
-    pub fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
+    /// The addresses (of family `v6`) of the pods `sel` selects.
+    fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
         // A selector in one namespace need only look at that namespace.
         let pool: &[&Endpoint] = match &sel.namespaces {
             Namespaces::Named(n) => {
@@ -160,12 +164,29 @@ impl<'a> Resolver<'a> {
             .collect()
     }
 
-    fn selected(&mut self, sel: &EndpointSel, v6: bool) -> Intervals {
+    /// The addresses (of family `v6`) `sel` stands for: those of the pods
+    /// it selects and, when it picks network sets, the networks of the
+    /// sets it selects, merged.
+    pub fn selected(&mut self, sel: &EndpointSel, v6: bool) -> Intervals {
         if let Some(iv) = self.selected.get(&(sel.clone(), v6)) {
             return iv.clone();
         }
-        let iv =
-            Intervals::from_points(self.addresses(sel, v6).into_iter().map(boxes::addr_number));
+        let mut ranges: Vec<(u128, u128)> = self
+            .addresses(sel, v6)
+            .into_iter()
+            .map(|a| (boxes::addr_number(a), boxes::addr_number(a)))
+            .collect();
+        if sel.net_sets {
+            ranges.extend(
+                self.net_sets
+                    .iter()
+                    .filter(|set| sel.matches_set(set, self.namespaces))
+                    .flat_map(|set| &set.nets)
+                    .filter(|n| matches!(n, ipnet::IpNet::V6(_)) == v6)
+                    .map(boxes::net_range),
+            );
+        }
+        let iv = Intervals::from_ranges(ranges);
         self.selected.insert((sel.clone(), v6), iv.clone());
         iv
     }
@@ -193,7 +214,8 @@ impl<'a> Resolver<'a> {
 }
 
 /// What a run's boxes depend on besides its rules: the addresses its
-/// selectors pick and, for egress, who numbers its named ports how.
+/// selectors pick (with the networks of the network sets they pick) and,
+/// for egress, who numbers its named ports how.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Input {
     Selected(Intervals),

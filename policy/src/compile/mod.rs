@@ -23,9 +23,22 @@
 //!   (see `guard_stretches`), so a packet outside them skips it;
 //! - any other rule (Log matching everything, Pass, ICMP, negated
 //!   selectors, local addresses) is written as it is: every distinct endpoint selector such a rule
-//!   uses becomes a named set of addresses per IP family (`s<hash>4`,
-//!   `s<hash>6`), every named port a set of `address . protocol . port`
-//!   (`n<hash>4`, `n<hash>6`).
+//!   uses becomes a named interval set of addresses per IP family
+//!   (`s<hash>4`, `s<hash>6`; its elements the disjoint, merged ranges
+//!   of the addresses and networks it stands for), every named port a
+//!   set of `address . protocol . port` (`n<hash>4`, `n<hash>6`).
+//!
+//! Endpoint selectors ([`EndpointSel`]) stand for addresses: those of the
+//! pods they select and, for a selector that picks network sets (a
+//! Tartan rule's `selector`, `notSelector` or `namespaceSelector`; never
+//! a Kubernetes peer, never the pods a policy applies to), the networks
+//! of the [`NetSet`]s they select: a NetworkSet when the selector's
+//! namespace scope takes in its namespace (as for a pod: the namespace
+//! named, or a selection matching the namespace's labels) and its labels
+//! match; a GlobalNetworkSet when the scope is a selection that
+//! [`matches_global`](crate::Selector::matches_global) and its labels
+//! match. A change in network sets changes only the elements of the sets
+//! (run, guard and selector sets) whose selectors pick them.
 //!
 //! Semantics, per direction and endpoint: the policies that select the
 //! endpoint and govern the direction are taken in order (lower `order`
@@ -53,6 +66,8 @@ use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
+
+use ipnet::IpNet;
 
 use crate::ir::{EndpointSel, Policy};
 use crate::model::Namespaces;
@@ -94,27 +109,63 @@ pub struct Endpoint {
 /// Namespace name → its labels.
 pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
 
+/// A NetworkSet (`namespace` its namespace) or a GlobalNetworkSet
+/// (`namespace` `None`): networks that Tartan rules' selectors pick by
+/// the set's labels, as they pick pods.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetSet {
+    pub namespace: Option<Arc<str>>,
+    pub labels: Arc<BTreeMap<String, String>>,
+    pub nets: Vec<IpNet>,
+}
+
+/// Whether the namespace scope `scope` takes in something of namespace
+/// `ns` (`None`: of no namespace, a GlobalNetworkSet). A namespace whose
+/// object has not been seen has only its name label; what is of no
+/// namespace is taken in by a selection that [`Selector::matches_global`],
+/// never by a named namespace.
+///
+/// [`Selector::matches_global`]: crate::Selector::matches_global
+pub fn scope_takes_in(scope: &Namespaces, ns: Option<&str>, namespaces: &NamespaceLabels) -> bool {
+    match (scope, ns) {
+        (Namespaces::Named(n), Some(ns)) => n == ns,
+        (Namespaces::Named(_), None) => false,
+        (Namespaces::Selected(sel), Some(ns)) => match namespaces.get(ns) {
+            Some(labels) => sel.matches(labels),
+            None => sel.matches(&BTreeMap::from([(
+                NAMESPACE_NAME_LABEL.to_string(),
+                ns.to_string(),
+            )])),
+        },
+        (Namespaces::Selected(sel), None) => sel.matches_global(),
+    }
+}
+
 impl EndpointSel {
     pub fn matches(&self, ep: &Endpoint, namespaces: &NamespaceLabels) -> bool {
-        let ns_ok = match &self.namespaces {
-            Namespaces::Named(n) => **n == *ep.namespace,
-            Namespaces::Selected(sel) => match namespaces.get(&*ep.namespace) {
-                Some(labels) => sel.matches(labels),
-                None => sel.matches(&BTreeMap::from([(
-                    NAMESPACE_NAME_LABEL.to_string(),
-                    ep.namespace.to_string(),
-                )])),
-            },
-        };
-        ns_ok && self.pods.matches(&ep.labels)
+        scope_takes_in(&self.namespaces, Some(&ep.namespace), namespaces)
+            && self.pods.matches(&ep.labels)
+    }
+
+    /// Whether it picks the network set `set`: only a selector that picks
+    /// network sets, by the set's namespace and labels.
+    pub fn matches_set(&self, set: &NetSet, namespaces: &NamespaceLabels) -> bool {
+        self.net_sets
+            && scope_takes_in(&self.namespaces, set.namespace.as_deref(), namespaces)
+            && self.pods.matches(&set.labels)
     }
 }
 
 /// The element type of a named set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum SetKind {
-    /// `ipv4_addr` / `ipv6_addr`.
-    Addr { v6: bool },
+    /// `ipv4_addr` / `ipv6_addr`: the addresses (and, with `ranges`, the
+    /// networks) an endpoint selector picks, as [`Element::Range`]s. With
+    /// `ranges` an interval set of disjoint, non-adjacent ranges; without
+    /// (no network set in the cluster, so the selector picks pods' single
+    /// addresses only) a plain set of single addresses, one element each,
+    /// which felix writes over netlink.
+    Addr { v6: bool, ranges: bool },
     /// `ipv4_addr . inet_proto . inet_service` (or IPv6).
     Port { v6: bool },
     /// A run's interval set: `ipv4_addr . inet_proto`, with `ports`
@@ -124,7 +175,10 @@ pub enum SetKind {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Element {
-    Addr(IpAddr),
+    /// An inclusive range of addresses of an address set: disjoint from,
+    /// and not adjacent to, the set's other ranges (one address when both
+    /// ends are equal).
+    Range(IpAddr, IpAddr),
     Port(IpAddr, u8, u16),
     /// A box of a run's set: inclusive ranges of addresses, protocols
     /// and (in the ported shape) ports.
@@ -173,8 +227,12 @@ fn fam(v6: bool) -> &'static str {
     if v6 { "6" } else { "4" }
 }
 
-pub fn selector_set(sel: &EndpointSel, v6: bool) -> String {
-    format!("s{}{}", hash(&sel.to_string()), fam(v6))
+/// The address set of `sel` in family `v6`; `ranges` for its interval
+/// form (see [`SetKind::Addr`]), named apart so that a change of form
+/// writes a new set rather than changing a set's type in place.
+pub fn selector_set(sel: &EndpointSel, v6: bool, ranges: bool) -> String {
+    let form = if ranges { "r" } else { "" };
+    format!("s{}{}{form}", hash(&sel.to_string()), fam(v6))
 }
 
 pub fn named_port_set(name: &str, v6: bool) -> String {
@@ -246,15 +304,19 @@ fn run_set_defs(
 /// endpoint of the cluster (for the address sets); those with an
 /// interface are this node's. They may be borrowed (`&[&Endpoint]`), so
 /// that a caller keeping them need not copy them for each compile.
+/// `net_sets` are every NetworkSet and GlobalNetworkSet (for the address
+/// sets of rules' selectors).
 pub fn compile<'a, E: Borrow<Endpoint>>(
     policies: impl IntoIterator<Item = &'a Policy>,
     endpoints: &[E],
+    net_sets: &[NetSet],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
     compile_cached(
         &mut CompileCache::default(),
         policies,
         endpoints,
+        net_sets,
         namespaces,
     )
 }
@@ -291,10 +353,11 @@ pub fn compile_cached<'a, E: Borrow<Endpoint>>(
     cache: &mut CompileCache,
     policies: impl IntoIterator<Item = &'a Policy>,
     endpoints: &[E],
+    net_sets: &[NetSet],
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
     let families = Families::of(endpoints);
-    compile_cached_with(cache, policies, endpoints, families, namespaces)
+    compile_cached_with(cache, policies, endpoints, net_sets, families, namespaces)
 }
 
 /// [`compile_cached`] given the endpoints' [`Families`] (a caller that
@@ -303,6 +366,7 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     cache: &mut CompileCache,
     policies: impl IntoIterator<Item = &'a Policy>,
     endpoints: &[E],
+    net_sets: &[NetSet],
     families: Families,
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
@@ -325,6 +389,7 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     }
     let mut rs = Ruleset::default();
     let mut needs = Needs::for_families(families);
+    needs.ranges = net_sets.iter().any(|s| !s.nets.is_empty());
     let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
     let mut runs: Runs = BTreeMap::new();
     let mut profiles: HashMap<String, CachedProfile> = HashMap::new();
@@ -436,7 +501,7 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
         .collect();
     cache.policies.retain(|k, _| kept.contains(k));
     cache.profiles = profiles;
-    let mut res = merge::Resolver::new(endpoints, namespaces);
+    let mut res = merge::Resolver::new(endpoints, net_sets, namespaces);
     let mut run_sets: HashMap<String, CachedRunSets> = HashMap::new();
     for (stem, run) in &runs {
         let inputs = merge::run_inputs(&run.rules, &needs.families, run.ingress, &mut res);
@@ -456,15 +521,30 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     cache.run_sets = run_sets;
     for sel in &needs.selectors {
         for &v6 in &needs.families {
+            // Disjoint, non-adjacent ranges: what an interval set takes
+            // (the kernel refuses overlapping elements). Without network
+            // sets every range is of single pod addresses: one element
+            // each, for a plain set.
+            let ranges = needs.ranges;
             let elements = res
-                .addresses(sel, v6)
-                .into_iter()
-                .map(Element::Addr)
+                .selected(sel, v6)
+                .ranges()
+                .iter()
+                .flat_map(|&(lo, hi)| {
+                    let pieces: Box<dyn Iterator<Item = (u128, u128)>> = if ranges {
+                        Box::new(std::iter::once((lo, hi)))
+                    } else {
+                        Box::new((lo..=hi).map(|a| (a, a)))
+                    };
+                    pieces.map(move |(lo, hi)| {
+                        Element::Range(boxes::number_addr(lo, v6), boxes::number_addr(hi, v6))
+                    })
+                })
                 .collect();
             rs.sets.insert(
-                selector_set(sel, v6),
+                selector_set(sel, v6, ranges),
                 SetDef {
-                    kind: SetKind::Addr { v6 },
+                    kind: SetKind::Addr { v6, ranges },
                     elements,
                 },
             );

@@ -12,6 +12,8 @@ use crate::ir::{EndpointSel, Policy};
 pub(super) struct CachedPolicy {
     pub(super) policy: Policy,
     pub(super) families: Vec<bool>,
+    /// The form of the selector sets its written rules name.
+    pub(super) ranges: bool,
     pub(super) runs: Arc<Vec<Run>>,
     pub(super) selectors: Vec<EndpointSel>,
     pub(super) named_ports: Vec<String>,

@@ -114,7 +114,7 @@ fn set_type(kind: SetKind) -> SetTypeValue<'static> {
         }
     };
     match kind {
-        SetKind::Addr { v6 } => SetTypeValue::Single(addr(v6)),
+        SetKind::Addr { v6, .. } => SetTypeValue::Single(addr(v6)),
         SetKind::Port { v6 } | SetKind::Run { v6, ports: true } => {
             SetTypeValue::Concatenated(Cow::Owned(vec![
                 addr(v6),
@@ -130,7 +130,7 @@ fn set_type(kind: SetKind) -> SetTypeValue<'static> {
 
 fn element(e: &Element) -> Expression<'static> {
     match e {
-        Element::Addr(a) => s(a.to_string()),
+        Element::Range(lo, hi) => span(s(lo.to_string()), s(hi.to_string()), lo == hi),
         Element::Port(a, proto, port) => concat(vec![
             s(a.to_string()),
             Expression::Number(u32::from(*proto)),
@@ -170,6 +170,16 @@ fn span(lo: Expression<'static>, hi: Expression<'static>, one: bool) -> Expressi
     }
 }
 
+/// Whether sets of `kind` are interval sets: the address sets of
+/// selectors in their range form (they hold networks) and the runs' sets
+/// of boxes.
+fn interval(kind: SetKind) -> bool {
+    matches!(
+        kind,
+        SetKind::Addr { ranges: true, .. } | SetKind::Run { .. }
+    )
+}
+
 fn set_object(name: &str, def: &SetDef, with_elements: bool) -> NfListObject<'static> {
     let elem: Vec<Expression<'static>> = def.elements.iter().map(element).collect();
     NfListObject::Set(Box::new(Set {
@@ -177,8 +187,7 @@ fn set_object(name: &str, def: &SetDef, with_elements: bool) -> NfListObject<'st
         table: Cow::Borrowed(TABLE),
         name: Cow::Owned(name.to_string()),
         set_type: set_type(def.kind),
-        flags: matches!(def.kind, SetKind::Run { .. })
-            .then(|| [nftables::schema::SetFlag::Interval].into()),
+        flags: interval(def.kind).then(|| [nftables::schema::SetFlag::Interval].into()),
         elem: (with_elements && !elem.is_empty()).then(|| Cow::Owned(elem)),
         ..Set::default()
     }))
@@ -371,10 +380,12 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Transaction> {
         match old.sets.get(name) {
             None => objs.push(add(set_object(name, def, true))),
             Some(was) => {
-                // An interval set refuses a box overlapping one still
-                // there: what leaves goes first (the transaction is
-                // atomic, so no packet sees the gap).
-                if matches!(def.kind, SetKind::Run { .. }) {
+                // An interval set refuses an element overlapping one
+                // still there: what leaves goes first (the transaction
+                // is atomic, so no packet sees the gap). Each element
+                // deleted is one written before, whole: a range that
+                // grew or shrank is deleted and added anew.
+                if interval(def.kind) {
                     objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
                 }
                 objs.extend(elements(name, def.elements.difference(&was.elements)).map(add));
@@ -402,7 +413,7 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Transaction> {
     }
     for (name, was) in &old.sets {
         if let Some(def) = new.sets.get(name)
-            && !matches!(def.kind, SetKind::Run { .. })
+            && !interval(def.kind)
         {
             objs.extend(elements(name, was.elements.difference(&def.elements)).map(del));
         }

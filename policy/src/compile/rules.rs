@@ -22,6 +22,9 @@ pub(super) struct Needs {
     /// has an address of (a pod without an IPv6 address sends and
     /// receives no IPv6 packet, so rules for it would be dead weight).
     pub(super) families: Vec<bool>,
+    /// Selector address sets in their interval form (some network set
+    /// has networks; see [`super::SetKind::Addr`]).
+    pub(super) ranges: bool,
 }
 
 impl Needs {
@@ -157,7 +160,7 @@ fn render_rule(r: &Rule, v6: Option<bool>, log_prefix: &str, needs: &mut Needs) 
                         needs.selectors.insert(sel.clone());
                         out.push(matches(
                             addr_field(v6, *side),
-                            s(format!("@{}", selector_set(sel, v6))),
+                            s(format!("@{}", selector_set(sel, v6, needs.ranges))),
                             !negate,
                         ));
                     }

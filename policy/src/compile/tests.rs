@@ -5,6 +5,7 @@
 mod cache;
 mod changes;
 mod guards;
+mod net_sets;
 mod tables;
 
 use std::collections::BTreeMap;

@@ -3,7 +3,8 @@
 //! into etcd with a boolean where a string goes isolates the pods of its
 //! namespace in both directions; felix's metric and `tartanctl check` show
 //! it; a readable version put in its place is enforced exactly as written,
-//! and the metric and the check are clean again.
+//! and the metric and the check are clean again. Likewise an unreadable
+//! GlobalNetworkSet, for the policy whose rule could pick it.
 
 use std::time::{Duration, Instant};
 
@@ -15,7 +16,7 @@ use tartan_lab::netpol::{NAMESPACE_NAME_LABEL, NetpolCluster, Protocol, Reachabi
 use Protocol::Tcp;
 
 const KEY: &str = "/tartan/k8s/networkpolicies/x/fail-closed";
-const KIND_LABEL: &str = "kind=\"NetworkPolicy.networking.k8s.io\"";
+const KIND: &str = "NetworkPolicy.networking.k8s.io";
 
 fn policy(spec: serde_json::Value) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -31,27 +32,33 @@ fn metrics(c: &NetpolCluster, i: usize) -> String {
     tartan_tests::felix_http_get(&c.lab.underlay.node(i).netns, "/metrics")
 }
 
-/// The value of `tartan_felix_unreadable_objects` for Kubernetes
-/// NetworkPolicies on node `i`.
-fn unreadable_gauge(c: &NetpolCluster, i: usize) -> Option<i64> {
+/// The value of `tartan_felix_unreadable_objects` for `kind` on node `i`.
+fn gauge_of(c: &NetpolCluster, i: usize, kind: &str) -> Option<i64> {
+    let label = format!("kind=\"{kind}\"");
     metrics(c, i)
         .lines()
-        .find(|l| l.starts_with("tartan_felix_unreadable_objects{") && l.contains(KIND_LABEL))
+        .find(|l| l.starts_with("tartan_felix_unreadable_objects{") && l.contains(&label))
         .and_then(|l| l.rsplit(' ').next())
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// Waits until every node's gauge reads `want`.
+/// Waits until every node's gauge for Kubernetes NetworkPolicies reads
+/// `want`.
 fn gauges_become(c: &NetpolCluster, want: i64) -> Result<()> {
+    kind_gauges_become(c, KIND, want)
+}
+
+/// Waits until every node's gauge for `kind` reads `want`.
+fn kind_gauges_become(c: &NetpolCluster, kind: &str, want: i64) -> Result<()> {
     let start = Instant::now();
     loop {
-        let seen: Vec<Option<i64>> = (0..3).map(|i| unreadable_gauge(c, i)).collect();
+        let seen: Vec<Option<i64>> = (0..3).map(|i| gauge_of(c, i, kind)).collect();
         if seen.iter().all(|v| *v == Some(want)) {
             return Ok(());
         }
         if start.elapsed() > Duration::from_secs(20) {
             bail!(
-                "gauges {seen:?}, want {want} on each node:\n{}",
+                "{kind} gauges {seen:?}, want {want} on each node:\n{}",
                 metrics(c, 0)
             );
         }
@@ -164,4 +171,71 @@ fn an_unreadable_network_policy_isolates_its_namespace_until_replaced() {
     let (ok, out, err) = check(&c).unwrap();
     assert!(ok && out.starts_with("ok:"), "{out}{err}");
     eprintln!("done after {:?}", t0.elapsed());
+}
+
+/// An unreadable GlobalNetworkSet (written straight into etcd with a
+/// network that has host bits) cannot be read for its labels or its
+/// networks: the NetworkPolicy of x whose rule could pick it (its
+/// namespaceSelector takes in `global()`) stands as an isolation of x,
+/// both ways; the gauge and `tartanctl check` show it; a readable version
+/// in its place is enforced as written.
+#[test]
+fn an_unreadable_global_network_set_isolates_the_policies_that_could_pick_it() {
+    let _one = tartan_tests::one_file_at_a_time(module_path!());
+    let c = NetpolCluster::start().unwrap();
+    let set = |nets: Vec<String>| {
+        serde_json::to_vec(&json!({
+            "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkSet",
+            "metadata": {"name": "partners", "labels": {"role": "partner"}},
+            "spec": {"nets": nets},
+        }))
+        .expect("JSON")
+    };
+    const SET_KEY: &str = "/tartan/globalnetworksets/partners";
+    let ya = format!("{}/32", c.ip("y/a").unwrap());
+    c.lab.etcd.put_raw(SET_KEY, &set(vec![ya])).unwrap();
+    c.apply_tartan_policy(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "NetworkPolicy",
+        "metadata": {"name": "partners", "namespace": "x"},
+        "spec": {"selector": "all()", "types": ["Ingress"], "ingress": [{"action": "Allow",
+            "source": {"selector": "role == 'partner'", "namespaceSelector": "global()"}}]},
+    }))
+    .unwrap();
+    let mut only_ya = Reachability::all(true);
+    only_ya
+        .expect_to_namespace("x", false)
+        .expect_to_namespace_from("y/a", "x", true);
+    c.expect(80, Tcp, &only_ya).unwrap();
+
+    c.lab
+        .etcd
+        .put_raw(SET_KEY, &set(vec!["10.0.0.1/8".into()]))
+        .unwrap();
+    let mut isolated = Reachability::all(true);
+    isolated
+        .expect_to_namespace("x", false)
+        .expect_from_namespace("x", false);
+    c.expect(80, Tcp, &isolated).unwrap();
+    kind_gauges_become(&c, "GlobalNetworkSet", 1).unwrap();
+    let (ok, out, err) = check(&c).unwrap();
+    assert!(!ok, "check passes with an unreadable set:\n{out}{err}");
+    let row = out
+        .lines()
+        .find(|l| l.contains("partners"))
+        .unwrap_or_else(|| panic!("check does not list it:\n{out}"));
+    assert!(
+        row.contains("GlobalNetworkSet") && row.contains("spec.nets"),
+        "{row}"
+    );
+
+    let zb = format!("{}/32", c.ip("z/b").unwrap());
+    c.lab.etcd.put_raw(SET_KEY, &set(vec![zb])).unwrap();
+    let mut only_zb = Reachability::all(true);
+    only_zb
+        .expect_to_namespace("x", false)
+        .expect_to_namespace_from("z/b", "x", true);
+    c.expect(80, Tcp, &only_zb).unwrap();
+    kind_gauges_become(&c, "GlobalNetworkSet", 0).unwrap();
+    let (ok, out, err) = check(&c).unwrap();
+    assert!(ok && out.starts_with("ok:"), "{out}{err}");
 }

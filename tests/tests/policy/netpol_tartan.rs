@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use tartan_lab::netpol::probe::probe;
-use tartan_lab::netpol::{Case, NetpolCluster, Protocol};
+use tartan_lab::netpol::{Case, NetpolCluster, Protocol, network_set};
 use tartan_tests::netpol::{all, apply_global, apply_k8s, apply_tartan, expect_on, grid};
 
 use Protocol::{Tcp, Udp};
@@ -306,6 +306,75 @@ fn log_then_allow(c: &NetpolCluster) -> Result<()> {
     }
 }
 
+/// Network sets picked by rule selectors, into x: a GlobalNetworkSet
+/// holding y/a's address, a NetworkSet of x holding z/b's, one of y
+/// holding z/c's, all labelled `role: partner`.
+/// - A NetworkPolicy of x allowing `role == 'partner'` lets in z/b only
+///   (its own namespace's set);
+/// - with `namespaceSelector: global()`, y/a only (the global set);
+/// - a GlobalNetworkPolicy allowing the same: all three;
+/// - the global set changed to z/a's address: z/a, z/b, z/c.
+fn network_sets_picked_by_rule_selectors(c: &NetpolCluster) -> Result<()> {
+    let partner = json!({"role": "partner"});
+    let host = |id: &str| -> Result<Vec<String>> { Ok(vec![format!("{}/32", c.ip(id)?)]) };
+    c.apply_network_set(network_set(
+        None,
+        "partners",
+        partner.clone(),
+        &host("y/a")?,
+    ))?;
+    c.apply_network_set(network_set(
+        Some("x"),
+        "friends",
+        partner.clone(),
+        &host("z/b")?,
+    ))?;
+    c.apply_network_set(network_set(
+        Some("y"),
+        "others",
+        partner.clone(),
+        &host("z/c")?,
+    ))?;
+    let from = |source: Value| {
+        json!({"order": 10, "selector": "all()", "types": ["Ingress"],
+               "ingress": [{"action": "Allow", "source": source}]})
+    };
+    let only = |ids: &'static [&'static str]| {
+        grid(move |w| {
+            let w = w.expect_to_namespace("x", false);
+            for id in ids {
+                w.expect_to_namespace_from(id, "x", true);
+            }
+            w
+        })
+    };
+    apply_tartan(
+        c,
+        "x",
+        "partners",
+        from(json!({"selector": "role == 'partner'"})),
+    )?;
+    c.expect(80, Tcp, &only(&["z/b"]))
+        .context("NetworkPolicy: its namespace's set")?;
+    apply_tartan(
+        c,
+        "x",
+        "partners",
+        from(json!({"selector": "role == 'partner'", "namespaceSelector": "global()"})),
+    )?;
+    c.expect(80, Tcp, &only(&["y/a"]))
+        .context("NetworkPolicy with namespaceSelector global(): the global set")?;
+    c.delete_tartan_policy("x", "partners")?;
+    let mut global = from(json!({"selector": "role == 'partner'"}));
+    global["namespaceSelector"] = json!(in_ns("x"));
+    apply_global(c, "partners", global)?;
+    c.expect(80, Tcp, &only(&["y/a", "z/b", "z/c"]))
+        .context("GlobalNetworkPolicy: every set")?;
+    c.apply_network_set(network_set(None, "partners", partner, &host("z/a")?))?;
+    c.expect(80, Tcp, &only(&["z/a", "z/b", "z/c"]))
+        .context("the global set's networks changed")
+}
+
 const CASES: &[Case] = &[
     ("lower order wins", lower_order_wins),
     (
@@ -321,6 +390,10 @@ const CASES: &[Case] = &[
         global_policy_across_namespaces,
     ),
     ("Log, then Allow", log_then_allow),
+    (
+        "network sets picked by rule selectors",
+        network_sets_picked_by_rule_selectors,
+    ),
     (
         "a stretch of Log and Deny rules behind its guard",
         guarded_log_and_deny_stretch,

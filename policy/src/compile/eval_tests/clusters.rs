@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use proptest::prelude::*;
 
-use crate::compile::{Endpoint, NAMESPACE_NAME_LABEL, NamedPort};
+use crate::compile::{Endpoint, NAMESPACE_NAME_LABEL, NamedPort, NetSet};
 
 use super::interp::Cluster;
 
@@ -39,12 +39,25 @@ pub(super) struct NsGen {
     known: bool,
 }
 
+/// A NetworkSet or a GlobalNetworkSet.
+#[derive(Debug, Clone)]
+pub(super) struct SetGen {
+    /// Its namespace (modulo the number of namespaces); `None`: global.
+    ns: Option<usize>,
+    /// The `app` label (as pods have), and whether it has `net: 'yes'`.
+    app: Option<&'static str>,
+    net_label: bool,
+    /// Indices into [`SET_NETS`].
+    nets: Vec<usize>,
+}
+
 #[derive(Debug, Clone)]
 pub(super) struct ClusterGen {
     /// Their number never changes (the policies' namespaces are taken
     /// modulo it).
     pub(super) namespaces: Vec<NsGen>,
     eps: Vec<EpGen>,
+    sets: Vec<SetGen>,
 }
 
 pub(super) fn pick<T: Clone + std::fmt::Debug + 'static>(
@@ -56,6 +69,42 @@ pub(super) fn pick<T: Clone + std::fmt::Debug + 'static>(
 const APPS: [&str; 3] = ["a", "b", "c"];
 const TIERS: [&str; 2] = ["web", "db"];
 const DNS: [(u8, u16); 3] = [(17, 53), (17, 5353), (6, 53)];
+
+/// Networks of the network sets: outside addresses the packets use
+/// (192.0.2.3 and .9, 203.0.113.7, 198.51.100.5, 10.2.0.1, fd00::99,
+/// 2001:db8::1), networks overlapping one another, and networks and
+/// addresses of pods (10.0.0.1-2, 10.0.1.1, fd00::1-…).
+const SET_NETS: [&str; 14] = [
+    "192.0.2.0/28",
+    "192.0.2.9",
+    "192.0.2.8/29",
+    "203.0.113.0/24",
+    "203.0.113.7/32",
+    "198.51.100.0/24",
+    "10.0.0.0/30",
+    "10.0.1.1",
+    "10.2.0.0/16",
+    "10.0.0.0/8",
+    "fd00::/120",
+    "fd00::2",
+    "2001:db8::/64",
+    "2001:db8::1/128",
+];
+
+fn set_gen() -> impl Strategy<Value = SetGen> {
+    (
+        prop::option::weighted(0.6, 0..3usize),
+        prop::option::weighted(0.7, pick(APPS.to_vec())),
+        prop::bool::weighted(0.4),
+        prop::collection::vec(0..SET_NETS.len(), 0..=3),
+    )
+        .prop_map(|(ns, app, net_label, nets)| SetGen {
+            ns,
+            app,
+            net_label,
+            nets,
+        })
+}
 
 /// An endpoint's features, its `id` and `local` left for the caller.
 fn ep_gen() -> impl Strategy<Value = EpGen> {
@@ -87,8 +136,10 @@ pub(super) fn cluster_gen() -> impl Strategy<Value = ClusterGen> {
         prop::collection::vec(ep_gen(), 4..=8),
         2..=3usize,
         prop::bool::weighted(0.3),
+        prop::collection::vec(set_gen(), 0..=3),
     )
-        .prop_map(|(envs, eps, locals, v6)| ClusterGen {
+        .prop_map(|(envs, eps, locals, v6, sets)| ClusterGen {
+            sets,
             namespaces: envs
                 .into_iter()
                 .map(|env| NsGen {
@@ -173,10 +224,47 @@ impl ClusterGen {
                 }
             })
             .collect();
+        let net_sets = self
+            .sets
+            .iter()
+            .map(|g| {
+                let mut l = BTreeMap::new();
+                if let Some(app) = g.app {
+                    l.insert("app".to_string(), app.to_string());
+                }
+                if g.net_label {
+                    l.insert("net".to_string(), "yes".to_string());
+                }
+                NetSet {
+                    namespace: g
+                        .ns
+                        .map(|n| format!("ns{}", n % self.namespaces.len()).into()),
+                    labels: l.into(),
+                    nets: g
+                        .nets
+                        .iter()
+                        .map(|&i| {
+                            tartan_api::resources::common::parse_network_or_address(SET_NETS[i])
+                                .unwrap()
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
         Cluster {
             namespaces,
             endpoints,
+            net_sets,
         }
+    }
+
+    /// The network set `i` picks among the current ones, if any.
+    fn set_at(&mut self, i: &prop::sample::Index) -> Option<&mut SetGen> {
+        if self.sets.is_empty() {
+            return None;
+        }
+        let n = i.index(self.sets.len());
+        Some(&mut self.sets[n])
     }
 
     /// The endpoint `i` picks among the current ones.
@@ -216,6 +304,33 @@ impl ClusterGen {
                 let len = self.namespaces.len();
                 self.namespaces[ns % len] = n.clone();
             }
+            Change::SetNets(i, nets) => {
+                if let Some(s) = self.set_at(i) {
+                    s.nets = nets.clone();
+                }
+            }
+            Change::SetLabels(i, app, net_label) => {
+                if let Some(s) = self.set_at(i) {
+                    s.app = *app;
+                    s.net_label = *net_label;
+                }
+            }
+            Change::SetMove(i, ns) => {
+                if let Some(s) = self.set_at(i) {
+                    s.ns = *ns;
+                }
+            }
+            Change::SetRemove(i) => {
+                if !self.sets.is_empty() {
+                    let n = i.index(self.sets.len());
+                    self.sets.remove(n);
+                }
+            }
+            Change::SetAdd(g) => {
+                if self.sets.len() < 4 {
+                    self.sets.push(g.clone());
+                }
+            }
         }
     }
 }
@@ -239,6 +354,14 @@ pub(super) enum Change {
     Add(EpGen),
     /// A namespace's labels changed, or its object gone or back.
     Namespace(usize, NsGen),
+    /// A network set's networks changed (indices into [`SET_NETS`]).
+    SetNets(prop::sample::Index, Vec<usize>),
+    /// A network set relabelled (`app`, `net: 'yes'`).
+    SetLabels(prop::sample::Index, Option<&'static str>, bool),
+    /// A network set to another namespace, or made global (`None`).
+    SetMove(prop::sample::Index, Option<usize>),
+    SetRemove(prop::sample::Index),
+    SetAdd(SetGen),
 }
 
 pub(super) fn change() -> impl Strategy<Value = Change> {
@@ -267,5 +390,20 @@ pub(super) fn change() -> impl Strategy<Value = Change> {
             prop::bool::weighted(0.85),
         )
             .prop_map(|(n, env, known)| Change::Namespace(n, NsGen { env, known })),
+        4 => set_change(),
+    ]
+}
+
+/// A change to the network sets.
+fn set_change() -> impl Strategy<Value = Change> {
+    let set = || any::<prop::sample::Index>();
+    prop_oneof![
+        3 => (set(), prop::collection::vec(0..SET_NETS.len(), 0..=3))
+            .prop_map(|(i, nets)| Change::SetNets(i, nets)),
+        2 => (set(), prop::option::of(pick(APPS.to_vec())), any::<bool>())
+            .prop_map(|(i, app, net)| Change::SetLabels(i, app, net)),
+        1 => (set(), prop::option::of(0..3usize)).prop_map(|(i, ns)| Change::SetMove(i, ns)),
+        1 => set().prop_map(Change::SetRemove),
+        2 => set_gen().prop_map(Change::SetAdd),
     ]
 }

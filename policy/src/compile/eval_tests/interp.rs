@@ -7,7 +7,9 @@ use ipnet::IpNet;
 use nftables::expr::{Expression, Meta, MetaKey, NamedExpression, Payload, SetItem};
 use nftables::stmt::{Operator, Statement};
 
-use crate::compile::{Element, Endpoint, NamespaceLabels, OPEN_CHAIN, Ruleset, SetDef, SetKind};
+use crate::compile::{
+    Element, Endpoint, NamespaceLabels, NetSet, OPEN_CHAIN, Ruleset, SetDef, SetKind,
+};
 use crate::ir::Side;
 
 // ---------------------------------------------------------------------
@@ -56,6 +58,8 @@ pub(super) struct Outcome {
 pub(super) struct Cluster {
     pub(super) namespaces: NamespaceLabels,
     pub(super) endpoints: Vec<Endpoint>,
+    /// NetworkSets and GlobalNetworkSets.
+    pub(super) net_sets: Vec<NetSet>,
 }
 
 impl Cluster {
@@ -206,7 +210,7 @@ fn in_span<T: PartialOrd + Copy>(v: T, (lo, hi): (T, T)) -> bool {
 /// Whether the key `vals` is in the named set `def`.
 fn set_contains(name: &str, def: &SetDef, vals: &[Val]) -> bool {
     let (v6, width) = match def.kind {
-        SetKind::Addr { v6 } => (v6, 1),
+        SetKind::Addr { v6, .. } => (v6, 1),
         SetKind::Port { v6 } => (v6, 3),
         SetKind::Run { v6, ports } => (v6, if ports { 3 } else { 2 }),
     };
@@ -224,7 +228,14 @@ fn set_contains(name: &str, def: &SetDef, vals: &[Val]) -> bool {
         other => panic!("interpreter: {other:?} in key for set {name}"),
     };
     def.elements.iter().any(|e| match (e, def.kind) {
-        (Element::Addr(x), SetKind::Addr { .. }) => a == *x,
+        (Element::Range(lo, hi), SetKind::Addr { .. }) => {
+            assert_eq!(
+                (lo.is_ipv6(), hi.is_ipv6()),
+                (v6, v6),
+                "element {e:?} in set {name}"
+            );
+            in_span(a, (*lo, *hi))
+        }
         (Element::Port(x, proto, port), SetKind::Port { .. }) => {
             a == *x && num(1) == u32::from(*proto) && num(2) == u32::from(*port)
         }
@@ -405,42 +416,64 @@ pub(super) fn interpret(rs: &Ruleset, cl: &Cluster, p: &Packet) -> (Outcome, Vec
     (outcome, it.entered)
 }
 
-/// The kernel refuses overlapping elements in an interval set of
-/// concatenations: every run set's boxes must be disjoint.
+/// The kernel refuses overlapping elements in an interval set: every run
+/// set's boxes, and every interval address set's ranges, must be disjoint
+/// (an address set's ranges are not even adjacent: they are merged). A
+/// plain address set holds single addresses only.
 pub(super) fn check_disjoint(rs: &Ruleset) -> Result<(), String> {
     for (name, def) in &rs.sets {
+        if let SetKind::Addr { ranges: false, .. } = def.kind {
+            if let Some(e) = def
+                .elements
+                .iter()
+                .find(|e| !matches!(e, Element::Range(lo, hi) if lo == hi))
+            {
+                return Err(format!("plain set {name} holds {e:?}"));
+            }
+            continue;
+        }
         let spans: Vec<&Element> = def.elements.iter().collect();
         for (i, a) in spans.iter().enumerate() {
             for b in &spans[i + 1..] {
-                if let (
-                    Element::Span {
-                        addrs: a1,
-                        protos: p1,
-                        ports: q1,
-                    },
-                    Element::Span {
-                        addrs: a2,
-                        protos: p2,
-                        ports: q2,
-                    },
-                ) = (a, b)
-                {
-                    let meet = |x: (u32, u32), y: (u32, u32)| x.0 <= y.1 && y.0 <= x.1;
-                    let addrs_meet = a1.0 <= a2.1 && a2.0 <= a1.1;
-                    let protos_meet = meet(
-                        (u32::from(p1.0), u32::from(p1.1)),
-                        (u32::from(p2.0), u32::from(p2.1)),
-                    );
-                    let ports_meet = match (q1, q2) {
-                        (Some(x), Some(y)) => meet(
-                            (u32::from(x.0), u32::from(x.1)),
-                            (u32::from(y.0), u32::from(y.1)),
-                        ),
-                        _ => true,
-                    };
-                    if addrs_meet && protos_meet && ports_meet {
-                        return Err(format!("set {name}: {a:?} overlaps {b:?}"));
+                let meet = |x: (u32, u32), y: (u32, u32)| x.0 <= y.1 && y.0 <= x.1;
+                let clash = match (a, b) {
+                    (
+                        Element::Span {
+                            addrs: a1,
+                            protos: p1,
+                            ports: q1,
+                        },
+                        Element::Span {
+                            addrs: a2,
+                            protos: p2,
+                            ports: q2,
+                        },
+                    ) => {
+                        let addrs_meet = a1.0 <= a2.1 && a2.0 <= a1.1;
+                        let protos_meet = meet(
+                            (u32::from(p1.0), u32::from(p1.1)),
+                            (u32::from(p2.0), u32::from(p2.1)),
+                        );
+                        let ports_meet = match (q1, q2) {
+                            (Some(x), Some(y)) => meet(
+                                (u32::from(x.0), u32::from(x.1)),
+                                (u32::from(y.0), u32::from(y.1)),
+                            ),
+                            _ => true,
+                        };
+                        addrs_meet && protos_meet && ports_meet
                     }
+                    (Element::Range(lo1, hi1), Element::Range(lo2, hi2)) => {
+                        let n = |x: &IpAddr| crate::compile::boxes::addr_number(*x);
+                        lo1 > hi1
+                            || lo2 > hi2
+                            || (n(lo1) <= n(hi2).saturating_add(1)
+                                && n(lo2) <= n(hi1).saturating_add(1))
+                    }
+                    _ => false,
+                };
+                if clash {
+                    return Err(format!("set {name}: {a:?} overlaps or touches {b:?}"));
                 }
             }
         }

@@ -38,12 +38,13 @@ use strategies::{Case, Policies, case};
 // ---------------------------------------------------------------------
 // Packets to try
 
-const EXTERNAL: [&str; 7] = [
+const EXTERNAL: [&str; 8] = [
     "192.0.2.3",
     "192.0.2.9",
     "10.0.0.200",
     "10.2.0.1",
     "203.0.113.7",
+    "198.51.100.5",
     "fd00::99",
     "2001:db8::1",
 ];
@@ -141,6 +142,10 @@ struct Stats {
     inputs_changed: Cell<usize>,
     /// Cached compiles whose IP families differ from the compile before.
     families_changed: Cell<usize>,
+    /// Compiles whose result the network sets changed; cached compiles
+    /// on a cluster whose network sets changed.
+    sets_used: Cell<usize>,
+    sets_changed: Cell<usize>,
 }
 
 fn bump(c: &Cell<usize>, yes: bool) {
@@ -280,8 +285,19 @@ fn check_case(c: &Case, stats: &Stats) -> Result<(), TestCaseError> {
             .map(|(name, s)| build_policy(s, name, n_ns))
             .collect();
         let kept = Kept::of(&cache);
-        let rs = compile_cached(&mut cache, &policies, &cl.endpoints, &cl.namespaces);
-        let fresh = compile(&policies, &cl.endpoints, &cl.namespaces);
+        let rs = compile_cached(
+            &mut cache,
+            &policies,
+            &cl.endpoints,
+            &cl.net_sets,
+            &cl.namespaces,
+        );
+        let fresh = compile(&policies, &cl.endpoints, &cl.net_sets, &cl.namespaces);
+        // Whether the network sets made a difference at all.
+        bump(
+            &stats.sets_used,
+            fresh != compile(&policies, &cl.endpoints, &[], &cl.namespaces),
+        );
         prop_assert!(
             rs == fresh,
             "compile {n}: the cached compile differs from a fresh one\n\
@@ -290,8 +306,11 @@ fn check_case(c: &Case, stats: &Stats) -> Result<(), TestCaseError> {
             describe(&fresh)
         );
         if let Some(b) = &before
-            && (b.endpoints != cl.endpoints || b.namespaces != cl.namespaces)
+            && (b.endpoints != cl.endpoints
+                || b.namespaces != cl.namespaces
+                || b.net_sets != cl.net_sets)
         {
+            bump(&stats.sets_changed, b.net_sets != cl.net_sets);
             bump(&stats.changed, true);
             bump(
                 &stats.profiles_kept,
@@ -338,6 +357,17 @@ fn compiled_chains_decide_as_the_semantics_say() {
     let changed = stats.changed.get();
     let (profiles_kept, inputs_changed) = (stats.profiles_kept.get(), stats.inputs_changed.get());
     let families_changed = stats.families_changed.get();
+    let (sets_used, sets_changed) = (stats.sets_used.get(), stats.sets_changed.get());
+    eprintln!(
+        "{sets_used} compiles that network sets changed, {sets_changed} cached compiles \
+         on changed network sets"
+    );
+    // Network sets must matter, and change under the cache.
+    assert!(
+        sets_used * 2 >= cases && sets_changed * 4 >= cases,
+        "of {cases} cases: {sets_used} compiles that network sets changed, {sets_changed} \
+         cached compiles on changed network sets"
+    );
     eprintln!(
         "{cases} cases, {guarded} rulesets with guarded stretches; packets: {}, {} allowed, \
          {} logged, {} through a stretch, {} through a Pass chain; {changed} cached compiles \

@@ -33,10 +33,16 @@ fn cond_holds(c: &Cond, p: &Packet, cl: &Cluster) -> bool {
             let a = p.addr(*side);
             let hit = match addrs {
                 Addrs::Nets(nets) => nets.iter().any(|n| n.contains(&a)),
-                Addrs::Endpoints(sel) => cl
-                    .endpoints
-                    .iter()
-                    .any(|e| e.addrs.contains(&a) && sel.matches(e, &cl.namespaces)),
+                // A pod's address, or one in a network set's networks.
+                Addrs::Endpoints(sel) => {
+                    cl.endpoints
+                        .iter()
+                        .any(|e| e.addrs.contains(&a) && sel.matches(e, &cl.namespaces))
+                        || cl.net_sets.iter().any(|s| {
+                            s.nets.iter().any(|n| n.contains(&a))
+                                && sel.matches_set(s, &cl.namespaces)
+                        })
+                }
             };
             hit != *negate
         }

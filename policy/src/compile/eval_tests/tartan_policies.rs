@@ -23,8 +23,9 @@ const NETS: [&str; 12] = [
     "2001:db8::/32",
 ];
 
-const POD_SELECTORS: [&str; 8] = [
+const POD_SELECTORS: [&str; 9] = [
     "all()",
+    "has(net)",
     "app == 'a'",
     "app == 'b'",
     "app in {'a', 'c'}",
@@ -34,12 +35,15 @@ const POD_SELECTORS: [&str; 8] = [
     "app == 'c' || tier == 'web'",
 ];
 
-const NS_SELECTORS: [&str; 5] = [
+const NS_SELECTORS: [&str; 8] = [
     "all()",
     "env == 'prod'",
     "env == 'dev'",
     "kubernetes.io/metadata.name == 'ns1'",
     "kubernetes.io/metadata.name in {'ns0', 'ns2'}",
+    "global()",
+    "global() || env == 'prod'",
+    "!has(env)",
 ];
 
 fn port_items() -> Vec<Value> {

@@ -33,8 +33,8 @@ fn a_cached_compile_equals_a_fresh_one_through_changes() {
         }),
         (vec![&g], eps.clone()),
     ] {
-        let cached = compile_cached(&mut cache, policies.iter().copied(), &eps, &ns);
-        assert_eq!(cached, compile(policies.iter().copied(), &eps, &ns));
+        let cached = compile_cached(&mut cache, policies.iter().copied(), &eps, &[], &ns);
+        assert_eq!(cached, compile(policies.iter().copied(), &eps, &[], &ns));
     }
     assert_eq!(cache.len(), 1, "only the policy still in use is kept");
 }
@@ -49,8 +49,8 @@ fn a_cached_compile_rebuilds_only_the_profiles_of_a_changed_policy() {
     let (eps, ns) = (endpoints(), namespaces());
     let mut cache = CompileCache::default();
     let mut built = |k: &Policy| {
-        let rs = compile_cached(&mut cache, hard.iter().chain([k]), &eps, &ns);
-        assert_eq!(rs, compile(hard.iter().chain([k]), &eps, &ns));
+        let rs = compile_cached(&mut cache, hard.iter().chain([k]), &eps, &[], &ns);
+        assert_eq!(rs, compile(hard.iter().chain([k]), &eps, &[], &ns));
         let of = |iface: &str| cache.profiles[&rs.to_endpoint[iface]].built.clone();
         (of("tarxa"), of("tarxb"))
     };

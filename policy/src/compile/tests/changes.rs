@@ -8,9 +8,9 @@ use super::*;
 fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
     let p = kube(json!({"podSelector": {"matchLabels": {"pod": "a"}}}));
     let mut eps = endpoints();
-    let before = compile(std::slice::from_ref(&p), &eps, &namespaces());
+    let before = compile(std::slice::from_ref(&p), &eps, &[], &namespaces());
     eps[1].labels = labels(&[("pod", "a")]).into();
-    let after = compile([&p], &eps, &namespaces());
+    let after = compile([&p], &eps, &[], &namespaces());
     assert_eq!(before.chains, after.chains);
     let d = render::diff(&before, &after).unwrap().to_json();
     let cmds = d["nftables"].as_array().unwrap();
@@ -27,8 +27,8 @@ fn a_relabelled_pod_into_an_existing_profile_changes_elements_only() {
 fn a_changed_policy_changes_only_its_run_set() {
     let p1 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 80}]}]}));
     let p2 = kube(json!({"podSelector": {}, "ingress": [{"ports": [{"port": 81}]}]}));
-    let before = compile([&p1], &endpoints(), &namespaces());
-    let after = compile(std::slice::from_ref(&p2), &endpoints(), &namespaces());
+    let before = compile([&p1], &endpoints(), &[], &namespaces());
+    let after = compile(std::slice::from_ref(&p2), &endpoints(), &[], &namespaces());
     assert_eq!(before.chains, after.chains);
     let d = render::diff(&before, &after).unwrap().to_json();
     let text = d.to_string();
@@ -46,8 +46,8 @@ fn policies_no_longer_used_leave_with_their_sets() {
     let p = kube(
         json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
     );
-    let before = compile([&p], &endpoints(), &namespaces());
-    let after = compile([], &endpoints(), &namespaces());
+    let before = compile([&p], &endpoints(), &[], &namespaces());
+    let after = compile([], &endpoints(), &[], &namespaces());
     let d = render::diff(&before, &after).unwrap().to_json();
     let text = d.to_string();
     for (name, _) in before.chains.iter() {
@@ -75,7 +75,7 @@ fn a_policy_applies_only_in_its_own_namespace_and_selector_sets_stay_in_theirs()
     let (px, py) = (mk("x", "p"), mk("y", "p"));
     let mut eps = endpoints();
     eps.push(ep("y", "a", "10.0.1.2", Some("tarya")));
-    let rs = compile([&py, &px], &eps, &namespaces());
+    let rs = compile([&py, &px], &eps, &[], &namespaces());
     assert_ne!(rs.to_endpoint["tarxa"], rs.to_endpoint["tarya"]);
     assert_eq!(rs.to_endpoint["tarxb"], OPEN_CHAIN);
     // Each profile's run holds its own namespace's pods a.

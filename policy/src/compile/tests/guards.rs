@@ -28,7 +28,7 @@ fn a_stretch_of_log_and_deny_rules_sits_behind_one_guard_per_shape() {
     policies.push(kube(
         json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {"matchLabels": {"pod": "b"}}}]}]}),
     ));
-    let rs = compile(policies.iter(), &endpoints(), &namespaces());
+    let rs = compile(policies.iter(), &endpoints(), &[], &namespaces());
     let q = rs.to_endpoint["tarxa"].clone();
     let rules = rule_texts(&rs, &q);
     // The profile: a jump to the guard chain, the Kubernetes run, drop.
@@ -108,7 +108,7 @@ fn a_rule_matching_everything_ends_a_stretch_and_short_ones_stay_inline() {
         "log-all",
         json!({"order": 102, "ingress": [{"action": "Log"}]}),
     ));
-    let rs = compile(policies.iter(), &endpoints(), &namespaces());
+    let rs = compile(policies.iter(), &endpoints(), &[], &namespaces());
     let q = rs.to_endpoint["tarxa"].clone();
     let rules = rule_texts(&rs, &q);
     let pos_log_all = rules
@@ -130,7 +130,7 @@ fn a_rule_matching_everything_ends_a_stretch_and_short_ones_stay_inline() {
     );
     // One policy alone (Log, one deny run per shape: 3 rules, against 2
     // guard lookups) is not worth a guard.
-    let rs = compile([&hardening(1, 161)], &endpoints(), &namespaces());
+    let rs = compile([&hardening(1, 161)], &endpoints(), &[], &namespaces());
     let rules = rule_texts(&rs, &rs.to_endpoint["tarxa"]);
     assert!(rules.iter().all(|r| !r.contains("\"jump\"")), "{rules:#?}");
     assert_eq!(rules.len(), 4, "{rules:#?}");

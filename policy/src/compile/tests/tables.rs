@@ -5,7 +5,7 @@ use super::*;
 
 #[test]
 fn no_policy_leaves_every_local_endpoint_open() {
-    let rs = compile([], &endpoints(), &namespaces());
+    let rs = compile([], &endpoints(), &[], &namespaces());
     assert!(rs.chains.is_empty() && rs.sets.is_empty());
     assert_eq!(
         rs.to_endpoint,
@@ -26,7 +26,7 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
             "ports": [{"port": "serve-80-tcp"}]
         }]
     }));
-    let rs = compile(std::slice::from_ref(&p), &endpoints(), &namespaces());
+    let rs = compile(std::slice::from_ref(&p), &endpoints(), &[], &namespaces());
     // Only x/a is selected; x/b stays open; egress is not governed.
     let profile = &rs.to_endpoint["tarxa"];
     assert!(profile.starts_with("qi"), "{profile}");
@@ -59,7 +59,7 @@ fn kubernetes_allow_from_another_namespace_on_a_named_port() {
     // With an IPv6 address somewhere, an IPv6 lookup too.
     let mut dual = endpoints();
     dual[2].addrs.push("fd00::1".parse().unwrap());
-    let rs6 = compile(std::slice::from_ref(&p), &dual, &namespaces());
+    let rs6 = compile(std::slice::from_ref(&p), &dual, &[], &namespaces());
     assert_eq!(rs6.chains[&rs6.to_endpoint["tarxa"]].len(), 3);
     let v6 = rs6
         .sets
@@ -94,7 +94,7 @@ fn ordered_tartan_policies_pass_and_log() {
         }),
     );
     let k = kube(json!({"podSelector": {}, "ingress": [{"from": [{"podSelector": {}}]}]}));
-    let rs = compile([&deny, &k, &pass], &endpoints(), &namespaces());
+    let rs = compile([&deny, &k, &pass], &endpoints(), &[], &namespaces());
     // x/a: pass-y (10), deny (100), the Kubernetes policy (1000). The
     // Pass goes to the profile's Kubernetes chain; the Log and the Deny
     // (a negated network) are written as they are.
