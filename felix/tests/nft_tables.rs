@@ -784,20 +784,18 @@ fn selector_sets_take_network_sets_and_plain_ones_stay_on_netlink() {
         };
         let mut out = vec![compile([&p], &eps, &[], &ns)];
         eps.push(endpoint("x", "b", "10.0.0.3", None));
+        eps.push(endpoint("x", "b", "fd00::3", None));
         out.push(compile([&p], &eps, &[], &ns));
-        out.push(compile(
-            [&p],
-            &eps,
-            &[set(&["198.51.100.0/25", "10.0.0.4/32"])],
-            &ns,
-        ));
-        out.push(compile(
-            [&p],
-            &eps,
-            &[set(&["198.51.100.0/24", "0.0.0.0/1"])],
-            &ns,
-        ));
-        out.push(compile([&p], &eps, &[set(&["198.51.100.128/25"])], &ns));
+        let steps: [&[&str]; 4] = [
+            &["198.51.100.0/25", "10.0.0.4/32", "2001:db8::/33"],
+            &["198.51.100.0/24", "0.0.0.0/1", "2001:db8::/32"],
+            // Ranges that end at the top of each address space.
+            &["128.0.0.0/1", "ffff::/16", "::/0"],
+            &["198.51.100.128/25"],
+        ];
+        for nets in steps {
+            out.push(compile([&p], &eps, &[set(nets)], &ns));
+        }
         out.push(compile([&p], &eps, &[], &ns));
         out
     };
@@ -831,6 +829,12 @@ fn selector_sets_take_network_sets_and_plain_ones_stay_on_netlink() {
         assert_eq!(a, b, "step {}", i + 1);
     }
     assert!(by_diff[2].contains("198.51.100.0"), "{}", by_diff[2]);
+    // ::/0 takes in ffff::/16: one element, the whole IPv6 space.
+    assert!(
+        by_diff[3].contains(r#"{"prefix":{"addr":"::","len":0}}"#),
+        "{}",
+        by_diff[3]
+    );
     assert!(by_diff[1].contains("interval"), "{}", by_diff[1]);
-    assert!(!by_diff[4].contains("interval"), "{}", by_diff[4]);
+    assert!(!by_diff[5].contains("interval"), "{}", by_diff[5]);
 }

@@ -10,15 +10,19 @@
 //! Tartan policy's Pass cannot skip it.
 //!
 //! A network set that cannot be read leaves unknown the addresses of
-//! every selector that might pick it: the policies with such a selector
-//! ([`reaching_unreadable_sets`]) are to stand as isolations too.
+//! every selector that might pick it: each readable policy with such a
+//! selector ([`reaching_unreadable_sets`]) is enforced as [`deny_in_place`]:
+//! in its own place in the order, it drops every packet that reaches it.
+//! An isolation at order 1000 would not do: a deny list at order 10 over
+//! a set would be gone, and a policy between 10 and 1000 (or a Kubernetes
+//! policy beside the isolation) would allow what it denied.
 
 use std::collections::BTreeSet;
 
 use crate::Selector;
 use crate::compile::{NamespaceLabels, scope_takes_in};
-use crate::ir::{EndpointSel, KUBERNETES_ORDER, Policy, Source};
-use crate::model::Namespaces;
+use crate::ir::{EndpointSel, KUBERNETES_ORDER, Policy, Rule, Source};
+use crate::model::{Action, Namespaces};
 
 /// The isolation standing for the unreadable policy `name` of kind `what`
 /// (its `kind:`, for the logs and chain comments) in `namespace`, or
@@ -38,6 +42,28 @@ pub fn isolation(what: &str, namespace: Option<&str>, name: &str) -> Policy {
         },
         ingress: Some(vec![]),
         egress: Some(vec![]),
+    }
+}
+
+/// What stands for the readable policy `p` while a network set one of its
+/// rules could pick cannot be read: `p` in its own place in the order,
+/// selecting the same endpoints, governing both directions, with one rule
+/// that drops everything. Whatever earlier policies decide (an Allow, a
+/// Pass) they still decide, as they would with the set readable; nothing
+/// that reaches `p` goes further.
+pub fn deny_in_place(p: &Policy) -> Policy {
+    let deny = || {
+        Some(vec![Rule {
+            action: Action::Deny,
+            conds: vec![],
+        }])
+    };
+    Policy {
+        source: p.source.clone(),
+        order: p.order,
+        applies_to: p.applies_to.clone(),
+        ingress: deny(),
+        egress: deny(),
     }
 }
 

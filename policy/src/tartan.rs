@@ -82,11 +82,18 @@ fn scope(
             net_sets: true,
         }),
         (None, Some(pods), None) => Some(EndpointSel {
-            namespaces: Namespaces::Selected(Selector::All),
+            namespaces: Namespaces::Selected(everywhere()),
             pods,
             net_sets: true,
         }),
     }
+}
+
+/// A GlobalNetworkPolicy rule's scope when it names no namespaces: every
+/// namespace and what is in none (GlobalNetworkSets). Written out, since
+/// an explicit `namespaceSelector: all()` means every namespace only.
+pub fn everywhere() -> Selector {
+    Selector::Or(Box::new(Selector::All), Box::new(Selector::Global))
 }
 
 fn nets(list: &[String], field: &str, p: &mut Problems) -> Vec<IpNet> {

@@ -64,7 +64,7 @@ fn selector_scopes_of_namespaced_and_global_policies() {
     let g = from_global_network_policy(&gnp(json!({"order": 5, "ingress": [rule]}))).unwrap();
     assert_eq!(g.order, 5.0);
     assert!(g.ingress.as_ref().unwrap()[0].conds.iter().any(|c| matches!(c,
-        Cond::Addr { addrs: Addrs::Endpoints(s), negate: false, .. } if s.namespaces == Namespaces::Selected(Selector::All))));
+        Cond::Addr { addrs: Addrs::Endpoints(s), negate: false, .. } if s.namespaces == Namespaces::Selected(crate::tartan::everywhere()))));
     assert_eq!(g.applies_to.namespaces, Namespaces::Selected(Selector::All));
 }
 
@@ -103,7 +103,7 @@ fn a_lone_not_selector_stays_in_a_namespaced_policys_namespace() {
     let g = from_global_network_policy(&gnp(json!({"ingress": [rule]}))).unwrap();
     assert_eq!(
         source_scopes(&g),
-        [(Namespaces::Selected(Selector::All), bad, true)]
+        [(Namespaces::Selected(crate::tartan::everywhere()), bad, true)]
     );
 }
 

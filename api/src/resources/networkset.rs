@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::common::{Problem, Problems, parse_network_or_address};
 use super::schema_rules;
 
-/// Networks outside the cluster (or any addresses) that the rules of this
-/// namespace's Tartan NetworkPolicies, and GlobalNetworkPolicies, match by
-/// the set's labels.
+/// Networks outside the cluster (or any addresses) that Tartan policy
+/// rules match by the set's labels: this namespace's NetworkPolicies,
+/// rules whose namespaceSelector selects this namespace, and
+/// GlobalNetworkPolicies.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema, Default)]
 #[kube(
     group = "tartan.dev",
@@ -23,7 +24,7 @@ use super::schema_rules;
     derive = "PartialEq",
     shortname = "netset",
     shortname = "netsets",
-    doc = "Networks that policy rules of this namespace select by label."
+    doc = "Networks that policy rules select by label, as they select this namespace's pods."
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NetworkSetSpec {

@@ -83,9 +83,10 @@ impl Selector {
     }
 
     /// Whether this namespace selector takes in what belongs to no
-    /// namespace: it is evaluated as for a namespace without labels in
-    /// which `global()` holds (so `global()`, `all()` and `!has(k)` do,
-    /// `k == 'v'` does not).
+    /// namespace: it is evaluated as for something without labels in
+    /// which `global()` holds and `all()` (every namespace) does not, as
+    /// Calico reads a rule's namespaceSelector: `global()`, `!has(k)`
+    /// and `!all()` do, `all()` and `k == 'v'` do not.
     pub fn matches_global(&self) -> bool {
         self.eval(&BTreeMap::new(), true)
     }
@@ -103,7 +104,8 @@ impl Selector {
     fn eval(&self, labels: &BTreeMap<String, String>, global: bool) -> bool {
         let get = |k: &str| labels.get(k).map(String::as_str);
         match self {
-            Selector::All => true,
+            // In a namespace selector `all()` is every namespace.
+            Selector::All => !global,
             Selector::Global => global,
             Selector::Has(k) => labels.contains_key(k),
             Selector::Eq(k, v) => get(k) == Some(v.as_str()),

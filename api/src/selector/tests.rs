@@ -151,7 +151,7 @@ fn reference(s: &Selector, l: &BTreeMap<String, String>) -> bool {
 fn reference_in(s: &Selector, l: &BTreeMap<String, String>, global: bool) -> bool {
     let reference = |s: &Selector, l: &BTreeMap<String, String>| reference_in(s, l, global);
     match s {
-        Selector::All => true,
+        Selector::All => !global,
         Selector::Global => global,
         Selector::Has(k) => l.keys().any(|x| x == k),
         Selector::Eq(k, v) => l.iter().any(|(x, y)| x == k && y == v),
@@ -204,7 +204,8 @@ fn global_selects_only_what_is_in_no_namespace() {
     let ns = BTreeMap::from([("env".to_string(), "prod".to_string())]);
     let cases = [
         ("global()", false, true),
-        ("all()", true, true),
+        ("all()", true, false),
+        ("all() || global()", true, true),
         ("env == 'prod'", true, false),
         ("!has(env)", false, true),
         ("global() || env == 'prod'", true, true),

@@ -40,9 +40,8 @@ fn split_key(key: &str) -> (Option<&str>, &str) {
 
 /// Fail closed on network sets: the readable policies with a rule that
 /// could pick a network set felix cannot read (its labels unknown, any
-/// rule whose scope takes in its namespace could), each standing as the
-/// isolation an unreadable policy of its kind would. Empty while every
-/// set reads.
+/// rule whose scope takes in its namespace could), each enforced as
+/// [`isolate::deny_in_place`]. Empty while every set reads.
 fn reaching_unreadable_sets(
     state: &State,
     namespaces: &compile::NamespaceLabels,
@@ -54,19 +53,6 @@ fn reaching_unreadable_sets(
         .map(|(k, _)| split_key(k).0)
         .collect();
     isolate::reaching_unreadable_sets(readable(state), &unreadable, namespaces)
-}
-
-/// The isolation standing for the readable policy `source` (see
-/// [`reaching_unreadable_sets`]).
-fn isolation_of(source: &Source) -> Option<Policy> {
-    let (kind, ns, name) = match source {
-        Source::Namespaced(ns, name) => (Kind::NetworkPolicy, Some(ns.as_str()), name.as_str()),
-        Source::Global(name) => (Kind::GlobalNetworkPolicy, None, name.as_str()),
-        // Kubernetes peers never pick a network set, and an isolation has
-        // no rules.
-        Source::Kubernetes(..) | Source::Unreadable(..) => return None,
-    };
-    Some(isolate::isolation(&kind.to_string(), ns, name))
 }
 
 /// Every policy felix could read.
@@ -105,10 +91,14 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
 pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let namespaces = namespace_labels(state);
     let reaching = reaching_unreadable_sets(state, &namespaces);
-    let mut isolations = isolations(state);
-    isolations.extend(reaching.iter().filter_map(isolation_of));
+    let denies: Vec<Policy> = readable(state)
+        .filter(|p| reaching.contains(&p.source))
+        .map(isolate::deny_in_place)
+        .collect();
+    let isolations = isolations(state);
     let policies = readable(state)
         .filter(|p| !reaching.contains(&p.source))
+        .chain(denies.iter())
         .chain(isolations.iter());
     // `state.endpoints` keeps them ready (this node's, the node it was
     // made for, with their interface): borrowed, not copied.
@@ -301,7 +291,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn network_sets_feed_the_rules_that_pick_them_and_an_unreadable_one_isolates_them() {
+    fn network_sets_feed_the_rules_that_pick_them_and_an_unreadable_one_denies_in_their_place() {
         let mut s = State::for_node("n1");
         for (key, iface, ip) in [
             ("x/a.eth0", "tara", "10.0.0.1/32"),
@@ -347,17 +337,16 @@ pub(crate) mod tests {
         s.net_sets
             .insert("y/p".into(), Err("spec.nets[0]: bad".into()));
         assert_eq!(desired("n1", &s), without);
-        // Unreadable, in x: x's policy stands as an isolation of x; y's
-        // Kubernetes policy is untouched.
+        // Unreadable, in x: x's policy denies everything in its place;
+        // y's Kubernetes policy is untouched.
         s.net_sets
             .insert("x/q".into(), Err("spec.nets[0]: bad".into()));
         let closed = desired("n1", &s);
         let mut same = s.clone();
         same.net_sets.clear();
-        same.tartan_policies.insert(
-            "x/partners".into(),
-            Ok(isolate::isolation("NetworkPolicy", Some("x"), "partners")),
-        );
+        let partners = s.tartan_policies["x/partners"].clone().unwrap();
+        same.tartan_policies
+            .insert("x/partners".into(), Ok(isolate::deny_in_place(&partners)));
         assert_eq!(closed, desired("n1", &same));
         assert_eq!(closed.to_endpoint["tarb"], without.to_endpoint["tarb"]);
         // A GlobalNetworkSet unreadable: only rules whose scope takes in
@@ -374,7 +363,7 @@ pub(crate) mod tests {
                 serde_json::json!({"selector": "role == 'partner'", "namespaceSelector": "global()"}),
             )),
         );
-        assert_eq!(desired("n1", &s), closed, "global(): isolated");
+        assert_eq!(desired("n1", &s), closed, "global(): denied in place");
         // Readable again: enforced as written.
         s.net_sets.insert(
             "/g".into(),

@@ -139,7 +139,7 @@ impl<'a> Resolver<'a> {
     }
 
     /// The addresses (of family `v6`) of the pods `sel` selects.
-    fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
+    pub fn addresses(&mut self, sel: &EndpointSel, v6: bool) -> Vec<IpAddr> {
         // A selector in one namespace need only look at that namespace.
         let pool: &[&Endpoint] = match &sel.namespaces {
             Namespaces::Named(n) => {

@@ -23,10 +23,12 @@
 //!   (see `guard_stretches`), so a packet outside them skips it;
 //! - any other rule (Log matching everything, Pass, ICMP, negated
 //!   selectors, local addresses) is written as it is: every distinct endpoint selector such a rule
-//!   uses becomes a named interval set of addresses per IP family
-//!   (`s<hash>4`, `s<hash>6`; its elements the disjoint, merged ranges
-//!   of the addresses and networks it stands for), every named port a
-//!   set of `address . protocol . port` (`n<hash>4`, `n<hash>6`).
+//!   uses becomes a named set of addresses per IP family: while no
+//!   network set has networks, a plain set of the picked pods' addresses
+//!   (`s<hash>4`, `s<hash>6`); once one has, an interval set of the
+//!   disjoint, merged ranges of the addresses and networks it stands for
+//!   (`s<hash>4r`, `s<hash>6r`; see [`SetKind::Addr`]); every named port
+//!   a set of `address . protocol . port` (`n<hash>4`, `n<hash>6`).
 //!
 //! Endpoint selectors ([`EndpointSel`]) stand for addresses: those of the
 //! pods they select and, for a selector that picks network sets (a
@@ -38,7 +40,10 @@
 //! match; a GlobalNetworkSet when the scope is a selection that
 //! [`matches_global`](crate::Selector::matches_global) and its labels
 //! match. A change in network sets changes only the elements of the sets
-//! (run, guard and selector sets) whose selectors pick them.
+//! (run, guard and selector sets) whose selectors pick them, except the
+//! first set to have networks and the last to lose them: every selector
+//! set then changes form and name, and the chains naming them are
+//! written anew.
 //!
 //! Semantics, per direction and endpoint: the policies that select the
 //! endpoint and govern the direction are taken in order (lower `order`
@@ -522,25 +527,24 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     for sel in &needs.selectors {
         for &v6 in &needs.families {
             // Disjoint, non-adjacent ranges: what an interval set takes
-            // (the kernel refuses overlapping elements). Without network
-            // sets every range is of single pod addresses: one element
-            // each, for a plain set.
+            // (the kernel refuses overlapping elements). Without networks
+            // in any set, the picked pods' addresses, one element each,
+            // for a plain set.
             let ranges = needs.ranges;
-            let elements = res
-                .selected(sel, v6)
-                .ranges()
-                .iter()
-                .flat_map(|&(lo, hi)| {
-                    let pieces: Box<dyn Iterator<Item = (u128, u128)>> = if ranges {
-                        Box::new(std::iter::once((lo, hi)))
-                    } else {
-                        Box::new((lo..=hi).map(|a| (a, a)))
-                    };
-                    pieces.map(move |(lo, hi)| {
+            let elements = if ranges {
+                res.selected(sel, v6)
+                    .ranges()
+                    .iter()
+                    .map(|&(lo, hi)| {
                         Element::Range(boxes::number_addr(lo, v6), boxes::number_addr(hi, v6))
                     })
-                })
-                .collect();
+                    .collect()
+            } else {
+                res.addresses(sel, v6)
+                    .into_iter()
+                    .map(|a| Element::Range(a, a))
+                    .collect()
+            };
             rs.sets.insert(
                 selector_set(sel, v6, ranges),
                 SetDef {

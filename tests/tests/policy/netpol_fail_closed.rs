@@ -176,9 +176,10 @@ fn an_unreadable_network_policy_isolates_its_namespace_until_replaced() {
 /// An unreadable GlobalNetworkSet (written straight into etcd with a
 /// network that has host bits) cannot be read for its labels or its
 /// networks: the NetworkPolicy of x whose rule could pick it (its
-/// namespaceSelector takes in `global()`) stands as an isolation of x,
-/// both ways; the gauge and `tartanctl check` show it; a readable version
-/// in its place is enforced as written.
+/// namespaceSelector takes in `global()`) drops, in its place, every
+/// packet that reaches it: x's pods, the only ones it applies to, are cut
+/// off both ways; the gauge and `tartanctl check` show it; a readable
+/// version in its place is enforced as written.
 #[test]
 fn an_unreadable_global_network_set_isolates_the_policies_that_could_pick_it() {
     let _one = tartan_tests::one_file_at_a_time(module_path!());

@@ -18,6 +18,7 @@ mod policies;
 mod reference;
 mod strategies;
 mod tartan_policies;
+mod unreadable_sets;
 
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};

@@ -119,7 +119,9 @@ fn global_in_a_namespaced_policys_rule_picks_the_global_sets() {
     for (ns_selector, global_set, x_set) in [
         ("global()", true, false),
         ("global() || kubernetes.io/metadata.name == 'x'", true, true),
-        ("all()", true, true),
+        // As Calico reads it: all() is every namespace, not what has none.
+        ("all()", false, true),
+        ("all() || global()", true, true),
         ("!has(env)", true, true),
         ("kubernetes.io/metadata.name == 'x'", false, true),
     ] {

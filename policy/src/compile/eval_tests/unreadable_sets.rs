@@ -1,0 +1,96 @@
+//! A network set felix cannot read, in the place of a deny list: the
+//! policies that could pick it are enforced as [`deny_in_place`], so
+//! nothing the readable set would have dropped gets through, whatever
+//! later policies allow.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::interp::{Cluster, Packet, interpret};
+use super::reference::reference;
+use crate::compile::{Endpoint, NetSet, compile};
+use crate::ir::Policy;
+use crate::isolate::{deny_in_place, isolation, reaching_unreadable_sets};
+
+fn global(name: &str, spec: serde_json::Value) -> Policy {
+    let g: tartan_api::resources::GlobalNetworkPolicy = serde_json::from_value(json!({
+        "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    crate::tartan::from_global_network_policy(&g).unwrap()
+}
+
+/// Whether the packet from x/a (10.0.0.1, on this node) to `dst` TCP 80
+/// is allowed under `policies`, by the compiled table (and the reference
+/// agrees).
+fn allowed(policies: &[&Policy], sets: Vec<NetSet>, dst: &str) -> bool {
+    let cl = Cluster {
+        namespaces: [("x".to_string(), Default::default())].into(),
+        endpoints: vec![Endpoint {
+            namespace: "x".into(),
+            labels: Arc::new(Default::default()),
+            addrs: vec!["10.0.0.1".parse().unwrap()],
+            ports: Arc::new([]),
+            interface: Some("tarxa".into()),
+        }],
+        net_sets: sets,
+    };
+    let p = Packet {
+        src: "10.0.0.1".parse().unwrap(),
+        dst: dst.parse().unwrap(),
+        proto: 6,
+        ports: Some((40000, 80)),
+        icmp: None,
+    };
+    let rs = compile(
+        policies.iter().copied(),
+        &cl.endpoints,
+        &cl.net_sets,
+        &cl.namespaces,
+    );
+    let (table, _) = interpret(&rs, &cl, &p);
+    let owned: Vec<Policy> = policies.iter().map(|p| (*p).clone()).collect();
+    assert_eq!(table, reference(&owned, &cl, &p), "to {dst}");
+    table.allowed
+}
+
+#[test]
+fn an_unreadable_deny_list_set_still_denies_what_it_held() {
+    let block = global(
+        "block",
+        json!({"order": 10, "selector": "all()", "types": ["Egress"],
+               "egress": [{"action": "Deny", "destination": {"selector": "list == 'blocked'"}}]}),
+    );
+    let open = global(
+        "open",
+        json!({"order": 20, "selector": "all()", "types": ["Egress"],
+               "egress": [{"action": "Allow"}]}),
+    );
+    let blocked = NetSet {
+        namespace: None,
+        labels: Arc::new([("list".to_string(), "blocked".to_string())].into()),
+        nets: vec!["192.0.2.0/24".parse().unwrap()],
+    };
+    // Readable: the list's network is dropped, the rest allowed.
+    assert!(!allowed(
+        &[&block, &open],
+        vec![blocked.clone()],
+        "192.0.2.5"
+    ));
+    assert!(allowed(&[&block, &open], vec![blocked], "198.51.100.1"));
+    // Unreadable (its networks unknown): the policy that could pick it
+    // denies in its place; what reaches it goes no further.
+    let ns = [("x".to_string(), Default::default())].into();
+    let reaching = reaching_unreadable_sets([&block, &open], &[None], &ns);
+    assert_eq!(reaching.len(), 1);
+    assert!(reaching.contains(&block.source));
+    let denied = deny_in_place(&block);
+    assert!(!allowed(&[&denied, &open], vec![], "192.0.2.5"));
+    assert!(!allowed(&[&denied, &open], vec![], "198.51.100.1"));
+    // An isolation at order 1000 in its place would have let the later
+    // Allow through: the reason for denying in place.
+    let iso = isolation("GlobalNetworkPolicy", None, "block");
+    assert!(allowed(&[&open, &iso], vec![], "192.0.2.5"));
+}
