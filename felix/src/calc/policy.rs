@@ -2,7 +2,6 @@
 //! nftables ruleset this node needs. Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use tartan_api::Kind;
 use tartan_policy::compile::{self, NetSet, Ruleset};
@@ -65,19 +64,12 @@ fn readable(state: &State) -> impl Iterator<Item = &Policy> {
         .filter_map(|p| p.as_ref().ok())
 }
 
-/// The network sets felix could read, as the compiler takes them.
+/// The network sets felix could read (shared, not copied).
 fn net_sets(state: &State) -> Vec<NetSet> {
     state
         .net_sets
-        .iter()
-        .filter_map(|(k, s)| {
-            let s = s.as_ref().ok()?;
-            Some(NetSet {
-                namespace: split_key(k).0.map(Arc::from),
-                labels: Arc::new(s.labels.clone()),
-                nets: s.nets.clone(),
-            })
-        })
+        .values()
+        .filter_map(|s| s.as_ref().ok().cloned())
         .collect()
 }
 
@@ -275,12 +267,19 @@ pub(crate) mod tests {
         tartan_policy::tartan::from_network_policy(&p).unwrap()
     }
 
-    fn net_set(labels: &[(&str, &str)], nets: &[&str]) -> crate::calc::state::WatchedNetSet {
-        Ok(crate::calc::state::NetSetInfo {
-            labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
+    fn net_set(
+        ns: Option<&str>,
+        labels: &[(&str, &str)],
+        nets: &[&str],
+    ) -> crate::calc::state::WatchedNetSet {
+        Ok(NetSet {
+            namespace: ns.map(Into::into),
+            labels: std::sync::Arc::new(
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
             nets: nets.iter().map(|n| n.parse().unwrap()).collect(),
         })
     }
@@ -318,7 +317,7 @@ pub(crate) mod tests {
         let without = desired("n1", &s);
         s.net_sets.insert(
             "x/p".into(),
-            net_set(&[("role", "partner")], &["198.51.100.0/28"]),
+            net_set(Some("x"), &[("role", "partner")], &["198.51.100.0/28"]),
         );
         let with = desired("n1", &s);
         assert!(
@@ -330,7 +329,7 @@ pub(crate) mod tests {
         s.net_sets.remove("x/p");
         s.net_sets.insert(
             "y/p".into(),
-            net_set(&[("role", "partner")], &["198.51.100.0/28"]),
+            net_set(Some("y"), &[("role", "partner")], &["198.51.100.0/28"]),
         );
         assert_eq!(desired("n1", &s), without);
         // Unreadable, in y: x's policy cannot pick it, nothing changes.
@@ -367,7 +366,7 @@ pub(crate) mod tests {
         // Readable again: enforced as written.
         s.net_sets.insert(
             "/g".into(),
-            net_set(&[("role", "partner")], &["203.0.113.0/24"]),
+            net_set(None, &[("role", "partner")], &["203.0.113.0/24"]),
         );
         let open_again = desired("n1", &s);
         assert_ne!(open_again, closed);

@@ -6,6 +6,7 @@ use ipnet::{IpNet, Ipv4Net};
 use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec};
+use tartan_policy::compile::NetSet;
 use tartan_policy::ir::Policy;
 
 use super::endpoints::Endpoints;
@@ -16,18 +17,12 @@ use super::endpoints::Endpoints;
 /// `policy.rs`).
 pub type Converted = Result<Policy, String>;
 
-/// A NetworkSet or GlobalNetworkSet as policy rules see it: its labels
-/// (with the automatic ones, see [`labels`](super::labels)) and networks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NetSetInfo {
-    pub labels: Labels,
-    pub nets: Vec<IpNet>,
-}
-
-/// A network set as watched; one that does not read is kept as its error,
-/// and the policies whose rules could select it are enforced as
-/// isolations (`isolations` in `policy.rs`).
-pub type WatchedNetSet = Result<NetSetInfo, String>;
+/// A NetworkSet or GlobalNetworkSet as watched, in the form the policy
+/// compiler takes (its labels with the automatic one, see
+/// [`labels`](super::labels)); one that does not read is kept as its
+/// error, and the policies whose rules could pick it drop what reaches
+/// them (`desired_cached` in `policy.rs`).
+pub type WatchedNetSet = Result<NetSet, String>;
 
 /// What felix needs of a Node: where it is on the underlay, its VXLAN
 /// endpoint's MAC once the node's felix has published it, and which Node

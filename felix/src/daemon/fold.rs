@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, HashSet};
 use compact_str::CompactString;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use tartan_api::resources::common::parse_network_or_address;
 use tartan_api::resources::{GlobalNetworkSet, NetworkSet, WorkloadEndpoint};
 use tartan_api::store::DynamicObject;
 use tartan_api::store::typed::{Resource, from_dynamic};
@@ -16,8 +15,10 @@ use tartan_api::store::watch::WatchEvent;
 use crate::calc::endpoints::Endpoints;
 use crate::calc::labels;
 use crate::calc::policy::Converted;
-use crate::calc::state::{Labels, NetSetInfo, NodeInfo, WatchedNetSet};
+use crate::calc::state::{Labels, NodeInfo, WatchedNetSet};
 use crate::unreadable::Unreadable;
+use ipnet::IpNet;
+use tartan_policy::compile::NetSet;
 
 fn key(o: &DynamicObject) -> String {
     format!(
@@ -343,17 +344,12 @@ pub(super) fn fold_net_set<T: Resource>(
         ev,
         bad,
         |t| {
+            // Read checked (`from_dynamic`): every network parses.
             let (namespace, own, nets) = read(t);
-            let nets = nets
-                .iter()
-                .enumerate()
-                .map(|(i, n)| {
-                    parse_network_or_address(n).map_err(|e| format!("spec.nets[{i}]: {e}"))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Ok(NetSetInfo {
-                labels: labels::network_set(namespace.as_deref(), own),
-                nets,
+            Ok(Ok(NetSet {
+                labels: labels::network_set(namespace.as_deref(), own).into(),
+                namespace: namespace.map(Into::into),
+                nets: nets.into(),
             }))
         },
         Some(Err),
@@ -362,20 +358,24 @@ pub(super) fn fold_net_set<T: Resource>(
 
 /// What [`fold_net_set`] reads of a set: its namespace (none for a
 /// GlobalNetworkSet), own labels and `spec.nets`.
-pub(super) type SetParts = (Option<String>, Labels, Vec<String>);
+pub(super) type SetParts = (Option<String>, Labels, Vec<IpNet>);
 
 /// What [`fold_net_set`] reads of a NetworkSet.
 pub(super) fn namespaced_set(s: NetworkSet) -> SetParts {
     (
         s.metadata.namespace,
         s.metadata.labels.unwrap_or_default(),
-        s.spec.nets,
+        s.spec.networks(),
     )
 }
 
 /// What [`fold_net_set`] reads of a GlobalNetworkSet.
 pub(super) fn global_set(s: GlobalNetworkSet) -> SetParts {
-    (None, s.metadata.labels.unwrap_or_default(), s.spec.nets)
+    (
+        None,
+        s.metadata.labels.unwrap_or_default(),
+        s.spec.networks(),
+    )
 }
 
 /// A policy that does not convert, as its reason (see [`fold_policy`]).

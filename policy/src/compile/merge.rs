@@ -181,7 +181,7 @@ impl<'a> Resolver<'a> {
                 self.net_sets
                     .iter()
                     .filter(|set| sel.matches_set(set, self.namespaces))
-                    .flat_map(|set| &set.nets)
+                    .flat_map(|set| set.nets.iter())
                     .filter(|n| matches!(n, ipnet::IpNet::V6(_)) == v6)
                     .map(boxes::net_range),
             );

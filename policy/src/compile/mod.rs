@@ -121,7 +121,8 @@ pub type NamespaceLabels = BTreeMap<String, BTreeMap<String, String>>;
 pub struct NetSet {
     pub namespace: Option<Arc<str>>,
     pub labels: Arc<BTreeMap<String, String>>,
-    pub nets: Vec<IpNet>,
+    /// Shared: a caller keeps its sets and hands the compiler clones.
+    pub nets: Arc<[IpNet]>,
 }
 
 /// Whether the namespace scope `scope` takes in something of namespace

@@ -71,7 +71,7 @@ fn an_unreadable_deny_list_set_still_denies_what_it_held() {
     let blocked = NetSet {
         namespace: None,
         labels: Arc::new([("list".to_string(), "blocked".to_string())].into()),
-        nets: vec!["192.0.2.0/24".parse().unwrap()],
+        nets: ["192.0.2.0/24".parse().unwrap()].into(),
     };
     // Readable: the list's network is dropped, the rest allowed.
     assert!(!allowed(

@@ -293,7 +293,7 @@ fn a_cached_compile_follows_changed_network_sets() {
     // relabelled out of the selectors and back, one gone.
     let steps = 0..5;
     let change = |step: usize, s: &mut Vec<NetSet>| match step {
-        1 => s[0].nets = vec!["198.51.100.0/25".parse().unwrap()],
+        1 => s[0].nets = ["198.51.100.0/25".parse().unwrap()].into(),
         2 => s[2].labels = labels(&[("role", "int")]).into(),
         3 => s[2].labels = labels(&[("role", "ext")]).into(),
         4 => {
