@@ -222,3 +222,84 @@ fn filters_from_the_file_shape_what_bird_sees_and_change_without_a_reset() -> Re
     eprintln!("filters edited: BIRD's view and the import changed in {took:?}");
     Ok(())
 }
+
+/// RFC 8212 against BIRD (which exchanges everything): with no filters
+/// named, tartan-bgpd takes none of BIRD's routes and sends it none of its
+/// own; naming a filter (here one without rules, which accepts all) in
+/// each direction lets the routes through without a session reset.
+#[test]
+fn an_ebgp_neighbor_without_filters_exchanges_nothing_until_filters_are_named() -> Result<()> {
+    let p = Pair::new("b8212")?;
+    let bird_addr = IpAddr::from(p.b_v4());
+    let mut cfg = BgpConfig::new(p.a_v4(), 64512).neighbor(Neighbor::new(bird_addr, 65000));
+    for r in OURS {
+        cfg = cfg.route(Route::new(r));
+    }
+    let opts = TartanOptions {
+        ebgp_requires_policy: true,
+        ..TartanOptions::default()
+    };
+    let tartan = start_tartan(&p.a, &cfg, &opts)?;
+    let mut bird_cfg =
+        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(IpAddr::from(p.a_v4()), 64512));
+    for r in BIRDS {
+        bird_cfg = bird_cfg.route(Route::new(r));
+    }
+    let bird = Bird::start(&p.b, bird_cfg)?;
+    let strict = render_tartan(&cfg, &opts);
+    assert!(strict.contains("ebgp_requires_policy = true\n"), "{strict}");
+    tartan.wait_established(bird_addr, T)?;
+    bird.wait_established(T)?;
+    wait_for("BIRD's three routes received and refused", T, || {
+        let peer = tartan.peer(bird_addr).ok()?;
+        (peer.prefixes.received == BIRDS.len() as u64).then_some(peer)
+    })
+    .map_err(|e| anyhow::anyhow!("{e}\n{}", tartan.log()))?;
+    // BIRD has sent everything it will; give ours the same time to arrive.
+    std::thread::sleep(Duration::from_secs(1));
+    let peer = tartan.peer(bird_addr)?;
+    assert_eq!(peer.prefixes.accepted, 0, "{peer:?}");
+    assert_eq!(peer.prefixes.advertised, 0, "{peer:?}");
+    assert!(
+        tartan
+            .routes("ipv4-unicast")?
+            .iter()
+            .all(|r| !BIRDS.contains(&r.prefix.to_string().as_str())),
+        "{:?}",
+        tartan.routes("ipv4-unicast")
+    );
+    for r in OURS {
+        assert!(bird_view(&bird, r).is_none(), "BIRD has {r}");
+    }
+    assert!(
+        tartan.log().contains("RFC 8212"),
+        "the log says why: {}",
+        tartan.log()
+    );
+
+    // Filters named in both directions: everything flows, no reset.
+    let up_before = tartan.peer(bird_addr)?.uptime_seconds.unwrap_or(0);
+    let neighbor = format!("address = \"{bird_addr}\"\nasn = 65000\n");
+    let open = strict.replace(
+        &neighbor,
+        &format!("{neighbor}import_filters = [\"all\"]\nexport_filters = [\"all\"]\n"),
+    ) + "\n[[filter]]\nname = \"all\"\n";
+    tartan.reload(&open)?;
+    wait_for("both tables exchanged", T, || {
+        let peer = tartan.peer(bird_addr).ok()?;
+        (peer.prefixes.accepted == BIRDS.len() as u64
+            && OURS.iter().all(|r| bird_view(&bird, r).is_some()))
+        .then_some(())
+    })
+    .map_err(|e| {
+        anyhow::anyhow!(
+            "{e}\n{}\n{}",
+            bird.birdc(&["show", "route", "all"]).unwrap_or_default(),
+            tartan.log()
+        )
+    })?;
+    let peer = tartan.peer(bird_addr)?;
+    assert_eq!(peer.state, SessionState::Established);
+    assert!(peer.uptime_seconds.unwrap_or(0) >= up_before, "{peer:?}");
+    Ok(())
+}

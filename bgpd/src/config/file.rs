@@ -38,6 +38,10 @@ struct RawConfig {
     announce: Vec<RawAnnounce>,
     #[serde(default)]
     filter: Vec<filters::RawFilter>,
+    /// RFC 8212: an eBGP neighbor without import (export) filters accepts
+    /// (is sent) no routes. False restores the older accept-all default.
+    #[serde(default = "yes")]
+    ebgp_requires_policy: bool,
 }
 
 #[derive(Deserialize)]
@@ -343,8 +347,17 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
                 }
             },
         };
-        let peer_filters = filters::for_neighbor(&filters, &n.import_filters, &n.export_filters)
-            .map_err(|(at, m)| err_at(at, format!("neighbor {address}: {m}")))?;
+        let mut peer_filters =
+            filters::for_neighbor(&filters, &n.import_filters, &n.export_filters)
+                .map_err(|(at, m)| err_at(at, format!("neighbor {address}: {m}")))?;
+        if !ibgp && raw.ebgp_requires_policy {
+            filters::require_policy(
+                address,
+                &mut peer_filters,
+                n.import_filters.is_empty(),
+                n.export_filters.is_empty(),
+            );
+        }
         if n.route_reflector_client && !ibgp {
             return Err(err_at(
                 at,

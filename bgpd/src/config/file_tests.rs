@@ -416,3 +416,63 @@ fn new_bfd_timers_keep_the_session_turning_bfd_on_or_off_does_not() {
     assert!(!off.session_settings_equal(on), "BFD turned on");
     assert!(!on.session_settings_equal(off), "BFD turned off");
 }
+
+/// The verdicts of a neighbor's import and export rules on an IPv4 and an
+/// IPv6 prefix, from a peer and of our own: true where every one accepts.
+fn accepts_all(rules: &crate::filter::RuleList) -> bool {
+    use crate::filter::Verdict;
+    ["10.1.0.0/24", "0.0.0.0/0", "2001:db8::/48"]
+        .iter()
+        .flat_map(|p| [(p, true), (p, false)])
+        .all(|(p, remote)| rules.verdict(&p.parse().unwrap(), remote) != Verdict::Reject)
+}
+
+fn rejects_all(rules: &crate::filter::RuleList) -> bool {
+    use crate::filter::Verdict;
+    ["10.1.0.0/24", "0.0.0.0/0", "2001:db8::/48"]
+        .iter()
+        .flat_map(|p| [(p, true), (p, false)])
+        .all(|(p, remote)| rules.verdict(&p.parse().unwrap(), remote) == Verdict::Reject)
+}
+
+#[test]
+fn an_ebgp_neighbor_without_filters_exchanges_no_routes_as_rfc_8212_asks() {
+    // GOOD: 10.0.0.2 is eBGP with no filters, fd00::2 iBGP with none.
+    let c = parse("t", GOOD).unwrap();
+    let ebgp = &c.neighbors[0].filters;
+    assert!(rejects_all(&ebgp.import), "{:?}", ebgp.import);
+    assert!(rejects_all(&ebgp.export), "{:?}", ebgp.export);
+    let ibgp = &c.neighbors[1].filters;
+    assert!(accepts_all(&ibgp.import) && accepts_all(&ibgp.export));
+    // Turned off: the eBGP neighbor exchanges everything again.
+    let off = GOOD.replacen(
+        "asn = 65000\n",
+        "asn = 65000\nebgp_requires_policy = false\n",
+        1,
+    );
+    let c = parse("t", &off).unwrap();
+    let ebgp = &c.neighbors[0].filters;
+    assert!(accepts_all(&ebgp.import) && accepts_all(&ebgp.export));
+}
+
+#[test]
+fn rfc_8212_looks_at_each_direction_apart() {
+    // FILTERS: 10.0.0.2 (eBGP) names both; one direction at a time here.
+    let import_only = FILTERS.replace("export_filters = [\"no-default\", \"pods-only\"]\n", "");
+    let c = parse("t", &import_only).unwrap();
+    let f = &c.neighbors[0].filters;
+    assert!(rejects_all(&f.export), "no export filters: nothing is sent");
+    let v = |p: &str| f.import.verdict(&p.parse().unwrap(), true);
+    assert_eq!(v("10.1.0.0/24"), crate::filter::Verdict::Accept(None));
+    assert_eq!(v("0.0.0.0/0"), crate::filter::Verdict::Reject);
+    // A filter without rules is a policy too: it accepts every route.
+    let open = format!(
+        "{}\n[[filter]]\nname = \"everything\"\n",
+        import_only.replace(
+            "import_filters = [\"no-default\"]",
+            "import_filters = [\"no-default\"]\nexport_filters = [\"everything\"]"
+        )
+    );
+    let c = parse("t", &open).unwrap();
+    assert!(accepts_all(&c.neighbors[0].filters.export));
+}

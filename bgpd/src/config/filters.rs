@@ -3,11 +3,13 @@
 //! the datastore.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 
 use ipnet::IpNet;
 use serde::Deserialize;
 use tartan_api::resources::common::check_as_number;
 use toml::Spanned;
+use tracing::warn;
 
 use crate::filter::{MatchOp, PeerFilters, Rule, RuleList};
 use crate::model::community::{parse_community, parse_large_community};
@@ -115,6 +117,36 @@ pub(super) fn for_neighbor(
         }
     }
     Ok(out)
+}
+
+/// RFC 8212 on an eBGP neighbor: a direction with no filters named
+/// rejects every route, and the log says so each time the file is read.
+pub(super) fn require_policy(
+    neighbor: IpAddr,
+    out: &mut PeerFilters,
+    no_import: bool,
+    no_export: bool,
+) {
+    for (missing, list, name, what) in [
+        (
+            no_import,
+            &mut out.import,
+            "import",
+            "accepts no routes from it",
+        ),
+        (no_export, &mut out.export, "export", "sends it no routes"),
+    ] {
+        if missing {
+            *list = RuleList {
+                v4: vec![Rule::all(false)],
+                v6: vec![Rule::all(false)],
+            };
+            warn!(
+                %neighbor,
+                "eBGP neighbor without {name} filters: the speaker {what} (RFC 8212); name {name}_filters, or set ebgp_requires_policy = false"
+            );
+        }
+    }
 }
 
 /// A rule, and its family (None: both) from its cidr.

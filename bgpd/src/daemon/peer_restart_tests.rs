@@ -21,7 +21,7 @@ async fn instance() -> (ControlHandle, u16, oneshot::Sender<()>) {
         .unwrap()
         .port();
     let text = format!(
-        "router_id = \"10.0.0.1\"\nasn = 65000\n\
+        "router_id = \"10.0.0.1\"\nasn = 65000\nebgp_requires_policy = false\n\
          [listen]\naddresses = [\"127.0.0.1\"]\nport = {port}\n\
          [kernel]\ninstall = false\n\
          [[neighbor]]\naddress = \"127.0.0.1\"\nasn = 65001\npassive = true\n"

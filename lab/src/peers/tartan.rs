@@ -29,6 +29,9 @@ pub struct TartanOptions {
     pub stale_routes_time: Option<u64>,
     /// Neighbors we only receive from (`export = false`).
     pub receive_only: Vec<IpAddr>,
+    /// RFC 8212 on eBGP neighbors without filters. Off by default: the
+    /// lab's peers exchange every route, as its BIRD peers are told to.
+    pub ebgp_requires_policy: bool,
 }
 
 impl Default for TartanOptions {
@@ -41,6 +44,7 @@ impl Default for TartanOptions {
             restart_time: None,
             stale_routes_time: None,
             receive_only: Vec::new(),
+            ebgp_requires_policy: false,
         }
     }
 }
@@ -50,6 +54,7 @@ pub fn render(c: &BgpConfig, o: &TartanOptions) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "router_id = \"{}\"\nasn = {}", c.router_id, c.local_as);
     let _ = writeln!(s, "connect_retry = {}", o.connect_retry);
+    let _ = writeln!(s, "ebgp_requires_policy = {}", o.ebgp_requires_policy);
     if let Some(id) = c.cluster_id {
         let _ = writeln!(s, "cluster_id = \"{id}\"");
     }
