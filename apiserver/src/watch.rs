@@ -1,5 +1,6 @@
 //! Watch streams as the API server sends them: newline-separated JSON
-//! events from the requested revision, BOOKMARKs when asked for, the
+//! events from the requested revision (or the current objects first, see
+//! [`Start`]), BOOKMARKs when asked for, the
 //! in-band `ERROR` event carrying `410 Expired` when the revision is
 //! compacted away, and an end after the server's cap.
 
@@ -23,8 +24,8 @@ use crate::wire::{status_body, to_wire};
 use tartan_api::label_selector::LabelSelector;
 
 /// How a watch's objects go out: only those the field and label selectors
-/// pick (an object that stops matching is not sent as DELETED), as
-/// JSON or as one-row Tables (kubectl's `get -w`).
+/// pick (see [`Picked`] for objects that start or stop matching), as JSON
+/// or as one-row Tables (kubectl's `get -w`).
 #[derive(Clone, Debug, Default)]
 pub struct Shape {
     pub fields: FieldSelector,
@@ -36,10 +37,6 @@ pub struct Shape {
 }
 
 impl Shape {
-    fn render(&self, o: &DynamicObject) -> Option<Value> {
-        self.render_value(&to_wire(o))
-    }
-
     /// An object as this watch sends it, if its field selector picks it.
     pub fn render_value(&self, v: &Value) -> Option<Value> {
         if !self.fields.matches(v) || !self.labels.matches(v) {
@@ -87,6 +84,117 @@ pub struct Pace {
     pub cap: Duration,
 }
 
+/// What a watch has sent of the objects its selectors pick: for each one
+/// it last sent as picked, its last version, so that an object that stops
+/// matching goes out as DELETED (its last picked version at the event's
+/// resourceVersion) and one that starts matching as ADDED, as the API
+/// server's watch cache does. Only kept when the watch has a selector.
+struct Picked(Option<HashMap<String, Value>>);
+
+fn object_key(v: &Value) -> String {
+    let part = |f: &str| {
+        v.pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    format!("{}/{}", part("namespace"), part("name"))
+}
+
+fn with_version(mut v: Value, rv: &str) -> Value {
+    if let Some(m) = v.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+    v
+}
+
+impl Picked {
+    fn new(shape: &Shape) -> Picked {
+        let selects =
+            shape.fields != FieldSelector::default() || shape.labels != LabelSelector::default();
+        Picked(selects.then(HashMap::new))
+    }
+
+    /// The event for a new version `o` (wire shape) at `rv`, given whether
+    /// its creation makes it ADDED.
+    fn put(&mut self, shape: &Shape, o: Value, rv: &str, created: bool) -> Option<Value> {
+        let Some(picked) = &mut self.0 else {
+            let t = if created { "ADDED" } else { "MODIFIED" };
+            return shape
+                .render_value(&o)
+                .map(|v| json!({"type": t, "object": v}));
+        };
+        let key = object_key(&o);
+        match shape.render_value(&o) {
+            Some(v) => {
+                let before = picked.insert(key, o);
+                let t = if created || before.is_none() {
+                    "ADDED"
+                } else {
+                    "MODIFIED"
+                };
+                Some(json!({"type": t, "object": v}))
+            }
+            None => {
+                let before = picked.remove(&key)?;
+                let v = shape.render_value(&with_version(before, rv))?;
+                Some(json!({"type": "DELETED", "object": v}))
+            }
+        }
+    }
+
+    fn deleted(&mut self, shape: &Shape, o: Value) -> Option<Value> {
+        if let Some(picked) = &mut self.0 {
+            picked.remove(&object_key(&o));
+        }
+        shape
+            .render_value(&o)
+            .map(|v| json!({"type": "DELETED", "object": v}))
+    }
+}
+
+/// Where a watch starts, as the API server reads `resourceVersion`: a
+/// version given (other than "0") starts after it; none, or "0", starts
+/// with the current objects sent as ADDED events, as does
+/// `sendInitialEvents=true` (which then marks their end with a BOOKMARK
+/// annotated `k8s.io/initial-events-end`); `sendInitialEvents=false`
+/// without a version starts at the latest.
+enum Start {
+    After(String),
+    Latest,
+    Current { initial_end: bool },
+}
+
+fn start_of(query: &HashMap<String, String>) -> Result<Start, String> {
+    let rv = query
+        .get("resourceVersion")
+        .map(String::as_str)
+        .filter(|v| !v.is_empty());
+    let send_initial = query.get("sendInitialEvents").map(String::as_str);
+    match send_initial {
+        None => {}
+        Some("true") | Some("false") => {
+            if query.get("resourceVersionMatch").map(String::as_str) != Some("NotOlderThan") {
+                return Err("sendInitialEvents: Forbidden: sendInitialEvents is allowed with resourceVersionMatch set to NotOlderThan".into());
+            }
+            if query.get("allowWatchBookmarks").map(String::as_str) != Some("true") {
+                return Err("allowWatchBookmarks: Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is set".into());
+            }
+        }
+        Some(other) => {
+            return Err(format!(
+                "sendInitialEvents: Invalid value: {other:?}: must be true or false"
+            ));
+        }
+    }
+    Ok(match (send_initial, rv) {
+        (Some("true"), _) => Start::Current { initial_end: true },
+        (Some(_), None | Some("0")) => Start::Latest,
+        (None, None | Some("0")) => Start::Current { initial_end: false },
+        (_, Some(v)) => Start::After(v.to_string()),
+    })
+}
+
 /// The watch `route` and `query` ask for, over `store`.
 pub async fn watch(
     store: &MemoryStore,
@@ -95,10 +203,10 @@ pub async fn watch(
     query: &HashMap<String, String>,
     shape: Shape,
 ) -> Response {
-    let from = query
-        .get("resourceVersion")
-        .cloned()
-        .unwrap_or_else(|| store.revision().to_string());
+    let start = match start_of(query) {
+        Ok(s) => s,
+        Err(m) => return crate::wire::status(422, "Invalid", &m, None),
+    };
     let bookmarks = query
         .get("allowWatchBookmarks")
         .is_some_and(|b| b == "true");
@@ -108,6 +216,40 @@ pub async fn watch(
         metadata_only: false,
     };
     let kind = route.kind;
+    let mut picked = Picked::new(&shape);
+    let mut initial = Vec::new();
+    let from = match start {
+        Start::After(v) => v,
+        Start::Latest => store.revision().to_string(),
+        Start::Current { initial_end } => {
+            let listing = match store.list(route.kind, route.namespace.as_deref()).await {
+                Ok(l) => l,
+                Err(e) => return route.error("", e),
+            };
+            for o in &listing.items {
+                let rv = o.metadata.resource_version.clone().unwrap_or_default();
+                initial.extend(picked.put(&shape, to_wire(o), &rv, true));
+            }
+            if initial_end {
+                initial.push(json!({"type": "BOOKMARK", "object": {
+                    "kind": kind.info().name, "apiVersion": kind.api_version(),
+                    "metadata": {"resourceVersion": listing.revision.clone(),
+                        "annotations": {"k8s.io/initial-events-end": "true"}}
+                }}));
+            }
+            listing.revision
+        }
+    };
+    if picked.0.is_some() && initial.is_empty() {
+        // Started after a version: what the selectors pick now stands for
+        // what they picked then (exact when nothing changed in between, as
+        // when a client watches from the version it has just listed).
+        if let Ok(listing) = store.list(route.kind, route.namespace.as_deref()).await {
+            for o in &listing.items {
+                picked.put(&shape, to_wire(o), "", false);
+            }
+        }
+    }
     let raw = store.watch_raw(&scope, &from).await;
     let every = pace.bookmark_every;
     let cap = pace.cap;
@@ -128,7 +270,7 @@ pub async fn watch(
                 Some(((), ()))
             });
             let merged = futures::stream::select(events.map(Ev::Raw), ticks.map(|_| Ev::Tick));
-            merged
+            let changes = merged
                 .take_until(tokio::time::sleep(cap))
                 .scan(false, move |ended, ev| {
                     if *ended {
@@ -142,12 +284,11 @@ pub async fn watch(
                                 .creations
                                 .is_creation(uid, &last)
                                 .unwrap_or_else(|| is_first(&o));
-                            let t = if added { "ADDED" } else { "MODIFIED" };
-                            shape.render(&o).map(|v| json!({"type": t, "object": v}))
+                            picked.put(&shape, to_wire(&o), &last, added)
                         }
                         Ev::Raw(Some(Ok(RawEvent::Deleted(o)))) => {
                             last = o.metadata.resource_version.clone().unwrap_or_default();
-                            shape.render(&o).map(|v| json!({"type": "DELETED", "object": v}))
+                            picked.deleted(&shape, to_wire(&o))
                         }
                         Ev::Raw(Some(Ok(RawEvent::Progress(rv)))) => {
                             last = rv;
@@ -169,8 +310,8 @@ pub async fn watch(
                     };
                     futures::future::ready(Some(out))
                 })
-                .filter_map(futures::future::ready)
-                .boxed()
+                .filter_map(futures::future::ready);
+            futures::stream::iter(initial).chain(changes).boxed()
         }
     };
     ndjson(lines)
