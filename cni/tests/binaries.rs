@@ -42,11 +42,24 @@ fn both_binaries_speak_version_and_errors() {
             r#"{"cniVersion":"1.0.0"}"#,
         );
         assert!(ok, "{bin}: {v}");
-        assert_eq!(v["cniVersion"], "1.1.0");
+        // The spec: "the value of cniVersion specified on input".
+        assert_eq!(v["cniVersion"], "1.0.0");
         assert_eq!(
             v["supportedVersions"],
             serde_json::json!(["0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"])
         );
+        for (stdin, echoed) in [
+            (r#"{"cniVersion":"0.4.0"}"#, "0.4.0"),
+            // Not one we speak: still echoed; the runtime compares.
+            (r#"{"cniVersion":"2.0.0"}"#, "2.0.0"),
+            // None, or not a version: the newest we speak.
+            ("{}", "1.1.0"),
+            (r#"{"cniVersion":"x\ny"}"#, "1.1.0"),
+        ] {
+            let (ok, v) = call(bin, &[("CNI_COMMAND", "VERSION")], stdin);
+            assert!(ok, "{bin} {stdin}: {v}");
+            assert_eq!(v["cniVersion"], echoed, "{bin} {stdin}");
+        }
         let (ok, v) = call(bin, &[], "{}");
         assert!(!ok);
         assert_eq!(v["code"], 4, "{bin}: {v}");

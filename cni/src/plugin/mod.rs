@@ -60,6 +60,24 @@ fn version_hint(stdin: &[u8]) -> String {
         .unwrap_or_else(|| version::CURRENT.to_string())
 }
 
+/// What VERSION answers as its `cniVersion`: the spec's "value of
+/// cniVersion specified on input" (supported or not: the runtime compares
+/// it with `supportedVersions`), when stdin gives one of the form a.b.c;
+/// else the newest version spoken.
+fn asked_version(stdin: &[u8]) -> String {
+    serde_json::from_slice::<serde_json::Value>(stdin)
+        .ok()
+        .and_then(|v| v.get("cniVersion")?.as_str().map(str::to_string))
+        .filter(|v| {
+            let parts: Vec<&str> = v.split('.').collect();
+            parts.len() == 3
+                && parts
+                    .iter()
+                    .all(|p| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .unwrap_or_else(|| version::CURRENT.to_string())
+}
+
 /// Carry out one call.
 pub async fn run(mode: Mode, env: Vec<(String, String)>, stdin: &[u8]) -> Outcome {
     let hint = version_hint(stdin);
@@ -69,7 +87,7 @@ pub async fn run(mode: Mode, env: Vec<(String, String)>, stdin: &[u8]) -> Outcom
     };
     if inv.command == Command::Version {
         return Outcome::ok(
-            json!({"cniVersion": version::CURRENT, "supportedVersions": version::SUPPORTED})
+            json!({"cniVersion": asked_version(stdin), "supportedVersions": version::SUPPORTED})
                 .to_string(),
         );
     }
