@@ -67,6 +67,7 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
         }
         // "tartan" in base64.
         Kind::Secret => json!({"type": "Opaque", "data": {"password": "dGFydGFu"}}),
+        Kind::ServiceAccount => json!({"metadata": {"labels": {"team": "db"}}}),
         Kind::ConfigMap => json!({"data": {"ipv4-pool-cidr": "10.244.0.0/16", "mtu": "auto"}}),
         Kind::EndpointSlice => json!({
             "addressType": "IPv4",

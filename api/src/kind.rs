@@ -46,6 +46,9 @@ pub enum Kind {
     Lease,
     /// Kubernetes ConfigMaps: the install's settings (`tartan-system/tartan-config`).
     ConfigMap,
+    /// Kubernetes ServiceAccounts: their labels, which policies select
+    /// with Calico's `serviceAccountSelector` and `serviceAccounts`.
+    ServiceAccount,
 }
 
 /// The fixed facts about one kind.
@@ -84,7 +87,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 25] = [
+static KINDS: [KindInfo; 26] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -295,6 +298,16 @@ static KINDS: [KindInfo; 25] = [
         namespaced: true,
         key_segment: "k8s/configmaps",
         short_names: &["cm"],
+    },
+    KindInfo {
+        kind: Kind::ServiceAccount,
+        name: "ServiceAccount",
+        group: "",
+        version: "v1",
+        plural: "serviceaccounts",
+        namespaced: true,
+        key_segment: "k8s/serviceaccounts",
+        short_names: &["sa"],
     },
 ];
 

@@ -284,6 +284,7 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::Service => round_trip::<core::Service>(obj, written),
         Kind::Secret => round_trip::<core::Secret>(obj, written),
         Kind::ConfigMap => round_trip::<core::ConfigMap>(obj, written),
+        Kind::ServiceAccount => round_trip::<core::ServiceAccount>(obj, written),
         Kind::EndpointSlice => {
             round_trip::<k8s_openapi::api::discovery::v1::EndpointSlice>(obj, written)
         }

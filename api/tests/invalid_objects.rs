@@ -479,18 +479,33 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             tnp("web", "{ingress: [{action: Allow, http: {methods: [GET]}}]}"),
             "spec.ingress[0].http: Tartan does not support it",
         ),
+        // Calico's service account matches: names as ServiceAccount names,
+        // selectors as selectors, and something to match on.
         (
-            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {names: [api]}}}]}"),
-            "spec.egress[0].destination.serviceAccounts: Tartan does not support it",
+            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {names: [Api]}}}]}"),
+            "spec.egress[0].destination.serviceAccounts.names[0]: \"Api\" is not a valid name",
+        ),
+        (
+            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {}}}]}"),
+            "spec.egress[0].destination.serviceAccounts: neither names nor selector is given",
+        ),
+        (
+            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {names: [], selector: ''}}}]}"),
+            "spec.egress[0].destination.serviceAccounts: neither names nor selector is given",
+        ),
+        (
+            tnp("web", "{egress: [{action: Allow, destination: {serviceAccounts: {selector: \"team == 'db\"}}}]}"),
+            "spec.egress[0].destination.serviceAccounts.selector: \"team == 'db\" is not a selector",
+        ),
+        (
+            tnp("web", "{serviceAccountSelector: \"role == 'web\", ingress: [{action: Deny}]}"),
+            "spec.serviceAccountSelector: \"role == 'web\" is not a selector",
         ),
         (
             tnp("web", "{egress: [{action: Deny, destination: {services: {name: kubernetes, namespace: default}}}]}"),
             "spec.egress[0].destination.services: Tartan does not support it",
         ),
-        (
-            tnp("web", "{serviceAccountSelector: \"role == 'web'\", ingress: [{action: Deny}]}"),
-            "spec.serviceAccountSelector: Tartan does not support it",
-        ),
+
         (
             tnp("web", "{tier: security, ingress: [{action: Deny}]}"),
             "spec.tier: \"security\": only the tier default exists",
@@ -512,8 +527,8 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.tier: \"platform\": only the tier default exists",
         ),
         (
-            cluster("GlobalNetworkPolicy", "g", "{ingress: [{action: Allow, source: {serviceAccounts: {selector: all()}}}]}"),
-            "spec.ingress[0].source.serviceAccounts: Tartan does not support it",
+            cluster("GlobalNetworkPolicy", "g", "{serviceAccountSelector: \"global()\", ingress: [{action: Allow}]}"),
+            "spec.serviceAccountSelector: \"global()\": global() is only allowed",
         ),
         (
             tnp("web", "{preDNAT: false}"),
@@ -792,6 +807,16 @@ fn good_objects() -> Vec<String> {
         peer("{peerIP: 192.0.2.1, asNumber: 65001, ttlSecurity: 0}"),
         // As Calico: a disabled pool may be smaller than a block.
         pool("{cidr: 10.0.0.0/28, disabled: true}"),
+        // Calico's service account matches.
+        tnp(
+            "by-account",
+            "{serviceAccountSelector: \"team == 'db'\", ingress: [{action: Allow, source: {serviceAccounts: {names: [frontend, api.v2]}}}, {action: Deny, source: {selector: \"app == 'x'\", serviceAccounts: {names: [a], selector: \"has(team)\"}}}]}",
+        ),
+        cluster(
+            "GlobalNetworkPolicy",
+            "by-account",
+            "{serviceAccountSelector: all(), egress: [{action: Allow, destination: {namespaceSelector: all(), serviceAccounts: {selector: \"team in {'db', 'web'}\"}}}]}",
+        ),
         // Calico's fields at the values that change nothing.
         tnp(
             "tiered",

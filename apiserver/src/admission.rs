@@ -53,6 +53,7 @@ pub fn unconditional_update(served: &Served) -> bool {
                 | Kind::Node
                 | Kind::Namespace
                 | Kind::Pod
+                | Kind::ServiceAccount
         )
     )
 }

@@ -87,6 +87,7 @@ pub fn unknown_fields(served: &Served, obj: &Value) -> Vec<Field> {
         Kind::Service => round_trip::<core::Service>(obj, &mut out),
         Kind::Secret => round_trip::<core::Secret>(obj, &mut out),
         Kind::ConfigMap => round_trip::<core::ConfigMap>(obj, &mut out),
+        Kind::ServiceAccount => round_trip::<core::ServiceAccount>(obj, &mut out),
         Kind::EndpointSlice => round_trip::<disc::EndpointSlice>(obj, &mut out),
         Kind::KubeNetworkPolicy => round_trip::<net::NetworkPolicy>(obj, &mut out),
         Kind::Lease => round_trip::<coord::Lease>(obj, &mut out),

@@ -44,7 +44,7 @@ pub use config::Config;
 use apply::Dataplane;
 use fold::{
     Folded, Sweep, converted, fold, fold_endpoint, fold_net_set, fold_node, fold_pod, fold_policy,
-    fold_proxied, global_set, namespaced_set, node_eligible,
+    fold_proxied, fold_service_account, global_set, namespaced_set, node_eligible,
 };
 use pending::Pending;
 use watches::{Synced, Watches};
@@ -109,8 +109,13 @@ pub async fn run(
                 pending.folded(f);
             }
             ev = w.pods.next() => {
-                let f = fold_pod(&mut state.endpoints, ev, &mut bad, &mut sweeps[1]);
+                let f = fold_pod(&mut state.endpoints, &state.service_accounts, ev, &mut bad, &mut sweeps[1]);
                 synced.policy[0] |= f.synced;
+                pending.folded(f);
+            }
+            ev = w.service_accounts.next() => {
+                let f = fold_service_account(&mut state.service_accounts, &mut state.endpoints, ev, &mut bad);
+                synced.policy[7] |= f.synced;
                 pending.folded(f);
             }
             ev = w.namespaces.next() => {

@@ -12,13 +12,14 @@ use tartan_api::store::readable::UnreadableLog;
 use crate::health::Health;
 
 /// The kinds felix watches, whose gauges read 0 from the start.
-pub const WATCHED: [Kind; 13] = [
+pub const WATCHED: [Kind; 14] = [
     Kind::WorkloadEndpoint,
     Kind::IpPool,
     Kind::IpamBlock,
     Kind::Node,
     Kind::Pod,
     Kind::Namespace,
+    Kind::ServiceAccount,
     Kind::KubeNetworkPolicy,
     Kind::NetworkPolicy,
     Kind::GlobalNetworkPolicy,

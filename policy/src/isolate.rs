@@ -16,6 +16,15 @@
 //! An isolation at order 1000 would not do: a deny list at order 10 over
 //! a set would be gone, and a policy between 10 and 1000 (or a Kubernetes
 //! policy beside the isolation) would allow what it denied.
+//!
+//! A ServiceAccount that cannot be read leaves unknown the `pcsa.` labels
+//! of its pods (they carry none meanwhile): each readable policy with a
+//! selector over those labels (its `serviceAccountSelector`, a rule's
+//! `serviceAccounts.selector`) whose scope takes in the account's
+//! namespace ([`reaching_unreadable_service_accounts`]) is enforced as
+//! [`deny_in_place`], and the account's pods are isolated
+//! ([`service_account_isolation`]): a policy that would have applied to
+//! them cannot be skipped by their missing labels.
 
 use std::collections::BTreeSet;
 
@@ -43,6 +52,46 @@ pub fn isolation(what: &str, namespace: Option<&str>, name: &str) -> Policy {
         ingress: Some(vec![]),
         egress: Some(vec![]),
     }
+}
+
+/// The isolation of the pods running as the unreadable ServiceAccount
+/// `name` of `namespace`: as [`isolation`], over those pods only.
+pub fn service_account_isolation(namespace: &str, name: &str) -> Policy {
+    let mut p = isolation("ServiceAccount", Some(namespace), name);
+    p.applies_to.pods = Selector::Eq(
+        crate::tartan::SERVICE_ACCOUNT_LABEL.to_string(),
+        name.to_string(),
+    );
+    p
+}
+
+/// The policies with a selector over service account labels (keys with
+/// the `pcsa.` prefix), where they apply or in a rule, in a namespace
+/// scope that takes in one of `namespaces_unreadable`: the namespaces of
+/// the ServiceAccounts that cannot be read.
+pub fn reaching_unreadable_service_accounts<'a>(
+    policies: impl IntoIterator<Item = &'a Policy>,
+    namespaces_unreadable: &[&str],
+    namespaces: &NamespaceLabels,
+) -> BTreeSet<Source> {
+    let mut out = BTreeSet::new();
+    if namespaces_unreadable.is_empty() {
+        return out;
+    }
+    for p in policies {
+        let reaches = std::iter::once(&p.applies_to)
+            .chain(p.rule_selectors())
+            .any(|sel| {
+                sel.pods.mentions_key_prefix(crate::tartan::SA_LABEL_PREFIX)
+                    && namespaces_unreadable
+                        .iter()
+                        .any(|ns| scope_takes_in(&sel.namespaces, Some(ns), namespaces))
+            });
+        if reaches {
+            out.insert(p.source.clone());
+        }
+    }
+    out
 }
 
 /// What stands for the readable policy `p` while a network set one of its

@@ -17,6 +17,16 @@
 //! - Every condition given must hold; a list (`nets`, `ports`) matches when
 //!   one of its items does, a `not` list when none does.
 //! - Policies without `order` come after every policy with one.
+//! - Service accounts, as Calico has them (libcalico-go's
+//!   `updateprocessors`): felix labels each pod's endpoint with its
+//!   service account's name ([`SERVICE_ACCOUNT_LABEL`]) and, once it has
+//!   read the ServiceAccount, with its labels under [`SA_LABEL_PREFIX`].
+//!   A policy's `serviceAccountSelector` is its selector over those
+//!   labels, and'ed to `selector` (in a GlobalNetworkPolicy `all()` there
+//!   means "has a service account"). A rule end's `serviceAccounts` is
+//!   `names` (the name is one of them) and `selector` (over the labels),
+//!   and'ed to the end's `selector`: the same namespace scope, and pods
+//!   only (a network set has no service account).
 
 use ipnet::IpNet;
 use tartan_api::resources::common::parse_network_or_address;
@@ -86,6 +96,40 @@ fn scope(
             pods,
             net_sets: true,
         }),
+    }
+}
+
+/// The label felix gives a pod's endpoint: its service account's name
+/// (Calico's `projectcalico.org/serviceaccount`).
+pub const SERVICE_ACCOUNT_LABEL: &str = "projectcalico.org/serviceaccount";
+/// The prefix of the labels felix copies onto a pod's endpoint from its
+/// ServiceAccount (Calico's `pcsa.`).
+pub const SA_LABEL_PREFIX: &str = "pcsa.";
+/// Among those, the service account's name (Calico's
+/// `pcsa.projectcalico.org/name`): present once felix has read the
+/// ServiceAccount.
+pub const SA_NAME_LABEL: &str = "pcsa.projectcalico.org/name";
+
+/// A selector over a service account's labels as one over its pods'
+/// endpoints' labels; `all` stands for `all()`.
+pub fn service_account_selector(s: &Selector, all: &Selector) -> Selector {
+    s.with_key_prefix(SA_LABEL_PREFIX, all)
+}
+
+/// Calico's `ServiceAccountMatch` as a selector over endpoints' labels:
+/// the name is one of `names` (when given) and the labels match
+/// `selector` (when given); `None` when neither is given.
+pub fn service_account_match(names: &[String], selector: Option<&Selector>) -> Option<Selector> {
+    let names = (!names.is_empty()).then(|| {
+        Selector::In(
+            SERVICE_ACCOUNT_LABEL.to_string(),
+            names.iter().cloned().collect(),
+        )
+    });
+    let labels = selector.map(|s| service_account_selector(s, &Selector::All));
+    match (labels, names) {
+        (Some(l), Some(n)) => Some(Selector::And(Box::new(l), Box::new(n))),
+        (l, n) => l.or(n),
     }
 }
 
@@ -159,6 +203,20 @@ fn entity(
         .not_selector
         .as_deref()
         .and_then(|s| p.selector(&format!("{field}.notSelector"), s));
+    // serviceAccounts narrows the end's selector (Calico: `(sa) && (sel)`,
+    // then in the same namespace scope); nothing given matches nothing,
+    // never everything.
+    let sa = e.service_accounts.as_ref().map(|m| {
+        let sel = m
+            .given_selector()
+            .and_then(|s| p.selector(&format!("{field}.serviceAccounts.selector"), s));
+        service_account_match(&m.names, sel.as_ref())
+            .unwrap_or(Selector::Not(Box::new(Selector::All)))
+    });
+    let pods = match (sa.clone(), pods) {
+        (Some(sa), Some(pods)) => Some(Selector::And(Box::new(sa), Box::new(pods))),
+        (sa, pods) => sa.or(pods),
+    };
     let positive = nets(&e.nets, &format!("{field}.nets"), p);
     if !positive.is_empty() {
         conds.push(Cond::Addr {
@@ -182,7 +240,9 @@ fn entity(
         (None, Some(_), Some(_)) => Some(Selector::All),
         _ => pods,
     };
-    if let Some(sel) = scope(own, ns.clone(), pods) {
+    if let Some(mut sel) = scope(own, ns.clone(), pods) {
+        // Service accounts belong to pods.
+        sel.net_sets &= sa.is_none();
         conds.push(Cond::Addr {
             side,
             addrs: Addrs::Endpoints(sel),
@@ -338,6 +398,21 @@ fn convert(
     }
 }
 
+/// A policy's `serviceAccountSelector` over endpoints' labels (`None`:
+/// absent or empty, no narrowing).
+fn sa_selector(text: Option<&str>, all: &Selector, p: &mut Problems) -> Option<Selector> {
+    let text = text.filter(|t| !t.is_empty())?;
+    let s = p.selector("spec.serviceAccountSelector", text)?;
+    Some(service_account_selector(&s, all))
+}
+
+fn and_sa(pods: Selector, sa: Option<Selector>) -> Selector {
+    match sa {
+        Some(sa) => Selector::And(Box::new(pods), Box::new(sa)),
+        None => pods,
+    }
+}
+
 /// A Tartan NetworkPolicy in the IR; every problem at once if it does not
 /// convert.
 pub fn from_network_policy(np: &NetworkPolicy) -> Result<Policy, PolicyError> {
@@ -345,8 +420,14 @@ pub fn from_network_policy(np: &NetworkPolicy) -> Result<Policy, PolicyError> {
     let name = np.metadata.name.as_deref().unwrap_or("");
     let s = &np.spec;
     let mut p = Problems(Vec::new());
+    let sa = sa_selector(
+        s.service_account_selector.as_deref(),
+        &Selector::All,
+        &mut p,
+    );
     let applies_to = p
         .selector("spec.selector", &s.selector)
+        .map(|pods| and_sa(pods, sa))
         .map(|pods| EndpointSel {
             namespaces: Namespaces::Named(ns.to_string()),
             pods,
@@ -369,7 +450,13 @@ pub fn from_global_network_policy(g: &GlobalNetworkPolicy) -> Result<Policy, Pol
     let name = g.metadata.name.as_deref().unwrap_or("");
     let s = &g.spec;
     let mut p = Problems(Vec::new());
-    let pods = p.selector("spec.selector", &s.selector);
+    // Calico reads `all()` in a GlobalNetworkPolicy's
+    // serviceAccountSelector as "has a service account".
+    let has_sa = Selector::Has(SERVICE_ACCOUNT_LABEL.to_string());
+    let sa = sa_selector(s.service_account_selector.as_deref(), &has_sa, &mut p);
+    let pods = p
+        .selector("spec.selector", &s.selector)
+        .map(|pods| and_sa(pods, sa));
     let namespaces = match s.namespace_selector.as_deref() {
         None => Some(Selector::All),
         Some(t) => p.selector("spec.namespaceSelector", t),

@@ -267,3 +267,164 @@ fn rule_selectors_pick_network_sets_and_applies_to_selectors_do_not() {
         crate::compile::selector_set(&pods_only, false, false)
     );
 }
+
+/// Pods labelled as felix labels them: (namespace, service account,
+/// its labels or `None` when felix has not read the account).
+fn sa_pod(
+    ns: &str,
+    sa: Option<&str>,
+    sa_labels: Option<&[(&str, &str)]>,
+) -> crate::compile::Endpoint {
+    let mut l = std::collections::BTreeMap::new();
+    if let Some(sa) = sa {
+        l.insert(
+            crate::tartan::SERVICE_ACCOUNT_LABEL.to_string(),
+            sa.to_string(),
+        );
+        if let Some(own) = sa_labels {
+            for (k, v) in own {
+                l.insert(format!("pcsa.{k}"), v.to_string());
+            }
+            l.insert(crate::tartan::SA_NAME_LABEL.to_string(), sa.to_string());
+        }
+    }
+    crate::compile::Endpoint {
+        namespace: ns.into(),
+        labels: std::sync::Arc::new(l),
+        addrs: vec![],
+        ports: [].into(),
+        interface: None,
+    }
+}
+
+fn sa_cluster() -> Vec<(&'static str, crate::compile::Endpoint)> {
+    vec![
+        (
+            "x/front",
+            sa_pod("x", Some("front"), Some(&[("team", "db")])),
+        ),
+        (
+            "x/back",
+            sa_pod("x", Some("back"), Some(&[("team", "web")])),
+        ),
+        ("x/unread", sa_pod("x", Some("db"), None)),
+        ("x/none", sa_pod("x", None, None)),
+        (
+            "y/front",
+            sa_pod("y", Some("front"), Some(&[("team", "db")])),
+        ),
+    ]
+}
+
+/// The pods of [`sa_cluster`] the first ingress rule's positive source
+/// scope picks.
+fn picked_sources(p: &crate::ir::Policy) -> Vec<&'static str> {
+    let ns = crate::compile::NamespaceLabels::new();
+    let sel = p.ingress.as_ref().unwrap()[0]
+        .conds
+        .iter()
+        .find_map(|c| match c {
+            Cond::Addr {
+                addrs: Addrs::Endpoints(s),
+                negate: false,
+                ..
+            } => Some(s.clone()),
+            _ => None,
+        })
+        .unwrap();
+    sa_cluster()
+        .into_iter()
+        .filter(|(_, ep)| sel.matches(ep, &ns))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+#[test]
+fn a_rules_service_accounts_pick_exactly_the_pods_running_as_them() {
+    let rule = |sa: serde_json::Value| json!({"ingress": [{"action": "Allow", "source": {"serviceAccounts": sa}}]});
+    let np = |sa| from_network_policy(&tnp(rule(sa))).unwrap();
+    let g = |sa| from_global_network_policy(&gnp(rule(sa))).unwrap();
+    // Names: in the policy's namespace (NetworkPolicy), anywhere (global).
+    assert_eq!(
+        picked_sources(&np(json!({"names": ["front"]}))),
+        ["x/front"]
+    );
+    assert_eq!(
+        picked_sources(&g(json!({"names": ["front"]}))),
+        ["x/front", "y/front"]
+    );
+    assert_eq!(
+        picked_sources(&np(json!({"names": ["front", "db"]}))),
+        ["x/front", "x/unread"]
+    );
+    // A selector over the account's labels.
+    assert_eq!(
+        picked_sources(&np(json!({"selector": "team == 'web'"}))),
+        ["x/back"]
+    );
+    assert_eq!(
+        picked_sources(&g(json!({"selector": "has(team)"}))),
+        ["x/front", "x/back", "y/front"]
+    );
+    // Both: both must hold.
+    assert_eq!(
+        picked_sources(&np(
+            json!({"names": ["front", "back"], "selector": "team == 'web'"})
+        )),
+        ["x/back"]
+    );
+    // And'ed to the end's selector, in its namespaceSelector's scope.
+    let p = from_network_policy(&tnp(json!({"ingress": [{"action": "Allow", "source": {
+        "namespaceSelector": "all()", "selector": "!has(app)", "serviceAccounts": {"names": ["front"]}}}]})))
+    .unwrap();
+    assert_eq!(picked_sources(&p), ["x/front", "y/front"]);
+    // Network sets have no service account, whatever their labels say.
+    let sel = p.rule_selectors().next().unwrap();
+    assert!(!sel.net_sets);
+    let plain = from_network_policy(&tnp(
+        json!({"ingress": [{"action": "Allow", "source": {"selector": "all()"}}]}),
+    ))
+    .unwrap();
+    assert!(plain.rule_selectors().next().unwrap().net_sets);
+}
+
+#[test]
+fn a_service_account_selector_narrows_what_a_policy_applies_to() {
+    let ns = crate::compile::NamespaceLabels::new();
+    let applies = |p: &crate::ir::Policy| -> Vec<&'static str> {
+        sa_cluster()
+            .into_iter()
+            .filter(|(_, ep)| p.applies_to.matches(ep, &ns))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let p = from_network_policy(&tnp(
+        json!({"serviceAccountSelector": "team == 'db'", "ingress": [{"action": "Deny"}]}),
+    ))
+    .unwrap();
+    assert_eq!(applies(&p), ["x/front"]);
+    let p = from_network_policy(&tnp(
+        json!({"selector": "all()", "serviceAccountSelector": "", "ingress": [{"action": "Deny"}]}),
+    ))
+    .unwrap();
+    assert_eq!(applies(&p), ["x/front", "x/back", "x/unread", "x/none"]);
+    let g = from_global_network_policy(&gnp(json!({"serviceAccountSelector": "projectcalico.org/name == 'front'", "ingress": [{"action": "Deny"}]}))).unwrap();
+    assert_eq!(applies(&g), ["x/front", "y/front"]);
+    // In a GlobalNetworkPolicy all() is "has a service account" (Calico).
+    let g = from_global_network_policy(&gnp(
+        json!({"serviceAccountSelector": "all()", "ingress": [{"action": "Deny"}]}),
+    ))
+    .unwrap();
+    assert_eq!(applies(&g), ["x/front", "x/back", "x/unread", "y/front"]);
+    // A bad selector names its field.
+    let e = from_network_policy(&tnp(
+        json!({"serviceAccountSelector": "team ==", "ingress": [{"action": "Deny"}]}),
+    ))
+    .unwrap_err();
+    assert_eq!(e.problems[0].field, "spec.serviceAccountSelector");
+    let e = from_network_policy(&tnp(json!({"ingress": [{"action": "Deny", "source": {"serviceAccounts": {"selector": "has("}}}]}))).unwrap_err();
+    assert_eq!(
+        e.problems[0].field,
+        "spec.ingress[0].source.serviceAccounts.selector"
+    );
+}

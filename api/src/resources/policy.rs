@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::common::{
-    Problem, Problems, all_selector, check_rule_namespace_selector, check_selector,
+    Problem, Problems, all_selector, check_rule_namespace_selector, check_selector, dns_subdomain,
     parse_network_or_address,
 };
 pub use super::policy_values::{Port, Protocol};
@@ -83,11 +83,12 @@ pub struct NetworkPolicySpec {
     /// Declared so that an API server does not drop it unnoticed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
-    /// Calico's selector over service accounts: refused unless empty
-    /// (Tartan does not implement it, and a policy without it would apply
-    /// more widely). Declared so that an API server does not drop it.
+    /// Narrows the endpoints the policy applies to: those whose service
+    /// account's labels match this selector (as Calico's: felix labels
+    /// each endpoint with its ServiceAccount's labels under the prefix
+    /// `pcsa.`). Empty: no narrowing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4096))]
+    #[schemars(transform = schema_rules::selector)]
     pub service_account_selector: Option<String>,
 }
 
@@ -138,11 +139,12 @@ pub struct GlobalNetworkPolicySpec {
     /// Declared so that an API server does not drop it unnoticed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<String>,
-    /// Calico's selector over service accounts: refused unless empty
-    /// (Tartan does not implement it, and a policy without it would apply
-    /// more widely). Declared so that an API server does not drop it.
+    /// Narrows the endpoints the policy applies to: those whose service
+    /// account's labels match this selector (as Calico's: felix labels
+    /// each endpoint with its ServiceAccount's labels under the prefix
+    /// `pcsa.`). Empty: no narrowing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 4096))]
+    #[schemars(transform = schema_rules::selector)]
     pub service_account_selector: Option<String>,
     /// Calico's flag for host endpoint policy on forwarded traffic:
     /// refused when true. Declared so that an API server does not drop it.
@@ -276,16 +278,58 @@ pub struct EntityRule {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(transform = schema_rules::ports_list)]
     pub not_ports: Vec<Port>,
-    /// Calico's match on service accounts: refused. Declared so that an
-    /// API server does not drop it unnoticed (a rule without it matches
-    /// every endpoint).
+    /// The endpoint is a pod running as one of these service accounts
+    /// (in the rule's namespace scope, as `selector`). Network sets never
+    /// match it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(transform = schema_rules::opaque_object)]
-    pub service_accounts: Option<serde_json::Value>,
+    pub service_accounts: Option<ServiceAccountMatch>,
     /// Calico's match on Services: refused, as serviceAccounts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(transform = schema_rules::opaque_object)]
     pub services: Option<serde_json::Value>,
+}
+
+/// Calico's `ServiceAccountMatch`: service accounts by name and by
+/// label; both given, both must match.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(extend("x-kubernetes-validations" = schema_rules_policy::service_account_match_rules()))]
+pub struct ServiceAccountMatch {
+    /// The service account's name is one of these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(transform = schema_rules::dns_name_list)]
+    pub names: Vec<String>,
+    /// The service account's labels match this selector.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = schema_rules::selector)]
+    pub selector: Option<String>,
+}
+
+impl ServiceAccountMatch {
+    /// The selector, unless absent or empty (Calico's "not given").
+    pub fn given_selector(&self) -> Option<&str> {
+        self.selector.as_deref().filter(|s| !s.is_empty())
+    }
+
+    /// Whether it matches on anything: names or a selector.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.given_selector().is_none()
+    }
+
+    fn check(&self, f: &str, p: &mut Problems) {
+        if self.is_empty() {
+            p.add(
+                f,
+                "neither names nor selector is given; give one, or remove serviceAccounts",
+            );
+        }
+        for (i, n) in self.names.iter().enumerate() {
+            p.take(&format!("{f}.names[{i}]"), dns_subdomain(n));
+        }
+        if let Some(s) = self.given_selector() {
+            check_selector(&format!("{f}.selector"), s, p);
+        }
+    }
 }
 
 impl EntityRule {
@@ -327,7 +371,8 @@ impl NetworkPolicySpec {
             &self.egress,
             &mut p,
         );
-        check_unsupported(&self.tier, &self.service_account_selector, &mut p);
+        check_unsupported(&self.tier, &mut p);
+        check_sa_selector(&self.service_account_selector, &mut p);
         p.0
     }
 }
@@ -350,7 +395,8 @@ impl GlobalNetworkPolicySpec {
         if let Some(s) = &self.namespace_selector {
             check_selector("spec.namespaceSelector", s, &mut p);
         }
-        check_unsupported(&self.tier, &self.service_account_selector, &mut p);
+        check_unsupported(&self.tier, &mut p);
+        check_sa_selector(&self.service_account_selector, &mut p);
         for (field, value) in [
             ("spec.preDNAT", self.pre_dnat),
             ("spec.doNotTrack", self.do_not_track),
@@ -369,7 +415,7 @@ impl GlobalNetworkPolicySpec {
 
 /// Calico's spec fields Tartan does not implement, refused unless their
 /// value changes nothing.
-fn check_unsupported(tier: &Option<String>, sa_selector: &Option<String>, p: &mut Problems) {
+fn check_unsupported(tier: &Option<String>, p: &mut Problems) {
     if let Some(t) = tier
         && t != "default"
     {
@@ -378,11 +424,12 @@ fn check_unsupported(tier: &Option<String>, sa_selector: &Option<String>, p: &mu
             format!("{t:?}: only the tier default exists; Tartan does not support tiers, remove the field or set it to default"),
         );
     }
-    if sa_selector.as_deref().is_some_and(|s| !s.is_empty()) {
-        p.add(
-            "spec.serviceAccountSelector",
-            format!("{UNSUPPORTED} (a policy without it would apply to every endpoint its selector picks)"),
-        );
+}
+
+/// A policy's `serviceAccountSelector`: a selector, unless empty (none).
+fn check_sa_selector(sa_selector: &Option<String>, p: &mut Problems) {
+    if let Some(s) = sa_selector.as_deref().filter(|s| !s.is_empty()) {
+        check_selector("spec.serviceAccountSelector", s, p);
     }
 }
 
@@ -500,16 +547,14 @@ impl Rule {
 
 impl EntityRule {
     fn check(&self, f: &str, rule: &Rule, p: &mut Problems) {
-        for (name, v) in [
-            ("serviceAccounts", &self.service_accounts),
-            ("services", &self.services),
-        ] {
-            if v.is_some() {
-                p.add(
-                    format!("{f}.{name}"),
-                    format!("{UNSUPPORTED} (a rule without it would match every endpoint)"),
-                );
-            }
+        if self.services.is_some() {
+            p.add(
+                format!("{f}.services"),
+                format!("{UNSUPPORTED} (a rule without it would match every endpoint)"),
+            );
+        }
+        if let Some(sa) = &self.service_accounts {
+            sa.check(&format!("{f}.serviceAccounts"), p);
         }
         for (name, nets) in [("nets", &self.nets), ("notNets", &self.not_nets)] {
             for (i, n) in nets.iter().enumerate() {

@@ -169,6 +169,11 @@ pub(crate) fn dns_name(s: &mut Schema) {
     set(s, "pattern", json!(DNS_SUBDOMAIN));
 }
 
+/// A list of object names.
+pub(crate) fn dns_name_list(s: &mut Schema) {
+    items(s, LIST_MAX, dns_name);
+}
+
 /// A list of object names, each once.
 pub(crate) fn dns_name_set(s: &mut Schema) {
     items(s, LIST_MAX, dns_name);

@@ -121,18 +121,10 @@ pub const UNSUPPORTED: &str = "Tartan does not support it; remove the field";
 /// not implement: declared so that they are stored rather than dropped,
 /// and refused unless their value changes nothing.
 pub fn policy_spec_unsupported_rules() -> Vec<Value> {
-    vec![
-        rule(
-            "!has(self.serviceAccountSelector) || self.serviceAccountSelector == ''",
-            &format!(
-                "serviceAccountSelector: {UNSUPPORTED} (a policy without it would apply to every endpoint its selector picks)"
-            ),
-        ),
-        rule(
-            "!has(self.tier) || self.tier == 'default'",
-            &format!("tier: only the tier default exists; {UNSUPPORTED} or set it to default"),
-        ),
-    ]
+    vec![rule(
+        "!has(self.tier) || self.tier == 'default'",
+        &format!("tier: only the tier default exists; {UNSUPPORTED} or set it to default"),
+    )]
 }
 
 /// The rules of a GlobalNetworkPolicy's spec on Calico's host endpoint
@@ -162,15 +154,18 @@ pub fn namespaced_policy_spec_rules() -> Vec<Value> {
 /// The rules of a rule's source or destination on Calico's matches
 /// Tartan does not implement.
 pub fn entity_rule_rules() -> Vec<Value> {
-    ["serviceAccounts", "services"]
-        .into_iter()
-        .map(|f| {
-            rule(
-                &format!("!has(self.{f})"),
-                &format!("{f}: {UNSUPPORTED} (a rule without it would match every endpoint)"),
-            )
-        })
-        .collect()
+    vec![rule(
+        "!has(self.services)",
+        &format!("services: {UNSUPPORTED} (a rule without it would match every endpoint)"),
+    )]
+}
+
+/// A `serviceAccounts` match matches on something: names or a selector.
+pub fn service_account_match_rules() -> Vec<Value> {
+    vec![rule(
+        "(has(self.names) && size(self.names) > 0) || (has(self.selector) && self.selector != '')",
+        "neither names nor selector is given; give one, or remove serviceAccounts",
+    )]
 }
 
 /// A policy's protocol: a name or a number 1 to 255.

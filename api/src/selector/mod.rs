@@ -101,6 +101,49 @@ impl Selector {
         }
     }
 
+    /// The same selector over keys written with `prefix` before them
+    /// (Calico's reading of a selector over a service account's labels,
+    /// prefix `pcsa.`, as it labels endpoints), with `all()` read as
+    /// `all`. `global()` is kept.
+    pub fn with_key_prefix(&self, prefix: &str, all: &Selector) -> Selector {
+        let k = |key: &String| format!("{prefix}{key}");
+        let walk = |e: &Selector| Box::new(e.with_key_prefix(prefix, all));
+        match self {
+            Selector::All => all.clone(),
+            Selector::Global => Selector::Global,
+            Selector::Has(key) => Selector::Has(k(key)),
+            Selector::Eq(key, v) => Selector::Eq(k(key), v.clone()),
+            Selector::Ne(key, v) => Selector::Ne(k(key), v.clone()),
+            Selector::In(key, vs) => Selector::In(k(key), vs.clone()),
+            Selector::NotIn(key, vs) => Selector::NotIn(k(key), vs.clone()),
+            Selector::Contains(key, v) => Selector::Contains(k(key), v.clone()),
+            Selector::StartsWith(key, v) => Selector::StartsWith(k(key), v.clone()),
+            Selector::EndsWith(key, v) => Selector::EndsWith(k(key), v.clone()),
+            Selector::Not(e) => Selector::Not(walk(e)),
+            Selector::And(a, b) => Selector::And(walk(a), walk(b)),
+            Selector::Or(a, b) => Selector::Or(walk(a), walk(b)),
+        }
+    }
+
+    /// Whether a label key starting with `prefix` appears anywhere in it.
+    pub fn mentions_key_prefix(&self, prefix: &str) -> bool {
+        match self {
+            Selector::All | Selector::Global => false,
+            Selector::Has(k)
+            | Selector::Eq(k, _)
+            | Selector::Ne(k, _)
+            | Selector::In(k, _)
+            | Selector::NotIn(k, _)
+            | Selector::Contains(k, _)
+            | Selector::StartsWith(k, _)
+            | Selector::EndsWith(k, _) => k.starts_with(prefix),
+            Selector::Not(e) => e.mentions_key_prefix(prefix),
+            Selector::And(a, b) | Selector::Or(a, b) => {
+                a.mentions_key_prefix(prefix) || b.mentions_key_prefix(prefix)
+            }
+        }
+    }
+
     fn eval(&self, labels: &BTreeMap<String, String>, global: bool) -> bool {
         let get = |k: &str| labels.get(k).map(String::as_str);
         match self {

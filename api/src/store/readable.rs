@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use tracing::{error, info};
@@ -60,6 +62,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::KubeNetworkPolicy => decodes::<KubeNetworkPolicy>(o),
         Kind::Lease => decodes::<Lease>(o),
         Kind::ConfigMap => decodes::<ConfigMap>(o),
+        Kind::ServiceAccount => decodes::<ServiceAccount>(o),
     }
 }
 

@@ -160,6 +160,7 @@ kube_kind!(k8s_openapi::api::core::v1::Service, Service);
 kube_kind!(k8s_openapi::api::core::v1::Secret, Secret);
 kube_kind!(k8s_openapi::api::coordination::v1::Lease, Lease);
 kube_kind!(k8s_openapi::api::core::v1::ConfigMap, ConfigMap);
+kube_kind!(k8s_openapi::api::core::v1::ServiceAccount, ServiceAccount);
 kube_kind!(
     k8s_openapi::api::discovery::v1::EndpointSlice,
     EndpointSlice

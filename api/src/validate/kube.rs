@@ -15,7 +15,9 @@ mod service;
 mod service_update;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Namespace, Node, Pod, Secret, Service, ServiceAccount,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use serde::Serialize;
@@ -69,6 +71,9 @@ pub fn problems(kind: Kind, v: &Value) -> Vec<(String, String)> {
         }
         Kind::Lease => {
             typed::<Lease>(v, &mut p);
+        }
+        Kind::ServiceAccount => {
+            typed::<ServiceAccount>(v, &mut p);
         }
         Kind::ConfigMap => {
             if let Some(c) = typed::<ConfigMap>(v, &mut p) {

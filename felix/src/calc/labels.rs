@@ -6,7 +6,10 @@
 //! - an endpoint: `projectcalico.org/namespace` = its namespace,
 //!   `projectcalico.org/orchestrator` = `k8s`, and, once felix has seen
 //!   its Pod, `projectcalico.org/serviceaccount` = the Pod's service
-//!   account;
+//!   account; once felix has also read that ServiceAccount, its labels
+//!   under the prefix `pcsa.` (`pcsa.<key>` = value) and
+//!   `pcsa.projectcalico.org/name` = its name, as Calico's profile for a
+//!   service account gives them;
 //! - a NetworkSet: `projectcalico.org/namespace` = its namespace (a
 //!   GlobalNetworkSet has none).
 //!
@@ -15,7 +18,9 @@
 //! account's), and an endpoint without its Pod seen has no
 //! `projectcalico.org/serviceaccount` at all (the copy of the Pod's
 //! labels on a WorkloadEndpoint could only have it from the Pod's own
-//! labels). Pure.
+//! labels). Every `pcsa.` label is forced the same way: an endpoint has
+//! none but its ServiceAccount's, and none while felix has not read it.
+//! Pure.
 
 use super::state::Labels;
 
@@ -42,15 +47,36 @@ pub fn namespace(name: &str, mut labels: Labels) -> Labels {
     labels
 }
 
+/// The prefix of the labels an endpoint takes from its ServiceAccount.
+pub const SA_PREFIX: &str = tartan_policy::tartan::SA_LABEL_PREFIX;
+/// On an endpoint whose ServiceAccount felix has read: its name.
+pub const SA_NAME: &str = tartan_policy::tartan::SA_NAME_LABEL;
+
 /// The labels of an endpoint in `namespace` with its automatic ones:
-/// `labels` are its Pod's (then `service_account` is the Pod's) or the
-/// endpoint's copy of them (then `None`).
-pub fn endpoint(namespace: &str, mut labels: Labels, service_account: Option<&str>) -> Labels {
+/// `labels` are its Pod's (then `service_account` is the Pod's, with the
+/// ServiceAccount's labels when felix has read it) or the endpoint's copy
+/// of them (then `None`).
+pub fn endpoint(
+    namespace: &str,
+    mut labels: Labels,
+    service_account: Option<(&str, Option<&Labels>)>,
+) -> Labels {
     labels.insert(NAMESPACE.to_string(), namespace.to_string());
     labels.insert(ORCHESTRATOR.to_string(), KUBERNETES.to_string());
-    match service_account.filter(|s| !s.is_empty()) {
-        Some(sa) => labels.insert(SERVICE_ACCOUNT.to_string(), sa.to_string()),
-        None => labels.remove(SERVICE_ACCOUNT),
+    labels.retain(|k, _| !k.starts_with(SA_PREFIX));
+    match service_account.filter(|(s, _)| !s.is_empty()) {
+        Some((sa, sa_labels)) => {
+            labels.insert(SERVICE_ACCOUNT.to_string(), sa.to_string());
+            if let Some(own) = sa_labels {
+                for (k, v) in own {
+                    labels.insert(format!("{SA_PREFIX}{k}"), v.clone());
+                }
+                labels.insert(SA_NAME.to_string(), sa.to_string());
+            }
+        }
+        None => {
+            labels.remove(SERVICE_ACCOUNT);
+        }
     };
     labels
 }

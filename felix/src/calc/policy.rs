@@ -54,6 +54,28 @@ fn reaching_unreadable_sets(
     isolate::reaching_unreadable_sets(readable(state), &unreadable, namespaces)
 }
 
+/// Fail closed on ServiceAccounts: the readable policies that select by
+/// service account labels where a ServiceAccount felix cannot read is
+/// (enforced as [`isolate::deny_in_place`]), and the isolations of that
+/// account's pods (when any policy does). Empty while every account reads.
+fn unreadable_service_accounts(
+    state: &State,
+    namespaces: &compile::NamespaceLabels,
+) -> (BTreeSet<Source>, Vec<Policy>) {
+    let mut reaching = BTreeSet::new();
+    let mut isolations = Vec::new();
+    for (key, _) in state.service_accounts.iter().filter(|(_, s)| s.is_err()) {
+        let (ns, name) = split_key(key);
+        let Some(ns) = ns else { continue };
+        let r = isolate::reaching_unreadable_service_accounts(readable(state), &[ns], namespaces);
+        if !r.is_empty() {
+            isolations.push(isolate::service_account_isolation(ns, name));
+            reaching.extend(r);
+        }
+    }
+    (reaching, isolations)
+}
+
 /// Every policy felix could read.
 fn readable(state: &State) -> impl Iterator<Item = &Policy> {
     state
@@ -82,12 +104,15 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
 /// [`desired`], reusing unchanged policy chains from `cache`.
 pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let namespaces = namespace_labels(state);
-    let reaching = reaching_unreadable_sets(state, &namespaces);
+    let mut reaching = reaching_unreadable_sets(state, &namespaces);
+    let (by_sa, sa_isolations) = unreadable_service_accounts(state, &namespaces);
+    reaching.extend(by_sa);
     let denies: Vec<Policy> = readable(state)
         .filter(|p| reaching.contains(&p.source))
         .map(isolate::deny_in_place)
         .collect();
-    let isolations = isolations(state);
+    let mut isolations = isolations(state);
+    isolations.extend(sa_isolations);
     let policies = readable(state)
         .filter(|p| !reaching.contains(&p.source))
         .chain(denies.iter())

@@ -24,6 +24,10 @@ pub type Converted = Result<Policy, String>;
 /// them (`desired_cached` in `policy.rs`).
 pub type WatchedNetSet = Result<NetSet, String>;
 
+/// A ServiceAccount's labels as felix reads them (`namespace/name`), or
+/// why it cannot.
+pub type WatchedServiceAccount = Result<Labels, String>;
+
 /// What felix needs of a Node: where it is on the underlay, its VXLAN
 /// endpoint's MAC once the node's felix has published it, and which Node
 /// object it is.
@@ -116,6 +120,9 @@ pub struct State {
     pub global_policies: BTreeMap<String, Converted>,
     /// NetworkSets by `namespace/name` and GlobalNetworkSets by `/name`.
     pub net_sets: BTreeMap<String, WatchedNetSet>,
+    /// ServiceAccounts by `namespace/name`: their labels, which their
+    /// pods' endpoints carry as `pcsa.` labels.
+    pub service_accounts: BTreeMap<String, WatchedServiceAccount>,
 }
 
 pub type Labels = BTreeMap<String, String>;

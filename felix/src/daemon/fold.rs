@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use compact_str::CompactString;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, ServiceAccount};
 use tartan_api::resources::{GlobalNetworkSet, NetworkSet, WorkloadEndpoint};
 use tartan_api::store::DynamicObject;
 use tartan_api::store::typed::{Resource, from_dynamic};
@@ -15,7 +15,7 @@ use tartan_api::store::watch::WatchEvent;
 use crate::calc::endpoints::Endpoints;
 use crate::calc::labels;
 use crate::calc::policy::Converted;
-use crate::calc::state::{Labels, NodeInfo, WatchedNetSet};
+use crate::calc::state::{Labels, NodeInfo, WatchedNetSet, WatchedServiceAccount};
 use crate::unreadable::Unreadable;
 use ipnet::IpNet;
 use tartan_policy::compile::NetSet;
@@ -117,7 +117,7 @@ impl Sweep {
         bad: &mut Unreadable,
         endpoints: &mut Endpoints,
         held: fn(&Endpoints) -> HashSet<CompactString>,
-        set: fn(&mut Endpoints, &str, Option<S>) -> bool,
+        set: impl Fn(&mut Endpoints, &str, Option<S>) -> bool,
     ) -> bool {
         match (ev, &mut self.0) {
             (WatchEvent::Relisting, _) => {
@@ -153,7 +153,7 @@ fn fold_swept<T: Resource, S>(
     sweep: &mut Sweep,
     held: fn(&Endpoints) -> HashSet<CompactString>,
     read: fn(DynamicObject) -> Result<S, String>,
-    set: fn(&mut Endpoints, &str, Option<S>) -> bool,
+    set: impl Fn(&mut Endpoints, &str, Option<S>) -> bool + Copy,
 ) -> Folded {
     let swept = sweep.pass::<T, S>(&ev, bad, endpoints, held, set);
     let f = fold_set::<T, S>(ev, bad, read, |k, s| set(endpoints, k, s));
@@ -193,9 +193,11 @@ pub(super) fn fold_endpoint(
     f
 }
 
-/// A Pod's event: its labels, which win over an endpoint's copy.
+/// A Pod's event: its labels, which win over an endpoint's copy, with
+/// its ServiceAccount's (`sas`) when felix has read it.
 pub(super) fn fold_pod(
     endpoints: &mut Endpoints,
+    sas: &BTreeMap<String, WatchedServiceAccount>,
     ev: WatchEvent,
     bad: &mut Unreadable,
     sweep: &mut Sweep,
@@ -207,8 +209,69 @@ pub(super) fn fold_pod(
         sweep,
         |e| e.pod_keys().map(CompactString::from).collect(),
         |o| from_dynamic::<Pod>(o).map_err(|e| e.to_string()),
-        |e, k, p| e.set_pod(k, p.map(|p| pod_labels(k, p))),
+        |e, k, p| e.set_pod(k, p.map(|p| pod_labels(k, p, sas))),
     )
+}
+
+/// A ServiceAccount's event into `sas`: its labels, or why it does not
+/// read (kept, so that the policies selecting by service account labels
+/// fail closed in its namespace; its pods carry no `pcsa.` labels
+/// meanwhile). The pods running as it are labelled anew.
+pub(super) fn fold_service_account(
+    sas: &mut BTreeMap<String, WatchedServiceAccount>,
+    endpoints: &mut Endpoints,
+    ev: WatchEvent,
+    bad: &mut Unreadable,
+) -> Folded {
+    let mut touched = None;
+    let f = fold_set_or::<ServiceAccount, _>(
+        ev,
+        bad,
+        |o| {
+            from_dynamic::<ServiceAccount>(o)
+                .map(|s| Ok(s.metadata.labels.unwrap_or_default()))
+                .map_err(|e| e.to_string())
+        },
+        Some(Err),
+        |k, s| {
+            touched = Some(k.to_string());
+            keep(sas, k, s)
+        },
+    );
+    let mut changed = f.changed;
+    if f.changed
+        && let Some(k) = touched
+    {
+        changed |= relabel_pods_of(endpoints, sas, &k);
+    }
+    Folded { changed, ..f }
+}
+
+/// The pods running as ServiceAccount `key` (`namespace/name`) labelled
+/// with what `sas` now holds of it; whether any endpoint's labels changed.
+fn relabel_pods_of(
+    endpoints: &mut Endpoints,
+    sas: &BTreeMap<String, WatchedServiceAccount>,
+    key: &str,
+) -> bool {
+    let (ns, name) = key.split_once('/').unwrap_or(("", key));
+    let prefix = format!("{ns}/");
+    let pods: Vec<(String, Labels)> = endpoints
+        .pod_keys()
+        .filter(|k| k.starts_with(&prefix))
+        .filter_map(|k| {
+            let l = endpoints.pod_labels(k)?;
+            (l.get(labels::SERVICE_ACCOUNT).map(String::as_str) == Some(name))
+                .then(|| (k.to_string(), Labels::clone(l)))
+        })
+        .collect();
+    let sa_labels = sas.get(key).and_then(|s| s.as_ref().ok());
+    let mut changed = false;
+    for (k, own) in pods {
+        let now = labels::endpoint(ns, own, Some((name, sa_labels)));
+        changed |= endpoints.set_pod(&k, Some(now));
+    }
+    changed
 }
 
 fn namespace_of(key: &str) -> &str {
@@ -217,13 +280,18 @@ fn namespace_of(key: &str) -> &str {
 
 /// Pod `key`'s labels as selectors see them: its own and the automatic
 /// ones, with its service account ([`labels`]).
-fn pod_labels(key: &str, p: Pod) -> Labels {
+fn pod_labels(key: &str, p: Pod, sas: &BTreeMap<String, WatchedServiceAccount>) -> Labels {
+    let ns = namespace_of(key);
     let sa = p.spec.as_ref().and_then(|s| {
         s.service_account_name
             .as_deref()
             .or(s.service_account.as_deref())
     });
-    labels::endpoint(namespace_of(key), p.metadata.labels.unwrap_or_default(), sa)
+    let sa = sa.map(|sa| {
+        let read = sas.get(&format!("{ns}/{sa}")).and_then(|s| s.as_ref().ok());
+        (sa, read)
+    });
+    labels::endpoint(ns, p.metadata.labels.unwrap_or_default(), sa)
 }
 
 /// One event of a watch of `T`: each object read once by `read` (what
@@ -679,6 +747,16 @@ mod sweep_tests {
         assert_eq!(e.len(), 2);
     }
 
+    /// A Pod's event, no ServiceAccount read.
+    fn pod_alone(
+        e: &mut Endpoints,
+        ev: WatchEvent,
+        bad: &mut Unreadable,
+        sweep: &mut Sweep,
+    ) -> Folded {
+        fold_pod(e, &BTreeMap::new(), ev, bad, sweep)
+    }
+
     #[test]
     fn a_relisting_of_pods_gives_the_endpoints_of_a_vanished_pod_their_own_labels() {
         let mut e = Endpoints::for_node("me");
@@ -690,14 +768,14 @@ mod sweep_tests {
         w["metadata"]["labels"] = serde_json::json!({"app": "copy"});
         let w: DynamicObject = serde_json::from_value(w).unwrap();
         fold_endpoint(&mut e, WatchEvent::Modified(w), &mut bad, &mut eps);
-        fold_pod(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
-        fold_pod(
+        pod_alone(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
+        pod_alone(
             &mut e,
             WatchEvent::Modified(pod("a", "pod")),
             &mut bad,
             &mut sweep,
         );
-        fold_pod(
+        pod_alone(
             &mut e,
             WatchEvent::Synced {
                 revision: "1".into(),
@@ -706,8 +784,8 @@ mod sweep_tests {
             &mut sweep,
         );
         assert_eq!(e.labels_of("ns/a.eth0").unwrap()["app"], "pod");
-        fold_pod(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
-        let f = fold_pod(
+        pod_alone(&mut e, WatchEvent::Relisting, &mut bad, &mut sweep);
+        let f = pod_alone(
             &mut e,
             WatchEvent::Synced {
                 revision: "2".into(),
@@ -1008,6 +1086,11 @@ mod label_tests {
         )
     }
 
+    /// A Pod's event into `s`, with the ServiceAccounts it has read.
+    fn pod_in(s: &mut State, ev: WatchEvent, bad: &mut Unreadable, sweep: &mut Sweep) {
+        fold_pod(&mut s.endpoints, &s.service_accounts, ev, bad, sweep);
+    }
+
     /// The interfaces a policy selecting `spec` isolates (for ingress).
     fn selected(s: &State, spec: serde_json::Value) -> Vec<String> {
         let mut spec = spec;
@@ -1064,7 +1147,7 @@ mod label_tests {
             pod("x", "a", "sa1", serde_json::json!({"app": "a"})),
             pod("y", "b", "sa2", forged),
         ] {
-            fold_pod(&mut s.endpoints, ev, &mut bad, &mut pods);
+            pod_in(&mut s, ev, &mut bad, &mut pods);
         }
         assert_eq!(bad.count(Kind::Pod), 0);
         assert_eq!(selected(&s, by_sa), ["tara"]);
@@ -1076,6 +1159,111 @@ mod label_tests {
         assert_eq!(b[labels::ORCHESTRATOR], "k8s");
         assert_eq!(b[labels::SERVICE_ACCOUNT], "sa2");
         assert_eq!(b["app"], "b");
+    }
+
+    fn service_account(ns: &str, name: &str, extra: serde_json::Value) -> WatchEvent {
+        let mut o = serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": ns}
+        });
+        if let (Some(o), Some(extra)) = (o.as_object_mut(), extra.as_object()) {
+            o.extend(extra.clone());
+        }
+        WatchEvent::Modified(serde_json::from_value(o).unwrap())
+    }
+
+    /// ServiceAccount `name` of namespace x, labelled `team`.
+    fn labelled_sa(name: &str, team: &str) -> WatchEvent {
+        let meta = serde_json::json!({"metadata": {"name": name, "namespace": "x", "labels": {"team": team}}});
+        service_account("x", name, meta)
+    }
+
+    /// A ServiceAccount's event into `s`.
+    fn sa_in(s: &mut State, bad: &mut Unreadable, ev: WatchEvent) -> Folded {
+        fold_service_account(&mut s.service_accounts, &mut s.endpoints, ev, bad)
+    }
+
+    /// Endpoints x/a (service account `front`) and x/b (`back`, its Pod
+    /// claiming `pcsa.` labels of its own), their Pods seen.
+    fn two_accounts() -> (State, Unreadable) {
+        let mut s = State::for_node("n1");
+        let mut bad = Unreadable::new(None);
+        let (mut eps, mut pods) = (Sweep::default(), Sweep::default());
+        for ev in [
+            wep("x", "a", serde_json::json!({"app": "a"})),
+            wep("x", "b", serde_json::json!({"pcsa.team": "db"})),
+        ] {
+            fold_endpoint(&mut s.endpoints, ev, &mut bad, &mut eps);
+        }
+        s.namespaces.insert("/x".into(), Labels::new());
+        for ev in [
+            pod("x", "a", "front", serde_json::json!({"app": "a"})),
+            pod(
+                "x",
+                "b",
+                "back",
+                serde_json::json!({"pcsa.team": "db", "pcsa.projectcalico.org/name": "front"}),
+            ),
+        ] {
+            pod_in(&mut s, ev, &mut bad, &mut pods);
+        }
+        (s, bad)
+    }
+
+    #[test]
+    fn service_account_labels_are_forced_onto_its_pods_and_follow_its_changes() {
+        let (mut s, mut bad) = two_accounts();
+        let by_team = serde_json::json!({"serviceAccountSelector": "team == 'db'"});
+        let by_name =
+            serde_json::json!({"serviceAccountSelector": "projectcalico.org/name == 'front'"});
+        // No ServiceAccount seen: no pcsa labels, the Pod's own dropped.
+        assert!(selected(&s, by_team.clone()).is_empty());
+        assert!(selected(&s, by_name.clone()).is_empty());
+        let b = s.endpoints.labels_of("x/b.eth0").unwrap();
+        assert!(!b.keys().any(|k| k.starts_with("pcsa.")), "{b:?}");
+        let f = sa_in(&mut s, &mut bad, labelled_sa("front", "db"));
+        assert!(f.changed);
+        assert_eq!(selected(&s, by_team.clone()), ["tara"]);
+        assert_eq!(selected(&s, by_name.clone()), ["tara"]);
+        let a = s.endpoints.labels_of("x/a.eth0").unwrap();
+        assert_eq!(a["pcsa.team"], "db");
+        assert_eq!(a["app"], "a");
+        assert_eq!(a[labels::SERVICE_ACCOUNT], "front");
+        // The account relabelled: its pods follow.
+        sa_in(&mut s, &mut bad, labelled_sa("front", "web"));
+        assert!(selected(&s, by_team.clone()).is_empty());
+        assert_eq!(selected(&s, by_name.clone()), ["tara"]);
+        // A Pod seen after its account takes its labels at once.
+        sa_in(&mut s, &mut bad, labelled_sa("back", "db"));
+        assert_eq!(selected(&s, by_team.clone()), ["tarb"]);
+        // Deleted: the labels go.
+        let gone: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "back", "namespace": "x"}
+        }))
+        .unwrap();
+        sa_in(&mut s, &mut bad, WatchEvent::Deleted(gone));
+        assert!(selected(&s, by_team).is_empty());
+        assert_eq!(bad.count(Kind::ServiceAccount), 0);
+    }
+
+    #[test]
+    fn an_unreadable_service_account_fails_closed_for_policies_that_select_by_its_labels() {
+        let (mut s, mut bad) = two_accounts();
+        let unreadable = serde_json::json!({"automountServiceAccountToken": "yes"});
+        sa_in(&mut s, &mut bad, service_account("x", "front", unreadable));
+        assert_eq!(bad.count(Kind::ServiceAccount), 1);
+        assert!(s.service_accounts["x/front"].is_err());
+        // Its pods cannot be told apart: isolated, where a policy selects by
+        // service account labels; by name alone nothing is unknown.
+        let by_team = serde_json::json!({"serviceAccountSelector": "team == 'web'"});
+        assert_eq!(selected(&s, by_team), ["tara"]);
+        let by_names = serde_json::json!({"ingress": [{"action": "Allow",
+            "source": {"serviceAccounts": {"names": ["back"]}}}]});
+        let by_names: Vec<String> = selected(&s, by_names);
+        assert_eq!(by_names, ["tara", "tarb"]);
+        let open = serde_json::json!({"selector": "app == 'zzz'"});
+        assert!(selected(&s, open).is_empty());
     }
 }
 

@@ -16,6 +16,7 @@ pub(super) struct Watches {
     pub(super) nodes: Watch,
     pub(super) pods: Watch,
     pub(super) namespaces: Watch,
+    pub(super) service_accounts: Watch,
     pub(super) kube_policies: Watch,
     pub(super) tartan_policies: Watch,
     pub(super) global_policies: Watch,
@@ -50,6 +51,7 @@ impl Watches {
             nodes: all(Kind::Node),
             pods: all(Kind::Pod).unrecorded(),
             namespaces: all(Kind::Namespace),
+            service_accounts: all(Kind::ServiceAccount),
             kube_policies: all(Kind::KubeNetworkPolicy),
             tartan_policies: all(Kind::NetworkPolicy),
             global_policies: all(Kind::GlobalNetworkPolicy),
@@ -76,9 +78,9 @@ pub(super) struct Synced {
     pub(super) blocks: bool,
     pub(super) pools: bool,
     pub(super) nodes: bool,
-    /// Pods, namespaces, the three policy kinds and the two network set
-    /// kinds.
-    pub(super) policy: [bool; 7],
+    /// Pods, namespaces, the three policy kinds, the two network set
+    /// kinds and ServiceAccounts.
+    pub(super) policy: [bool; 8],
     /// Services and EndpointSlices.
     pub(super) services: [bool; 2],
 }

@@ -192,6 +192,17 @@ impl ClusterGen {
                 if let Some(t) = g.tier {
                     l.insert("tier".into(), t.into());
                 }
+                // Its service account as felix labels it: named after
+                // `app`, its `team` label from `tier`; every fifth
+                // account not read (no `pcsa.` labels).
+                let sa = format!("sa-{}", g.app);
+                l.insert(crate::tartan::SERVICE_ACCOUNT_LABEL.into(), sa.clone());
+                if i % 5 != 4 {
+                    if let Some(t) = g.tier {
+                        l.insert("pcsa.team".into(), t.into());
+                    }
+                    l.insert(crate::tartan::SA_NAME_LABEL.into(), sa);
+                }
                 // Neighbours in two /24s, so address sets have ranges.
                 let mut addrs: Vec<IpAddr> =
                     vec![format!("10.0.{}.{}", i % 2, i / 2 + 1).parse().unwrap()];

@@ -46,6 +46,26 @@ const NS_SELECTORS: [&str; 8] = [
     "!has(env)",
 ];
 
+/// Calico's selectors over service accounts' labels (unprefixed keys).
+const SA_SELECTORS: [&str; 5] = [
+    "all()",
+    "team == 'db'",
+    "has(team)",
+    "!has(team)",
+    "projectcalico.org/name == 'sa-a'",
+];
+
+/// A rule end's `serviceAccounts`.
+fn sa_matches() -> Vec<Value> {
+    let mut out = vec![
+        json!({"names": ["sa-a"]}),
+        json!({"names": ["sa-b", "sa-c"]}),
+    ];
+    out.extend(SA_SELECTORS.iter().map(|s| json!({"selector": s})));
+    out.push(json!({"names": ["sa-a", "sa-b"], "selector": "has(team)"}));
+    out
+}
+
 fn port_items() -> Vec<Value> {
     vec![
         json!(22),
@@ -74,8 +94,9 @@ fn entity() -> impl Strategy<Value = Value> {
         prop::option::weighted(0.15, pick(strs(&NS_SELECTORS))),
         ports(0.4),
         ports(0.15),
+        prop::option::weighted(0.15, pick(sa_matches())),
     )
-        .prop_map(|(nets, not_nets, sel, not_sel, ns, ports, not_ports)| {
+        .prop_map(|(nets, not_nets, sel, not_sel, ns, ports, not_ports, sa)| {
             let fields = [
                 ("nets", nets.map(|v| json!(v))),
                 ("notNets", not_nets.map(|v| json!(v))),
@@ -84,6 +105,7 @@ fn entity() -> impl Strategy<Value = Value> {
                 ("namespaceSelector", ns.map(|v| json!(v))),
                 ("ports", ports.map(|v| json!(v))),
                 ("notPorts", not_ports.map(|v| json!(v))),
+                ("serviceAccounts", sa),
             ];
             let present = fields
                 .into_iter()
@@ -263,16 +285,21 @@ fn orders() -> impl Strategy<Value = Option<f64>> {
 }
 
 /// A namespaced or global Tartan policy from its parts.
+#[allow(clippy::too_many_arguments)]
 fn tartan_spec_from(
     global: bool,
     ns: usize,
     order: Option<f64>,
     selector: &str,
     ns_selector: Option<&str>,
+    sa_selector: Option<&str>,
     ingress: Option<Vec<Value>>,
     egress: Option<Vec<Value>>,
 ) -> Spec {
     let mut s = json!({"selector": selector});
+    if let Some(sa) = sa_selector {
+        s["serviceAccountSelector"] = json!(sa);
+    }
     if let Some(o) = order {
         s["order"] = json!(o);
     }
@@ -328,6 +355,7 @@ pub(super) fn hardening_spec() -> impl Strategy<Value = Spec> {
                 order,
                 sel,
                 nss,
+                None,
                 i.then(|| rules(&ir, true)),
                 e.then(|| rules(&er, false)),
             )
@@ -345,14 +373,16 @@ pub(super) fn tartan_spec() -> impl Strategy<Value = Spec> {
         pick(vec![(true, false), (false, true), (true, true)]),
         prop::collection::vec(tartan_rule(), 0..=4),
         prop::collection::vec(tartan_rule(), 0..=4),
+        prop::option::weighted(0.15, pick(strs(&SA_SELECTORS))),
     )
-        .prop_map(|(global, ns, order, sel, nss, (i, e), ir, er)| {
+        .prop_map(|(global, ns, order, sel, nss, (i, e), ir, er, sa)| {
             tartan_spec_from(
                 global,
                 ns,
                 order,
                 sel,
                 nss,
+                sa,
                 i.then_some(ir),
                 e.then_some(er),
             )
