@@ -97,6 +97,12 @@ pub fn pod_containers() -> Value {
     Value::Array(containers)
 }
 
+/// The service account pod `name` runs as, in any namespace: `sa-<name>`
+/// (the ServiceAccounts themselves exist only where a case writes them).
+pub fn service_account_of(name: &str) -> String {
+    format!("sa-{name}")
+}
+
 impl NetpolCluster {
     /// Brings the cluster up and waits until every pod reaches every other
     /// over TCP and UDP on port 80 (routes learned, servers listening).
@@ -156,7 +162,11 @@ impl NetpolCluster {
         let labels: BTreeMap<String, String> = [("pod".to_string(), name.to_string())].into();
         let pod: Pod = serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"nodeName": CniLab::node_name(node), "containers": pod_containers()},
+            "spec": {
+                "nodeName": CniLab::node_name(node),
+                "containers": pod_containers(),
+                "serviceAccountName": service_account_of(name),
+            },
         }))?;
         self.block_on(self.lab.store.create_typed(&pod))
             .with_context(|| format!("create Pod {ns}/{name}"))?;

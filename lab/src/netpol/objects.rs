@@ -1,12 +1,12 @@
 //! The objects a netpol case changes in the datastore: Kubernetes
 //! NetworkPolicies, Tartan NetworkPolicies and GlobalNetworkPolicies,
-//! NetworkSets and GlobalNetworkSets, and the labels of Namespaces and
-//! Pods.
+//! NetworkSets and GlobalNetworkSets, ServiceAccounts, and the labels of
+//! Namespaces and Pods.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::networking::v1::NetworkPolicy as KubeNetworkPolicy;
 use serde_json::{Value, json};
 use tartan_api::resources::{
@@ -71,6 +71,15 @@ pub fn network_set(ns: Option<&str>, name: &str, labels: Value, nets: &[String])
 }
 
 impl NetpolCluster {
+    /// Creates or replaces the ServiceAccount `ns/name` with `labels`.
+    pub fn apply_service_account(&self, ns: &str, name: &str, labels: Value) -> Result<()> {
+        self.upsert::<ServiceAccount>(json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": name, "namespace": ns, "labels": labels},
+        }))
+    }
+
     /// Creates or replaces a NetworkSet (with metadata.namespace) or a
     /// GlobalNetworkSet (without), given as JSON.
     pub fn apply_network_set(&self, set: Value) -> Result<()> {

@@ -375,6 +375,73 @@ fn network_sets_picked_by_rule_selectors(c: &NetpolCluster) -> Result<()> {
         .context("the global set's networks changed")
 }
 
+/// Service accounts, as Calico matches them: every pod `a` runs as
+/// `sa-a` (`b` as `sa-b`), whose labels say `team: blue` in x and y and
+/// `team: red` in z until relabelled. A rule's `serviceAccounts` by name
+/// (the policy's namespace) and by the accounts' labels (every namespace),
+/// a policy's `serviceAccountSelector`, and an account relabelled.
+fn service_accounts_by_name_and_by_labels(c: &NetpolCluster) -> Result<()> {
+    for ns in ["x", "y", "z"] {
+        let team = if ns == "z" { "red" } else { "blue" };
+        c.apply_service_account(ns, "sa-a", json!({"team": team}))?;
+        c.apply_service_account(ns, "sa-b", json!({}))?;
+    }
+    let from = |source: Value| {
+        json!({"order": 10, "selector": "all()", "types": ["Ingress"],
+               "ingress": [{"action": "Allow", "source": source}]})
+    };
+    let only = |ids: &'static [&'static str]| {
+        grid(move |w| {
+            let w = w.expect_to_namespace("x", false);
+            for id in ids {
+                w.expect_to_namespace_from(id, "x", true);
+            }
+            w
+        })
+    };
+    apply_tartan(
+        c,
+        "x",
+        "by-account",
+        from(json!({"serviceAccounts": {"names": ["sa-a"]}})),
+    )?;
+    c.expect(80, Tcp, &only(&["x/a"]))
+        .context("by name: the policy's namespace")?;
+    apply_tartan(
+        c,
+        "x",
+        "by-account",
+        from(json!({"namespaceSelector": "all()",
+                    "serviceAccounts": {"selector": "team == 'blue'"}})),
+    )?;
+    c.expect(80, Tcp, &only(&["x/a", "y/a"]))
+        .context("by the accounts' labels, every namespace")?;
+    c.delete_tartan_policy("x", "by-account")?;
+    apply_global(
+        c,
+        "deny-into-blue",
+        json!({"selector": "all()", "serviceAccountSelector": "team == 'blue'",
+               "types": ["Ingress"], "ingress": [{"action": "Deny"}]}),
+    )?;
+    c.expect(
+        80,
+        Tcp,
+        &grid(|w| w.expect_to("x/a", false).expect_to("y/a", false)),
+    )
+    .context("serviceAccountSelector: what the policy applies to")?;
+    c.apply_service_account("z", "sa-a", json!({"team": "blue"}))?;
+    c.expect(
+        80,
+        Tcp,
+        &grid(|w| {
+            w.expect_to("x/a", false)
+                .expect_to("y/a", false)
+                .expect_to("z/a", false)
+        }),
+    )
+    .context("an account relabelled: its pods follow")
+}
+
 const CASES: &[Case] = &[
     ("lower order wins", lower_order_wins),
     (
@@ -393,6 +460,10 @@ const CASES: &[Case] = &[
     (
         "network sets picked by rule selectors",
         network_sets_picked_by_rule_selectors,
+    ),
+    (
+        "service accounts by name and by their labels",
+        service_accounts_by_name_and_by_labels,
     ),
     (
         "a stretch of Log and Deny rules behind its guard",
