@@ -12,18 +12,9 @@ use tartan_nft::backend::Backend;
 use tartan_nft::backend::netlink::commit::Netlink;
 use tartan_nft::backend::program::Program;
 
-fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    std::thread::spawn(move || {
-        nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root?)");
-        f()
-    })
-    .join()
-    .unwrap()
-}
+mod common;
 
-fn tx(v: Value) -> Transaction {
-    Transaction::from_json(&json!({ "nftables": v })).expect("commands of the model")
-}
+use common::{in_new_netns, tx};
 
 /// What only `nft` writes: the table, a base chain, a verdict map.
 fn skeleton() -> Transaction {

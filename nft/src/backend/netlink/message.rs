@@ -5,7 +5,7 @@
 use super::attrs::{Attrs, NFTA_DATA_VALUE, data_attrs, value};
 use super::expr_attrs::expr_attrs;
 pub use super::ops::{
-    ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef,
+    Bound, BoundOp, ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef,
 };
 
 pub(super) const NLM_F_REQUEST: u16 = 0x1;
@@ -47,6 +47,9 @@ pub(super) const NFTA_LIST_ELEM: u16 = 1;
 const NFTA_SET_ELEM_KEY: u16 = 1;
 const NFTA_SET_ELEM_DATA: u16 = 2;
 const NFTA_SET_ELEM_KEY_END: u16 = 10;
+const NFTA_SET_ELEM_FLAGS: u16 = 3;
+const NFTA_SET_ELEM_USERDATA: u16 = 6;
+const NFT_SET_ELEM_INTERVAL_END: u32 = 1;
 pub(super) const PER_MESSAGE: usize = 256;
 
 pub(super) fn elem_attrs(e: &Elem) -> Attrs {
@@ -56,6 +59,24 @@ pub(super) fn elem_attrs(e: &Elem) -> Attrs {
     a.nested(NFTA_SET_ELEM_KEY, key);
     if let Some(d) = &e.data {
         a.nested(NFTA_SET_ELEM_DATA, data_attrs(d));
+    }
+    a
+}
+
+/// A start or end element of a one-type interval set, as nft writes it:
+/// the flag on an end element, the "open" userdata on the start of a
+/// range that runs to the top.
+fn bound_attrs(b: &Bound) -> Attrs {
+    let mut a = Attrs::new();
+    if b.end {
+        a.bytes(
+            NFTA_SET_ELEM_FLAGS,
+            &NFT_SET_ELEM_INTERVAL_END.to_be_bytes(),
+        );
+    }
+    a.nested(NFTA_SET_ELEM_KEY, value(&b.key));
+    if b.open {
+        a.bytes(NFTA_SET_ELEM_USERDATA, &super::ranges::OPEN_USERDATA);
     }
     a
 }
@@ -173,6 +194,7 @@ fn messages(op: &Op) -> Vec<(u16, u16, u8, Vec<u8>)> {
                 .nested(NFTA_SET_ELEM_KEY_END, value(&e.key_end));
             a
         }),
+        Op::Bounds(op) => element_messages(op, bound_attrs),
         Op::AddSet(d) => vec![(NFT_MSG_NEWSET, NLM_F_CREATE, d.family, set_body(d))],
         Op::DeleteSet(r) => {
             let mut b = Attrs::new();

@@ -23,12 +23,14 @@ mod expr_attrs;
 mod fields;
 pub mod message;
 pub mod ops;
+mod ranges;
 pub mod rules;
 pub mod socket;
 pub mod stream;
 pub mod types;
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 
 use nftables::expr::Expression;
 use nftables::schema::{FlushObject, Map, NfCmd, NfListObject, Set, SetFlag, SetTypeValue};
@@ -37,6 +39,7 @@ use nftables::types::NfFamily;
 use crate::Transaction;
 use crate::model::{Command, VerdictMap, family_name};
 use message::{ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef};
+use ranges::Ranges;
 use rules::SetInfo;
 use types::{DataType, KeyType, ValueType, Verdict};
 
@@ -49,6 +52,9 @@ struct Decl {
     /// An interval set of a concatenated type: each element is a box,
     /// a start key and an end key.
     interval: bool,
+    /// An interval set of one type: each range is a start element and
+    /// an end element ([`ranges`]).
+    ranges: bool,
 }
 
 /// (family, table, set).
@@ -59,6 +65,13 @@ type SetId = (String, String, String);
 #[derive(Debug, Default, Clone)]
 pub struct Declarations {
     sets: HashMap<SetId, Option<Decl>>,
+    /// The elements of the one-type interval sets whose content is
+    /// known: made in a table observed removed, or flushed, and every
+    /// change since observed.
+    content: HashMap<SetId, Ranges>,
+    /// (family, table): tables observed removed, so that every set they
+    /// have now was made by a transaction observed since.
+    fresh: HashSet<(String, String)>,
 }
 
 /// NFPROTO_* of a family nft names `f`.
@@ -80,31 +93,38 @@ fn nfproto(f: NfFamily) -> u8 {
 
 /// A declaration felix can encode elements for: known key and value
 /// types, and no flags that change the element format but `interval` on
-/// a set of a concatenated type (a one-type interval set stores ranges
-/// as pairs of elements, which is not encoded here).
+/// a set (not a map) of a concatenated type or of one of the types
+/// [`ranges::ranged`] names, and that without `timeout` (elements that
+/// expire leave the content unknown).
 fn decl(
     key: &SetTypeValue,
     flags: Option<&std::collections::HashSet<SetFlag>>,
     value: Option<ValueType>,
 ) -> Option<Decl> {
     let key = KeyType::of(key)?;
-    let mut interval = false;
+    let (mut interval, mut ranges, mut expires) = (false, false, false);
     for f in flags.into_iter().flatten() {
-        match f {
-            SetFlag::Timeout => {}
-            SetFlag::Interval if value.is_none() && key.0.len() > 1 => interval = true,
+        match (f, key.0.as_slice()) {
+            (SetFlag::Timeout, _) => expires = true,
+            (SetFlag::Interval, [one]) if value.is_none() && ranges::ranged(*one) => ranges = true,
+            (SetFlag::Interval, parts) if value.is_none() && parts.len() > 1 => interval = true,
             _ => return None,
         }
+    }
+    if ranges && expires {
+        return None;
     }
     Some(Decl {
         key,
         value,
         interval,
+        ranges,
     })
 }
 
 fn set_decl(s: &Set) -> Option<Decl> {
-    decl(&s.set_type, s.flags.as_ref(), None)
+    // A default timeout makes elements expire as the flag does.
+    decl(&s.set_type, s.flags.as_ref(), None).filter(|d| !(d.ranges && s.timeout.is_some()))
 }
 
 fn map_decl(m: &Map) -> Option<Decl> {
@@ -120,6 +140,7 @@ fn verdict_map_decl(m: &VerdictMap) -> Option<Decl> {
         key: KeyType::of_parts(&m.key)?,
         value: Some(ValueType::Verdict),
         interval: false,
+        ranges: false,
     })
 }
 
@@ -137,6 +158,9 @@ struct Batch<'a> {
     known: &'a Declarations,
     local: HashMap<SetId, Local>,
     next_id: u32,
+    /// One-type interval sets changed in the batch: their content so
+    /// far, and whether they were bare when it began.
+    ranges: HashMap<SetId, (Ranges, bool)>,
 }
 
 impl Batch<'_> {
@@ -167,10 +191,45 @@ fn element_cmd(cmd: &Command) -> Option<(bool, &nftables::schema::Element<'stati
     }
 }
 
+/// The sets a transaction both adds (`add set`, `create set`) and names
+/// in element commands. nft sends what such a set is given in the
+/// transaction with each of those commands, and the end element at 0
+/// by its own view of the set (its elements added with `add set` and
+/// by separate commands in one batch leave none when one command
+/// starts at 0): not followed, their content is forgotten.
+fn added_and_changed(tx: &Transaction) -> HashSet<SetId> {
+    let (mut added, mut changed) = (HashSet::new(), HashSet::new());
+    for c in tx.commands() {
+        let Command::Nft(c) = c else {
+            continue;
+        };
+        match c {
+            NfCmd::Add(NfListObject::Set(s)) | NfCmd::Create(NfListObject::Set(s)) => {
+                added.insert(id_of(s.family, &s.table, &s.name));
+            }
+            NfCmd::Add(NfListObject::Element(e))
+            | NfCmd::Create(NfListObject::Element(e))
+            | NfCmd::Insert(NfListObject::Element(e))
+            | NfCmd::Delete(NfListObject::Element(e)) => {
+                changed.insert(id_of(e.family, &e.table, &e.name));
+            }
+            _ => {}
+        }
+    }
+    added.retain(|k| changed.contains(k));
+    added
+}
+
 impl Declarations {
     /// Take note of the declarations in a transaction the kernel accepted.
     pub fn observe(&mut self, tx: &Transaction) {
+        // Whether each one-type interval set was bare as nft saw it when
+        // the transaction began (or when it flushed it).
+        let mut bare = HashMap::new();
         for c in tx.commands() {
+            if let Command::Nft(c) = c {
+                self.observe_ranges(c, &mut bare);
+            }
             let c = match c {
                 Command::AddVerdictMap(m) => {
                     let k = id_of(m.family, &m.table, &m.name);
@@ -200,18 +259,121 @@ impl Declarations {
                     NfListObject::Map(m) => {
                         self.sets.remove(&id_of(m.family, &m.table, &m.name));
                     }
-                    NfListObject::Table(t) => self.forget(family_name(t.family), &t.name),
+                    NfListObject::Table(t) => {
+                        let family = family_name(t.family);
+                        self.forget(family, &t.name);
+                        self.fresh.insert((family.to_string(), t.name.to_string()));
+                    }
                     _ => {}
                 },
                 _ => {}
             }
         }
+        for k in added_and_changed(tx) {
+            self.content.remove(&k);
+        }
     }
 
     /// Forget a table's sets (its state in the kernel is unknown).
     pub fn forget(&mut self, family: &str, table: &str) {
-        self.sets
-            .retain(|(sf, st, _), _| !(sf == family && st == table));
+        let other = |(sf, st, _): &SetId| !(sf == family && st == table);
+        self.sets.retain(|k, _| other(k));
+        self.content.retain(|k, _| other(k));
+        self.fresh.remove(&(family.to_string(), table.to_string()));
+    }
+
+    /// The one-type interval set `k`'s declaration's type, if it is one.
+    fn ranged_type(&self, k: &SetId) -> Option<DataType> {
+        match self.sets.get(k) {
+            Some(Some(d)) if d.ranges => Some(d.key.0[0]),
+            _ => None,
+        }
+    }
+
+    /// Follow the content of one-type interval sets through `c` (before
+    /// [`Declarations::observe`] takes note of its declarations).
+    fn observe_ranges(&mut self, c: &NfCmd<'static>, bare: &mut HashMap<SetId, bool>) {
+        match c {
+            NfCmd::Add(NfListObject::Set(s)) | NfCmd::Create(NfListObject::Set(s)) => {
+                let k = id_of(s.family, &s.table, &s.name);
+                let absent =
+                    !self.sets.contains_key(&k) && self.fresh.contains(&(k.0.clone(), k.1.clone()));
+                let Some(d) = set_decl(s).filter(|d| d.ranges) else {
+                    return;
+                };
+                let elem = s.elem.as_ref().filter(|e| !e.is_empty());
+                if absent {
+                    self.content.insert(k.clone(), Ranges::bare());
+                    bare.insert(k.clone(), true);
+                } else if self.ranged_type(&k) != Some(d.key.0[0]) || elem.is_some() {
+                    // Elements given with a set already there: nft sends
+                    // the end element at 0 even when the set holds
+                    // ranges; not followed.
+                    self.content.remove(&k);
+                    return;
+                }
+                if let Some(elem) = elem {
+                    self.change_ranges(k, d.key.0[0], true, elem, bare);
+                }
+            }
+            NfCmd::Add(NfListObject::Element(e)) | NfCmd::Delete(NfListObject::Element(e)) => {
+                let k = id_of(e.family, &e.table, &e.name);
+                if let Some(t) = self.ranged_type(&k) {
+                    self.change_ranges(k, t, matches!(c, NfCmd::Add(_)), &e.elem, bare);
+                }
+            }
+            NfCmd::Flush(FlushObject::Set(s)) => {
+                let k = id_of(s.family, &s.table, &s.name);
+                if self.ranged_type(&k).is_some() {
+                    self.content.insert(k.clone(), Ranges::bare());
+                    bare.insert(k, true);
+                }
+            }
+            NfCmd::Flush(FlushObject::Table(t)) => {
+                let family = family_name(t.family);
+                self.content
+                    .retain(|(sf, st, _), _| !(sf == family && st == &t.name));
+            }
+            NfCmd::Flush(FlushObject::Ruleset(_)) => {
+                self.content.clear();
+                self.fresh.clear();
+            }
+            NfCmd::Delete(NfListObject::Set(s)) => {
+                self.content.remove(&id_of(s.family, &s.table, &s.name));
+            }
+            // Anything else that names a set's elements: their content
+            // is no longer known.
+            NfCmd::Create(NfListObject::Element(e)) | NfCmd::Insert(NfListObject::Element(e)) => {
+                self.content.remove(&id_of(e.family, &e.table, &e.name));
+            }
+            _ => {}
+        }
+    }
+
+    /// An add or delete of `elem` on a one-type interval set of type
+    /// `t`: its content changed, or forgotten when it cannot be followed.
+    fn change_ranges(
+        &mut self,
+        k: SetId,
+        t: DataType,
+        add: bool,
+        elem: &[Expression],
+        bare: &mut HashMap<SetId, bool>,
+    ) {
+        let Some(content) = self.content.get_mut(&k) else {
+            return;
+        };
+        let was_bare = *bare.entry(k.clone()).or_insert(content.is_bare());
+        let spans = elem
+            .iter()
+            .map(|e| ranges::span(t, e))
+            .collect::<Option<Vec<_>>>();
+        if spans
+            .and_then(|s| content.apply(add, was_bare, &s))
+            .is_none()
+        {
+            self.content.remove(&k);
+        }
     }
 
     /// `tx` as netlink operations, when every command is one that can
@@ -223,6 +385,7 @@ impl Declarations {
             known: self,
             local: HashMap::new(),
             next_id: 1,
+            ranges: HashMap::new(),
         };
         let mut out = Vec::new();
         for c in tx.commands() {
@@ -237,7 +400,7 @@ impl Declarations {
         let (add, e) = element_cmd(cmd)?;
         let k = id_of(e.family, &e.table, &e.name);
         let d = self.sets.get(&k)?.as_ref()?;
-        (!d.interval).then_some(())?;
+        (!d.interval && !d.ranges).then_some(())?;
         element_op(d, k, add, &e.elem)
     }
 
@@ -299,6 +462,11 @@ impl Batch<'_> {
                 let add = matches!(c, NfCmd::Add(_));
                 let k = id_of(e.family, &e.table, &e.name);
                 let (d, _) = self.get(&k)?;
+                if d.ranges {
+                    let t = d.key.0[0];
+                    out.push(Op::Bounds(self.bounds(k, t, add, &e.elem)?));
+                    return Some(());
+                }
                 out.push(if d.interval {
                     Op::RangeElements(range_op(d, k, add, &e.elem)?)
                 } else {
@@ -328,7 +496,8 @@ impl Batch<'_> {
                 };
                 let sets = |name: &str| {
                     let (d, id) = self.get(&id_of(r.family, &r.table, name))?;
-                    d.value.is_none().then(|| SetInfo {
+                    // Lookups in one-type interval sets are left to nft.
+                    (d.value.is_none() && !d.ranges).then(|| SetInfo {
                         key: d.key.0.clone(),
                         interval: d.interval,
                         id,
@@ -345,7 +514,8 @@ impl Batch<'_> {
     /// `add set`: NEWSET, then its elements if it has some.
     fn add_set(&mut self, s: &Set, out: &mut Vec<Op>) -> Option<()> {
         let k = id_of(s.family, &s.table, &s.name);
-        let d = set_decl(s)?;
+        // One-type interval sets are declared by nft.
+        let d = set_decl(s).filter(|d| !d.ranges)?;
         // A set already there is kept as it was (nft and the kernel do
         // the same), so its elements would be read by the old type:
         // encode only a declaration that changes nothing.
@@ -387,6 +557,37 @@ impl Batch<'_> {
         }
         self.local.insert(k, Local::Declared(d, id));
         Some(())
+    }
+
+    /// An add or delete of `elem` on the one-type interval set `k` of
+    /// type `t`, as nft would send it; `None` when its content is not
+    /// known or nft would refuse the change.
+    fn bounds(
+        &mut self,
+        k: SetId,
+        t: DataType,
+        add: bool,
+        elem: &[Expression],
+    ) -> Option<ElementOp<message::Bound>> {
+        let spans = elem
+            .iter()
+            .map(|e| ranges::span(t, e))
+            .collect::<Option<Vec<_>>>()?;
+        let (content, bare) = match self.ranges.entry(k.clone()) {
+            Entry::Occupied(o) => o.into_mut(),
+            Entry::Vacant(v) => {
+                let known = self.known.content.get(&k)?;
+                v.insert((known.clone(), known.is_bare()))
+            }
+        };
+        content.apply(add, *bare, &spans)?;
+        Some(ElementOp {
+            add,
+            family: family_number(&k.0)?,
+            table: k.1,
+            set: k.2,
+            elems: ranges::bounds(add, *bare, &spans),
+        })
     }
 }
 

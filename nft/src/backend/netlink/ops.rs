@@ -47,6 +47,19 @@ pub struct RangeElem {
 /// Elements to add to or remove from one interval set.
 pub type RangeElementOp = ElementOp<RangeElem>;
 
+/// One element of an interval set of one type: where a range starts, or
+/// (`end`) the key one past its last value. `open`: the start of a range
+/// that runs to the top of the type, which has no end element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bound {
+    pub key: Vec<u8>,
+    pub end: bool,
+    pub open: bool,
+}
+
+/// Elements to add to or remove from an interval set of one type.
+pub type BoundOp = ElementOp<Bound>;
+
 /// A set to declare: no flags, or an interval set of a concatenated type.
 /// Made by [`SetDecl::new`], only for the types it can encode.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +122,8 @@ pub struct SetRef {
 pub enum Op {
     Elements(ElementOp),
     RangeElements(RangeElementOp),
+    /// Start and end elements of an interval set of one type.
+    Bounds(BoundOp),
     /// A set made, or kept if it is there.
     AddSet(SetDecl),
     DeleteSet(SetRef),
