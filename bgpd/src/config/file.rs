@@ -92,6 +92,7 @@ fn yes() -> bool {
 struct RawGracefulRestart {
     restart_time: Option<Spanned<u16>>,
     stale_routes_time: Option<u64>,
+    selection_deferral_time: Option<Spanned<u64>>,
 }
 
 #[derive(Deserialize)]
@@ -207,6 +208,23 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         }
         Some(s) => *s.get_ref(),
         None => 120,
+    };
+
+    let stale_routes_time =
+        Duration::from_secs(raw.graceful_restart.stale_routes_time.unwrap_or(300));
+    let selection_deferral = match &raw.graceful_restart.selection_deferral_time {
+        Some(t) if Duration::from_secs(*t.get_ref()) >= stale_routes_time => {
+            return Err(err_at(
+                t.span().start,
+                format!(
+                    "graceful_restart.selection_deferral_time = {} must be shorter than stale_routes_time = {}: peers that wait as long for our routes after a restart must have them first",
+                    t.get_ref(),
+                    stale_routes_time.as_secs()
+                ),
+            ));
+        }
+        Some(t) => Duration::from_secs(*t.get_ref()),
+        None => stale_routes_time / 2,
     };
 
     let filters = filters::read(raw.filter).map_err(|(at, m)| err_at(at, m))?;
@@ -456,9 +474,8 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
         kernel_exclude: vec![],
         graceful_restart: GracefulRestart {
             restart_time,
-            stale_routes_time: Duration::from_secs(
-                raw.graceful_restart.stale_routes_time.unwrap_or(300),
-            ),
+            stale_routes_time,
+            selection_deferral,
         },
         connect_retry,
         neighbors,

@@ -476,3 +476,41 @@ fn rfc_8212_looks_at_each_direction_apart() {
     let c = parse("t", &open).unwrap();
     assert!(accepts_all(&c.neighbors[0].filters.export));
 }
+
+#[test]
+fn the_selection_deferral_is_shorter_than_the_stale_routes_time() {
+    let c = parse("t", GOOD).unwrap();
+    assert_eq!(
+        c.graceful_restart.stale_routes_time,
+        Duration::from_secs(300)
+    );
+    assert_eq!(
+        c.graceful_restart.selection_deferral,
+        Duration::from_secs(150),
+        "by default half of it"
+    );
+    let with = |gr: &str| {
+        GOOD.replacen(
+            "[kernel]",
+            &format!("[graceful_restart]\n{gr}\n[kernel]"),
+            1,
+        )
+    };
+    let c = parse(
+        "t",
+        &with("stale_routes_time = 100\nselection_deferral_time = 30"),
+    )
+    .unwrap();
+    assert_eq!(
+        c.graceful_restart.selection_deferral,
+        Duration::from_secs(30)
+    );
+    let e = error_of(&with(
+        "stale_routes_time = 100\nselection_deferral_time = 100",
+    ));
+    assert!(
+        e.message
+            .contains("selection_deferral_time = 100 must be shorter than stale_routes_time = 100"),
+        "{e}"
+    );
+}

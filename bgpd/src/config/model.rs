@@ -37,6 +37,12 @@ pub struct GracefulRestart {
     /// How long after start we wait for every peer's End-of-RIB before
     /// removing stale kernel routes anyway.
     pub stale_routes_time: Duration,
+    /// The Selection_Deferral_Timer of RFC 4724 4.1: how long after a
+    /// restart we hold our routes and End-of-RIB back at the longest while
+    /// waiting for the peers' End-of-RIB. Shorter than `stale_routes_time`,
+    /// so that a helper that keeps our routes as long from its session's
+    /// start has them again before it gives up on them.
+    pub selection_deferral: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -21,6 +21,15 @@ impl Daemon {
         if self.drain.closed {
             return;
         }
+        // Held output would keep the GRACEFUL_SHUTDOWN routes from the
+        // peers until the sessions close: the drain ends a selection
+        // deferral (RFC 4724 4.1) under way.
+        if self.deferral.is_some() {
+            info!(
+                "draining: route selection deferral ended early so that the peers get the GRACEFUL_SHUTDOWN routes"
+            );
+            self.release(None);
+        }
         let c = self.rib.set_draining(true);
         self.apply(c);
         let at = Instant::now() + wait;
@@ -61,3 +70,7 @@ impl Daemon {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "drain_tests.rs"]
+mod tests;

@@ -1,6 +1,7 @@
 //! The instance task: owns the configuration, the RIB, the kernel sync and
 //! the peers, and reacts to their events one at a time.
 use super::control_channel::{ControlHandle, ControlRequest};
+use super::deferral::Deferral;
 use super::drain_state::DrainState;
 use super::listener::{Listeners, Routes};
 use super::origin::announce_attrs;
@@ -52,8 +53,8 @@ pub(super) struct UpState {
     pub negotiated: Negotiated,
     pub output: Arc<Notify>,
     pub encode: EncodeOptions,
-    /// The initial table has gone out and End-of-RIB with it.
-    pub initial_done: bool,
+    /// Families whose initial table has gone out, End-of-RIB with it.
+    pub eor_sent: HashSet<Family>,
     /// Families whose End-of-RIB the peer has sent.
     pub eor_received: HashSet<Family>,
 }
@@ -77,6 +78,9 @@ pub struct Daemon {
     /// forwarding kept (RFC 4724 R bit); they go once peers have resent.
     pub(super) restarting: bool,
     pub(super) kernel_stale_until: Option<Instant>,
+    /// Restarting: route selection deferred, nothing sent yet, for the
+    /// families it holds (RFC 4724 4.1, `deferral.rs`).
+    pub(super) deferral: Option<Deferral>,
     pub(super) started: Instant,
     pub(super) drain: DrainState,
     /// The BFD runtime, started with the first neighbor that uses BFD.
@@ -90,6 +94,24 @@ impl Daemon {
     pub async fn start(
         config: Config,
         options: DaemonOptions,
+    ) -> anyhow::Result<(Daemon, ControlHandle)> {
+        Daemon::start_as(config, options, false).await
+    }
+
+    /// [`Daemon::start`] as if our routes of a previous run had been found
+    /// in the kernel (a restart), without one.
+    #[cfg(test)]
+    pub(super) async fn start_restarting(
+        config: Config,
+        options: DaemonOptions,
+    ) -> anyhow::Result<(Daemon, ControlHandle)> {
+        Daemon::start_as(config, options, true).await
+    }
+
+    async fn start_as(
+        config: Config,
+        options: DaemonOptions,
+        assume_restart: bool,
     ) -> anyhow::Result<(Daemon, ControlHandle)> {
         let (kernel, kernel_task, restarting) = if config.kernel_install {
             let k = Kernel::connect().await?;
@@ -123,8 +145,14 @@ impl Daemon {
             router_id: config.router_id,
             cluster_id: config.cluster_id,
         });
+        let restarting = restarting || assume_restart;
+        // The deferral of what we send (RFC 4724 4.1) ends before the
+        // kernel's leftovers go at the latest (and with them at the latest).
+        let now = Instant::now();
         let kernel_stale_until =
-            restarting.then(|| Instant::now() + config.graceful_restart.stale_routes_time);
+            restarting.then_some(now + config.graceful_restart.stale_routes_time);
+        let deferral =
+            restarting.then(|| Deferral::new(now + config.graceful_restart.selection_deferral));
         let mut d = Daemon {
             config: config.clone(),
             options,
@@ -141,6 +169,7 @@ impl Daemon {
             next_id: 1,
             restarting,
             kernel_stale_until,
+            deferral,
             started: Instant::now(),
             drain: DrainState::default(),
             bfd: None,
@@ -354,6 +383,7 @@ impl Daemon {
             .values()
             .filter_map(|p| p.stale_until)
             .chain(self.kernel_stale_until)
+            .chain(self.deferral.as_ref().map(|d| d.until))
             .chain(self.drain.close_at)
             .min()
     }

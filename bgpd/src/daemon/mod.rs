@@ -2,6 +2,9 @@
 //! state; peer tasks, the listener and the control API talk to it over
 //! channels (no shared locks on the RIB).
 mod control_channel;
+mod deferral;
+#[cfg(test)]
+mod deferral_tests;
 mod drain;
 mod drain_state;
 mod encode;
@@ -14,6 +17,8 @@ mod peer_restart_tests;
 mod reload;
 mod restart;
 mod status;
+#[cfg(test)]
+mod test_instance;
 
 pub use control_channel::ControlHandle;
 pub use instance::{Daemon, DaemonOptions};

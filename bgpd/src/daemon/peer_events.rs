@@ -5,6 +5,7 @@
 use super::encode::encode_batch;
 use super::instance::{Daemon, UpState};
 use super::restart::families_not_preserved;
+use crate::model::Family;
 use crate::rib::{ImportError, OutBatch, PeerConfig, PeerId};
 use crate::session::{Negotiated, PeerCommand, PeerEvent};
 use crate::wire::{self, EncodeOptions, Notification};
@@ -129,7 +130,7 @@ impl Daemon {
             },
             negotiated,
             output: output.clone(),
-            initial_done: false,
+            eor_sent: HashSet::new(),
             eor_received: HashSet::new(),
         });
         for f in sweeps {
@@ -142,6 +143,8 @@ impl Daemon {
             let c = self.rib.set_export(id, false);
             self.apply(c);
         }
+        // A peer that will not send End-of-RIB is waited for no more.
+        self.check_deferral();
         output.notify_one();
     }
 
@@ -195,16 +198,24 @@ impl Daemon {
     }
 
     /// The next bytes for a peer's socket: queued updates, then (once)
-    /// End-of-RIB for each family after the initial table.
+    /// End-of-RIB for each family after the initial table. Nothing of a
+    /// family whose route selection is deferred (RFC 4724 4.1).
     fn pull(&mut self, id: PeerId) -> Option<Vec<u8>> {
-        let (opts, counters) = {
+        let (opts, counters, families) = {
             let slot = self.peers.get(&id)?;
-            (slot.up.as_ref()?.encode, slot.link.counters.clone())
+            let up = slot.up.as_ref()?;
+            let families: Vec<Family> = (up.negotiated.families.iter().copied())
+                .filter(|f| !self.deferred(*f))
+                .collect();
+            (up.encode, slot.link.counters.clone(), families)
         };
+        if families.is_empty() {
+            return None;
+        }
         let mut out = Vec::new();
         let mut messages = 0;
         while out.len() < PULL_BYTES {
-            match self.rib.take_output(id, 4096) {
+            match self.rib.take_output_of(id, 4096, &families) {
                 Some(batch) => {
                     let e = encode_batch(&batch, &opts, &mut out);
                     messages += e.messages;
@@ -222,11 +233,12 @@ impl Daemon {
             }
         }
         let up = self.peers.get_mut(&id)?.up.as_mut()?;
-        if out.len() < PULL_BYTES && !up.initial_done {
-            up.initial_done = true;
-            for f in &up.negotiated.families {
-                wire::encode_end_of_rib(*f, &mut out);
-                messages += 1;
+        if out.len() < PULL_BYTES {
+            for f in families {
+                if up.eor_sent.insert(f) {
+                    wire::encode_end_of_rib(f, &mut out);
+                    messages += 1;
+                }
             }
         }
         counters.sent_n(wire::msg_type::UPDATE, messages);

@@ -2,12 +2,12 @@
 //! the whole instance over loopback TCP: its new connection replaces the
 //! session once its OPEN is accepted, and its routes stay, stale, until
 //! its End-of-RIB.
-use super::{ControlHandle, Daemon, DaemonOptions};
-use crate::control::{ControlSource, Metrics};
+use super::ControlHandle;
+use super::test_instance::{free_port, run};
+use crate::control::ControlSource;
 use crate::model::Family;
 use crate::session::test_lab::{Got, Raw, WAIT};
 use crate::wire::Message;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
@@ -15,29 +15,14 @@ use tokio::sync::oneshot;
 /// The instance, listening on 127.0.0.1 for its one passive neighbor
 /// there (graceful restart on), and the port.
 async fn instance() -> (ControlHandle, u16, oneshot::Sender<()>) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let text = format!(
         "router_id = \"10.0.0.1\"\nasn = 65000\nebgp_requires_policy = false\n\
          [listen]\naddresses = [\"127.0.0.1\"]\nport = {port}\n\
          [kernel]\ninstall = false\n\
          [[neighbor]]\naddress = \"127.0.0.1\"\nasn = 65001\npassive = true\n"
     );
-    let config = crate::config::parse("t", &text).unwrap();
-    let options = DaemonOptions {
-        config_path: Default::default(),
-        metrics: Arc::new(Metrics::new()),
-        shutdown_drain: None,
-        bfd: Default::default(),
-    };
-    let (daemon, control) = Daemon::start(config, options).await.unwrap();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(daemon.run(async {
-        let _ = stopped.await;
-    }));
+    let (control, stop) = run(&text, false).await;
     (control, port, stop)
 }
 

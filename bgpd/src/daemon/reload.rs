@@ -192,6 +192,8 @@ impl Daemon {
         if old.kernel_exclude != new.kernel_exclude {
             self.kernel_exclude_changed(&old.kernel_exclude);
         }
+        // A neighbor removed is waited for no more (RFC 4724 4.1).
+        self.check_deferral();
         info!(added, removed, changed, "configuration reloaded");
     }
 }

@@ -3,7 +3,8 @@
 //! by the operator), swept family by family on End-of-RIB, or all at once
 //! when the time is over. As the restarting speaker: the kernel routes of
 //! our previous run stay until every neighbor has sent End-of-RIB or the
-//! stale-routes time is over. The decisions are the pure functions at the
+//! stale-routes time is over, and what we send waits for route selection
+//! (`deferral.rs`). The decisions are the pure functions at the
 //! end; the methods apply them to the RIB and the kernel.
 use super::instance::Daemon;
 use crate::config::Neighbor;
@@ -33,6 +34,7 @@ impl Daemon {
             let c = self.rib.sweep_stale(id, None);
             self.apply(c);
         }
+        self.deferral_timer(now);
         if self.kernel_stale_until.is_some_and(|t| t <= now) {
             info!("stale-routes time over; removing kernel routes not learned again");
             self.flush_kernel_stale().await;
@@ -42,6 +44,8 @@ impl Daemon {
     async fn flush_kernel_stale(&mut self) {
         self.kernel_stale_until = None;
         self.restarting = false;
+        // Not restarting any more: nothing is held back either.
+        self.release(None);
         // The peer tasks hold the R bit they put in OPEN; later sessions
         // must not claim a restart.
         for p in self.peers.values() {
@@ -65,6 +69,7 @@ impl Daemon {
                 slot.stale_until = None;
             }
         }
+        self.deferral_eor(id, family);
         // Restarting: once every neighbor has resent its table, the
         // kernel's leftovers from before the restart can go.
         if self.kernel_stale_until.is_some() && self.all_peers_resent() {

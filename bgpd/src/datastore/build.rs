@@ -449,6 +449,9 @@ pub fn build(inp: &Inputs) -> Result<Config, BuildError> {
         graceful_restart: GracefulRestart {
             restart_time: restart,
             stale_routes_time: Duration::from_secs(u64::from(restart).max(1)),
+            // Half of it: the other nodes, as helpers, keep our routes for
+            // the whole of it from their session's start.
+            selection_deferral: Duration::from_secs(u64::from(restart).max(1)) / 2,
         },
         connect_retry: Duration::from_secs(2),
         neighbors,

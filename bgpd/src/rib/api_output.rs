@@ -14,8 +14,19 @@ impl Rib {
     /// prefixes sharing one outgoing attribute set (or one withdraw list).
     /// None when nothing is pending.
     pub fn take_output(&mut self, peer: PeerId, max_prefixes: usize) -> Option<OutBatch> {
+        self.take_output_of(peer, max_prefixes, &Family::ALL)
+    }
+
+    /// [`Rib::take_output`] in `families` only; what is pending in the
+    /// others stays pending.
+    pub fn take_output_of(
+        &mut self,
+        peer: PeerId,
+        max_prefixes: usize,
+        families: &[Family],
+    ) -> Option<OutBatch> {
         let x = self.peers.idx(peer).filter(|&x| x != LOCAL_IDX)?;
-        for f in Family::ALL {
+        for f in Family::ALL.into_iter().filter(|f| families.contains(f)) {
             let fi = fam_index(f);
             let Some(mut out) = self.peers.outs[x as usize].fams[fi].take() else {
                 continue;

@@ -8,6 +8,7 @@ use super::handshake::{Connection, Opened, SessionError, handshake};
 use super::machine::Fsm;
 use crate::config::Neighbor;
 use crate::net::{TtlPolicy, dial};
+use crate::wire::Notification;
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use std::net::SocketAddr;
@@ -67,6 +68,31 @@ impl Attempts {
     /// closed with a Cease; they finish that on their own.
     pub fn close_the_others(self) {
         self.board.settle();
+        self.finish_alone();
+    }
+
+    /// RFC 4271 8.2.2: the neighbor is stopped (ManualStop); connections
+    /// in OpenSent or OpenConfirm send `n`, a Cease, then close. They
+    /// finish that on their own.
+    /// One already Established (carried on from a session, or past its
+    /// KEEPALIVE before it saw the stop) gets `n` too.
+    pub fn stop(self, n: Notification, counters: &Arc<PeerCounters>) {
+        self.board.stop(n.clone());
+        if self.running.is_empty() {
+            return;
+        }
+        let counters = counters.clone();
+        tokio::spawn(self.running.for_each_concurrent(None, move |(_, r)| {
+            let (n, counters) = (n.clone(), counters.clone());
+            async move {
+                if let Ok(mut opened) = r {
+                    opened.conn.notify_and_close(n, &counters).await;
+                }
+            }
+        }));
+    }
+
+    fn finish_alone(self) {
         if !self.running.is_empty() {
             tokio::spawn(self.running.for_each(|_| async {}));
         }

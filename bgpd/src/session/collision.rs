@@ -10,7 +10,12 @@
 //! connections that may replace it (RFC 4724 4.2): it tells when one of
 //! them has had the peer's OPEN accepted, and until it is brought forward
 //! its connections leave the neighbor's state alone.
+//!
+//! When the neighbor is stopped, the board tells every connection still in
+//! its OPEN exchange to close with the stop's NOTIFICATION (RFC 4271
+//! 8.2.2, ManualStop in OpenSent and OpenConfirm).
 use super::fsm::{LocalParams, keep_incoming};
+use crate::wire::Notification;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{Notify, watch};
@@ -19,11 +24,22 @@ use tokio::sync::{Notify, watch};
 #[derive(Clone, Default)]
 pub struct Collisions(Arc<Shared>);
 
-#[derive(Default)]
 struct Shared {
     board: Mutex<Board>,
     /// Told each time a connection's OPEN is accepted.
     opened: Notify,
+    /// The neighbor was stopped: the NOTIFICATION for every connection.
+    stop: watch::Sender<Option<Notification>>,
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            board: Mutex::default(),
+            opened: Notify::new(),
+            stop: watch::Sender::new(None),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -50,6 +66,7 @@ pub struct Seat {
     key: u64,
     incoming: bool,
     lost: watch::Receiver<bool>,
+    stop: watch::Receiver<Option<Notification>>,
 }
 
 impl Collisions {
@@ -92,7 +109,15 @@ impl Collisions {
             key,
             incoming,
             lost: rx,
+            stop: self.0.stop.subscribe(),
         }
+    }
+
+    /// The neighbor is stopped: every connection on the board, also one
+    /// seated later, closes with `n` (after its OPEN went out; before, it
+    /// just closes).
+    pub fn stop(&self, n: Notification) {
+        self.0.stop.send_replace(Some(n));
     }
 
     /// A connection is the session now: every other one loses.
@@ -132,9 +157,27 @@ impl Seat {
         true
     }
 
+    /// The NOTIFICATION to close with, once the neighbor is stopped.
+    pub fn stopped_with(&self) -> Option<Notification> {
+        self.stop.borrow().clone()
+    }
+
+    /// Resolves, with the NOTIFICATION to close with, when the neighbor is
+    /// stopped.
+    pub async fn stopped(&self) -> Notification {
+        let mut rx = self.stop.clone();
+        let n = rx.wait_for(|s| s.is_some()).await.map(|n| n.clone());
+        match n {
+            Ok(n) => n.unwrap_or_else(Notification::administrative_shutdown),
+            Err(_) => std::future::pending().await,
+        }
+    }
+
     /// Resolves when this connection loses.
-    pub async fn lost(&mut self) {
-        if self.lost.wait_for(|l| *l).await.is_err() {
+    pub async fn lost(&self) {
+        let mut rx = self.lost.clone();
+        let failed = rx.wait_for(|l| *l).await.is_err();
+        if failed {
             std::future::pending::<()>().await;
         }
     }

@@ -156,15 +156,11 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         let bfd_failed = bfd_down(bfd);
         tokio::pin!(bfd_failed);
         loop {
+            // Biased, commands first: a neighbor removed by a reload has
+            // its Stop queued as the channel of connections from the peer
+            // closes, and the Stop must win (its Cease goes out).
             tokio::select! {
-                a = &mut rfut => break a,
-                a = &mut wfut => break a,
-                // RFC 5882 4.3: BFD Down ends the session at once, and
-                // its routes go (AutomaticStop is never graceful).
-                () = &mut bfd_failed => {
-                    warn!(peer = %address, "BFD session down: closing the BGP session");
-                    break lock(&fsm).handle(Event::AutomaticStop(Notification::bfd_down()));
-                }
+                biased;
                 c = commands.recv() => {
                     let event = match c {
                         None => Event::ManualStop(Notification::administrative_shutdown()),
@@ -182,6 +178,14 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                             let _ = raw_tx.send(o.encode()).await;
                         }
                     }
+                }
+                a = &mut rfut => break a,
+                a = &mut wfut => break a,
+                // RFC 5882 4.3: BFD Down ends the session at once, and
+                // its routes go (AutomaticStop is never graceful).
+                () = &mut bfd_failed => {
+                    warn!(peer = %address, "BFD session down: closing the BGP session");
+                    break lock(&fsm).handle(Event::AutomaticStop(Notification::bfd_down()));
                 }
                 s = incoming.recv() => match s {
                     Some(stream) => {
@@ -203,9 +207,11 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                         }
                     }
                     None => {
-                        break lock(&fsm).handle(Event::ManualStop(
-                            Notification::administrative_shutdown(),
-                        ));
+                        // The instance dropped the neighbor: a Stop it
+                        // queued first still says why.
+                        let n = super::peer::pending_stop(commands)
+                            .unwrap_or_else(Notification::administrative_shutdown);
+                        break lock(&fsm).handle(Event::ManualStop(n));
                     }
                 },
                 () = board.opened() => {
@@ -256,7 +262,14 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
         })
         .await;
     let ended = match then {
-        Then::Stop => Ended::Stopped,
+        Then::Stop => {
+            // The peer's new connections still in their OPEN exchange get
+            // the same Cease (RFC 4271 8.2.2).
+            if let Cause::Sent(n) = cause {
+                newer.stop(n, counters);
+            }
+            Ended::Stopped
+        }
         Then::Retry => Ended::Retry((!newer.is_empty()).then_some(newer)),
     };
     (fsm.into_inner().unwrap_or_else(|p| p.into_inner()), ended)

@@ -190,8 +190,14 @@ pub async fn handshake(
     mut conn: Connection,
     mut fsm: Fsm,
     counters: &PeerCounters,
-    mut seat: Seat,
+    seat: Seat,
 ) -> Result<Opened, SessionError> {
+    if let Some(n) = seat.stopped_with() {
+        // RFC 4271 8.2.2: a ManualStop before our OPEN only drops the
+        // connection.
+        fsm.handle(Event::ManualStop(n));
+        return Err(ReadError::Closed.into());
+    }
     if seat.is_lost() {
         // Another connection is the session already (RFC 4271 6.8).
         let n = Notification::connection_collision();
@@ -243,6 +249,9 @@ pub async fn handshake(
             // KEEPALIVE that would take this connection to Established.
             biased;
             () = seat.lost() => Event::CollisionLost,
+            // RFC 4271 8.2.2: ManualStop in OpenSent or OpenConfirm sends
+            // the Cease.
+            n = seat.stopped() => Event::ManualStop(n),
             () = sleep_until_opt(keepalive) => Event::KeepaliveTimerExpires,
             r = conn.next_event(hold, &expect, counters) => match r {
                 Ok(event) => event,

@@ -1,8 +1,9 @@
 //! The OPEN exchange over loopback TCP, with a neighbor task that dials a
 //! test listener and is handed a second connection "from the peer": the
-//! KeepaliveTimer in OpenConfirm (RFC 4271 8.2.2) and connection
-//! collisions (6.8), as the peer sees them on the wire.
-use super::test_lab::{Got, Lab, Raw};
+//! KeepaliveTimer in OpenConfirm (RFC 4271 8.2.2), connection
+//! collisions (6.8) and the Cease on a stop in OpenSent or OpenConfirm
+//! (8.2.2), as the peer sees them on the wire.
+use super::test_lab::{Got, Lab, LabOptions, Raw, WAIT};
 use crate::wire::{Capabilities, Message, Notification, Open};
 use std::net::Ipv4Addr;
 use std::time::Duration;
@@ -101,4 +102,185 @@ async fn an_open_from_the_wrong_as_with_a_zero_identifier_is_bad_peer_as() {
         .expect("NOTIFICATION", |m| matches!(m, Message::Notification(_)))
         .await;
     assert_eq!(n, Message::Notification(Notification::bad_peer_as(65009)));
+}
+
+/// The neighbor is stopped with `n`: the task ends.
+async fn stop(lab: &mut Lab, n: Notification) {
+    lab.link
+        .commands
+        .send(crate::session::PeerCommand::Stop(n))
+        .await
+        .unwrap();
+    tokio::time::timeout(WAIT, &mut lab.link.task)
+        .await
+        .expect("the neighbor task ends on Stop")
+        .unwrap();
+}
+
+/// `n`, then the end of the stream (KEEPALIVEs before it are fine).
+async fn expect_cease(peer: &mut Raw, n: Notification, which: &str) {
+    loop {
+        match peer.recv(WAIT).await {
+            Got::Message(Message::Keepalive) => {}
+            Got::Message(Message::Notification(got)) => {
+                assert_eq!(got, n, "{which}");
+                break;
+            }
+            other => panic!("{which}: expected NOTIFICATION {n}, got {other:?}"),
+        }
+    }
+    assert!(
+        matches!(peer.recv(WAIT).await, Got::Closed),
+        "{which}: closed after the NOTIFICATION"
+    );
+}
+
+#[tokio::test]
+async fn a_stop_in_open_sent_sends_the_cease() {
+    let mut lab = Lab::new(Ipv4Addr::new(10, 0, 0, 1), 90).await;
+    let mut peer = lab.dialed().await;
+    peer.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+    // RFC 4271 8.2.2: ManualStop in OpenSent sends a NOTIFICATION (Cease).
+    stop(&mut lab, Notification::peer_deconfigured()).await;
+    expect_cease(&mut peer, Notification::peer_deconfigured(), "OpenSent").await;
+}
+
+#[tokio::test]
+async fn a_stop_in_open_confirm_sends_the_cease() {
+    let mut lab = Lab::new(Ipv4Addr::new(10, 0, 0, 1), 90).await;
+    let mut peer = lab.dialed().await;
+    peer.open(90).await;
+    peer.expect("KEEPALIVE", |m| *m == Message::Keepalive).await;
+    stop(&mut lab, Notification::administrative_shutdown()).await;
+    expect_cease(
+        &mut peer,
+        Notification::administrative_shutdown(),
+        "OpenConfirm",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stop_during_a_collision_sends_the_cease_on_both_connections() {
+    // The dialed connection in OpenConfirm, the peer's in OpenSent.
+    let (mut lab, mut dialed, mut accepted) = colliding(Ipv4Addr::new(10, 0, 0, 1)).await;
+    accepted
+        .expect("OPEN", |m| matches!(m, Message::Open(_)))
+        .await;
+    stop(&mut lab, Notification::peer_deconfigured()).await;
+    expect_cease(&mut dialed, Notification::peer_deconfigured(), "dialed").await;
+    expect_cease(&mut accepted, Notification::peer_deconfigured(), "accepted").await;
+}
+
+#[tokio::test]
+async fn a_stop_sends_the_cease_on_a_new_connection_beside_the_session() {
+    let mut lab = Lab::with(LabOptions {
+        graceful_restart: true,
+        ..Default::default()
+    })
+    .await;
+    let mut old = lab.established(90).await;
+    // The peer's new connection runs its OPEN exchange beside the session.
+    let mut new = lab.peer_connects().await;
+    new.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+    stop(&mut lab, Notification::peer_deconfigured()).await;
+    expect_cease(&mut old, Notification::peer_deconfigured(), "session").await;
+    expect_cease(&mut new, Notification::peer_deconfigured(), "new").await;
+}
+
+/// As a reload removing the neighbor does (`remove_peer`): the Stop
+/// queued, then the instance's handle dropped, with the last sender of
+/// connections from the peer; the task ends.
+async fn removed(lab: Lab, n: Notification) {
+    let crate::session::PeerLink {
+        commands,
+        incoming,
+        counters,
+        task,
+    } = lab.link;
+    commands
+        .try_send(crate::session::PeerCommand::Stop(n))
+        .unwrap();
+    drop((commands, incoming, counters));
+    tokio::time::timeout(WAIT, task)
+        .await
+        .expect("the neighbor task ends on Stop")
+        .unwrap();
+}
+
+/// The channel of connections from the peer closes with the Stop: the
+/// Stop wins, every time (it is a race without a bias to commands).
+const RACES: usize = 50;
+
+#[tokio::test]
+async fn a_neighbor_removed_in_open_sent_gets_the_cease_every_time() {
+    for i in 0..RACES {
+        let lab = Lab::new(Ipv4Addr::new(10, 0, 0, 1), 90).await;
+        let mut peer = lab.dialed().await;
+        peer.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+        removed(lab, Notification::peer_deconfigured()).await;
+        let which = format!("OpenSent, round {i}");
+        expect_cease(&mut peer, Notification::peer_deconfigured(), &which).await;
+    }
+}
+
+#[tokio::test]
+async fn a_neighbor_removed_while_established_gets_the_cease_every_time() {
+    for i in 0..RACES {
+        let mut lab = Lab::with(LabOptions {
+            graceful_restart: true,
+            ..Default::default()
+        })
+        .await;
+        let mut old = lab.established(90).await;
+        let mut new = lab.peer_connects().await;
+        new.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+        removed(lab, Notification::other_configuration_change()).await;
+        let n = Notification::other_configuration_change();
+        expect_cease(&mut old, n.clone(), &format!("session, round {i}")).await;
+        expect_cease(&mut new, n, &format!("new, round {i}")).await;
+    }
+}
+
+#[tokio::test]
+async fn a_stop_sends_the_cease_on_a_connection_already_established() {
+    use super::attempt::{self, Attempts};
+    use super::fsm::LocalParams;
+    use super::machine::Fsm;
+    use crate::model::Family;
+    use crate::net::TtlPolicy;
+    use std::sync::Arc;
+    // A connection from the peer past its KEEPALIVE exchange, as a
+    // session carries it on (`push_opened`) when it ends.
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stream = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (ours, _) = l.accept().await.unwrap();
+    let mut peer = Raw::new(stream, false);
+    let local = LocalParams {
+        asn: super::test_lab::LOCAL_AS,
+        router_id: Ipv4Addr::new(10, 0, 0, 1),
+        hold_time: 90,
+        families: vec![Family::Ipv4Unicast],
+        peer_asn: super::test_lab::PEER_AS,
+        graceful_restart: None,
+        restarting: false,
+        forwarding_preserved: false,
+        installs_routes: false,
+    };
+    let fsm = Fsm::new(local, true, Duration::from_secs(60)).connection();
+    let metrics = crate::control::Metrics::new().peer("127.0.0.1".parse().unwrap());
+    let counters = Arc::new(super::PeerCounters::new(metrics));
+    let mut attempts = Attempts::default();
+    let ttl = TtlPolicy::new(1, false);
+    let a = attempt::incoming(ours, ttl, fsm, counters.clone(), &attempts.board);
+    let (opened, ()) = tokio::join!(a, peer.establish(90));
+    let Ok(opened) = opened.1 else {
+        panic!("the OPEN exchange failed: {:?}", opened.1.err())
+    };
+    attempts.push_opened(true, opened);
+    // RFC 4271 8.2.2: the Stop's Cease, not a bare close.
+    attempts.stop(Notification::peer_deconfigured(), &counters);
+    expect_cease(&mut peer, Notification::peer_deconfigured(), "established").await;
 }

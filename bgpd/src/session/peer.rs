@@ -17,6 +17,7 @@ use super::machine::{Action, Event, Fsm, Timer};
 use crate::bfd::BfdStatus;
 use crate::config::Neighbor;
 use crate::control::PeerMetrics;
+use crate::wire::Notification;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
@@ -214,6 +215,13 @@ impl PeerTask {
         attempt::incoming(stream, ttl_policy(&self.neighbor), fsm, counters, board)
     }
 
+    /// ManualStop with `n`: connections in their OPEN exchange get the
+    /// Cease (RFC 4271 8.2.2).
+    fn stop_attempts(&mut self, attempts: Attempts, n: Notification) {
+        self.fsm.handle(Event::ManualStop(n.clone()));
+        attempts.stop(n, &self.counters);
+    }
+
     /// Connect/Active (with OpenSent/OpenConfirm on each connection) until
     /// one connection is ready. `pending`: the machine's actions on
     /// entering Connect or Active; `carried`: connections from the peer
@@ -242,7 +250,22 @@ impl PeerTask {
                     _ => {}
                 }
             }
+            // Biased, commands first: a neighbor removed by a reload has
+            // its Stop queued as the channel of connections from the peer
+            // closes, and the Stop must win (its Cease goes out).
             tokio::select! {
+                biased;
+                c = self.commands.recv() => match c {
+                    None => return None,
+                    Some(PeerCommand::Stop(n)) => {
+                        self.stop_attempts(attempts, n);
+                        return None;
+                    }
+                    Some(PeerCommand::RestartDone) => {
+                        self.fsm.handle(Event::RestartDone);
+                    }
+                    Some(_) => {}
+                },
                 _ = sleep_until_opt(next_dial), if !dialing => {
                     next_dial = None;
                     pending = self.fsm.handle(Event::ConnectRetryTimerExpires);
@@ -252,7 +275,14 @@ impl PeerTask {
                         let a = self.incoming_attempt(stream, &attempts.board);
                         attempts.push(a);
                     }
-                    None => return None,
+                    None => {
+                        // The instance dropped the neighbor: a Stop it
+                        // queued first still sends its Cease.
+                        if let Some(n) = pending_stop(&mut self.commands) {
+                            self.stop_attempts(attempts, n);
+                        }
+                        return None;
+                    }
                 },
                 (incoming, result) = attempts.next() => {
                     self.counters.mark_attempted();
@@ -275,20 +305,21 @@ impl PeerTask {
                         }
                     }
                 }
-                c = self.commands.recv() => match c {
-                    None => return None,
-                    Some(PeerCommand::Stop(n)) => {
-                        self.fsm.handle(Event::ManualStop(n));
-                        return None;
-                    }
-                    Some(PeerCommand::RestartDone) => {
-                        self.fsm.handle(Event::RestartDone);
-                    }
-                    Some(_) => {}
-                },
             }
         }
     }
+}
+
+/// A Stop the instance queued before dropping the neighbor's channels,
+/// if there is one: what it sends. Other commands queued with it no longer
+/// matter.
+pub(super) fn pending_stop(commands: &mut mpsc::Receiver<PeerCommand>) -> Option<Notification> {
+    while let Ok(c) = commands.try_recv() {
+        if let PeerCommand::Stop(n) = c {
+            return Some(n);
+        }
+    }
+    None
 }
 
 async fn sleep_until_opt(t: Option<tokio::time::Instant>) {

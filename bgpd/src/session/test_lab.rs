@@ -36,6 +36,11 @@ pub struct Raw {
     buf: Vec<u8>,
     /// The peer's OPEN has the graceful restart capability (IPv4, F bit).
     pub graceful_restart: bool,
+    /// With it, the Restart State bit (the peer restarted).
+    pub restarting: bool,
+    /// The peer's AS (in its OPEN and its routes' AS_PATH).
+    pub asn: u32,
+    pub router_id: Ipv4Addr,
 }
 
 impl Raw {
@@ -44,6 +49,9 @@ impl Raw {
             stream,
             buf: Vec::new(),
             graceful_restart,
+            restarting: true,
+            asn: PEER_AS,
+            router_id: PEER_ID,
         }
     }
 
@@ -80,20 +88,20 @@ impl Raw {
     /// when the peer has it.
     pub fn open_message(&self, hold_time: u16) -> Open {
         let graceful_restart = self.graceful_restart.then(|| GracefulRestartCap {
-            restarting: true,
+            restarting: self.restarting,
             notification: false,
             restart_time: 120,
             families: vec![(Family::Ipv4Unicast, true)],
         });
         Open {
             version: 4,
-            asn: PEER_AS,
-            my_as_field: PEER_AS as u16,
+            asn: self.asn,
+            my_as_field: self.asn as u16,
             hold_time,
-            router_id: PEER_ID,
+            router_id: self.router_id,
             caps: Capabilities {
                 families: vec![Family::Ipv4Unicast],
-                four_octet_as: Some(PEER_AS),
+                four_octet_as: Some(self.asn),
                 graceful_restart,
                 ..Default::default()
             },
@@ -111,7 +119,7 @@ impl Raw {
         let attrs = PathAttrs {
             origin: Origin::Igp,
             as_path: AsPath {
-                segments: vec![AsSegment::Sequence(vec![PEER_AS])],
+                segments: vec![AsSegment::Sequence(vec![self.asn])],
             },
             next_hop: NextHop::V4(Ipv4Addr::new(192, 0, 2, 254)),
             ..PathAttrs::default()

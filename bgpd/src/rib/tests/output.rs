@@ -229,3 +229,29 @@ fn not_advertised_prefixes_are_not_held_by_the_peer() {
     assert_eq!(r.take_output(3, 10), None);
     assert_eq!(r.counts(3).advertised, 0);
 }
+
+#[test]
+fn output_taken_in_some_families_leaves_the_others_pending() {
+    let mut r = rib();
+    r.peer_up(ebgp(2));
+    r.peer_up(ebgp(3));
+    r.announce(2, attrs(&[65002], [10, 1, 1, 2]), &[net(P)])
+        .unwrap();
+    let mut v6 = attrs(&[65002], [10, 1, 1, 2]);
+    v6.next_hop = v6nh("2001:db8::2");
+    r.announce(2, v6, &[net("2001:db8:1::/48")]).unwrap();
+    // Only IPv6 is taken; the IPv4 route stays pending.
+    match r.take_output_of(3, 10, &[Family::Ipv6Unicast]) {
+        Some(OutBatch::Announce {
+            family, prefixes, ..
+        }) => {
+            assert_eq!(family, Family::Ipv6Unicast);
+            assert_eq!(prefixes, vec![net("2001:db8:1::/48")]);
+        }
+        other => panic!("expected the IPv6 announcement, got {other:?}"),
+    }
+    assert_eq!(r.take_output_of(3, 10, &[Family::Ipv6Unicast]), None);
+    assert_eq!(r.take_output_of(3, 10, &[]), None);
+    let to3 = drained(&mut r, 3);
+    assert_eq!(to3.0.keys().collect::<Vec<_>>(), vec![&net(P)]);
+}
