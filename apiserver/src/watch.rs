@@ -218,6 +218,7 @@ pub async fn watch(
     let kind = route.kind;
     let mut picked = Picked::new(&shape);
     let mut initial = Vec::new();
+    let listed = matches!(start, Start::Current { .. });
     let from = match start {
         Start::After(v) => v,
         Start::Latest => store.revision().to_string(),
@@ -240,10 +241,11 @@ pub async fn watch(
             listing.revision
         }
     };
-    if picked.0.is_some() && initial.is_empty() {
+    if picked.0.is_some() && !listed {
         // Started after a version: what the selectors pick now stands for
         // what they picked then (exact when nothing changed in between, as
-        // when a client watches from the version it has just listed).
+        // when a client watches from the version it has just listed; an
+        // object that stopped matching in between is not sent as DELETED).
         if let Ok(listing) = store.list(route.kind, route.namespace.as_deref()).await {
             for o in &listing.items {
                 picked.put(&shape, to_wire(o), "", false);

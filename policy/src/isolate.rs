@@ -116,6 +116,45 @@ pub fn deny_in_place(p: &Policy) -> Policy {
     }
 }
 
+/// [`deny_in_place`] for a policy that selects by service account labels
+/// while the ServiceAccounts `accounts` (namespace, name) cannot be read:
+/// where what `p` applies to is chosen by those labels, it also applies
+/// to the pods running as those accounts in its scope. They carry none of
+/// the labels meanwhile, and would otherwise slip past the deny to what a
+/// later policy allows.
+pub fn deny_in_place_for_accounts(
+    p: &Policy,
+    accounts: &[(&str, &str)],
+    namespaces: &NamespaceLabels,
+) -> Policy {
+    let mut d = deny_in_place(p);
+    if !p
+        .applies_to
+        .pods
+        .mentions_key_prefix(crate::tartan::SA_LABEL_PREFIX)
+    {
+        return d;
+    }
+    for (ns, name) in accounts {
+        if !scope_takes_in(&p.applies_to.namespaces, Some(ns), namespaces) {
+            continue;
+        }
+        let theirs = Selector::And(
+            Box::new(Selector::Eq(
+                crate::tartan::NAMESPACE_LABEL.to_string(),
+                ns.to_string(),
+            )),
+            Box::new(Selector::Eq(
+                crate::tartan::SERVICE_ACCOUNT_LABEL.to_string(),
+                name.to_string(),
+            )),
+        );
+        let pods = std::mem::replace(&mut d.applies_to.pods, Selector::All);
+        d.applies_to.pods = Selector::Or(Box::new(pods), Box::new(theirs));
+    }
+    d
+}
+
 /// The policies that have a rule condition (in either direction, negated
 /// or not) whose selector picks network sets in a namespace scope that
 /// takes in one of the `unreadable` network sets: each given by its

@@ -99,6 +99,9 @@ fn scope(
     }
 }
 
+/// The label felix gives every endpoint: its namespace (Calico's
+/// `projectcalico.org/namespace`).
+pub const NAMESPACE_LABEL: &str = "projectcalico.org/namespace";
 /// The label felix gives a pod's endpoint: its service account's name
 /// (Calico's `projectcalico.org/serviceaccount`).
 pub const SERVICE_ACCOUNT_LABEL: &str = "projectcalico.org/serviceaccount";

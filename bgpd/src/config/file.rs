@@ -373,7 +373,8 @@ pub fn parse(file: &str, text: &str) -> Result<Config, ConfigError> {
                 address,
                 &mut peer_filters,
                 n.import_filters.is_empty(),
-                n.export_filters.is_empty(),
+                // A receive-only neighbor is sent nothing anyway.
+                n.export && n.export_filters.is_empty(),
             );
         }
         if n.route_reflector_client && !ibgp {

@@ -58,22 +58,24 @@ fn reaching_unreadable_sets(
 /// service account labels where a ServiceAccount felix cannot read is
 /// (enforced as [`isolate::deny_in_place`]), and the isolations of that
 /// account's pods (when any policy does). Empty while every account reads.
-fn unreadable_service_accounts(
-    state: &State,
+fn unreadable_service_accounts<'a>(
+    state: &'a State,
     namespaces: &compile::NamespaceLabels,
-) -> (BTreeSet<Source>, Vec<Policy>) {
+) -> (BTreeSet<Source>, Vec<Policy>, Vec<(&'a str, &'a str)>) {
     let mut reaching = BTreeSet::new();
     let mut isolations = Vec::new();
+    let mut accounts = Vec::new();
     for (key, _) in state.service_accounts.iter().filter(|(_, s)| s.is_err()) {
         let (ns, name) = split_key(key);
         let Some(ns) = ns else { continue };
         let r = isolate::reaching_unreadable_service_accounts(readable(state), &[ns], namespaces);
         if !r.is_empty() {
             isolations.push(isolate::service_account_isolation(ns, name));
+            accounts.push((ns, name));
             reaching.extend(r);
         }
     }
-    (reaching, isolations)
+    (reaching, isolations, accounts)
 }
 
 /// Every policy felix could read.
@@ -105,11 +107,13 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
 pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let namespaces = namespace_labels(state);
     let mut reaching = reaching_unreadable_sets(state, &namespaces);
-    let (by_sa, sa_isolations) = unreadable_service_accounts(state, &namespaces);
+    let (by_sa, sa_isolations, accounts) = unreadable_service_accounts(state, &namespaces);
     reaching.extend(by_sa);
+    // Also over the pods of the unreadable accounts where a policy applies
+    // by their labels (a superset of what the sets alone would need).
     let denies: Vec<Policy> = readable(state)
         .filter(|p| reaching.contains(&p.source))
-        .map(isolate::deny_in_place)
+        .map(|p| isolate::deny_in_place_for_accounts(p, &accounts, &namespaces))
         .collect();
     let mut isolations = isolations(state);
     isolations.extend(sa_isolations);

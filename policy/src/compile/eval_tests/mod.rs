@@ -18,6 +18,7 @@ mod policies;
 mod reference;
 mod strategies;
 mod tartan_policies;
+mod unreadable_accounts;
 mod unreadable_sets;
 
 use std::cell::Cell;
@@ -35,6 +36,39 @@ use interp::{Cluster, Packet, check_disjoint, interpret};
 use policies::{Spec, build_policy};
 use reference::reference;
 use strategies::{Case, Policies, case};
+
+/// The GlobalNetworkPolicy `name` with `spec`, converted.
+fn global(name: &str, spec: serde_json::Value) -> Policy {
+    let g: tartan_api::resources::GlobalNetworkPolicy = serde_json::from_value(serde_json::json!({
+        "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap();
+    crate::tartan::from_global_network_policy(&g).unwrap()
+}
+
+/// Whether TCP from `src` (port 40000) to port 80 of `dst` is allowed by
+/// the table compiled from `policies` for `cl`; the reference evaluator
+/// must agree.
+fn tcp_80_allowed(policies: &[&Policy], cl: &Cluster, src: &str, dst: &str) -> bool {
+    let p = Packet {
+        src: src.parse().unwrap(),
+        dst: dst.parse().unwrap(),
+        proto: 6,
+        ports: Some((40000, 80)),
+        icmp: None,
+    };
+    let rs = compile(
+        policies.iter().copied(),
+        &cl.endpoints,
+        &cl.net_sets,
+        &cl.namespaces,
+    );
+    let (table, _) = interpret(&rs, cl, &p);
+    let owned: Vec<Policy> = policies.iter().map(|p| (*p).clone()).collect();
+    assert_eq!(table, reference(&owned, cl, &p), "{src} to {dst}");
+    table.allowed
+}
 
 // ---------------------------------------------------------------------
 // Packets to try

@@ -7,20 +7,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::interp::{Cluster, Packet, interpret};
-use super::reference::reference;
-use crate::compile::{Endpoint, NetSet, compile};
+use super::global;
+use super::interp::Cluster;
+use crate::compile::{Endpoint, NetSet};
 use crate::ir::Policy;
 use crate::isolate::{deny_in_place, isolation, reaching_unreadable_sets};
-
-fn global(name: &str, spec: serde_json::Value) -> Policy {
-    let g: tartan_api::resources::GlobalNetworkPolicy = serde_json::from_value(json!({
-        "apiVersion": "tartan.dev/v1", "kind": "GlobalNetworkPolicy",
-        "metadata": {"name": name}, "spec": spec
-    }))
-    .unwrap();
-    crate::tartan::from_global_network_policy(&g).unwrap()
-}
 
 /// Whether the packet from x/a (10.0.0.1, on this node) to `dst` TCP 80
 /// is allowed under `policies`, by the compiled table (and the reference
@@ -37,23 +28,7 @@ fn allowed(policies: &[&Policy], sets: Vec<NetSet>, dst: &str) -> bool {
         }],
         net_sets: sets,
     };
-    let p = Packet {
-        src: "10.0.0.1".parse().unwrap(),
-        dst: dst.parse().unwrap(),
-        proto: 6,
-        ports: Some((40000, 80)),
-        icmp: None,
-    };
-    let rs = compile(
-        policies.iter().copied(),
-        &cl.endpoints,
-        &cl.net_sets,
-        &cl.namespaces,
-    );
-    let (table, _) = interpret(&rs, &cl, &p);
-    let owned: Vec<Policy> = policies.iter().map(|p| (*p).clone()).collect();
-    assert_eq!(table, reference(&owned, &cl, &p), "to {dst}");
-    table.allowed
+    super::tcp_80_allowed(policies, &cl, "10.0.0.1", dst)
 }
 
 #[test]
