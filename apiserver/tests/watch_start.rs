@@ -13,12 +13,24 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use serde_json::json;
-use tartan_apiserver::ApiServer;
+use tartan_apiserver::{ApiServer, Running};
 
 fn map(name: &str, app: &str) -> ConfigMap {
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name, "labels": {"app": app}}}))
     .unwrap()
+}
+
+/// A stand-in serving the ConfigMaps `name: app` in `default`.
+async fn serving(maps: &[(&str, &str)]) -> (Running, Api<ConfigMap>) {
+    let r = ApiServer::new().start().await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(r.client(), "default");
+    for (n, app) in maps {
+        api.create(&PostParams::default(), &map(n, app))
+            .await
+            .unwrap();
+    }
+    (r, api)
 }
 
 /// The event's type and object name (the BOOKMARK's: its annotation).
@@ -53,13 +65,7 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watch_without_a_version_begins_with_the_current_objects() {
-    let r = ApiServer::new().start().await.unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(r.client(), "default");
-    for (n, app) in [("a", "web"), ("b", "db")] {
-        maps.create(&PostParams::default(), &map(n, app))
-            .await
-            .unwrap();
-    }
+    let (_r, maps) = serving(&[("a", "web"), ("b", "db")]).await;
     for version in ["", "0"] {
         let mut w = maps
             .watch(&WatchParams::default(), version)
@@ -102,13 +108,7 @@ async fn a_watch_without_a_version_begins_with_the_current_objects() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
-    let r = ApiServer::new().start().await.unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(r.client(), "default");
-    for (n, app) in [("a", "web"), ("b", "db")] {
-        maps.create(&PostParams::default(), &map(n, app))
-            .await
-            .unwrap();
-    }
+    let (r, maps) = serving(&[("a", "web"), ("b", "db")]).await;
     let wp = WatchParams::streaming_lists().labels("app=web");
     let mut w = maps.watch(&wp, "").await.unwrap().boxed();
     assert_eq!(next(&mut w).await, ("ADDED".into(), "a".into()));
@@ -135,11 +135,7 @@ async fn a_streaming_list_ends_its_initial_events_with_a_bookmark() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_that_stops_matching_goes_out_as_deleted_and_back_as_added() {
-    let r = ApiServer::new().start().await.unwrap();
-    let maps: Api<ConfigMap> = Api::namespaced(r.client(), "default");
-    maps.create(&PostParams::default(), &map("a", "web"))
-        .await
-        .unwrap();
+    let (_r, maps) = serving(&[("a", "web")]).await;
     let list = maps
         .list(&ListParams::default().labels("app=web"))
         .await

@@ -81,6 +81,17 @@ add_communities = ["64512:300"]
     )
 }
 
+/// BIRD in AS 65000 on the pair's side b, peering with side a (AS 64512)
+/// and announcing [`BIRDS`].
+fn start_bird(p: &Pair) -> Result<Bird> {
+    let mut cfg =
+        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(IpAddr::from(p.a_v4()), 64512));
+    for r in BIRDS {
+        cfg = cfg.route(Route::new(r));
+    }
+    Bird::start(&p.b, cfg)
+}
+
 fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
     v.sort();
     v
@@ -105,12 +116,7 @@ fn filters_from_the_file_shape_what_bird_sees_and_change_without_a_reset() -> Re
     }
     let opts = TartanOptions::default();
     let tartan = start_tartan(&p.a, &cfg, &opts)?;
-    let mut bird_cfg =
-        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(IpAddr::from(p.a_v4()), 64512));
-    for r in BIRDS {
-        bird_cfg = bird_cfg.route(Route::new(r));
-    }
-    let bird = Bird::start(&p.b, bird_cfg)?;
+    let bird = start_bird(&p)?;
     // The file with filters on the neighbor, as a reload would give it.
     let base = render_tartan(&cfg, &opts);
     let neighbor = format!("address = \"{bird_addr}\"\nasn = 65000\n");
@@ -240,12 +246,7 @@ fn an_ebgp_neighbor_without_filters_exchanges_nothing_until_filters_are_named() 
         ..TartanOptions::default()
     };
     let tartan = start_tartan(&p.a, &cfg, &opts)?;
-    let mut bird_cfg =
-        BgpConfig::new(p.b_v4(), 65000).neighbor(Neighbor::new(IpAddr::from(p.a_v4()), 64512));
-    for r in BIRDS {
-        bird_cfg = bird_cfg.route(Route::new(r));
-    }
-    let bird = Bird::start(&p.b, bird_cfg)?;
+    let bird = start_bird(&p)?;
     let strict = render_tartan(&cfg, &opts);
     assert!(strict.contains("ebgp_requires_policy = true\n"), "{strict}");
     tartan.wait_established(bird_addr, T)?;

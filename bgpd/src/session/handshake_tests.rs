@@ -172,17 +172,23 @@ async fn a_stop_during_a_collision_sends_the_cease_on_both_connections() {
     expect_cease(&mut accepted, Notification::peer_deconfigured(), "accepted").await;
 }
 
-#[tokio::test]
-async fn a_stop_sends_the_cease_on_a_new_connection_beside_the_session() {
+/// A session with graceful restart (so that a new connection does not end
+/// it), and the peer's new connection beside it, in its OPEN exchange.
+async fn beside_a_session() -> (Lab, Raw, Raw) {
     let mut lab = Lab::with(LabOptions {
         graceful_restart: true,
         ..Default::default()
     })
     .await;
-    let mut old = lab.established(90).await;
-    // The peer's new connection runs its OPEN exchange beside the session.
+    let old = lab.established(90).await;
     let mut new = lab.peer_connects().await;
     new.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+    (lab, old, new)
+}
+
+#[tokio::test]
+async fn a_stop_sends_the_cease_on_a_new_connection_beside_the_session() {
+    let (mut lab, mut old, mut new) = beside_a_session().await;
     stop(&mut lab, Notification::peer_deconfigured()).await;
     expect_cease(&mut old, Notification::peer_deconfigured(), "session").await;
     expect_cease(&mut new, Notification::peer_deconfigured(), "new").await;
@@ -227,14 +233,7 @@ async fn a_neighbor_removed_in_open_sent_gets_the_cease_every_time() {
 #[tokio::test]
 async fn a_neighbor_removed_while_established_gets_the_cease_every_time() {
     for i in 0..RACES {
-        let mut lab = Lab::with(LabOptions {
-            graceful_restart: true,
-            ..Default::default()
-        })
-        .await;
-        let mut old = lab.established(90).await;
-        let mut new = lab.peer_connects().await;
-        new.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+        let (lab, mut old, mut new) = beside_a_session().await;
         removed(lab, Notification::other_configuration_change()).await;
         let n = Notification::other_configuration_change();
         expect_cease(&mut old, n.clone(), &format!("session, round {i}")).await;

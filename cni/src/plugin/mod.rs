@@ -50,31 +50,30 @@ impl Outcome {
     }
 }
 
+/// The `cniVersion` stdin gives, when it is JSON with one.
+fn stdin_version(stdin: &[u8]) -> Option<String> {
+    serde_json::from_slice::<serde_json::Value>(stdin)
+        .ok()?
+        .get("cniVersion")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// The `cniVersion` of stdin, if it has one, for error messages written
 /// before the configuration is fully read.
 fn version_hint(stdin: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(stdin)
-        .ok()
-        .and_then(|v| v.get("cniVersion")?.as_str().map(str::to_string))
+    stdin_version(stdin)
         .filter(|v| version::SUPPORTED.contains(&v.as_str()))
         .unwrap_or_else(|| version::CURRENT.to_string())
 }
 
 /// What VERSION answers as its `cniVersion`: the spec's "value of
 /// cniVersion specified on input" (supported or not: the runtime compares
-/// it with `supportedVersions`), when stdin gives one of the form a.b.c;
-/// else the newest version spoken.
+/// it with `supportedVersions`), when stdin gives a version; else the
+/// newest version spoken.
 fn asked_version(stdin: &[u8]) -> String {
-    serde_json::from_slice::<serde_json::Value>(stdin)
-        .ok()
-        .and_then(|v| v.get("cniVersion")?.as_str().map(str::to_string))
-        .filter(|v| {
-            let parts: Vec<&str> = v.split('.').collect();
-            parts.len() == 3
-                && parts
-                    .iter()
-                    .all(|p| !p.is_empty() && p.len() <= 9 && p.bytes().all(|b| b.is_ascii_digit()))
-        })
+    stdin_version(stdin)
+        .filter(|v| version::parse(v).is_some())
         .unwrap_or_else(|| version::CURRENT.to_string())
 }
 

@@ -26,12 +26,12 @@ use super::state::Labels;
 
 /// On a namespace: its name.
 pub const NAME: &str = "projectcalico.org/name";
-/// On an endpoint: its namespace.
-pub const NAMESPACE: &str = "projectcalico.org/namespace";
+/// On an endpoint: its namespace (the policy compiler's name for it).
+pub const NAMESPACE: &str = tartan_policy::tartan::NAMESPACE_LABEL;
 /// On an endpoint: [`KUBERNETES`].
 pub const ORCHESTRATOR: &str = "projectcalico.org/orchestrator";
 /// On an endpoint whose Pod felix has seen: the Pod's service account.
-pub const SERVICE_ACCOUNT: &str = "projectcalico.org/serviceaccount";
+pub const SERVICE_ACCOUNT: &str = tartan_policy::tartan::SERVICE_ACCOUNT_LABEL;
 /// Calico's name for Kubernetes as an orchestrator.
 pub const KUBERNETES: &str = "k8s";
 

@@ -306,6 +306,25 @@ fn log_then_allow(c: &NetpolCluster) -> Result<()> {
     }
 }
 
+/// A Tartan policy spec at order 10 allowing ingress into every pod of
+/// its scope from `source` only.
+fn allowed_in_from(source: Value) -> Value {
+    json!({"order": 10, "selector": "all()", "types": ["Ingress"],
+           "ingress": [{"action": "Allow", "source": source}]})
+}
+
+/// Every pod reaches every other, but into namespace x only the pods
+/// `ids` do.
+fn only_into_x(ids: &[&str]) -> tartan_lab::netpol::Reachability {
+    grid(|w| {
+        let w = w.expect_to_namespace("x", false);
+        for id in ids {
+            w.expect_to_namespace_from(id, "x", true);
+        }
+        w
+    })
+}
+
 /// Network sets picked by rule selectors, into x: a GlobalNetworkSet
 /// holding y/a's address, a NetworkSet of x holding z/b's, one of y
 /// holding z/c's, all labelled `role: partner`.
@@ -335,43 +354,30 @@ fn network_sets_picked_by_rule_selectors(c: &NetpolCluster) -> Result<()> {
         partner.clone(),
         &host("z/c")?,
     ))?;
-    let from = |source: Value| {
-        json!({"order": 10, "selector": "all()", "types": ["Ingress"],
-               "ingress": [{"action": "Allow", "source": source}]})
-    };
-    let only = |ids: &'static [&'static str]| {
-        grid(move |w| {
-            let w = w.expect_to_namespace("x", false);
-            for id in ids {
-                w.expect_to_namespace_from(id, "x", true);
-            }
-            w
-        })
-    };
     apply_tartan(
         c,
         "x",
         "partners",
-        from(json!({"selector": "role == 'partner'"})),
+        allowed_in_from(json!({"selector": "role == 'partner'"})),
     )?;
-    c.expect(80, Tcp, &only(&["z/b"]))
+    c.expect(80, Tcp, &only_into_x(&["z/b"]))
         .context("NetworkPolicy: its namespace's set")?;
     apply_tartan(
         c,
         "x",
         "partners",
-        from(json!({"selector": "role == 'partner'", "namespaceSelector": "global()"})),
+        allowed_in_from(json!({"selector": "role == 'partner'", "namespaceSelector": "global()"})),
     )?;
-    c.expect(80, Tcp, &only(&["y/a"]))
+    c.expect(80, Tcp, &only_into_x(&["y/a"]))
         .context("NetworkPolicy with namespaceSelector global(): the global set")?;
     c.delete_tartan_policy("x", "partners")?;
-    let mut global = from(json!({"selector": "role == 'partner'"}));
+    let mut global = allowed_in_from(json!({"selector": "role == 'partner'"}));
     global["namespaceSelector"] = json!(in_ns("x"));
     apply_global(c, "partners", global)?;
-    c.expect(80, Tcp, &only(&["y/a", "z/b", "z/c"]))
+    c.expect(80, Tcp, &only_into_x(&["y/a", "z/b", "z/c"]))
         .context("GlobalNetworkPolicy: every set")?;
     c.apply_network_set(network_set(None, "partners", partner, &host("z/a")?))?;
-    c.expect(80, Tcp, &only(&["z/a", "z/b", "z/c"]))
+    c.expect(80, Tcp, &only_into_x(&["z/a", "z/b", "z/c"]))
         .context("the global set's networks changed")
 }
 
@@ -386,35 +392,22 @@ fn service_accounts_by_name_and_by_labels(c: &NetpolCluster) -> Result<()> {
         c.apply_service_account(ns, "sa-a", json!({"team": team}))?;
         c.apply_service_account(ns, "sa-b", json!({}))?;
     }
-    let from = |source: Value| {
-        json!({"order": 10, "selector": "all()", "types": ["Ingress"],
-               "ingress": [{"action": "Allow", "source": source}]})
-    };
-    let only = |ids: &'static [&'static str]| {
-        grid(move |w| {
-            let w = w.expect_to_namespace("x", false);
-            for id in ids {
-                w.expect_to_namespace_from(id, "x", true);
-            }
-            w
-        })
-    };
     apply_tartan(
         c,
         "x",
         "by-account",
-        from(json!({"serviceAccounts": {"names": ["sa-a"]}})),
+        allowed_in_from(json!({"serviceAccounts": {"names": ["sa-a"]}})),
     )?;
-    c.expect(80, Tcp, &only(&["x/a"]))
+    c.expect(80, Tcp, &only_into_x(&["x/a"]))
         .context("by name: the policy's namespace")?;
     apply_tartan(
         c,
         "x",
         "by-account",
-        from(json!({"namespaceSelector": "all()",
+        allowed_in_from(json!({"namespaceSelector": "all()",
                     "serviceAccounts": {"selector": "team == 'blue'"}})),
     )?;
-    c.expect(80, Tcp, &only(&["x/a", "y/a"]))
+    c.expect(80, Tcp, &only_into_x(&["x/a", "y/a"]))
         .context("by the accounts' labels, every namespace")?;
     c.delete_tartan_policy("x", "by-account")?;
     apply_global(
