@@ -276,6 +276,41 @@ pub struct SpeakerStatus {
     pub uptime_seconds: u64,
     /// The daemon's version.
     pub version: String,
+    /// Our own graceful restart (RFC 4724 4.1), from a start that found
+    /// our routes of the previous run in the kernel until route selection
+    /// is done and those routes not learned again are removed; `None`
+    /// otherwise (absent from an older bgpd: `None`).
+    #[serde(default)]
+    pub restart: Option<RestartStatus>,
+}
+
+/// Our own restart (RFC 4724 4.1): until route selection is done our
+/// OPENs carry the Restart State bit; the kernel routes of the previous
+/// run stay until every neighbor has sent End-of-RIB on its session, or
+/// the selection deferral time is over.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestartStatus {
+    /// Seconds until the Selection_Deferral_Timer ends the wait anyway.
+    pub seconds_left: u64,
+    /// The kernel routes of the previous run not learned again are still
+    /// there (absent from an older bgpd: false).
+    #[serde(default)]
+    pub kernel_routes_kept: bool,
+    /// Per family name (`"ipv4-unicast"`).
+    pub families: BTreeMap<String, FamilyDeferral>,
+}
+
+/// One family's route selection after our restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FamilyDeferral {
+    /// Nothing of this family has been sent to any neighbor yet, End-of-RIB
+    /// included. False once selection is done, or after a drain.
+    pub deferred: bool,
+    /// The neighbors whose End-of-RIB selection still waits for; empty
+    /// once done.
+    pub waiting_for: Vec<IpAddr>,
 }
 
 /// Size of one family's Loc-RIB.

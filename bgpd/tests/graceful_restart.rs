@@ -450,3 +450,62 @@ fn parses_ping_replies() {
                64 bytes from 10.62.71.2: icmp_seq=3 ttl=62 time=0.1 ms\n";
     assert_eq!(parse_replies(log), BTreeSet::from([1, 3]));
 }
+
+/// Tartan restarts (kill -9) with a second graceful-restart neighbor that
+/// never comes: BIRD's End-of-RIB does not end the restart, so the kernel
+/// route of the previous run that BIRD no longer announces stays until
+/// the selection deferral time (half the stale-routes time) is over, then
+/// goes (RFC 4724 4.1).
+#[test]
+fn kernel_routes_of_the_previous_run_wait_for_the_selection_deferral_time() -> Result<()> {
+    let l = Line::new(73)?;
+    let gone = format!("10.63.{}.0/24", l.s);
+    // 10.0.S.9 answers nobody: a neighbor that never comes back.
+    let absent: IpAddr = Ipv4Addr::new(10, 0, l.s, 9).into();
+    let config = l
+        .tartan_config(&[l.net_a()])
+        .neighbor(Neighbor::new(absent, BIRD_AS + 1).graceful_restart(RESTART_TIME));
+    let opts = TartanOptions {
+        restart_time: Some(RESTART_TIME),
+        stale_routes_time: Some(12),
+        ..TartanOptions::default()
+    };
+    let mut t = start_tartan(&l.tartan, &config, &opts)?;
+    let mut bird = Bird::start(&l.bird, l.bird_config(&[l.net_b(), gone.clone()]))?;
+    converge(&l, &t, &bird)?;
+    wait_tartan_route(&l.tartan, &gone)?;
+    t.kill9();
+    bird.reconfigure(l.bird_config(&[l.net_b()]))?;
+    // Before the start: the daemon's deferral ends 6 s after it at least.
+    let restarted = std::time::Instant::now();
+    t.restart(&l.tartan)?;
+    t.wait_established(l.bird_addr(), T)?;
+    wait_for("BIRD's End-of-RIB", T, || {
+        t.log().contains("End-of-RIB received").then_some(())
+    })?;
+    // Selection still waits for the absent neighbor: the route stays.
+    let kept: Vec<String> = tartan_proto_routes(&l.tartan, Family::V4)
+        .into_iter()
+        .map(|r| r.dst)
+        .collect();
+    let early = restarted.elapsed();
+    if early < std::time::Duration::from_secs(5) {
+        assert!(
+            kept.contains(&gone),
+            "{gone} left the kernel {early:?} after the restart, before the deferral time: {kept:?}"
+        );
+    }
+    wait_no_tartan_route(&l.tartan, &gone).map_err(|e| e.context(t.log()))?;
+    let waited = restarted.elapsed();
+    assert!(
+        waited >= std::time::Duration::from_secs(6),
+        "{gone} left the kernel {waited:?} after the restart, before the deferral time"
+    );
+    assert!(
+        tartan_proto_routes(&l.tartan, Family::V4)
+            .iter()
+            .any(|r| r.dst == l.net_b()),
+        "BIRD's route left the kernel too"
+    );
+    Ok(())
+}

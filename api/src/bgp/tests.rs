@@ -108,14 +108,36 @@ fn status_round_trips() {
         started_at: 1_700_000_000,
         uptime_seconds: 60,
         version: "0.1.0".into(),
+        restart: Some(RestartStatus {
+            seconds_left: 42,
+            kernel_routes_kept: true,
+            families: BTreeMap::from([(
+                "ipv4-unicast".to_string(),
+                FamilyDeferral {
+                    deferred: true,
+                    waiting_for: vec!["192.0.2.2".parse().unwrap()],
+                },
+            )]),
+        }),
     };
     let v = serde_json::to_value(&status).unwrap();
+    assert_eq!(v["restart"]["secondsLeft"], 42);
+    assert_eq!(v["restart"]["kernelRoutesKept"], true);
+    assert_eq!(
+        v["restart"]["families"]["ipv4-unicast"]["waitingFor"][0],
+        "192.0.2.2"
+    );
     assert_eq!(v["routerId"], "10.0.0.1");
     assert_eq!(v["establishedPeers"], 2);
     assert_eq!(v["routes"]["ipv4-unicast"]["paths"], 7);
     assert_eq!(v["startedAt"], 1_700_000_000u64);
     let back: SpeakerStatus = serde_json::from_value(v).unwrap();
     assert_eq!(back, status);
+    // An older bgpd's answer has no `restart`.
+    let mut old = serde_json::to_value(&status).unwrap();
+    old.as_object_mut().unwrap().remove("restart");
+    let back: SpeakerStatus = serde_json::from_value(old).unwrap();
+    assert_eq!(back.restart, None);
 }
 
 #[test]

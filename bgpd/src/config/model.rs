@@ -34,12 +34,13 @@ pub struct GracefulRestart {
     /// Restart time we advertise (RFC 4724 4.2): how long peers should keep
     /// our routes while we restart.
     pub restart_time: u16,
-    /// How long after start we wait for every peer's End-of-RIB before
-    /// removing stale kernel routes anyway.
+    /// As a helper: how long a restarted peer's stale routes stay after
+    /// its session is back, waiting for its End-of-RIB.
     pub stale_routes_time: Duration,
     /// The Selection_Deferral_Timer of RFC 4724 4.1: how long after a
     /// restart we hold our routes and End-of-RIB back at the longest while
-    /// waiting for the peers' End-of-RIB. Shorter than `stale_routes_time`,
+    /// waiting for the peers' End-of-RIB, and keep the kernel routes of
+    /// the previous run not learned again. Shorter than `stale_routes_time`,
     /// so that a helper that keeps our routes as long from its session's
     /// start has them again before it gives up on them.
     pub selection_deferral: Duration,

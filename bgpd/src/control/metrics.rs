@@ -100,6 +100,8 @@ pub struct Metrics {
     kernel_removed: Counter,
     kernel_failed: Counter,
     rib_prefixes: Family<FamilyLabels, Gauge>,
+    selection_deferred: Family<FamilyLabels, Gauge>,
+    restarting: Gauge,
     bfd_state: Family<PeerLabels, Gauge>,
     bfd_transitions: Family<PeerLabels, Counter>,
     bfd_multihop: Family<PeerLabels, Gauge>,
@@ -127,6 +129,8 @@ impl Metrics {
             kernel_removed: Counter::default(),
             kernel_failed: Counter::default(),
             rib_prefixes: Family::default(),
+            selection_deferred: Family::default(),
+            restarting: Gauge::default(),
             bfd_state: Family::default(),
             bfd_transitions: Family::default(),
             bfd_multihop: Family::default(),
@@ -193,6 +197,16 @@ impl Metrics {
             "tartan_bgp_rib_prefixes",
             "Prefixes in the Loc-RIB by address family",
             self.rib_prefixes.clone(),
+        );
+        r.register(
+            "tartan_bgp_selection_deferred",
+            "1 while route selection after a restart is deferred (RFC 4724 4.1): nothing of the family sent to peers yet",
+            self.selection_deferred.clone(),
+        );
+        r.register(
+            "tartan_bgp_restarting",
+            "1 while our graceful restart goes on (RFC 4724 4.1): kernel routes of the previous run not learned again are kept",
+            self.restarting.clone(),
         );
         r.register(
             "tartan_bfd_session_state",
@@ -317,6 +331,21 @@ impl Metrics {
         self.rib_prefixes
             .get_or_create(&labels)
             .set(saturating_i64(prefixes));
+    }
+
+    /// Whether `family`'s output waits for route selection after our
+    /// restart (RFC 4724 4.1).
+    pub fn set_selection_deferred(&self, family: AddressFamily, deferred: bool) {
+        let labels = FamilyLabels {
+            family: family.name(),
+        };
+        (self.selection_deferred.get_or_create(&labels)).set(i64::from(deferred));
+    }
+
+    /// Whether our graceful restart goes on: kernel routes of the previous
+    /// run kept.
+    pub fn set_restarting(&self, restarting: bool) {
+        self.restarting.set(i64::from(restarting));
     }
 
     /// The text exposition (OpenMetrics) of every metric.

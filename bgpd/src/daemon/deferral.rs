@@ -17,12 +17,37 @@
 //! negotiated, unless it did not advertise graceful restart or set the
 //! Restart State bit (it is restarting too and waits for us: RFC 4724
 //! 4.1's exclusions). An End-of-RIB counts once received during the
-//! deferral, also if that session goes down later.
+//! deferral, by neighbor address, as long as the routes it completed are
+//! in the RIB: also when that session goes down gracefully (its routes
+//! stay as stale). It counts no more once they are gone: the session
+//! ended without graceful restart, the neighbor was reconfigured or
+//! removed, its stale routes timed out, or a family's were swept because
+//! the peer came back without keeping its forwarding state; the neighbor
+//! is then waited for again.
+//!
+//! Once selection is done for every family (every End-of-RIB waited for,
+//! or the timer), later OPENs carry no Restart State bit (RFC 4724 3).
+//! When nobody is waited for (no graceful-restart neighbor, or none that
+//! can send End-of-RIB), that is at once: there is nothing to defer.
+//!
+//! The kernel routes of the previous run not learned again have their own
+//! condition (RFC 4724 4.1: forwarding state not updated by selection is
+//! deleted; BIRD prunes the kernel when its recovery ends): they go once
+//! every configured neighbor is up and has sent End-of-RIB on its current
+//! session, whether we waited for it or not (Tartan, BIRD, FRR and GoBGP
+//! send End-of-RIB also without graceful restart), or at the deferral's
+//! end, whichever comes first. So a neighbor not waited for still has the
+//! time to send its routes again before the old ones go, and no order of
+//! events removes them earlier. A drain lets the held output go at once
+//! (the peers must get the GRACEFUL_SHUTDOWN routes) but decides nothing
+//! else.
 //!
 //! Only what is sent is held: the RIB learns and the kernel installs as
 //! usual. A peer that comes up after its families are released gets its
-//! table at once, as on a cold start.
+//! table at once, as on a cold start. What the operator sees of it is in
+//! `deferral_view.rs`.
 use super::instance::Daemon;
+use super::restart::all_resent;
 use crate::config::Neighbor;
 use crate::model::Family;
 use crate::rib::PeerId;
@@ -35,19 +60,23 @@ use tracing::info;
 /// The deferral under way.
 #[derive(Debug)]
 pub(super) struct Deferral {
-    /// The Selection_Deferral_Timer: when every family is released anyway.
+    /// The Selection_Deferral_Timer: when selection is done anyway.
     pub until: Instant,
-    /// The families still held.
-    pub held: Vec<Family>,
-    /// End-of-RIB received meanwhile, per peer.
-    pub eor: HashMap<PeerId, HashSet<Family>>,
+    /// The families whose selection still waits for End-of-RIBs.
+    pub pending: Vec<Family>,
+    /// A drain let the pending families' output go.
+    pub output_released: bool,
+    /// End-of-RIB received meanwhile, per neighbor address (an address
+    /// outlives the neighbor's sessions and its reconfiguration).
+    pub eor: HashMap<IpAddr, HashSet<Family>>,
 }
 
 impl Deferral {
     pub(super) fn new(until: Instant) -> Deferral {
         Deferral {
             until,
-            held: Family::ALL.to_vec(),
+            pending: Family::ALL.to_vec(),
+            output_released: false,
             eor: HashMap::new(),
         }
     }
@@ -72,23 +101,40 @@ pub(super) fn waits_for(n: &Neighbor, up: Option<&Negotiated>, family: Family) -
 }
 
 impl Daemon {
+    /// Logs the start and sets the gauges; at start, restarting or not.
+    pub(super) fn deferral_started(&self) {
+        if let Some(d) = &self.deferral {
+            let seconds = d.until.saturating_duration_since(Instant::now()).as_secs();
+            info!(
+                seconds,
+                "restarted with our routes of the previous run in the kernel: route selection deferred, nothing sent to peers until every graceful-restart neighbor has sent End-of-RIB or the selection deferral time is over (RFC 4724 4.1)"
+            );
+        }
+        self.publish_deferral();
+    }
+
+    /// Our OPENs carry the Restart State bit: route selection after our
+    /// restart is not done yet.
+    pub(super) fn restarting(&self) -> bool {
+        self.deferral.is_some()
+    }
+
     /// Whether what goes out in `family` is held back.
     pub(super) fn deferred(&self, family: Family) -> bool {
         self.deferral
             .as_ref()
-            .is_some_and(|d| d.held.contains(&family))
+            .is_some_and(|d| !d.output_released && d.pending.contains(&family))
     }
 
     /// The addresses of the neighbors `family` still waits for.
-    fn waiting_for(&self, d: &Deferral, family: Family) -> Vec<IpAddr> {
-        let mut w: Vec<IpAddr> = self
-            .peers
-            .iter()
-            .filter(|(id, p)| {
+    pub(super) fn waiting_for(&self, d: &Deferral, family: Family) -> Vec<IpAddr> {
+        let mut w: Vec<IpAddr> = (self.peers.values())
+            .filter(|p| {
+                let a = p.neighbor.address;
                 waits_for(&p.neighbor, p.up.as_ref().map(|u| &u.negotiated), family)
-                    && !d.eor.get(id).is_some_and(|e| e.contains(&family))
+                    && !d.eor.get(&a).is_some_and(|e| e.contains(&family))
             })
-            .map(|(_, p)| p.neighbor.address)
+            .map(|p| p.neighbor.address)
             .collect();
         w.sort();
         w
@@ -96,51 +142,168 @@ impl Daemon {
 
     /// A neighbor sent End-of-RIB for `family`.
     pub(super) fn deferral_eor(&mut self, id: PeerId, family: Family) {
+        let Some(address) = self.peers.get(&id).map(|p| p.neighbor.address) else {
+            return;
+        };
         if let Some(d) = self.deferral.as_mut() {
-            d.eor.entry(id).or_default().insert(family);
+            d.eor.entry(address).or_default().insert(family);
             self.check_deferral();
+        }
+        self.check_kernel_stale();
+    }
+
+    /// The routes of the neighbor at `address` left the RIB, in
+    /// `families` (None: all): its End-of-RIB for them counts no more, and
+    /// selection waits for it again. Checks nothing: the caller does once
+    /// its change is complete (a reconfigured neighbor is removed, then
+    /// added).
+    pub(super) fn deferral_forget(&mut self, address: IpAddr, families: Option<&[Family]>) {
+        let Some(d) = self.deferral.as_mut() else {
+            return;
+        };
+        let Some(e) = d.eor.get_mut(&address) else {
+            return;
+        };
+        match families {
+            None => e.clear(),
+            Some(fs) => e.retain(|f| !fs.contains(f)),
+        }
+        if e.is_empty() {
+            d.eor.remove(&address);
         }
     }
 
-    /// Releases the families that wait for nobody any more.
+    /// Completes the selection of the families that wait for nobody any
+    /// more.
     pub(super) fn check_deferral(&mut self) {
         let Some(d) = self.deferral.as_ref() else {
             return;
         };
-        let done: Vec<Family> = d
-            .held
-            .iter()
-            .copied()
+        let done: Vec<Family> = (d.pending.iter().copied())
             .filter(|f| self.waiting_for(d, *f).is_empty())
             .collect();
-        for f in done {
-            info!(family = %f, "every neighbor has sent End-of-RIB; route selection done, sending our routes (RFC 4724 4.1)");
-            self.release(Some(f));
+        if done.is_empty() {
+            return;
         }
+        // After a drain the routes went out already.
+        let sending = if d.output_released {
+            ""
+        } else {
+            "; sending our routes"
+        };
+        let mut why = "no neighbor to wait for";
+        for f in &done {
+            // Nobody to wait for at all: nothing to defer.
+            let waited = (self.peers.values())
+                .any(|p| waits_for(&p.neighbor, p.up.as_ref().map(|u| &u.negotiated), *f));
+            let reason = if waited {
+                why = "every neighbor waited for has sent End-of-RIB";
+                why
+            } else {
+                "no neighbor to wait for"
+            };
+            info!(family = %f, "route selection deferral over: {reason}{sending} (RFC 4724 4.1)");
+        }
+        if let Some(d) = self.deferral.as_mut() {
+            d.pending.retain(|f| !done.contains(f));
+        }
+        for f in done {
+            self.wake_writers(Some(f));
+        }
+        self.end_if_selected(why);
     }
 
-    /// The Selection_Deferral_Timer: everything still held goes.
+    /// The Selection_Deferral_Timer: selection is done for every family.
     pub(super) fn deferral_timer(&mut self, now: Instant) {
         let Some(d) = self.deferral.as_ref().filter(|d| d.until <= now) else {
             return;
         };
-        for f in &d.held {
+        let sending = if d.output_released {
+            "selection done"
+        } else {
+            "sending our routes"
+        };
+        for f in &d.pending {
             let waiting = self.waiting_for(d, *f);
-            info!(family = %f, ?waiting, "selection deferral time over; sending our routes without these neighbors' End-of-RIB (RFC 4724 4.1)");
+            info!(family = %f, ?waiting, "route selection deferral over: selection deferral time over; {sending} without these neighbors' End-of-RIB (RFC 4724 4.1)");
         }
-        self.release(None);
+        if let Some(d) = self.deferral.as_mut() {
+            d.pending.clear();
+        }
+        self.wake_writers(None);
+        self.end_if_selected("selection deferral time over");
     }
 
-    /// Ends the deferral of `family` (None: of every family) and wakes the
-    /// writers of the peers concerned.
-    pub(super) fn release(&mut self, family: Option<Family>) {
-        let Some(d) = self.deferral.as_mut() else {
+    /// The same time for the kernel's leftovers.
+    pub(super) fn kernel_stale_timer(&mut self, now: Instant) {
+        if self.kernel_stale_until.is_some_and(|t| t <= now) {
+            self.flush_kernel_stale("selection deferral time over");
+        }
+    }
+
+    /// A drain: the held output goes now, selection goes on (`drain.rs`).
+    pub(super) fn release_for_drain(&mut self) {
+        let Some(d) = self.deferral.as_mut().filter(|d| !d.output_released) else {
             return;
         };
-        d.held.retain(|f| family.is_some_and(|g| g != *f));
-        if d.held.is_empty() {
+        d.output_released = true;
+        info!(
+            "route selection deferral over: draining, so the peers get the GRACEFUL_SHUTDOWN routes now; selection still waits for End-of-RIBs and the kernel keeps our routes of the previous run"
+        );
+        self.wake_writers(None);
+        self.publish_deferral();
+    }
+
+    /// Once no family waits any more: route selection is done, and later
+    /// sessions claim no restart (RFC 4724 3).
+    fn end_if_selected(&mut self, why: &str) {
+        if self.deferral.as_ref().is_some_and(|d| d.pending.is_empty()) {
             self.deferral = None;
+            info!(
+                reason = why,
+                "route selection after our restart done: later OPENs clear the Restart State bit"
+            );
+            // Every peer task reads the flag when it sends an OPEN.
+            self.restart_flag.end();
         }
+        self.publish_deferral();
+    }
+
+    /// Removes the kernel routes of the previous run not learned again
+    /// once every configured neighbor is up and has sent End-of-RIB for
+    /// every family of its current session (at least one neighbor: a
+    /// node without any waits for the timer, as its neighbors may come
+    /// with the next configuration).
+    pub(super) fn check_kernel_stale(&mut self) {
+        if self.kernel_stale_until.is_none() || self.peers.is_empty() {
+            return;
+        }
+        let resent = self.peers.values().all(|p| {
+            (p.up.as_ref()).is_some_and(|u| all_resent(&u.negotiated.families, &u.eor_received))
+        });
+        if resent {
+            self.flush_kernel_stale("every neighbor has sent End-of-RIB");
+        }
+    }
+
+    /// The kernel routes of the previous run not learned again go: our
+    /// restart is over.
+    fn flush_kernel_stale(&mut self, why: &str) {
+        if self.kernel_stale_until.take().is_none() {
+            return;
+        }
+        info!(
+            reason = why,
+            "restart over: removing kernel routes of the previous run not learned again"
+        );
+        if let Some(k) = &self.kernel {
+            k.queue_flush_stale();
+        }
+        self.publish_deferral();
+    }
+
+    /// Wakes the writers of the peers with `family` (None: all).
+    fn wake_writers(&self, family: Option<Family>) {
         for p in self.peers.values() {
             if let Some(up) = &p.up
                 && family.is_none_or(|f| up.negotiated.families.contains(&f))
@@ -220,7 +383,8 @@ mod tests {
     #[test]
     fn a_new_deferral_holds_every_family() {
         let d = Deferral::new(Instant::now() + Duration::from_secs(1));
-        assert_eq!(d.held, Family::ALL.to_vec());
+        assert_eq!(d.pending, Family::ALL.to_vec());
+        assert!(!d.output_released);
         assert!(d.eor.is_empty());
     }
 }

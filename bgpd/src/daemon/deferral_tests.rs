@@ -3,25 +3,28 @@
 //! B (127.0.0.2), both passive, graceful restart on, eBGP; the instance
 //! announces X itself.
 use super::ControlHandle;
-use super::test_instance::{free_port, run};
+use super::test_instance::{free_port, run_with};
+use crate::control::Metrics;
 use crate::model::Family;
 use crate::session::test_lab::{Got, Raw, WAIT};
 use crate::wire::{Message, Update};
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpSocket;
 use tokio::sync::oneshot;
 
-const A: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
-const B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
-const P: &str = "10.8.1.0/24";
-const Q: &str = "10.8.2.0/24";
-const X: &str = "10.8.9.0/24";
+pub(super) const A: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 1);
+pub(super) const B: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+pub(super) const P: &str = "10.8.1.0/24";
+pub(super) const Q: &str = "10.8.2.0/24";
+pub(super) const X: &str = "10.8.9.0/24";
 
-struct Instance {
-    port: u16,
-    _control: ControlHandle,
+pub(super) struct Instance {
+    pub port: u16,
+    pub control: ControlHandle,
+    pub metrics: Arc<Metrics>,
     _stop: oneshot::Sender<()>,
     /// Just before the daemon started.
     started: Instant,
@@ -29,7 +32,7 @@ struct Instance {
 
 /// The instance; `restarting`: as after a restart with our routes found
 /// in the kernel; `extra`: more of the file (neighbors' settings).
-async fn instance(restarting: bool, extra: &str) -> Instance {
+pub(super) async fn instance(restarting: bool, extra: &str) -> Instance {
     let port = free_port();
     let text = format!(
         "router_id = \"10.0.0.1\"\nasn = 65000\nebgp_requires_policy = false\n{extra}\
@@ -40,10 +43,12 @@ async fn instance(restarting: bool, extra: &str) -> Instance {
          [[neighbor]]\naddress = \"{B}\"\nasn = 65002\npassive = true\n"
     );
     let started = Instant::now();
-    let (control, stop) = run(&text, restarting).await;
+    let metrics = Arc::new(Metrics::new());
+    let (control, stop) = run_with(&text, restarting, metrics.clone()).await;
     Instance {
         port,
-        _control: control,
+        control,
+        metrics,
         _stop: stop,
         started,
     }
@@ -51,7 +56,7 @@ async fn instance(restarting: bool, extra: &str) -> Instance {
 
 /// The peer at `from` connects; graceful restart with the Restart State
 /// bit clear (a helper), or no graceful restart.
-async fn connect(port: u16, from: Ipv4Addr, graceful_restart: bool) -> Raw {
+pub(super) async fn connect(port: u16, from: Ipv4Addr, graceful_restart: bool) -> Raw {
     let s = TcpSocket::new_v4().unwrap();
     s.bind(SocketAddr::new(IpAddr::V4(from), 0)).unwrap();
     let stream = s.connect(([127, 0, 0, 1], port).into()).await.unwrap();
@@ -65,14 +70,14 @@ async fn connect(port: u16, from: Ipv4Addr, graceful_restart: bool) -> Raw {
 }
 
 /// Established, as a helper would be.
-async fn up(port: u16, from: Ipv4Addr, graceful_restart: bool) -> Raw {
+pub(super) async fn up(port: u16, from: Ipv4Addr, graceful_restart: bool) -> Raw {
     let mut r = connect(port, from, graceful_restart).await;
     r.establish(90).await;
     r
 }
 
 /// A up, having sent P and End-of-RIB.
-async fn a_resent(port: u16) -> Raw {
+pub(super) async fn a_resent(port: u16) -> Raw {
     let mut a = up(port, A, true).await;
     a.send_route(P).await;
     a.send_end_of_rib().await;
@@ -115,7 +120,7 @@ fn announced(u: &Update) -> Vec<String> {
 
 /// The prefixes announced up to IPv4 End-of-RIB, which must come after
 /// them, with no withdrawal.
-async fn table(peer: &mut Raw, who: &str) -> BTreeSet<String> {
+pub(super) async fn table(peer: &mut Raw, who: &str) -> BTreeSet<String> {
     let mut got = BTreeSet::new();
     loop {
         match peer.recv(WAIT).await {
@@ -131,7 +136,7 @@ async fn table(peer: &mut Raw, who: &str) -> BTreeSet<String> {
     }
 }
 
-fn set(p: &[&str]) -> BTreeSet<String> {
+pub(super) fn set(p: &[&str]) -> BTreeSet<String> {
     p.iter().map(|s| s.to_string()).collect()
 }
 

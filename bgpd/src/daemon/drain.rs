@@ -22,14 +22,9 @@ impl Daemon {
             return;
         }
         // Held output would keep the GRACEFUL_SHUTDOWN routes from the
-        // peers until the sessions close: the drain ends a selection
-        // deferral (RFC 4724 4.1) under way.
-        if self.deferral.is_some() {
-            info!(
-                "draining: route selection deferral ended early so that the peers get the GRACEFUL_SHUTDOWN routes"
-            );
-            self.release(None);
-        }
+        // peers until the sessions close: the drain ends the deferral of
+        // what we send (RFC 4724 4.1) under way.
+        self.release_for_drain();
         let c = self.rib.set_draining(true);
         self.apply(c);
         let at = Instant::now() + wait;

@@ -42,6 +42,15 @@ async fn a_drain_ends_the_deferral_so_that_the_peers_get_graceful_shutdown() {
         other => panic!("A was sent something while selection is deferred: {other:?}"),
     }
     control.drain(Some(Duration::from_secs(2))).await.unwrap();
+    // The output goes, but selection still waits for B: the kernel keeps
+    // the routes of the previous run meanwhile.
+    let r = control.status().await.unwrap().restart.expect("restarting");
+    let v4 = &r.families["ipv4-unicast"];
+    assert!(!v4.deferred);
+    assert_eq!(
+        v4.waiting_for,
+        vec![IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2))]
+    );
     let mut graceful_shutdown = false;
     loop {
         match a.recv(WAIT * 2).await {

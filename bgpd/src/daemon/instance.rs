@@ -11,7 +11,9 @@ use crate::control::Metrics;
 use crate::kernel::{Kernel, KernelSync, KernelSyncHandle, Nexthop};
 use crate::model::{Family, NextHop};
 use crate::rib::{Changes, LocalConfig, PeerId, Rib};
-use crate::session::{LocalParams, Negotiated, PeerCommand, PeerEvent, PeerLink, spawn_peer};
+use crate::session::{
+    LocalParams, Negotiated, PeerCommand, PeerEvent, PeerLink, RestartFlag, spawn_peer,
+};
 use crate::wire::{EncodeOptions, Notification};
 use ipnet::IpNet;
 use std::collections::{HashMap, HashSet};
@@ -74,13 +76,20 @@ pub struct Daemon {
     events_rx: mpsc::Receiver<PeerEvent>,
     control_rx: mpsc::Receiver<ControlRequest>,
     next_id: PeerId,
-    /// We found our own routes in the kernel at start: a restart with
-    /// forwarding kept (RFC 4724 R bit); they go once peers have resent.
-    pub(super) restarting: bool,
-    pub(super) kernel_stale_until: Option<Instant>,
-    /// Restarting: route selection deferred, nothing sent yet, for the
-    /// families it holds (RFC 4724 4.1, `deferral.rs`).
+    /// The Restart State bit of our OPENs, shared with the peer tasks:
+    /// set from a restart with forwarding kept (our own routes found in
+    /// the kernel at start) until route selection is done (RFC 4724 3 and
+    /// 4.1, `deferral.rs`); `deferral.is_some()` says the same.
+    pub(super) restart_flag: RestartFlag,
+    /// Restarting: route selection deferred, and what goes out held, for
+    /// the families still pending (RFC 4724 4.1, `deferral.rs`).
     pub(super) deferral: Option<Deferral>,
+    /// Restarting: the kernel routes of the previous run not learned again
+    /// stay until every neighbor is up and has sent End-of-RIB on its
+    /// session, or until this time (the Selection_Deferral_Timer's), so
+    /// that no route goes before its replacement could come
+    /// (`deferral.rs`).
+    pub(super) kernel_stale_until: Option<Instant>,
     pub(super) started: Instant,
     pub(super) drain: DrainState,
     /// The BFD runtime, started with the first neighbor that uses BFD.
@@ -119,7 +128,7 @@ impl Daemon {
             if !own.is_empty() {
                 info!(
                     routes = own.len(),
-                    "found routes of a previous run in the kernel; keeping them until peers have resent theirs"
+                    "found routes of a previous run in the kernel; keeping them until every neighbor has sent End-of-RIB or the selection deferral time is over"
                 );
             }
             let restarting = !own.is_empty();
@@ -146,13 +155,12 @@ impl Daemon {
             cluster_id: config.cluster_id,
         });
         let restarting = restarting || assume_restart;
-        // The deferral of what we send (RFC 4724 4.1) ends before the
-        // kernel's leftovers go at the latest (and with them at the latest).
-        let now = Instant::now();
-        let kernel_stale_until =
-            restarting.then_some(now + config.graceful_restart.stale_routes_time);
-        let deferral =
-            restarting.then(|| Deferral::new(now + config.graceful_restart.selection_deferral));
+        // Route selection deferral (RFC 4724 4.1); the kernel's leftovers
+        // go once every neighbor has resent its routes, at its end at the
+        // latest.
+        let until = Instant::now() + config.graceful_restart.selection_deferral;
+        let deferral = restarting.then(|| Deferral::new(until));
+        let kernel_stale_until = restarting.then_some(until);
         let mut d = Daemon {
             config: config.clone(),
             options,
@@ -167,13 +175,14 @@ impl Daemon {
             events_rx,
             control_rx,
             next_id: 1,
-            restarting,
-            kernel_stale_until,
+            restart_flag: RestartFlag::new(restarting),
             deferral,
+            kernel_stale_until,
             started: Instant::now(),
             drain: DrainState::default(),
             bfd: None,
         };
+        d.deferral_started();
         for a in &config.announce {
             let c = d.rib.originate(announce_attrs(a), a.prefix);
             d.apply(c);
@@ -181,6 +190,9 @@ impl Daemon {
         for n in config.neighbors {
             d.add_peer(Arc::new(n));
         }
+        // What waits for nobody is done now, whatever comes first later.
+        d.check_deferral();
+        d.check_kernel_stale();
         Ok((d, ControlHandle::new(control_tx)))
     }
 
@@ -195,10 +207,10 @@ impl Daemon {
                 n,
                 self.config.graceful_restart.restart_time,
             ),
-            restarting: self.restarting,
+            restarting: self.restart_flag.clone(),
             // RFC 4724 3: F only when our forwarding state was kept, that
             // is, our routes of the previous run were found in the kernel.
-            forwarding_preserved: self.config.kernel_install && self.restarting,
+            forwarding_preserved: self.config.kernel_install && self.restarting(),
             installs_routes: self.config.kernel_install,
         }
     }
@@ -289,6 +301,8 @@ impl Daemon {
         }
         let c = self.rib.peer_down(id);
         self.apply(c);
+        // Its routes are gone: an End-of-RIB of it counts no more.
+        self.deferral_forget(slot.neighbor.address, None);
         info!(peer = %slot.neighbor.address, "neighbor removed");
     }
 
@@ -340,7 +354,7 @@ impl Daemon {
                 Some(req) = self.control_rx.recv() => self.on_control(req),
                 Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => self.reload(),
                 Some(cfg) = async { match updates.as_mut() { Some(u) => u.recv().await, None => std::future::pending().await } } => self.apply_config(cfg),
-                _ = sleep_until_opt(deadline) => self.on_timers().await,
+                _ = sleep_until_opt(deadline) => self.on_timers(),
                 _ = gauges.tick() => self.refresh_gauges(),
             }
         }
@@ -382,8 +396,8 @@ impl Daemon {
         self.peers
             .values()
             .filter_map(|p| p.stale_until)
-            .chain(self.kernel_stale_until)
             .chain(self.deferral.as_ref().map(|d| d.until))
+            .chain(self.kernel_stale_until)
             .chain(self.drain.close_at)
             .min()
     }

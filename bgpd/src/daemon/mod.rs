@@ -4,11 +4,16 @@
 mod control_channel;
 mod deferral;
 #[cfg(test)]
+mod deferral_status_tests;
+#[cfg(test)]
 mod deferral_tests;
+mod deferral_view;
 mod drain;
 mod drain_state;
 mod encode;
 mod instance;
+#[cfg(test)]
+mod kernel_stale_tests;
 mod listener;
 mod origin;
 mod peer_events;
@@ -16,6 +21,8 @@ mod peer_events;
 mod peer_restart_tests;
 mod reload;
 mod restart;
+#[cfg(test)]
+mod restart_end_tests;
 mod status;
 #[cfg(test)]
 mod test_instance;

@@ -133,6 +133,8 @@ impl Daemon {
             eor_sent: HashSet::new(),
             eor_received: HashSet::new(),
         });
+        // Those routes are gone: an End-of-RIB before counts no more.
+        self.deferral_forget(n.address, Some(&sweeps));
         for f in sweeps {
             let c = self.rib.sweep_stale(id, Some(f));
             self.apply(c);
@@ -145,6 +147,7 @@ impl Daemon {
         }
         // A peer that will not send End-of-RIB is waited for no more.
         self.check_deferral();
+        self.check_kernel_stale();
         output.notify_one();
     }
 
@@ -193,7 +196,7 @@ impl Daemon {
             }
         }
         if let Some(f) = update.end_of_rib {
-            self.on_end_of_rib(id, f).await;
+            self.on_end_of_rib(id, f);
         }
     }
 

@@ -192,8 +192,10 @@ impl Daemon {
         if old.kernel_exclude != new.kernel_exclude {
             self.kernel_exclude_changed(&old.kernel_exclude);
         }
-        // A neighbor removed is waited for no more (RFC 4724 4.1).
+        // A neighbor removed is waited for no more (RFC 4724 4.1); one
+        // reconfigured is waited for again.
         self.check_deferral();
+        self.check_kernel_stale();
         info!(added, removed, changed, "configuration reloaded");
     }
 }

@@ -1,23 +1,22 @@
 //! Graceful restart (RFC 4724) on the instance's side. As helper: a
 //! restarting peer's routes are kept as stale for its restart time (bounded
 //! by the operator), swept family by family on End-of-RIB, or all at once
-//! when the time is over. As the restarting speaker: the kernel routes of
-//! our previous run stay until every neighbor has sent End-of-RIB or the
-//! stale-routes time is over, and what we send waits for route selection
-//! (`deferral.rs`). The decisions are the pure functions at the
+//! when the time is over. As the restarting speaker: what we send waits
+//! for route selection, and the kernel routes of our previous run stay
+//! until every neighbor has resent its routes, or the selection deferral
+//! time is over (`deferral.rs`). The decisions are the pure functions at the
 //! end; the methods apply them to the RIB and the kernel.
 use super::instance::Daemon;
 use crate::config::Neighbor;
 use crate::model::Family;
 use crate::rib::PeerId;
-use crate::session::PeerCommand;
 use crate::wire::GracefulRestartCap;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 use tracing::{debug, info};
 
 impl Daemon {
-    pub(super) async fn on_timers(&mut self) {
+    pub(super) fn on_timers(&mut self) {
         let now = Instant::now();
         self.close_if_drained(now);
         let expired: Vec<PeerId> = self
@@ -30,33 +29,17 @@ impl Daemon {
             if let Some(p) = self.peers.get_mut(&id) {
                 p.stale_until = None;
                 info!(peer = %p.neighbor.address, "graceful restart time over; removing the peer's stale routes");
+                let address = p.neighbor.address;
+                self.deferral_forget(address, None);
             }
             let c = self.rib.sweep_stale(id, None);
             self.apply(c);
         }
         self.deferral_timer(now);
-        if self.kernel_stale_until.is_some_and(|t| t <= now) {
-            info!("stale-routes time over; removing kernel routes not learned again");
-            self.flush_kernel_stale().await;
-        }
+        self.kernel_stale_timer(now);
     }
 
-    async fn flush_kernel_stale(&mut self) {
-        self.kernel_stale_until = None;
-        self.restarting = false;
-        // Not restarting any more: nothing is held back either.
-        self.release(None);
-        // The peer tasks hold the R bit they put in OPEN; later sessions
-        // must not claim a restart.
-        for p in self.peers.values() {
-            let _ = p.link.commands.try_send(PeerCommand::RestartDone);
-        }
-        if let Some(k) = &self.kernel {
-            k.flush_stale().await;
-        }
-    }
-
-    pub(super) async fn on_end_of_rib(&mut self, id: PeerId, family: Family) {
+    pub(super) fn on_end_of_rib(&mut self, id: PeerId, family: Family) {
         debug!(peer = id, %family, "End-of-RIB received");
         let c = self.rib.sweep_stale(id, Some(family));
         self.apply(c);
@@ -69,20 +52,10 @@ impl Daemon {
                 slot.stale_until = None;
             }
         }
+        // Restarting: the last End-of-RIB waited for ends route
+        // selection, the last one of all the kernel's leftovers
+        // (`deferral.rs`).
         self.deferral_eor(id, family);
-        // Restarting: once every neighbor has resent its table, the
-        // kernel's leftovers from before the restart can go.
-        if self.kernel_stale_until.is_some() && self.all_peers_resent() {
-            info!("every neighbor has sent End-of-RIB; removing kernel routes not learned again");
-            self.flush_kernel_stale().await;
-        }
-    }
-
-    fn all_peers_resent(&self) -> bool {
-        self.peers.values().all(|p| match &p.up {
-            Some(up) => all_resent(&up.negotiated.families, &up.eor_received),
-            None => false,
-        })
     }
 
     pub(super) fn on_down(&mut self, id: PeerId, graceful: bool, reason: &str) {
@@ -110,6 +83,8 @@ impl Daemon {
             None => {
                 debug!(peer = %slot.neighbor.address, %reason, "removing the peer's routes");
                 slot.stale_until = None;
+                let address = slot.neighbor.address;
+                self.deferral_forget(address, None);
                 self.rib.peer_down(id)
             }
         };

@@ -191,6 +191,7 @@ fn status(d: &Daemon) -> SpeakerStatus {
         started_at: now.saturating_sub(up),
         uptime_seconds: up,
         version: env!("CARGO_PKG_VERSION").to_string(),
+        restart: d.deferral_status(),
     }
 }
 

@@ -1,8 +1,9 @@
 //! For tests: the whole instance, run on a configuration text.
 use super::{ControlHandle, Daemon, DaemonOptions};
+use crate::config::Config;
 use crate::control::Metrics;
 use std::sync::Arc;
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 /// A free port on 127.0.0.1 for the instance to listen on.
 pub(super) fn free_port() -> u16 {
@@ -17,10 +18,30 @@ pub(super) fn free_port() -> u16 {
 /// used or dropped. `restarting`: as after a restart with our routes of
 /// the previous run found in the kernel.
 pub(super) async fn run(text: &str, restarting: bool) -> (ControlHandle, oneshot::Sender<()>) {
+    run_with(text, restarting, Arc::new(Metrics::new())).await
+}
+
+/// [`run`], with the metrics the instance is to keep.
+pub(super) async fn run_with(
+    text: &str,
+    restarting: bool,
+    metrics: Arc<Metrics>,
+) -> (ControlHandle, oneshot::Sender<()>) {
+    let (control, stop, _) = run_updating(text, restarting, metrics).await;
+    (control, stop)
+}
+
+/// [`run_with`], also returning where new configurations go (as from
+/// the datastore).
+pub(super) async fn run_updating(
+    text: &str,
+    restarting: bool,
+    metrics: Arc<Metrics>,
+) -> (ControlHandle, oneshot::Sender<()>, mpsc::Sender<Config>) {
     let config = crate::config::parse("t", text).unwrap();
     let options = DaemonOptions {
         config_path: Default::default(),
-        metrics: Arc::new(Metrics::new()),
+        metrics,
         shutdown_drain: None,
         bfd: Default::default(),
     };
@@ -31,8 +52,10 @@ pub(super) async fn run(text: &str, restarting: bool) -> (ControlHandle, oneshot
     }
     .unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(daemon.run(async {
+    let (updates, updates_rx) = mpsc::channel(4);
+    let stopped = async {
         let _ = stopped.await;
-    }));
-    (control, stop)
+    };
+    tokio::spawn(daemon.run_with_updates(stopped, Some(updates_rx)));
+    (control, stop, updates)
 }

@@ -81,6 +81,7 @@ mod tests {
             started_at: 0,
             uptime_seconds: 0,
             version: "test".into(),
+            restart: None,
         }
     }
 

@@ -114,9 +114,17 @@ impl KernelSync {
     }
 
     /// Deletes the start-time routes that were not set since, and returns
-    /// once that is done. Call it when the RIB has converged (End-of-RIB
-    /// from every peer, or a timeout).
+    /// once that is done. Call it when the RIB has converged (after a
+    /// restart: every neighbor has sent End-of-RIB, or the selection
+    /// deferral time is over; RFC 4724 4.1).
     pub async fn flush_stale(&self) {
+        let target = self.queue_flush_stale();
+        self.wait_applied(target).await;
+    }
+
+    /// [`KernelSync::flush_stale`] without waiting for it to be applied:
+    /// returns the change's number.
+    pub fn queue_flush_stale(&self) -> u64 {
         let target = {
             let mut st = self.shared.lock();
             let stale: Vec<IpNet> = st.stale.drain().collect();
@@ -131,7 +139,7 @@ impl KernelSync {
             st.queued
         };
         self.shared.wake.notify_one();
-        self.wait_applied(target).await;
+        target
     }
 
     /// Returns once every change made before the call has been applied

@@ -230,7 +230,7 @@ mod tests {
             families: vec![Family::Ipv4Unicast],
             peer_asn: 65001,
             graceful_restart: None,
-            restarting: false,
+            restarting: Default::default(),
             forwarding_preserved: false,
             installs_routes: false,
         }

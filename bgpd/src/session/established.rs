@@ -166,7 +166,6 @@ pub async fn run(io: SessionIo<'_>, opened: Opened) -> (Fsm, Ended) {
                         None => Event::ManualStop(Notification::administrative_shutdown()),
                         Some(PeerCommand::Stop(n)) => Event::ManualStop(n),
                         Some(PeerCommand::Reset(n)) => Event::AutomaticStop(n),
-                        Some(PeerCommand::RestartDone) => Event::RestartDone,
                         Some(PeerCommand::RouteRefresh(f)) => Event::RefreshRequest(f),
                     };
                     let actions = lock(&fsm).handle(event);

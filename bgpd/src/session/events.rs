@@ -56,6 +56,4 @@ pub enum PeerCommand {
     Reset(Notification),
     /// Ask the peer to send its routes of this family again (RFC 2918).
     RouteRefresh(Family),
-    /// Our graceful restart is over: later OPENs clear the R bit (RFC 4724 3).
-    RestartDone,
 }

@@ -5,6 +5,8 @@ use crate::model::Family;
 use crate::wire::{Capabilities, GracefulRestartCap, Notification, Open, OpenExpect};
 use std::fmt;
 use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// RFC 4271 8.2.2 session states, numbered as in the BGP MIB.
@@ -55,8 +57,9 @@ pub struct LocalParams {
     pub peer_asn: u32,
     /// Our restart time when graceful restart is on for this neighbor.
     pub graceful_restart: Option<u16>,
-    /// RFC 4724 R bit: we restarted and kept forwarding state.
-    pub restarting: bool,
+    /// RFC 4724 R bit: we restarted and kept forwarding state. Shared
+    /// with the instance, which ends it for every session at once.
+    pub restarting: RestartFlag,
     /// RFC 4724 F bit for each family: our forwarding state was kept
     /// since the session before this one (or the run before this one).
     pub forwarding_preserved: bool,
@@ -79,7 +82,7 @@ impl LocalParams {
         let graceful_restart = self
             .graceful_restart
             .map(|restart_time| GracefulRestartCap {
-                restarting: self.restarting,
+                restarting: self.restarting.get(),
                 notification: false,
                 restart_time,
                 families: self
@@ -102,6 +105,36 @@ impl LocalParams {
                 ..Default::default()
             },
         }
+    }
+}
+
+/// The Restart State bit (RFC 4724 3) of our OPENs: set from a restart
+/// with our forwarding state kept until route selection is done. The
+/// instance and every peer task share it, and every OPEN reads it when it
+/// is sent, so the end of the restart is never lost to a full command
+/// queue.
+#[derive(Debug, Clone, Default)]
+pub struct RestartFlag(Arc<AtomicBool>);
+
+impl RestartFlag {
+    pub fn new(restarting: bool) -> RestartFlag {
+        RestartFlag(Arc::new(AtomicBool::new(restarting)))
+    }
+
+    pub fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// Our restart is over: later OPENs, of every holder, clear the bit.
+    pub fn end(&self) {
+        self.0.store(false, Ordering::Relaxed);
+    }
+}
+
+/// By value: two parameter sets are equal when their OPENs would be.
+impl PartialEq for RestartFlag {
+    fn eq(&self, other: &RestartFlag) -> bool {
+        self.get() == other.get()
     }
 }
 
@@ -186,7 +219,7 @@ mod tests {
             families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
             peer_asn: 65001,
             graceful_restart: Some(120),
-            restarting: false,
+            restarting: RestartFlag::new(false),
             forwarding_preserved: true,
             installs_routes: true,
         }

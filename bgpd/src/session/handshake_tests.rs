@@ -264,7 +264,7 @@ async fn a_stop_sends_the_cease_on_a_connection_already_established() {
         families: vec![Family::Ipv4Unicast],
         peer_asn: super::test_lab::PEER_AS,
         graceful_restart: None,
-        restarting: false,
+        restarting: Default::default(),
         forwarding_preserved: false,
         installs_routes: false,
     };

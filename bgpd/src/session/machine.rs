@@ -85,9 +85,6 @@ pub enum Event {
     UpdatesSent,
     /// The operator asks the peer to send a family again (RFC 2918).
     RefreshRequest(Family),
-    /// Our graceful restart is over: later OPENs clear the R bit
-    /// (RFC 4724 3).
-    RestartDone,
     /// A new connection from the peer, started while Established, had the
     /// peer's OPEN accepted: the peer restarted (RFC 4724 4.2).
     NewConnectionOpened,
@@ -252,10 +249,6 @@ impl Fsm {
         use Event as E;
         use State as S;
         match (self.state, event) {
-            (_, E::RestartDone) => {
-                self.local.restarting = false;
-                vec![]
-            }
             (S::Idle, E::ManualStart | E::ConnectRetryTimerExpires) => self.start(),
             (S::Connect | S::Active, E::ManualStart) => vec![],
             (S::Connect, E::ConnectRetryTimerExpires) => vec![Action::Dial],

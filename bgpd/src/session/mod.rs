@@ -28,5 +28,5 @@ mod tests;
 
 pub use counters::PeerCounters;
 pub use events::{PeerCommand, PeerEvent};
-pub use fsm::{LocalParams, Negotiated, State};
+pub use fsm::{LocalParams, Negotiated, RestartFlag, State};
 pub use peer::{PeerLink, spawn_peer};

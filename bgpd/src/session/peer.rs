@@ -144,16 +144,12 @@ impl PeerTask {
                     let left = retry_at.saturating_duration_since(tokio::time::Instant::now());
                     return Some((vec![Action::SetTimer(Timer::ConnectRetry, left)], Some(a)));
                 }
-                c = self.commands.recv() => match c? {
-                    PeerCommand::Stop(n) => {
+                c = self.commands.recv() => {
+                    if let PeerCommand::Stop(n) = c? {
                         self.fsm.handle(Event::ManualStop(n));
                         return None;
                     }
-                    PeerCommand::RestartDone => {
-                        self.fsm.handle(Event::RestartDone);
-                    }
-                    _ => {}
-                },
+                }
             }
         }
     }
@@ -189,9 +185,6 @@ impl PeerTask {
                     Some(PeerCommand::Stop(n)) => {
                         self.fsm.handle(Event::ManualStop(n));
                         return false;
-                    }
-                    Some(PeerCommand::RestartDone) => {
-                        self.fsm.handle(Event::RestartDone);
                     }
                     Some(_) => {}
                 },
@@ -260,9 +253,6 @@ impl PeerTask {
                     Some(PeerCommand::Stop(n)) => {
                         self.stop_attempts(attempts, n);
                         return None;
-                    }
-                    Some(PeerCommand::RestartDone) => {
-                        self.fsm.handle(Event::RestartDone);
                     }
                     Some(_) => {}
                 },

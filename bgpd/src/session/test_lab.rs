@@ -229,7 +229,7 @@ impl Lab {
             families: vec![Family::Ipv4Unicast],
             peer_asn: PEER_AS,
             graceful_restart: o.graceful_restart.then_some(120),
-            restarting: false,
+            restarting: Default::default(),
             forwarding_preserved: false,
             installs_routes: false,
         };

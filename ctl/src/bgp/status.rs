@@ -1,5 +1,5 @@
 use crate::human::duration;
-use tartan_api::bgp::SpeakerStatus;
+use tartan_api::bgp::{RestartStatus, SpeakerStatus};
 
 /// `Key:  value` lines, aligned.
 pub fn render_status(s: &SpeakerStatus) -> String {
@@ -29,6 +29,9 @@ pub fn render_status(s: &SpeakerStatus) -> String {
             k.installed, k.removed, k.failed
         ),
     ));
+    if let Some(r) = &s.restart {
+        restart_lines(r, &mut lines);
+    }
     let width = lines.iter().map(|(key, _)| key.len()).max().unwrap_or(0) + 1;
     let mut out = String::new();
     for (key, value) in lines {
@@ -40,6 +43,48 @@ pub fn render_status(s: &SpeakerStatus) -> String {
         out.push_str(&format!("{label:width$}  {value}\n"));
     }
     out
+}
+
+/// Our own graceful restart (RFC 4724 4.1): where selection and the
+/// kernel routes of the previous run are, the time left, then per family
+/// what is held and whose End-of-RIB is awaited.
+fn restart_lines(r: &RestartStatus, lines: &mut Vec<(&str, String)>) {
+    let fams = r.families.values();
+    let selection = if fams.clone().any(|f| f.deferred) {
+        "route selection deferred"
+    } else if fams.clone().any(|f| !f.waiting_for.is_empty()) {
+        "route selection under way, routes sent (drain)"
+    } else {
+        "route selection done"
+    };
+    let kernel = if r.kernel_routes_kept {
+        "kernel routes of the previous run kept until every neighbor has sent End-of-RIB"
+    } else {
+        "kernel routes of the previous run removed"
+    };
+    lines.push((
+        "Restarting",
+        format!(
+            "{selection}; {kernel}; at most {} left",
+            duration(r.seconds_left)
+        ),
+    ));
+    for (family, f) in &r.families {
+        let who: Vec<String> = f.waiting_for.iter().map(|a| a.to_string()).collect();
+        let state = match (f.deferred, who.is_empty()) {
+            (false, true) => "selection done".to_string(),
+            (true, true) => "nothing sent yet".to_string(),
+            (held, false) => {
+                let held = if held {
+                    "nothing sent yet"
+                } else {
+                    "sent (drain)"
+                };
+                format!("{held}, waiting for End-of-RIB from {}", who.join(", "))
+            }
+        };
+        lines.push(("", format!("{family}: {state}")));
+    }
 }
 
 #[cfg(test)]
@@ -79,6 +124,7 @@ mod tests {
             started_at: 0,
             uptime_seconds: 7500,
             version: "0.1.0".into(),
+            restart: None,
         };
         assert_eq!(
             render_status(&s),
@@ -90,6 +136,76 @@ mod tests {
              Routes:         ipv4-unicast: 4 prefixes, 6 paths\n\
              \x20               ipv6-unicast: 1 prefixes, 1 paths\n\
              Kernel routes:  4 installed, 1 removed, 0 failed\n"
+        );
+    }
+
+    #[test]
+    fn a_restart_shows_what_selection_waits_for() {
+        use tartan_api::bgp::FamilyDeferral;
+        let mut s = SpeakerStatus {
+            router_id: "10.0.0.1".parse().unwrap(),
+            asn: 65000,
+            peers: 2,
+            established_peers: 1,
+            routes: BTreeMap::new(),
+            kernel: KernelCounts::default(),
+            started_at: 0,
+            uptime_seconds: 5,
+            version: "0.1.0".into(),
+            restart: Some(RestartStatus {
+                seconds_left: 85,
+                kernel_routes_kept: true,
+                families: BTreeMap::from([
+                    (
+                        "ipv4-unicast".into(),
+                        FamilyDeferral {
+                            deferred: true,
+                            waiting_for: vec![
+                                "10.0.0.2".parse().unwrap(),
+                                "10.0.0.3".parse().unwrap(),
+                            ],
+                        },
+                    ),
+                    (
+                        "ipv6-unicast".into(),
+                        FamilyDeferral {
+                            deferred: false,
+                            waiting_for: vec![],
+                        },
+                    ),
+                ]),
+            }),
+        };
+        let out = render_status(&s);
+        let tail: Vec<&str> = out.lines().skip(7).collect();
+        assert_eq!(
+            tail,
+            [
+                "Restarting:     route selection deferred; kernel routes of the previous run kept until every neighbor has sent End-of-RIB; at most 1m25s left",
+                "                ipv4-unicast: nothing sent yet, waiting for End-of-RIB from 10.0.0.2, 10.0.0.3",
+                "                ipv6-unicast: selection done",
+            ],
+            "{out}"
+        );
+        // After a drain: sent, but selection goes on.
+        let r = s.restart.as_mut().unwrap();
+        r.families.get_mut("ipv4-unicast").unwrap().deferred = false;
+        let first = |s: &SpeakerStatus| render_status(s).lines().nth(7).unwrap().to_string();
+        assert_eq!(
+            first(&s),
+            "Restarting:     route selection under way, routes sent (drain); kernel routes of the previous run kept until every neighbor has sent End-of-RIB; at most 1m25s left"
+        );
+        // Selection done (nobody waited for), the kernel's routes still
+        // waiting for the neighbors' End-of-RIB.
+        let r = s.restart.as_mut().unwrap();
+        r.families
+            .get_mut("ipv4-unicast")
+            .unwrap()
+            .waiting_for
+            .clear();
+        assert_eq!(
+            first(&s),
+            "Restarting:     route selection done; kernel routes of the previous run kept until every neighbor has sent End-of-RIB; at most 1m25s left"
         );
     }
 }

@@ -34,6 +34,9 @@ fn peer_handle_counts_and_exposes() {
     });
     p.set_filtered(3);
     m.set_rib_prefixes(Family::Ipv6Unicast, 42);
+    m.set_selection_deferred(Family::Ipv4Unicast, true);
+    m.set_selection_deferred(Family::Ipv6Unicast, false);
+    m.set_restarting(true);
     m.set_kernel_installed(7);
     m.inc_kernel_failed();
 
@@ -53,6 +56,9 @@ fn peer_handle_counts_and_exposes() {
         r#"tartan_bgp_peer_prefixes_filtered{peer="192.0.2.1"} 3"#,
         r#"tartan_bgp_updates_treat_as_withdraw_total{peer="192.0.2.1"} 1"#,
         r#"tartan_bgp_rib_prefixes{family="ipv6-unicast"} 42"#,
+        r#"tartan_bgp_selection_deferred{family="ipv4-unicast"} 1"#,
+        r#"tartan_bgp_selection_deferred{family="ipv6-unicast"} 0"#,
+        "tartan_bgp_restarting 1",
         "tartan_bgp_kernel_routes_installed 7",
         "tartan_bgp_kernel_routes_failed_total 1",
         "# EOF",

@@ -85,6 +85,7 @@ pub fn status() -> SpeakerStatus {
         started_at: 1_700_000_000,
         uptime_seconds: 5,
         version: "test".into(),
+        restart: None,
     }
 }
 

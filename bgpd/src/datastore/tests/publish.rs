@@ -65,6 +65,7 @@ impl ControlSource for Speaker {
             started_at: 0,
             uptime_seconds: 0,
             version: "test".into(),
+            restart: None,
         })
     }
     async fn drain(&self, _: Option<Duration>) -> Result<DrainStatus, SourceUnavailable> {

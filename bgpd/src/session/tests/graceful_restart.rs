@@ -83,8 +83,11 @@ fn the_session_is_replaced_once_the_new_connections_open_is_accepted() {
 #[test]
 fn our_open_has_the_r_bit_until_the_restart_is_done() {
     let mut l = local();
-    l.restarting = true;
-    let mut m = Fsm::new(l, false, RETRY);
+    l.restarting = crate::session::RestartFlag::new(true);
+    // The instance's handle on the flag every peer task shares.
+    let flag = l.restarting.clone();
+    let m = Fsm::new(l, false, RETRY);
+    let early = m.connection();
     let r_bit = |m: &Fsm| {
         m.local()
             .open()
@@ -93,10 +96,11 @@ fn our_open_has_the_r_bit_until_the_restart_is_done() {
             .map(|g| (g.restarting, g.restart_time))
     };
     assert_eq!(r_bit(&m), Some((true, 120)));
-    assert_eq!(m.handle(Event::RestartDone), vec![]);
+    flag.end();
     assert_eq!(r_bit(&m), Some((false, 120)));
-    // Copies for later connections carry it too.
+    // Copies for later connections carry it too, also those made before.
     assert_eq!(r_bit(&m.connection()), Some((false, 120)));
+    assert_eq!(r_bit(&early), Some((false, 120)));
 }
 
 #[test]

@@ -25,7 +25,7 @@ pub(super) fn local() -> LocalParams {
         families: vec![Family::Ipv4Unicast],
         peer_asn: 65001,
         graceful_restart: Some(120),
-        restarting: false,
+        restarting: Default::default(),
         forwarding_preserved: true,
         installs_routes: true,
     }

@@ -1,0 +1,254 @@
+//! The kernel routes of the previous run after our restart (RFC 4724
+//! 4.1, `deferral.rs`): kept until every neighbor is up and has sent
+//! End-of-RIB on its session, or the selection deferral time is over,
+//! also when nobody is waited for and route selection is done at once;
+//! and End-of-RIBs that count no more once the neighbor's routes are gone.
+//! The instance runs without a kernel: the status's `kernelRoutesKept`
+//! and the `tartan_bgp_restarting` gauge change exactly where the flush
+//! is queued.
+use super::deferral_tests::{A, B, P, Q, X, a_resent, connect, set, table, up};
+use super::restart_end_tests::hang_up;
+use super::test_instance::{free_port, run_updating};
+use crate::config::Config;
+use crate::control::{ControlSource, Metrics};
+use crate::session::test_lab::{Got, Raw, WAIT};
+use crate::wire::Message;
+use std::net::IpAddr;
+use std::sync::Arc;
+use tartan_api::bgp::RestartStatus;
+use tokio::sync::{mpsc, oneshot};
+
+struct Instance {
+    port: u16,
+    control: super::ControlHandle,
+    metrics: Arc<Metrics>,
+    updates: mpsc::Sender<Config>,
+    _stop: oneshot::Sender<()>,
+}
+
+/// The configuration of `deferral_tests.rs`; `extra`: more of the file,
+/// `neighbor`: more of each neighbor's table.
+fn text(port: u16, extra: &str, neighbor: &str) -> String {
+    format!(
+        "router_id = \"10.0.0.1\"\nasn = 65000\nebgp_requires_policy = false\n{extra}\
+         [listen]\naddresses = [\"127.0.0.1\"]\nport = {port}\n\
+         [kernel]\ninstall = false\n\
+         [[announce]]\nprefix = \"{X}\"\n\
+         [[neighbor]]\naddress = \"{A}\"\nasn = 65001\npassive = true\n{neighbor}\
+         [[neighbor]]\naddress = \"{B}\"\nasn = 65002\npassive = true\n{neighbor}"
+    )
+}
+
+/// Restarting, as after a start that found our routes in the kernel.
+async fn instance(extra: &str, neighbor: &str) -> Instance {
+    let port = free_port();
+    let metrics = Arc::new(Metrics::new());
+    let (control, stop, updates) =
+        run_updating(&text(port, extra, neighbor), true, metrics.clone()).await;
+    Instance {
+        port,
+        control,
+        metrics,
+        updates,
+        _stop: stop,
+    }
+}
+
+async fn restart(i: &Instance) -> Option<RestartStatus> {
+    i.control.status().await.unwrap().restart
+}
+
+/// The restart's status once `ok` holds of it (None: over); the instance
+/// takes in what the peers sent at its own pace.
+async fn restart_when(
+    i: &Instance,
+    ok: impl Fn(&Option<RestartStatus>) -> bool,
+) -> Option<RestartStatus> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let s = restart(i).await;
+        if ok(&s) {
+            return s;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "restart stays {s:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// The kernel routes of the previous run go (or went): the status and the
+/// gauge show the restart over.
+async fn restart_over(i: &Instance) {
+    restart_when(i, |s| s.is_none()).await;
+    assert!(
+        gauge(i, "tartan_bgp_restarting 0"),
+        "{}",
+        i.metrics.encode()
+    );
+}
+
+fn kept(s: &Option<RestartStatus>) -> bool {
+    s.as_ref().is_some_and(|r| r.kernel_routes_kept)
+}
+
+fn waiting(s: &Option<RestartStatus>) -> Vec<IpAddr> {
+    s.as_ref()
+        .map_or(vec![], |r| r.families["ipv4-unicast"].waiting_for.clone())
+}
+
+fn gauge(i: &Instance, line: &str) -> bool {
+    i.metrics.encode().lines().any(|l| l == line)
+}
+
+/// Waits for an UPDATE with `prefix` (KEEPALIVEs are fine).
+async fn sees(peer: &mut Raw, prefix: &str) {
+    loop {
+        match peer.recv(WAIT).await {
+            Got::Message(Message::Keepalive) => {}
+            Got::Message(Message::Update(u)) => {
+                let all = (u.reach.iter().flat_map(|r| &r.prefixes)).chain(&u.withdrawn);
+                if all.map(|p| p.to_string()).any(|p| p == prefix) {
+                    return;
+                }
+            }
+            other => panic!("expected an UPDATE with {prefix}, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn with_nobody_to_wait_for_the_kernel_routes_stay_until_every_neighbor_has_resent() {
+    // No graceful restart with either neighbor: nothing to defer, but the
+    // routes of the previous run must wait for the new ones.
+    let i = instance("", "graceful_restart = false\n").await;
+    let r = restart(&i).await.expect("restarting");
+    assert!(!r.families["ipv4-unicast"].deferred, "{r:?}");
+    assert!(
+        r.kernel_routes_kept,
+        "flushed before any neighbor was up: {r:?}"
+    );
+    assert!(
+        gauge(&i, "tartan_bgp_restarting 1"),
+        "{}",
+        i.metrics.encode()
+    );
+    assert!(gauge(
+        &i,
+        r#"tartan_bgp_selection_deferred{family="ipv4-unicast"} 0"#
+    ));
+    let mut b = up(i.port, B, false).await;
+    assert_eq!(table(&mut b, "B").await, set(&[X]));
+    let mut a = up(i.port, A, false).await;
+    assert_eq!(table(&mut a, "A").await, set(&[X]));
+    // A resends its routes and End-of-RIB, then Q: once B has Q, A's
+    // End-of-RIB was taken in. B has not sent its End-of-RIB yet.
+    a.send_route(P).await;
+    a.send_end_of_rib().await;
+    a.send_route(Q).await;
+    sees(&mut b, Q).await;
+    assert!(
+        kept(&restart(&i).await),
+        "flushed before B has resent its routes"
+    );
+    b.send_end_of_rib().await;
+    restart_over(&i).await;
+}
+
+#[tokio::test]
+async fn peers_without_the_capability_do_not_have_the_kernel_routes_flushed_when_up() {
+    // Both come up without graceful restart: selection waits for nobody
+    // any more, but the kernel routes wait for their End-of-RIB.
+    let i = instance("", "").await;
+    let mut a = up(i.port, A, false).await;
+    let mut b = up(i.port, B, false).await;
+    assert_eq!(table(&mut a, "A").await, set(&[X]));
+    assert_eq!(table(&mut b, "B").await, set(&[X]));
+    assert!(
+        kept(&restart(&i).await),
+        "flushed once the sessions were up"
+    );
+    b.send_end_of_rib().await;
+    a.send_end_of_rib().await;
+    restart_over(&i).await;
+}
+
+#[tokio::test]
+async fn a_neighbor_that_never_returns_holds_the_kernel_routes_until_the_deferral_time() {
+    let i = instance(
+        "[graceful_restart]\nstale_routes_time = 60\nselection_deferral_time = 1\n",
+        "",
+    )
+    .await;
+    let mut a = a_resent(i.port).await;
+    let s = restart_when(&i, |s| waiting(s) == vec![IpAddr::from(B)]).await;
+    assert!(kept(&s), "{s:?}");
+    // B never comes: A's table, and the flush, come with the timer.
+    assert_eq!(table(&mut a, "A").await, set(&[X]));
+    restart_over(&i).await;
+}
+
+#[tokio::test]
+async fn a_neighbor_reconfigured_during_the_deferral_is_waited_for_again() {
+    let port_text = |i: &Instance, hold: &str| text(i.port, "", hold);
+    let i = instance("", "").await;
+    let a = a_resent(i.port).await;
+    restart_when(&i, |s| waiting(s) == vec![IpAddr::from(B)]).await;
+    // A new hold time resets A's session: its routes go, and so does the
+    // End-of-RIB that completed them.
+    let new = crate::config::parse("t", &port_text(&i, "hold_time = 60\n")).unwrap();
+    i.updates.send(new).await.unwrap();
+    let s = restart_when(&i, |s| waiting(s).contains(&IpAddr::from(A))).await;
+    assert_eq!(waiting(&s), vec![IpAddr::from(A), IpAddr::from(B)]);
+    // B's End-of-RIB does not end selection without A's routes.
+    let mut b = up(i.port, B, true).await;
+    b.send_end_of_rib().await;
+    let s = restart_when(&i, |s| waiting(s) == vec![IpAddr::from(A)]).await;
+    assert!(s.unwrap().families["ipv4-unicast"].deferred);
+    // A comes back and resends: selection is done with its routes.
+    drop(a);
+    let mut a = connect(i.port, A, true).await;
+    a.establish(60).await;
+    a.send_route(P).await;
+    a.send_end_of_rib().await;
+    assert_eq!(table(&mut b, "B").await, set(&[P, X]));
+    assert_eq!(table(&mut a, "A").await, set(&[X]));
+    restart_when(&i, |s| s.is_none()).await;
+}
+
+#[tokio::test]
+async fn an_end_of_rib_counts_no_more_once_its_session_ends_without_graceful_restart() {
+    let i = instance("", "").await;
+    // A without graceful restart: not waited for while up, but its End-of-
+    // RIB is recorded; its routes go with its session.
+    let mut a = up(i.port, A, false).await;
+    a.send_route(P).await;
+    a.send_end_of_rib().await;
+    let mut b = up(i.port, B, true).await;
+    b.send_route(Q).await;
+    hang_up(a).await;
+    // Down, A is a graceful-restart neighbor to wait for again: B's
+    // End-of-RIB does not end selection.
+    restart_when(&i, |s| waiting(s) == vec![IpAddr::from(A), IpAddr::from(B)]).await;
+    b.send_end_of_rib().await;
+    let s = restart_when(&i, |s| waiting(s) == vec![IpAddr::from(A)]).await;
+    assert!(s.unwrap().families["ipv4-unicast"].deferred);
+}
+
+#[tokio::test]
+async fn a_family_nobody_waits_for_is_not_shown_held_at_start() {
+    let i = instance("", "").await;
+    assert!(gauge(
+        &i,
+        r#"tartan_bgp_selection_deferred{family="ipv4-unicast"} 1"#
+    ));
+    assert!(
+        gauge(
+            &i,
+            r#"tartan_bgp_selection_deferred{family="ipv6-unicast"} 0"#
+        ),
+        "{}",
+        i.metrics.encode()
+    );
+}
