@@ -15,6 +15,12 @@ const BAD_POLICY: &str = r#"{"apiVersion":"networking.k8s.io/v1","kind":"Network
 const GOOD_POLICY: &str = r#"{"apiVersion":"networking.k8s.io/v1","kind":"NetworkPolicy",
  "metadata":{"name":"bad","namespace":"team"},
  "spec":{"podSelector":{"matchLabels":{"role":"db"}},"policyTypes":["Ingress"]}}"#;
+// Labels that are not strings: felix cannot read the account, so the
+// policies selecting by its labels drop in place (docs/policy.md).
+const BAD_ACCOUNT: &str = r#"{"apiVersion":"v1","kind":"ServiceAccount",
+ "metadata":{"name":"robot","namespace":"team","labels":{"tier":7}}}"#;
+const GOOD_ACCOUNT: &str = r#"{"apiVersion":"v1","kind":"ServiceAccount",
+ "metadata":{"name":"robot","namespace":"team","labels":{"tier":"7"}}}"#;
 const GOOD_POOL: &str = r#"{"apiVersion":"tartan.dev/v1","kind":"IPPool",
  "metadata":{"name":"garbled"},"spec":{"cidr":"10.9.0.0/16"}}"#;
 
@@ -42,11 +48,16 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
     .expect("put");
     etcd.put_raw("/tartan/ippools/garbled", b"{not json")
         .expect("put");
+    etcd.put_raw(
+        "/tartan/k8s/serviceaccounts/team/robot",
+        BAD_ACCOUNT.as_bytes(),
+    )
+    .expect("put");
 
     let r = ctl.run(&["check"]);
     r.err();
     let rows: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(rows.len(), 3, "a header and two rows:\n{}", r.stdout);
+    assert_eq!(rows.len(), 4, "a header and three rows:\n{}", r.stdout);
     let policy = rows
         .iter()
         .find(|l| l.contains("NetworkPolicy.networking.k8s.io"))
@@ -67,16 +78,23 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
         pool_row.contains("garbled") && pool_row.contains("not JSON"),
         "{pool_row}"
     );
+    let account = rows
+        .iter()
+        .find(|l| l.starts_with("ServiceAccount"))
+        .unwrap_or_else(|| panic!("no account row:\n{}", r.stdout));
+    for want in ["team", "robot", "metadata.labels[tier]"] {
+        assert!(account.contains(want), "{want} in {account}");
+    }
     assert!(
         !r.stdout.contains("fine"),
         "the readable pool is not listed"
     );
-    assert!(r.stderr.contains("2 unreadable object(s)"), "{}", r.stderr);
+    assert!(r.stderr.contains("3 unreadable object(s)"), "{}", r.stderr);
 
     let r = ctl.run(&["check", "-o", "json"]);
     let found: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON");
     let found = found.as_array().expect("a list");
-    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found.len(), 3, "{found:?}");
     assert!(found.iter().any(|f| {
         f["kind"] == "NetworkPolicy.networking.k8s.io"
             && f["namespace"] == "team"
@@ -97,6 +115,11 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
         GOOD_POLICY.as_bytes(),
     )
     .expect("put");
+    etcd.put_raw(
+        "/tartan/k8s/serviceaccounts/team/robot",
+        GOOD_ACCOUNT.as_bytes(),
+    )
+    .expect("put");
     let r = ctl.run(&["check"]);
     assert_eq!(r.stdout.lines().count(), 2, "one left:\n{}", r.stdout);
     assert!(
@@ -107,5 +130,5 @@ fn check_lists_unreadable_objects_and_passes_once_they_are_replaced() {
     etcd.put_raw("/tartan/ippools/garbled", GOOD_POOL.as_bytes())
         .expect("put");
     let r = ctl.run(&["check"]);
-    assert!(r.out().starts_with("ok: all 3 objects"), "{}", r.stdout);
+    assert!(r.out().starts_with("ok: all 4 objects"), "{}", r.stdout);
 }

@@ -62,6 +62,26 @@ fn from_map(mut map: Map<String, Value>) -> serde_json::Result<DynamicObject> {
     })
 }
 
+/// Why `bytes` do not read as an object, naming the field at fault where
+/// there is one (`metadata.labels[tier]: invalid type: …`). Only for the
+/// error path of [`from_slice`]: it reads the value a second time.
+pub fn why_unreadable(bytes: &[u8], first: &serde_json::Error) -> String {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, DynamicObject>(&mut de) {
+        Err(e)
+            if e.path().iter().next().is_some()
+                && !e
+                    .path()
+                    .iter()
+                    .any(|s| matches!(s, serde_path_to_error::Segment::Unknown)) =>
+        {
+            let (field, why) = crate::validate::strict::parse_problem(&e, "");
+            format!("{field}: {why}")
+        }
+        _ => first.to_string(),
+    }
+}
+
 /// As [`from_slice`], for a consumer that reads only the metadata (and
 /// the type) of an object and of the rest only what shape each top-level
 /// field has: every other field that is an object or a list is read over

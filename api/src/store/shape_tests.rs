@@ -226,3 +226,15 @@ proptest! {
         agree(&v);
     }
 }
+
+#[test]
+fn an_unreadable_object_names_the_field_at_fault() {
+    let bad = br#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"r","labels":{"tier":7}}}"#;
+    let e = from_slice(bad).unwrap_err();
+    let why = why_unreadable(bad, &e);
+    assert!(why.starts_with("metadata.labels"), "{why}");
+    assert!(why.contains("[tier]") && why.contains("7"), "{why}");
+    // Not JSON at all: the first error as it was.
+    let e = from_slice(b"{not json").unwrap_err();
+    assert_eq!(why_unreadable(b"{not json", &e), e.to_string());
+}

@@ -161,8 +161,9 @@ fn decode_value(
     };
     let mut obj: DynamicObject = reader(value).map_err(|e| {
         StoreError::BadObject(format!(
-            "etcd key {} does not hold a {kind} object: {e}",
-            String::from_utf8_lossy(key)
+            "etcd key {} does not hold a {kind} object: {}",
+            String::from_utf8_lossy(key),
+            crate::store::shape::why_unreadable(value, &e)
         ))
     })?;
     let (namespace, name) = parse_key(kind, key, read).ok_or_else(|| {
