@@ -36,7 +36,7 @@ use crate::dataplane::events::{KernelEvents, take_check};
 use crate::dataplane::routes::RouteDriver;
 use crate::dataplane::tunnels::TunnelDriver;
 use crate::health::Health;
-use crate::services::{ServiceInfo, SliceInfo};
+use crate::services::{ServiceHalves, Slice};
 use crate::unreadable::Unreadable;
 
 pub use config::Config;
@@ -139,7 +139,7 @@ pub async fn run(
                 pending.folded(f);
             }
             ev = watches::next_of(&mut w.services) => {
-                let f = fold_proxied(ev, &mut bad, |s: Service| ServiceInfo::from_service(&s), |k, info| {
+                let f = fold_proxied(ev, &mut bad, |s: Service| ServiceHalves::from_service(&s), |k, info| {
                     dp.proxy.index.set_service(k, info)
                 });
                 synced.services[0] |= f.synced;
@@ -147,7 +147,7 @@ pub async fn run(
             }
             ev = watches::next_of(&mut w.slices) => {
                 let node = dp.proxy.index.node().to_string();
-                let f = fold_proxied(ev, &mut bad, |s: EndpointSlice| Ok(SliceInfo::from_slice(&s, &node)), |k, info| {
+                let f = fold_proxied(ev, &mut bad, |s: EndpointSlice| Ok(Slice::from_slice(&s, &node)), |k, info| {
                     dp.proxy.index.set_slice(k, info)
                 });
                 synced.services[1] |= f.synced;

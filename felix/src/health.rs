@@ -30,6 +30,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::services::family::Fam;
+
 /// What felix reports about itself.
 pub struct Health {
     started: Instant,
@@ -74,14 +76,17 @@ pub struct Health {
     proxy: ProxyHealth,
 }
 
-/// Whether the Service proxy is healthy: its table synced within
-/// `stale_after`. Cloned into whatever answers for it (the proxy health
-/// port, the health-check node ports).
+/// Whether the Service proxy is healthy: each served family's table
+/// synced within `stale_after` (kube-proxy keeps one time per family and
+/// is unhealthy when either is late). Cloned into whatever answers for
+/// it (the proxy health port, the health-check node ports).
 #[derive(Clone, Debug)]
 pub struct ProxyHealth {
-    /// Unix milliseconds of the last Service table sync that succeeded;
-    /// -1: none yet.
-    synced_unix_ms: Arc<AtomicI64>,
+    /// Per family (IPv4, IPv6): Unix milliseconds of the last sync of its
+    /// service table that succeeded; -1: none yet.
+    synced_unix_ms: Arc<[AtomicI64; 2]>,
+    /// Whether the IPv6 table is served (then its time counts too).
+    v6_active: Arc<AtomicBool>,
     stale_after: Duration,
     /// Whether this node should still get load balancers' traffic (not
     /// being deleted, not marked for removal by the cluster autoscaler).
@@ -91,7 +96,8 @@ pub struct ProxyHealth {
 impl ProxyHealth {
     pub fn new(stale_after: Duration) -> ProxyHealth {
         ProxyHealth {
-            synced_unix_ms: Arc::new(AtomicI64::new(-1)),
+            synced_unix_ms: Arc::new([AtomicI64::new(-1), AtomicI64::new(-1)]),
+            v6_active: Arc::new(AtomicBool::new(false)),
             stale_after,
             eligible: Arc::new(AtomicBool::new(true)),
         }
@@ -112,16 +118,35 @@ impl ProxyHealth {
         self.eligible.load(Ordering::Relaxed)
     }
 
-    /// The last sync that succeeded, Unix milliseconds.
+    /// The last sync that succeeded, Unix milliseconds: of the served
+    /// family synced longest ago (`None` while one has not synced yet).
     fn last(&self) -> Option<i64> {
-        let last = self.synced_unix_ms.load(Ordering::Relaxed);
-        (last >= 0).then_some(last)
+        let served = if self.v6_active.load(Ordering::Relaxed) {
+            2
+        } else {
+            1
+        };
+        self.synced_unix_ms[..served]
+            .iter()
+            .map(|t| t.load(Ordering::Relaxed))
+            .try_fold(i64::MAX, |m, t| (t >= 0).then_some(m.min(t)))
     }
 
-    /// The Service table was found or made right, now.
+    /// Every family's service table was found or made right, now.
     pub fn synced(&self) {
-        self.synced_unix_ms
-            .store(unix_ms(SystemTime::now()), Ordering::Relaxed);
+        for f in [Fam::V4, Fam::V6] {
+            self.family_synced(f);
+        }
+    }
+
+    /// Family `fam`'s service table was found or made right, now.
+    pub fn family_synced(&self, fam: Fam) {
+        self.synced_unix_ms[fam as usize].store(unix_ms(SystemTime::now()), Ordering::Relaxed);
+    }
+
+    /// Whether the IPv6 table is served (its sync then counts too).
+    pub fn set_v6_served(&self, on: bool) {
+        self.v6_active.store(on, Ordering::Relaxed);
     }
 
     /// Healthy now (whatever the node's eligibility: the health-check
@@ -299,9 +324,24 @@ impl Health {
             .set(n as i64);
     }
 
-    /// The Service table was found or made right.
+    /// Every family's service table was found or made right.
     pub fn proxy_synced(&self) {
         self.proxy.synced();
+    }
+
+    /// What a sync of the service tables came to, per family: the time
+    /// of each that succeeded, a failure counted for each that did not.
+    pub fn proxy_synced_families(&self, v4_ok: bool, v6_ok: Option<bool>) {
+        self.proxy.set_v6_served(v6_ok.is_some());
+        for (fam, ok) in [(Fam::V4, Some(v4_ok)), (Fam::V6, v6_ok)] {
+            match ok {
+                Some(true) => self.proxy.family_synced(fam),
+                Some(false) => {
+                    self.service_failures.inc();
+                }
+                None => {}
+            }
+        }
     }
 
     /// The Service proxy's health, for what answers for it elsewhere.
@@ -473,6 +513,28 @@ mod tests {
         assert!(!ok, "never synced: {body}");
         let v: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert!(v["lastUpdated"].is_null());
+    }
+
+    /// kube-proxy's stance: healthy only when every served family synced
+    /// lately; the time reported is the oldest.
+    #[test]
+    fn the_proxy_is_unhealthy_while_a_served_family_fails() {
+        let h = Health::new(Duration::from_secs(10));
+        let p = h.proxy_health();
+        h.proxy_synced_families(true, None);
+        assert!(p.healthy(), "IPv4 alone served and synced");
+        h.proxy_synced_families(true, Some(false));
+        assert!(!p.healthy(), "IPv6 served and never synced");
+        assert_eq!(h.service_failures.get(), 1, "the IPv6 failure counted");
+        h.proxy_synced_families(true, Some(true));
+        assert!(p.healthy());
+        // IPv6 synced long ago, IPv4 now: the older time is the answer.
+        p.synced_unix_ms[1].store(1_000, Ordering::Relaxed);
+        assert_eq!(p.last(), Some(1_000));
+        assert!(!p.healthy(), "IPv6 late");
+        h.proxy_synced_families(false, Some(true));
+        assert!(p.healthy());
+        assert_eq!(h.service_failures.get(), 2, "the IPv4 failure counted");
     }
 
     #[tokio::test]

@@ -112,7 +112,9 @@ fn svc(spec: serde_json::Value) -> ServiceInfo {
         json!({"metadata": {"name": "web", "namespace": "x"}, "spec": spec}),
     )
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap().unwrap()
+    ServiceInfo::<std::net::Ipv4Addr>::from_service(&s)
+        .unwrap()
+        .unwrap()
 }
 
 fn slice(ips: &[&str]) -> SliceInfo {
@@ -178,7 +180,8 @@ fn web_proxy(ips: &[&str]) -> tartan_felix::dataplane::services::ServiceProxy {
     let mut p = tartan_felix::dataplane::services::ServiceProxy::new("n1");
     p.index.set_service("x/web", Some(svc(spec)));
     p.index.set_slice("x/web-1", Some(slice(ips)));
-    p.index.set_local_pods(["10.0.0.5".parse().unwrap()].into());
+    p.index
+        .set_local_pods(["10.0.0.5".parse::<std::net::Ipv4Addr>().unwrap()]);
     assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
     p
 }
@@ -208,8 +211,10 @@ fn service_proxy_writes_per_service_differences() {
             "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
         }))
         .unwrap();
-        p.index
-            .set_service("x/lb", ServiceInfo::from_service(&lb).unwrap());
+        p.index.set_service(
+            "x/lb",
+            ServiceInfo::<std::net::Ipv4Addr>::from_service(&lb).unwrap(),
+        );
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         let listing = nft(&["list", "set", "ip", "tartan-svc", "lb_allowed"]);
@@ -218,13 +223,13 @@ fn service_proxy_writes_per_service_differences() {
                 && listing.contains("192.0.2.10 . tcp . 80 . 203.0.113.7"),
             "{listing}"
         );
-        p.index.set_service("x/lb", None);
+        p.index.set_service("x/lb", None::<ServiceInfo>);
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         let listing = nft(&["list", "set", "ip", "tartan-svc", "lb_allowed"]);
         assert!(!listing.contains("192.0.2.10"), "{listing}");
         nft(&["delete", "table", "ip", "tartan-svc"]);
         assert!(matches!(p.sync(true).unwrap(), Written::Full(_)));
-        p.index.set_slice("x/web-1", None);
+        p.index.set_slice("x/web-1", None::<SliceInfo>);
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         let listing = nft(&["list", "set", "ip", "tartan-svc", "reject_fe"]);
         assert!(listing.contains("10.96.0.10"), "{listing}");
@@ -289,7 +294,7 @@ fn a_cluster_ip_refuses_ports_its_service_does_not_declare() {
         assert_eq!(send(53), Err(ErrorKind::PermissionDenied));
         assert_eq!(send(80), Err(ErrorKind::PermissionDenied), "no UDP 80");
         // The Service gone: its ClusterIP is no longer held.
-        p.index.set_service("x/web", None);
+        p.index.set_service("x/web", None::<ServiceInfo>);
         assert!(matches!(p.sync(false).unwrap(), Written::Difference(_)));
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         let listing = nft(&["list", "set", "ip", "tartan-svc", "cluster_ips"]);
@@ -432,16 +437,20 @@ fn a_new_service_table_over_netlink_equals_the_nft_one() {
                 "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
             }))
             .unwrap();
-            p.index
-                .set_service("x/lb", ServiceInfo::from_service(&lb).unwrap());
+            p.index.set_service(
+                "x/lb",
+                ServiceInfo::<std::net::Ipv4Addr>::from_service(&lb).unwrap(),
+            );
             p.index.set_service(
                 "x/empty",
                 Some(svc(
                     json!({"clusterIP": "10.96.0.12", "ports": [{"port": 81}]}),
                 )),
             );
-            p.index
-                .set_local_pods(["10.0.0.5".parse().unwrap(), "10.0.0.6".parse().unwrap()].into());
+            p.index.set_local_pods([
+                "10.0.0.5".parse::<std::net::Ipv4Addr>().unwrap(),
+                "10.0.0.6".parse().unwrap(),
+            ]);
             assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
             assert_eq!(p.sync(true).unwrap(), Written::Nothing);
             normalized_service_table()
@@ -649,17 +658,29 @@ fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_wri
         ]);
         ask.send(()).unwrap();
         sent.recv().unwrap();
-        let send = || {
+        // One datagram, and the count once it is `want` or after a wait:
+        // the first waits for the pod to resolve its gateway, which takes
+        // longer than the pod's pause on a loaded machine. A datagram that
+        // must be dropped is checked after the pause alone (a count above
+        // `want` is seen at once).
+        let send = |want: u64| {
             ask.send(()).unwrap();
             sent.recv().unwrap();
-            forwarded_from_pod()
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            loop {
+                let n = forwarded_from_pod();
+                if n >= want || std::time::Instant::now() > deadline {
+                    return n;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
         };
         // No table: open (what a node just booted had until felix's
         // first write).
-        assert_eq!(send(), 1, "the test's path forwards");
+        assert_eq!(send(1), 1, "the test's path forwards");
         assert!(close_pods_if_no_table().unwrap());
-        assert_eq!(send(), 1, "dropped before felix has read anything");
-        assert_eq!(send(), 1);
+        assert_eq!(send(1), 1, "dropped before felix has read anything");
+        assert_eq!(send(1), 1);
         // The first full write: the pod known, no policy selecting it.
         let eps = vec![endpoint("x", "a", "10.0.0.2", Some("tarpod0"))];
         let rs = compile(&[], &eps, &[], &BTreeMap::new());
@@ -668,7 +689,7 @@ fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_wri
             d.apply(&rs, false, &|_| false).unwrap(),
             Written::Full(_)
         ));
-        assert_eq!(send(), 2, "open once written");
+        assert_eq!(send(2), 2, "open once written");
         // Nothing of the stub is left: the kernel's table is the one a
         // fresh write makes.
         assert_eq!(d.apply(&rs, true, &|_| false).unwrap(), Written::Nothing);
@@ -685,7 +706,7 @@ fn at_start_without_a_policy_table_pod_interfaces_are_closed_until_the_first_wri
         // felix restarted: its table is there and stays as it is.
         assert!(!close_pods_if_no_table().unwrap());
         assert_eq!(common::normalized_table("inet", "tartan"), written);
-        assert_eq!(send(), 3);
+        assert_eq!(send(3), 3);
         drop(ask);
         pod.join().unwrap();
     });
@@ -713,7 +734,7 @@ fn the_nodes_own_connections_obey_load_balancer_source_ranges() {
                 "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
             }))
             .unwrap();
-            ServiceInfo::from_service(&s).unwrap()
+            ServiceInfo::<std::net::Ipv4Addr>::from_service(&s).unwrap()
         };
         let mut p = tartan_felix::dataplane::services::ServiceProxy::new("n1");
         p.index.set_service("x/web", lb(&["198.51.100.0/24"]));

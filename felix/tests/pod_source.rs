@@ -5,7 +5,6 @@
 //! named network namespace, joined by veths as the CNI plugin joins them.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -13,21 +12,8 @@ use std::time::{Duration, Instant};
 use tartan_felix::dataplane::nft::{NftDriver, Written};
 use tartan_policy::compile::{Endpoint, compile};
 
-fn run(args: &[&str]) -> std::process::Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn ok(args: &[&str]) {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+mod common;
+use common::{ok, run};
 
 /// Named namespaces, deleted when dropped (also when the test fails).
 struct Namespaces(Vec<String>);

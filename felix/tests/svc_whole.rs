@@ -31,7 +31,9 @@ fn service(name: &str, spec: serde_json::Value, status: serde_json::Value) -> Se
         "metadata": {"name": name, "namespace": "x"}, "spec": spec, "status": status
     }))
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap().unwrap()
+    ServiceInfo::<std::net::Ipv4Addr>::from_service(&s)
+        .unwrap()
+        .unwrap()
 }
 
 fn slice(svc: &str, ips: &[&str]) -> SliceInfo {
@@ -94,8 +96,9 @@ fn feed(p: &mut ServiceProxy, g: usize) {
             json!({}),
         )),
     );
-    p.index
-        .set_local_pods([["10.0.0.5", "10.0.0.6"][g].parse().unwrap()].into());
+    p.index.set_local_pods([["10.0.0.5", "10.0.0.6"][g]
+        .parse::<std::net::Ipv4Addr>()
+        .unwrap()]);
 }
 
 /// The service table as the kernel lists it: elements sorted, handles
@@ -121,7 +124,7 @@ fn fresh(g: usize) -> Vec<String> {
         let mut p = ServiceProxy::new("n1");
         feed(&mut p, g);
         assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
-        assert_eq!(p.last_whole, Some(Whole::Fresh));
+        assert_eq!(p.v4.last_whole, Some(Whole::Fresh));
         listing()
     })
 }
@@ -146,7 +149,7 @@ fn a_table_written_over_another_in_place_is_the_fresh_one() {
         let mut second = ServiceProxy::new("n1");
         feed(&mut second, 1);
         assert!(matches!(second.sync(false).unwrap(), Written::Full(_)));
-        assert_eq!(second.last_whole, Some(Whole::InPlace));
+        assert_eq!(second.v4.last_whole, Some(Whole::InPlace));
         assert_eq!(
             second.sync(true).unwrap(),
             Written::Nothing,
@@ -187,7 +190,7 @@ fn a_table_that_cannot_be_updated_in_place_is_replaced_whole() {
         let mut p = ServiceProxy::new("n1");
         feed(&mut p, 0);
         assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
-        assert_eq!(p.last_whole, Some(Whole::Replaced));
+        assert_eq!(p.v4.last_whole, Some(Whole::Replaced));
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         listing()
     });
@@ -219,7 +222,7 @@ fn a_burst_of_services_is_written_whole_and_a_single_change_as_a_patch() {
             );
         }
         assert!(matches!(p.sync(false).unwrap(), Written::Full(_)));
-        assert_eq!(p.last_whole, Some(Whole::InPlace));
+        assert_eq!(p.v4.last_whole, Some(Whole::InPlace));
         assert_eq!(p.sync(true).unwrap(), Written::Nothing);
         // One more Service: a patch.
         p.index.set_service(

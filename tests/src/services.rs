@@ -3,7 +3,7 @@
 //! pods, tallies of who answered.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -110,6 +110,24 @@ pub fn pod_ip(lab: &LabCli, pod: &str) -> String {
     lab.ok(&["pod", "ip", pod]).trim().to_string()
 }
 
+/// The pod's IPv6 address (`tartan-lab pod ip -6`).
+pub fn pod_ip6(lab: &LabCli, pod: &str) -> String {
+    lab.ok(&["pod", "ip", "-6", pod]).trim().to_string()
+}
+
+/// The stored EndpointSlices of the Service `default/service`.
+pub fn slices_of(lab: &LabCli, service: &str) -> Vec<Value> {
+    let v: Value =
+        serde_json::from_str(&lab.ok(&["ctl", "get", "endpointslices", "-o", "json"])).unwrap();
+    v["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s["metadata"]["labels"]["kubernetes.io/service-name"] == service)
+        .collect()
+}
+
 /// `tartan-lab pod add POD --node NODE --labels LABELS --ports PORTS`.
 pub fn pod_with_ports(lab: &LabCli, pod: &str, node: &str, labels: &str, ports: &str) {
     lab.ok(&[
@@ -163,10 +181,12 @@ pub fn servers_of(outcomes: &[Outcome]) -> BTreeSet<String> {
         .collect()
 }
 
-/// Waits until a request from `netns` to `to:port` is answered (felix has
-/// the Service), or panics with the node's table.
+/// Waits until a request from `netns` to `to:port` (IPv4 or IPv6) is
+/// answered (felix has the Service), or panics with the nodes' tables of
+/// the family.
 #[track_caller]
-pub fn wait_served(lab: &LabCli, netns: &str, to: Ipv4Addr, port: u16, proto: Proto) {
+pub fn wait_served(lab: &LabCli, netns: &str, to: impl Into<IpAddr>, port: u16, proto: Proto) {
+    let to: IpAddr = to.into();
     let ok = poll(Duration::from_secs(20), || {
         matches!(
             ask(netns, to, port, proto, Duration::from_millis(500)).0,
@@ -177,13 +197,22 @@ pub fn wait_served(lab: &LabCli, netns: &str, to: Ipv4Addr, port: u16, proto: Pr
     if ok.is_none() {
         panic!(
             "{to}:{port} {proto:?} not served from {netns} after 20 s\n{}",
-            dump(lab)
+            if to.is_ipv6() { dump6(lab) } else { dump(lab) }
         );
     }
 }
 
 /// Every node's service table, for failure messages.
 pub fn dump(lab: &LabCli) -> String {
+    tables(lab, "ip")
+}
+
+/// Every node's IPv6 service table (`ip6 tartan-svc`).
+pub fn dump6(lab: &LabCli) -> String {
+    tables(lab, "ip6")
+}
+
+fn tables(lab: &LabCli, family: &str) -> String {
     let st = lab_state(lab);
     st.nodes
         .iter()
@@ -191,7 +220,7 @@ pub fn dump(lab: &LabCli) -> String {
             format!(
                 "---- {} ----\n{}",
                 n.name,
-                tartan_lab::cluster::svcprobe::svc_table(&st, &n.name)
+                tartan_lab::cluster::svcprobe::svc_table_of(&st, &n.name, family)
                     .unwrap_or_else(|e| e.to_string())
             )
         })

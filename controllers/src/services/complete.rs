@@ -114,8 +114,7 @@ async fn claim(
             repair_from(store, ranges, &all).await?;
             continue;
         };
-        let [a, b]: [_; 2] = bits.try_into().map_err(|_| Error::ServiceMissing)?;
-        let mut held = Held::from_bits(ranges, [a, b]);
+        let mut held = Held::from_bits(ranges, bits);
         let before = held.clone();
         for s in &selves {
             held.remove(s);
@@ -139,9 +138,10 @@ async fn claim(
         // Claimed now; what the stored versions held stays claimed
         // until the write is done.
         let (old, new) = (before.bits(), held.bits());
-        let union: [_; 2] = std::array::from_fn(|i| new[i].union(old[i]));
-        let release = Release(std::array::from_fn(|i| old[i].minus(new[i])));
-        if records::write_claims(store, ranges, &stored, [&union[0], &union[1]]).await? {
+        let union: Vec<_> = new.iter().zip(&old).map(|(n, o)| n.union(o)).collect();
+        let release = Release(old.iter().zip(&new).map(|(o, n)| o.minus(n)).collect());
+        let union: Vec<&_> = union.iter().collect();
+        if records::write_claims(store, ranges, &stored, &union).await? {
             return Ok(Ok((done, release)));
         }
     }

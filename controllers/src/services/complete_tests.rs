@@ -33,7 +33,16 @@ pub(super) async fn apply(
     store: &dyn Datastore,
     objects: Vec<DynamicObject>,
 ) -> Result<Vec<DynamicObject>, Vec<String>> {
-    let done = complete(store, &ranges(), objects).await.unwrap()?;
+    apply_on(store, &ranges(), objects).await
+}
+
+/// [`apply`] with `ranges`.
+pub(super) async fn apply_on(
+    store: &dyn Datastore,
+    ranges: &Ranges,
+    objects: Vec<DynamicObject>,
+) -> Result<Vec<DynamicObject>, Vec<String>> {
+    let done = complete(store, ranges, objects).await.unwrap()?;
     let mut out = vec![];
     for mut o in done.objects {
         let key = ObjectKey::of(&o).unwrap();
@@ -46,7 +55,7 @@ pub(super) async fn apply(
         };
         out.push(w.unwrap());
     }
-    release(store, &ranges(), &done.release).await.unwrap();
+    release(store, ranges, &done.release).await.unwrap();
     Ok(out)
 }
 

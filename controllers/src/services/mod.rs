@@ -56,4 +56,6 @@ pub enum Error {
 #[cfg(test)]
 mod complete_tests;
 #[cfg(test)]
+mod dual_stack_tests;
+#[cfg(test)]
 mod reads_tests;

@@ -1,6 +1,7 @@
 //! The Service ranges' allocation records in the datastore: one
-//! RangeAllocation per range (`service-cluster-ips`, `service-node-ports`),
-//! each a bitmap of the range, read by name and
+//! RangeAllocation per range (`service-cluster-ips`, `service-node-ports`,
+//! and on a dual-stack cluster `service-cluster-ips-ipv6`), each a bitmap
+//! of the range, read by name and
 //! written with compare-and-swap on its resourceVersion, so that two
 //! writers never hand out one member and a write reads no Service but
 //! its own.
@@ -17,8 +18,13 @@ use super::alloc::Ranges;
 use super::alloc::bitmap::Bitmap;
 use super::alloc::held::Held;
 
-/// The records' names: service range, NodePorts.
-pub const NAMES: [&str; 2] = ["service-cluster-ips", "service-node-ports"];
+/// The records' names: service range, NodePorts, IPv6 service range (the
+/// last only on a dual-stack cluster).
+pub const NAMES: [&str; 3] = [
+    "service-cluster-ips",
+    "service-node-ports",
+    "service-cluster-ips-ipv6",
+];
 
 /// One record as read.
 #[derive(Clone, Debug)]
@@ -31,15 +37,17 @@ pub struct Stored {
 }
 
 /// The ranges as the records name them.
-fn range_texts(r: &Ranges) -> [String; 2] {
-    [
+fn range_texts(r: &Ranges) -> Vec<String> {
+    let mut t = vec![
         r.service.to_string(),
         format!("{}-{}", r.node_ports.start(), r.node_ports.end()),
-    ]
+    ];
+    t.extend(r.service6.map(|n| n.to_string()));
+    t
 }
 
 /// The lengths of the ranges, refused when a bitmap would be too large.
-pub fn lengths(r: &Ranges) -> Result<[u64; 2], Error> {
+pub fn lengths(r: &Ranges) -> Result<Vec<u64>, Error> {
     let l = Held::lengths(r);
     if let Some(big) = l.iter().position(|n| *n > RANGE_MAX_MEMBERS) {
         return Err(Error::RangeTooLarge(range_texts(r)[big].clone()));
@@ -71,9 +79,13 @@ async fn read_one(store: &dyn Datastore, r: &Ranges, i: usize) -> Result<Stored,
     })
 }
 
-/// The two records.
-pub async fn read(store: &dyn Datastore, r: &Ranges) -> Result<[Stored; 2], Error> {
-    Ok([read_one(store, r, 0).await?, read_one(store, r, 1).await?])
+/// The records, in the order of [`NAMES`].
+pub async fn read(store: &dyn Datastore, r: &Ranges) -> Result<Vec<Stored>, Error> {
+    let mut out = vec![];
+    for i in 0..lengths(r)?.len() {
+        out.push(read_one(store, r, i).await?);
+    }
+    Ok(out)
 }
 
 /// Record `i` written as `bits` over `stored`; `false` on a conflict.
@@ -116,8 +128,8 @@ async fn write_one(
 pub async fn write(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 2],
-    new: [&Bitmap; 2],
+    stored: &[Stored],
+    new: &[&Bitmap],
 ) -> Result<bool, Error> {
     Ok(write_upto(store, r, stored, new).await?.is_none())
 }
@@ -126,10 +138,10 @@ pub async fn write(
 async fn write_upto(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 2],
-    new: [&Bitmap; 2],
+    stored: &[Stored],
+    new: &[&Bitmap],
 ) -> Result<Option<usize>, Error> {
-    for i in 0..2 {
+    for i in 0..stored.len().min(new.len()) {
         if stored[i].bits.as_ref() == Some(new[i]) {
             continue;
         }
@@ -146,8 +158,8 @@ async fn write_upto(
 pub async fn write_claims(
     store: &dyn Datastore,
     r: &Ranges,
-    stored: &[Stored; 2],
-    new: [&Bitmap; 2],
+    stored: &[Stored],
+    new: &[&Bitmap],
 ) -> Result<bool, Error> {
     let Some(failed) = write_upto(store, r, stored, new).await? else {
         return Ok(true);

@@ -12,9 +12,10 @@ use super::alloc::Ranges;
 use super::alloc::held::Held;
 use super::records;
 
-/// Members to free, per range (service, NodePorts), as offsets.
+/// Members to free, per range (service, NodePorts, IPv6 service), as
+/// offsets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Release(pub [Vec<u64>; 2]);
+pub struct Release(pub Vec<Vec<u64>>);
 
 impl Release {
     pub fn is_empty(&self) -> bool {
@@ -29,7 +30,7 @@ impl Release {
         }
         let none = Held::empty(ranges);
         let (had, empty) = (held.bits(), none.bits());
-        Release(std::array::from_fn(|i| had[i].minus(empty[i])))
+        Release(had.iter().zip(&empty).map(|(h, e)| h.minus(e)).collect())
     }
 }
 
@@ -54,7 +55,8 @@ pub async fn release(
                 b.put(*i, false);
             }
         }
-        if records::write(store, ranges, &stored, [&bits[0], &bits[1]]).await? {
+        let refs: Vec<&_> = bits.iter().collect();
+        if records::write(store, ranges, &stored, &refs).await? {
             return Ok(());
         }
     }

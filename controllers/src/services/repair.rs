@@ -16,7 +16,7 @@ use super::alloc::Ranges;
 use super::alloc::held::Held;
 use super::records;
 
-/// What a repair changed, in members of all three ranges.
+/// What a repair changed, in members of all the ranges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Repaired {
     /// Claimed in a record, held by no Service: freed.
@@ -59,7 +59,7 @@ pub async fn repair_from(
             None => r.claimed += want[i].count(),
         }
     }
-    Ok(records::write(store, ranges, &stored, want)
+    Ok(records::write(store, ranges, &stored, &want)
         .await?
         .then_some(r))
 }

@@ -3,7 +3,7 @@
 //! rather than computing it again from the whole cluster. Pure.
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 
 use tartan_policy::compile::{CompileCache, Ruleset};
 
@@ -18,8 +18,9 @@ pub struct Desired {
     pub nat: Nat,
     /// `None` until the policy watches have all synced.
     pub policy: Option<Ruleset>,
-    /// This node's pods' IPv4 addresses (for the service proxy).
-    pub local_pods: BTreeSet<Ipv4Addr>,
+    /// This node's pods' addresses, IPv4 and IPv6 (for the service
+    /// proxy's hairpin).
+    pub local_pods: BTreeSet<IpAddr>,
     /// Blackholes for this node's blocks and its pods' routes.
     pub local: Routes,
     pub tunnels: Tunnels,

@@ -8,7 +8,7 @@ use tartan_api::resources::node::{VXLAN_TUNNEL_MAC, format_mac};
 use tartan_api::store::Datastore;
 use tartan_api::store::typed::TypedStore;
 use tartan_policy::compile::Ruleset;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::calc::desired::Calc;
 use crate::calc::encap;
@@ -301,40 +301,62 @@ fn apply_policy(driver: &mut PolicyDriver, want: &Ruleset, health: &Health, chec
     }
 }
 
-/// Write what changed in the service table.
+fn ipv6_table(proxy: &ServiceProxy) -> &crate::services::render::SvcNft<std::net::Ipv6Addr> {
+    proxy.index.family::<std::net::Ipv6Addr>().table()
+}
+
+/// Write what changed in the service tables. Each family on its own:
+/// the proxy is healthy only while every served family's table syncs
+/// (kube-proxy's stance), and a failure is counted for each family whose
+/// write failed; a failed table is written whole at the next pass.
 fn apply_services(proxy: &mut ServiceProxy, health: &Health, check: bool) {
-    let written = proxy.sync(check);
-    if written.is_ok() {
-        health.proxy_synced();
+    let synced = proxy.sync_families(check);
+    health.proxy_synced_families(synced.v4.is_ok(), synced.v6.as_ref().map(|r| r.is_ok()));
+    for (fam, r) in synced.families() {
+        let family = fam.nft_name();
+        match r {
+            Ok(_) => {
+                if proxy.note_success(fam) {
+                    info!(family, "service table written again after failures");
+                }
+            }
+            // Once per distinct error: a node without IPv6 NAT fails the
+            // same way at every pass.
+            Err(e) if proxy.note_failure(fam, e) => warn!(
+                family,
+                error = %e,
+                "service table not written; the whole table is tried again at every pass (the proxy is unhealthy until it is)"
+            ),
+            Err(e) => debug!(family, error = %e, "service table still not written"),
+        }
     }
-    match written {
-        Ok(Written::Nothing) => {}
-        Ok(Written::Difference(t)) => {
+    match synced.written() {
+        Written::Nothing => {}
+        Written::Difference(t) => {
             health.service_writes.inc();
             health.service_write_seconds.observe(t.as_secs_f64());
-            let table = proxy.index.table();
+            let (table, table6) = (proxy.index.table(), ipv6_table(proxy));
             info!(
                 frontends = table.frontends.len(),
                 node_ports = table.node_ports.len(),
+                frontends_ipv6 = table6.frontends.len(),
                 took_ms = t.as_secs_f64() * 1e3,
                 "service table changed"
             );
         }
-        Ok(Written::Full(t)) => {
+        Written::Full(t) => {
             health.service_writes.inc();
             health.service_write_seconds.observe(t.as_secs_f64());
-            let table = proxy.index.table();
+            let (table, table6) = (proxy.index.table(), ipv6_table(proxy));
             info!(
                 frontends = table.frontends.len(),
                 node_ports = table.node_ports.len(),
                 endpoints = table.fe_slots.len(),
+                frontends_ipv6 = table6.frontends.len(),
+                endpoints_ipv6 = table6.fe_slots.len(),
                 took_ms = t.as_secs_f64() * 1e3,
                 "service table written"
             );
-        }
-        Err(e) => {
-            health.service_failures.inc();
-            warn!(error = %e, "service table not written; retrying at the next check");
         }
     }
 }

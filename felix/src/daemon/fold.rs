@@ -897,7 +897,7 @@ mod node_tests {
 mod proxy_tests {
     use super::*;
     use crate::services::index::ServiceIndex;
-    use crate::services::{SERVICE_NAME_LABEL, ServiceInfo, SliceInfo, TCP};
+    use crate::services::{SERVICE_NAME_LABEL, ServiceHalves, Slice, TCP};
     use k8s_openapi::api::core::v1::Service;
     use k8s_openapi::api::discovery::v1::EndpointSlice;
     use std::net::Ipv4Addr;
@@ -928,7 +928,7 @@ mod proxy_tests {
         fold_proxied(
             ev,
             bad,
-            |s: Service| ServiceInfo::from_service(&s),
+            |s: Service| ServiceHalves::from_service(&s),
             |k, i| ix.set_service(k, i),
         )
     }
@@ -937,7 +937,7 @@ mod proxy_tests {
         fold_proxied(
             ev,
             bad,
-            |s: EndpointSlice| Ok(SliceInfo::from_slice(&s, "n1")),
+            |s: EndpointSlice| Ok(Slice::from_slice(&s, "n1")),
             |k, i| ix.set_slice(k, i),
         )
     }

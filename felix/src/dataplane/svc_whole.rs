@@ -24,10 +24,8 @@ use tracing::{info, warn};
 
 use super::DataplaneError;
 use super::nft::{NftWriter, kernel_summary};
-use crate::services::elements;
 use crate::services::render::{self, SvcNft, TABLE};
-
-const NFPROTO_IPV4: u8 = 2;
+use crate::services::{Fam, Family, elements};
 
 /// How a whole table went to the kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,39 +40,44 @@ pub enum Whole {
     Replaced,
 }
 
-/// Write `t` as the whole table `ip tartan-svc`.
-pub fn write(w: &mut NftWriter, t: &SvcNft) -> Result<Whole, DataplaneError> {
+/// Write `t` as the whole table `ip tartan-svc` (`ip6 tartan-svc` for
+/// an IPv6 one).
+pub fn write<A: Family>(w: &mut NftWriter, t: &SvcNft<A>) -> Result<Whole, DataplaneError> {
+    let family = A::FAM.nft_name();
     if !w.netlink_enabled() {
-        w.write(&render::full(t), "ip", TABLE)?;
+        w.write(&render::full(t), family, TABLE)?;
         return Ok(Whole::Replaced);
     }
-    let fresh = w.table_absent("ip", TABLE);
+    let fresh = w.table_absent(family, TABLE);
     if fresh {
         w.write_streamed(
             &render::skeleton(t),
             |s| elements::write(t, s),
-            "ip",
+            family,
             TABLE,
             true,
         )?;
         return Ok(Whole::Fresh);
     }
-    let Some(kernel) = kernel_summary("ip", TABLE, &|_| false, true) else {
-        warn!("cannot list the service table; replacing it whole through nft");
-        w.write(&render::full(t), "ip", TABLE)?;
+    let Some(kernel) = kernel_summary(family, TABLE, &|_| false, true) else {
+        warn!(
+            family,
+            "cannot list the service table; replacing it whole through nft"
+        );
+        w.write(&render::full(t), family, TABLE)?;
         return Ok(Whole::Replaced);
     };
     let has = |set: &str| kernel.contains_key(&format!("@{set}"));
     let streamed = w.write_streamed(
         &render::in_place(t, &has),
         |s| elements::write(t, s),
-        "ip",
+        family,
         TABLE,
         false,
     );
     if let Err(e) = streamed {
-        warn!(error = %e, "the service table could not be updated in place; replacing it whole through nft");
-        w.write(&render::full(t), "ip", TABLE)?;
+        warn!(family, error = %e, "the service table could not be updated in place; replacing it whole through nft");
+        w.write(&render::full(t), family, TABLE)?;
         return Ok(Whole::Replaced);
     }
     remove_extras(w, t, &kernel);
@@ -87,12 +90,12 @@ pub fn write(w: &mut NftWriter, t: &SvcNft) -> Result<Whole, DataplaneError> {
 /// largest count, objects of an older felix): after the elements were
 /// replaced nothing refers to them. On failure the periodic check finds
 /// the difference and writes the table again.
-fn remove_extras(w: &mut NftWriter, t: &SvcNft, kernel: &BTreeMap<String, usize>) {
-    let ops = extras(kernel, &wanted(t));
+fn remove_extras<A: Family>(w: &mut NftWriter, t: &SvcNft<A>, kernel: &BTreeMap<String, usize>) {
+    let ops = extras(A::FAM, kernel, &wanted(t));
     if ops.is_empty() {
         return;
     }
-    match w.send_ops(&ops, "ip", TABLE) {
+    match w.send_ops(&ops, A::FAM.nft_name(), TABLE) {
         Ok(()) => info!(
             removed = ops.len(),
             "removed chains and sets the service table no longer needs"
@@ -104,7 +107,7 @@ fn remove_extras(w: &mut NftWriter, t: &SvcNft, kernel: &BTreeMap<String, usize>
 }
 
 /// The names the table `t` has: its summary's, and its affinity sets.
-fn wanted(t: &SvcNft) -> BTreeMap<String, usize> {
+fn wanted<A: Family>(t: &SvcNft<A>) -> BTreeMap<String, usize> {
     let mut want = render::summary(t);
     for i in 0..t.affinity_slots {
         want.insert(format!("@aff_{i}"), 0);
@@ -115,10 +118,10 @@ fn wanted(t: &SvcNft) -> BTreeMap<String, usize> {
 /// Netlink operations removing what `kernel` (a terse summary: chains,
 /// and sets as `@name`) has and `want` lacks: every such chain flushed,
 /// then the sets deleted, then the chains. Pure.
-fn extras(kernel: &BTreeMap<String, usize>, want: &BTreeMap<String, usize>) -> Vec<Op> {
+fn extras(f: Fam, kernel: &BTreeMap<String, usize>, want: &BTreeMap<String, usize>) -> Vec<Op> {
     let gone: Vec<&String> = kernel.keys().filter(|k| !want.contains_key(*k)).collect();
     let chain = |c: &str| ChainRef {
-        family: NFPROTO_IPV4,
+        family: f.nfproto(),
         table: TABLE.to_string(),
         chain: c.to_string(),
     };
@@ -130,7 +133,7 @@ fn extras(kernel: &BTreeMap<String, usize>, want: &BTreeMap<String, usize>) -> V
     let mut ops: Vec<Op> = chains.iter().map(|c| Op::FlushChain(chain(c))).collect();
     ops.extend(gone.iter().filter_map(|k| k.strip_prefix('@')).map(|s| {
         Op::DeleteSet(SetRef {
-            family: NFPROTO_IPV4,
+            family: f.nfproto(),
             table: TABLE.to_string(),
             name: s.to_string(),
         })
@@ -159,7 +162,7 @@ mod tests {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-        let ops = extras(&kernel, &want);
+        let ops = extras(Fam::V4, &kernel, &want);
         let shape: Vec<String> = ops
             .iter()
             .map(|o| match o {
@@ -178,6 +181,6 @@ mod tests {
                 "delete fe_40"
             ]
         );
-        assert!(extras(&want, &want).is_empty());
+        assert!(extras(Fam::V4, &want, &want).is_empty());
     }
 }

@@ -11,15 +11,12 @@
 //! concatenation takes a multiple of four bytes.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
 
-use super::Backend;
 use super::render::{Picker, SvcNft, TABLE, written_pickers};
+use super::{Backend, Family};
 use tartan_nft::backend::netlink::message::{Data, Elem};
 use tartan_nft::backend::netlink::stream::Stream;
 use tartan_nft::backend::netlink::types::{Verdict, concat};
-
-const NFPROTO_IPV4: u8 = 2;
 
 /// The sets and maps [`write`] empties and fills, in its order.
 pub const WRITTEN: &[&str] = &[
@@ -41,8 +38,10 @@ pub const WRITTEN: &[&str] = &[
     "cluster_ips",
 ];
 
-fn frontend(fe: &(Ipv4Addr, u8, u16)) -> Vec<u8> {
-    concat(&[&fe.0.octets(), &[fe.1], &fe.2.to_be_bytes()])
+/// An address is 4 or 16 bytes, so its part of a concatenation needs
+/// no padding in either family.
+fn frontend<A: Family>(fe: &(A, u8, u16)) -> Vec<u8> {
+    concat(&[&fe.0.bytes(), &[fe.1], &fe.2.to_be_bytes()])
 }
 
 fn node_port(np: &(u8, u16)) -> Vec<u8> {
@@ -56,21 +55,28 @@ fn slotted(key: Vec<u8>, slot: u32) -> Vec<u8> {
     k
 }
 
-fn add(s: &mut Stream, set: &str, key: Vec<u8>, data: Option<Data>) {
-    s.add(NFPROTO_IPV4, TABLE, set, Elem { key, data });
+/// One family's table being written: the stream and the table's
+/// netlink family.
+struct Out<'a> {
+    s: &'a mut Stream,
+    family: u8,
 }
 
-fn set<K>(s: &mut Stream, name: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) {
+fn add(o: &mut Out, set: &str, key: Vec<u8>, data: Option<Data>) {
+    o.s.add(o.family, TABLE, set, Elem { key, data });
+}
+
+fn set<K>(o: &mut Out, name: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) {
     for k in keys {
-        add(s, name, key(k), None);
+        add(o, name, key(k), None);
     }
 }
 
 /// A frontend's picker id: a mark, host byte order.
-fn pickers<K>(s: &mut Stream, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(&K) -> Vec<u8>) {
+fn pickers<K>(o: &mut Out, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(&K) -> Vec<u8>) {
     for (k, p) in m {
         add(
-            s,
+            o,
             name,
             key(k),
             Some(Data::Bytes(p.id().to_ne_bytes().to_vec())),
@@ -78,15 +84,15 @@ fn pickers<K>(s: &mut Stream, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(
     }
 }
 
-fn slots<K>(
-    s: &mut Stream,
+fn slots<K, A>(
+    o: &mut Out,
     name: &str,
-    m: &BTreeMap<(K, u32), Backend>,
+    m: &BTreeMap<(K, u32), Backend<A>>,
     key: impl Fn(&K) -> Vec<u8>,
-    value: impl Fn(&Backend) -> Vec<u8>,
+    value: impl Fn(&Backend<A>) -> Vec<u8>,
 ) {
     for ((k, slot), b) in m {
-        add(s, name, slotted(key(k), *slot), Some(Data::Bytes(value(b))));
+        add(o, name, slotted(key(k), *slot), Some(Data::Bytes(value(b))));
     }
 }
 
@@ -95,10 +101,12 @@ fn slots<K>(
 /// slot maps, then the frontends that lead to them. In one batch, so the
 /// kernel switches from the old elements to the new at once. The chains
 /// the picker entries name must exist.
-pub fn write(t: &SvcNft, s: &mut Stream) {
+pub fn write<A: Family>(t: &SvcNft<A>, s: &mut Stream) {
+    let family = A::FAM.nfproto();
     for name in WRITTEN {
-        s.flush_set(NFPROTO_IPV4, TABLE, name);
+        s.flush_set(family, TABLE, name);
     }
+    let s = &mut Out { s, family };
     for p in written_pickers(&t.pickers) {
         let map = match p.kind {
             super::render::Kind::Frontend => "fe_pickers",
@@ -107,8 +115,8 @@ pub fn write(t: &SvcNft, s: &mut Stream) {
         let goto = Data::Verdict(Verdict::Goto(p.chain()));
         add(s, map, p.id().to_ne_bytes().to_vec(), Some(goto));
     }
-    let addr = |b: &Backend| b.addr.octets().to_vec();
-    let port = |b: &Backend| b.port.to_be_bytes().to_vec();
+    let addr = |b: &Backend<A>| b.addr.bytes();
+    let port = |b: &Backend<A>| b.port.to_be_bytes().to_vec();
     slots(s, "fe_addr", &t.fe_slots, frontend, addr);
     slots(s, "fe_port", &t.fe_slots, frontend, port);
     slots(s, "np_addr", &t.np_slots, node_port, addr);
@@ -122,7 +130,7 @@ pub fn write(t: &SvcNft, s: &mut Stream) {
     set(s, "reject_np", &t.reject_np, node_port);
     set(s, "drop_np", &t.drop_np, node_port);
     set(s, "hairpin", &t.hairpin, |a| {
-        concat(&[&a.octets(), &a.octets()])
+        concat(&[&a.bytes(), &a.bytes()])
     });
-    set(s, "cluster_ips", &t.cluster_ips, |a| a.octets().to_vec());
+    set(s, "cluster_ips", &t.cluster_ips, |a| a.bytes());
 }

@@ -10,7 +10,7 @@
 //! header `X-Load-Balancing-Endpoint-Weight`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::{ServiceInfo, SliceInfo};
+use super::{Family, ServiceInfo, SliceInfo};
 use crate::health::ProxyHealth;
 
 /// What one health-check port says.
@@ -51,9 +51,9 @@ impl Target {
 
 /// Port → target, for the node the slices were read for. `services` by
 /// `namespace/name`.
-pub fn targets(
-    services: &BTreeMap<String, ServiceInfo>,
-    slices: &BTreeMap<String, SliceInfo>,
+pub fn targets<A: Family>(
+    services: &BTreeMap<String, ServiceInfo<A>>,
+    slices: &BTreeMap<String, SliceInfo<A>>,
 ) -> BTreeMap<u16, Target> {
     let mut out = BTreeMap::new();
     for (key, svc) in services {
@@ -61,7 +61,7 @@ pub fn targets(
             continue;
         };
         let (namespace, name) = key.split_once('/').unwrap_or(("default", key.as_str()));
-        let local: BTreeSet<Ipv4Addr> = slices
+        let local: BTreeSet<A> = slices
             .values()
             .filter(|s| s.service == *key)
             .flat_map(|s| s.endpoints.iter())
@@ -139,17 +139,17 @@ impl HealthChecks {
             let app = Router::new()
                 .fallback(answer)
                 .with_state((shared.clone(), self.proxy.clone()));
-            let addr = SocketAddr::from(([0, 0, 0, 0], port));
             // Answered from the serving thread, also while a pass runs.
             let task = crate::serving::spawn(async move {
-                match tokio::net::TcpListener::bind(addr).await {
+                match bind_dual(port) {
                     Ok(l) => {
-                        info!(%addr, "health-check node port open");
+                        let addr = l.local_addr().ok();
+                        info!(?addr, "health-check node port open");
                         if let Err(e) = axum::serve(l, app).await {
-                            warn!(%addr, error = %e, "health-check node port failed");
+                            warn!(port, error = %e, "health-check node port failed");
                         }
                     }
-                    Err(e) => warn!(%addr, error = %e, "health-check node port not opened"),
+                    Err(e) => warn!(port, error = %e, "health-check node port not opened"),
                 }
             });
             self.listeners.insert(
@@ -163,9 +163,63 @@ impl HealthChecks {
     }
 }
 
+/// A listener on `port` of both families: `[::]` taking IPv4 too
+/// (`IPV6_V6ONLY` off), as kube-proxy's health-check node ports answer
+/// on every address of the node. Where the host has IPv6 off, IPv4
+/// alone, logged.
+fn bind_dual(port: u16) -> std::io::Result<tokio::net::TcpListener> {
+    let v6 = || -> std::io::Result<tokio::net::TcpListener> {
+        let s = tokio::net::TcpSocket::new_v6()?;
+        nix::sys::socket::setsockopt(&s, nix::sys::socket::sockopt::Ipv6V6Only, &false)?;
+        s.set_reuseaddr(true)?;
+        s.bind(SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port)))?;
+        s.listen(1024)
+    };
+    match v6() {
+        Ok(l) => Ok(l),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL | libc::EPROTONOSUPPORT)
+            ) =>
+        {
+            info!(port, error = %e, "IPv6 unavailable on this host: the health-check node port listens on IPv4 only");
+            let s = tokio::net::TcpSocket::new_v4()?;
+            s.set_reuseaddr(true)?;
+            s.bind(SocketAddr::from(([0, 0, 0, 0], port)))?;
+            s.listen(1024)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One listener answers IPv4 and IPv6 clients (an IPv6 LoadBalancer
+    /// with `externalTrafficPolicy: Local` checks the node over IPv6).
+    #[tokio::test]
+    async fn a_health_check_port_listens_on_both_families() {
+        let l = bind_dual(0).unwrap();
+        let addr = l.local_addr().unwrap();
+        if addr.is_ipv4() {
+            eprintln!("skipped: IPv6 off on this host");
+            return;
+        }
+        let accept = tokio::spawn(async move {
+            for _ in 0..2 {
+                l.accept().await.unwrap();
+            }
+        });
+        for to in ["127.0.0.1", "::1"] {
+            let to = SocketAddr::new(to.parse().unwrap(), addr.port());
+            tokio::net::TcpStream::connect(to)
+                .await
+                .unwrap_or_else(|e| panic!("{to}: {e}"));
+        }
+        accept.await.unwrap();
+    }
 
     /// A slice's endpoint as the proxy of `me` reads it.
     fn ep(ip: &str, node: &str, ready: bool, me: &str) -> super::super::EndpointInfo {

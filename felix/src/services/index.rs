@@ -1,53 +1,56 @@
-//! The service table kept up to date by Service: a change to one Service
-//! or one of its EndpointSlices recomputes that Service's part of the
-//! table and yields the nft commands for that part alone, so the work per
-//! change does not grow with the number of Services. Pure.
-//!
-//! The parts are not kept between changes, only the table they make: a
-//! Service's part as the table has it is computed again when the Service
-//! is first touched after a write, from the records that have not yet
-//! changed (at 10,000 Services the parts were a second copy of the table,
-//! 7 MB).
+//! The service tables kept up to date by Service, one per address family
+//! ([`FamilyIndex`]): a Service's IPv4 half goes to the IPv4 index and its
+//! IPv6 half to the IPv6 one, and each EndpointSlice to the index of its
+//! `addressType` (as kube-proxy feeds each family's proxier). A change to
+//! one Service or slice recomputes that Service's part in each family it
+//! touches, so the work per change does not grow with the number of
+//! Services. An IPv4-only cluster leaves the IPv6 index empty. Pure.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::net::Ipv4Addr;
+mod family;
 
-use tartan_nft::Transaction;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::render::{self, Picker, SvcNft};
-use super::stale::{self, Flow};
-use super::{ServiceInfo, ServiceTable, SliceInfo, desired_for};
+pub use family::FamilyIndex;
 
-/// The Services and slices felix has seen, the table they make, and what
-/// changed since the last [`ServiceIndex::take_patch`].
+use super::healthcheck::Target;
+use super::render::SvcNft;
+use super::stale::StaleFlows;
+use super::{Family, ServiceHalves, Slice};
+
+/// The Services and slices felix has seen, in one [`FamilyIndex`] per
+/// address family, and the node's zone they are computed for.
 pub struct ServiceIndex {
     node: String,
     /// The node's `topology.kubernetes.io/zone` (`""` without): the
     /// topology hints are read against it.
     zone: String,
-    services: BTreeMap<String, ServiceInfo>,
-    slices: BTreeMap<String, SliceInfo>,
-    /// Service key → keys of its slices.
-    slices_of: BTreeMap<String, BTreeSet<String>>,
-    /// How many parts use each picking chain.
-    picker_uses: BTreeMap<Picker, usize>,
-    /// The whole table: the parts together, with the hairpin set.
-    table: SvcNft,
-    /// The Services changed since the last update, with their part as
-    /// the table holds it (computed before the first change).
-    dirty: BTreeMap<String, SvcNft>,
-    /// Changes not yet taken: (old part, new part) per Service.
-    pending: Vec<(SvcNft, SvcNft)>,
-    /// Whether the table has been written whole once: before that no
-    /// patch is wanted, so changes are not kept as (old, new) pairs (at
-    /// a start against a full store, a second copy of every part).
-    patching: bool,
-    hairpin_before: BTreeSet<Ipv4Addr>,
-    /// Conntrack flows left stale by changes, not yet taken
-    /// ([`super::stale`]).
-    stale: Vec<Flow>,
-    pickers_before: BTreeSet<Picker>,
-    affinity_before: u32,
+    v4: FamilyIndex<Ipv4Addr>,
+    v6: FamilyIndex<Ipv6Addr>,
+}
+
+/// An address family with its index in a [`ServiceIndex`].
+pub trait Indexed: Family {
+    fn half(ix: &ServiceIndex) -> &FamilyIndex<Self>;
+    fn half_mut(ix: &mut ServiceIndex) -> &mut FamilyIndex<Self>;
+}
+
+impl Indexed for Ipv4Addr {
+    fn half(ix: &ServiceIndex) -> &FamilyIndex<Self> {
+        &ix.v4
+    }
+    fn half_mut(ix: &mut ServiceIndex) -> &mut FamilyIndex<Self> {
+        &mut ix.v4
+    }
+}
+
+impl Indexed for Ipv6Addr {
+    fn half(ix: &ServiceIndex) -> &FamilyIndex<Self> {
+        &ix.v6
+    }
+    fn half_mut(ix: &mut ServiceIndex) -> &mut FamilyIndex<Self> {
+        &mut ix.v6
+    }
 }
 
 impl ServiceIndex {
@@ -55,25 +58,31 @@ impl ServiceIndex {
         ServiceIndex {
             node: node.to_string(),
             zone: String::new(),
-            services: BTreeMap::new(),
-            slices: BTreeMap::new(),
-            slices_of: BTreeMap::new(),
-            picker_uses: BTreeMap::new(),
-            table: SvcNft::default(),
-            dirty: BTreeMap::new(),
-            pending: Vec::new(),
-            patching: false,
-            hairpin_before: BTreeSet::new(),
-            stale: Vec::new(),
-            pickers_before: BTreeSet::new(),
-            affinity_before: 0,
+            v4: FamilyIndex::default(),
+            v6: FamilyIndex::default(),
         }
     }
 
     /// The node this index is for: slices are read for it
-    /// ([`SliceInfo::from_slice`]).
+    /// ([`super::SliceInfo::from_slice`]).
     pub fn node(&self) -> &str {
         &self.node
+    }
+
+    /// The node's zone.
+    pub fn zone(&self) -> &str {
+        &self.zone
+    }
+
+    /// The index of family `A`.
+    pub fn family<A: Indexed>(&self) -> &FamilyIndex<A> {
+        A::half(self)
+    }
+
+    /// The index of family `A`, for what needs no zone (taking its patch,
+    /// marking it written).
+    pub fn family_mut<A: Indexed>(&mut self) -> &mut FamilyIndex<A> {
+        A::half_mut(self)
     }
 
     /// The node's zone changed (`""`: it has none): every Service is
@@ -83,266 +92,125 @@ impl ServiceIndex {
         if self.zone == zone {
             return false;
         }
-        let keys: Vec<String> = self.services.keys().cloned().collect();
-        for k in &keys {
-            self.touch(k);
-        }
+        self.v4.zone_changing(&self.zone);
+        self.v6.zone_changing(&self.zone);
         self.zone = zone.to_string();
         true
     }
 
     /// The health-check node ports this node answers on, with what each
-    /// says ([`super::healthcheck::targets`]).
-    pub fn health_targets(&self) -> std::collections::BTreeMap<u16, super::healthcheck::Target> {
-        super::healthcheck::targets(&self.services, &self.slices)
+    /// says ([`super::healthcheck::targets`]). A dual-stack Service's
+    /// local endpoints are counted in the family that has more (a pod
+    /// has an address of each, in two slices).
+    pub fn health_targets(&self) -> BTreeMap<u16, Target> {
+        let mut out = self.v4.health_targets();
+        for (port, t) in self.v6.health_targets() {
+            match out.get_mut(&port) {
+                Some(had) => had.local_endpoints = had.local_endpoints.max(t.local_endpoints),
+                None => {
+                    out.insert(port, t);
+                }
+            }
+        }
+        out
     }
 
     /// A Service came, changed or went (`None`: gone, or one the proxy
     /// leaves alone). Whether anything the proxy uses changed.
-    pub fn set_service(&mut self, key: &str, info: Option<ServiceInfo>) -> bool {
-        if self.services.get(key) == info.as_ref() {
-            return false;
-        }
-        self.touch(key);
-        match info {
-            Some(i) => self.services.insert(key.to_string(), i),
-            None => self.services.remove(key),
+    pub fn set_service<S: Into<ServiceHalves>>(&mut self, key: &str, info: Option<S>) -> bool {
+        let (v4, v6) = match info.map(Into::into) {
+            Some(h) => (h.v4, h.v6),
+            None => (None, None),
         };
-        true
+        let a = self.v4.set_service(key, v4, &self.zone);
+        let b = self.v6.set_service(key, v6, &self.zone);
+        a || b
     }
 
-    /// An EndpointSlice came, changed or went.
-    pub fn set_slice(&mut self, key: &str, info: Option<SliceInfo>) -> bool {
-        if self.slices.get(key) == info.as_ref() {
-            return false;
-        }
-        if let Some(service) = self.slices.get(key).map(|o| o.service.clone()) {
-            self.touch(&service);
-        }
-        if let Some(n) = &info {
-            self.touch(&n.service);
-        }
-        if let Some(o) = self.slices.remove(key)
-            && let Some(set) = self.slices_of.get_mut(&o.service)
-        {
-            set.remove(key);
-            if set.is_empty() {
-                self.slices_of.remove(&o.service);
-            }
-        }
-        if let Some(n) = info {
-            self.slices_of
-                .entry(n.service.clone())
-                .or_default()
-                .insert(key.to_string());
-            self.slices.insert(key.to_string(), n);
-        }
-        true
-    }
-
-    /// `key` is about to change: keep its part as the table holds it, if
-    /// not kept since the last update.
-    fn touch(&mut self, key: &str) {
-        if !self.dirty.contains_key(key) {
-            let before = self.part_of(key);
-            self.dirty.insert(key.to_string(), before);
-        }
-    }
-
-    /// This node's pod addresses (for hairpin).
-    pub fn set_local_pods(&mut self, pods: BTreeSet<Ipv4Addr>) {
-        self.table.hairpin = pods;
-    }
-
-    fn slices_for(&self, key: &str) -> Vec<&SliceInfo> {
-        self.slices_of
-            .get(key)
-            .into_iter()
-            .flatten()
-            .filter_map(|k| self.slices.get(k))
-            .collect()
-    }
-
-    fn part_of(&self, key: &str) -> SvcNft {
-        let Some(svc) = self.services.get(key) else {
-            return SvcNft::default();
+    /// An EndpointSlice came, changed or went: to the index of its family
+    /// (and out of the other one, should its `addressType` have changed).
+    pub fn set_slice<S: Into<Slice>>(&mut self, key: &str, info: Option<S>) -> bool {
+        let (v4, v6) = match info.map(Into::into) {
+            Some(Slice::V4(s)) => (Some(s), None),
+            Some(Slice::V6(s)) => (None, Some(s)),
+            None => (None, None),
         };
-        let mut t = ServiceTable::default();
-        desired_for(key, svc, &self.slices_for(key), &self.zone, &mut t);
-        SvcNft::from_table(&t)
+        let a = self.v4.set_slice(key, v4, &self.zone);
+        let b = self.v6.set_slice(key, v6, &self.zone);
+        a || b
     }
 
-    /// Recompute the Services that changed; the whole table after it.
-    pub fn update(&mut self) -> &SvcNft {
-        for (key, old) in std::mem::take(&mut self.dirty) {
-            let new = self.part_of(&key);
-            if old == new {
-                continue;
-            }
-            for p in &old.pickers {
-                if let Some(n) = self.picker_uses.get_mut(p) {
-                    *n -= 1;
-                    if *n == 0 {
-                        self.picker_uses.remove(p);
-                    }
-                }
-            }
-            for p in &new.pickers {
-                *self.picker_uses.entry(*p).or_default() += 1;
-            }
-            self.table.remove(&old);
-            self.table.add(&new);
-            self.stale.extend(stale::stale(&old, &new));
-            if self.patching {
-                self.pending.push((old, new));
-            }
+    /// This node's pod addresses, of both families (for hairpin).
+    pub fn set_local_pods<I: Into<IpAddr>>(&mut self, pods: impl IntoIterator<Item = I>) {
+        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+        for a in pods {
+            match a.into() {
+                IpAddr::V4(a) => v4.insert(a),
+                IpAddr::V6(a) => v6.insert(a),
+            };
         }
-        self.table.pickers = self.picker_uses.keys().copied().collect();
-        self.table.affinity_slots = self
-            .table
-            .pickers
-            .iter()
-            .filter(|p| p.affinity.is_some())
-            .map(|p| p.count)
-            .max()
-            .unwrap_or(0);
-        &self.table
+        self.v4.set_local_pods(v4);
+        self.v6.set_local_pods(v6);
     }
 
-    pub fn table(&self) -> &SvcNft {
-        &self.table
+    /// Recompute the Services that changed, in both families; the IPv4
+    /// table after it.
+    pub fn update(&mut self) -> &SvcNft<Ipv4Addr> {
+        self.v6.update(&self.zone);
+        self.v4.update(&self.zone)
     }
 
-    /// How many Services changed since the last patch (after
-    /// [`ServiceIndex::update`]).
-    pub fn changed_services(&self) -> usize {
-        self.pending.len()
+    /// The IPv4 table (the IPv6 one: `family::<Ipv6Addr>().table()`).
+    pub fn table(&self) -> &SvcNft<Ipv4Addr> {
+        self.v4.table()
     }
 
-    /// The nft commands for what changed since the last call (after
-    /// [`ServiceIndex::update`]); `None` when nothing did.
-    pub fn take_patch(&mut self) -> Option<Transaction> {
-        let pending = std::mem::take(&mut self.pending);
-        let hairpin = (
-            std::mem::replace(&mut self.hairpin_before, self.table.hairpin.clone()),
-            self.table.hairpin.clone(),
-        );
-        let pickers = (
-            std::mem::replace(&mut self.pickers_before, self.table.pickers.clone()),
-            self.table.pickers.clone(),
-        );
-        let affinity = (
-            std::mem::replace(&mut self.affinity_before, self.table.affinity_slots),
-            self.table.affinity_slots,
-        );
-        render::patch(&pending, &hairpin, &pickers, affinity)
+    /// The nft commands for what changed in the IPv4 table since its last
+    /// patch ([`FamilyIndex::take_patch`]).
+    pub fn take_patch(&mut self) -> Option<tartan_nft::Transaction> {
+        self.v4.take_patch()
     }
 
-    /// The conntrack flows changes left stale since the last call, less
-    /// those the table (after [`ServiceIndex::update`]) still serves.
-    pub fn take_stale(&mut self) -> Vec<Flow> {
-        let mut flows = std::mem::take(&mut self.stale);
-        flows.sort();
-        flows.dedup();
-        flows.retain(|f| !stale::still_served(&self.table, f));
-        flows
+    /// The IPv4 table computed afresh ([`FamilyIndex::recomputed`]).
+    pub fn recomputed(&self) -> SvcNft<Ipv4Addr> {
+        self.v4.recomputed(&self.zone)
+    }
+
+    /// Whether each family's kept table equals one computed afresh
+    /// ([`FamilyIndex::consistent`]).
+    pub fn consistent(&self) -> bool {
+        self.v4.consistent(&self.zone) && self.v6.consistent(&self.zone)
+    }
+
+    /// Whether family `A`'s kept table equals one computed afresh.
+    pub fn family_consistent<A: Indexed>(&self) -> bool {
+        self.family::<A>().consistent(&self.zone)
+    }
+
+    /// Start family `A` over, the other left as it is.
+    pub fn rebuild_family<A: Indexed>(&mut self) {
+        let zone = self.zone.clone();
+        self.family_mut::<A>().rebuild(&zone);
+    }
+
+    /// Start both families over ([`FamilyIndex::rebuild`]).
+    pub fn rebuild(&mut self) {
+        self.v4.rebuild(&self.zone);
+        self.v6.rebuild(&self.zone);
+    }
+
+    /// The conntrack flows changes left stale, of both families
+    /// ([`FamilyIndex::take_stale`]).
+    pub fn take_stale(&mut self) -> StaleFlows {
+        StaleFlows {
+            v4: self.v4.take_stale(),
+            v6: self.v6.take_stale(),
+        }
     }
 
     /// Flows whose cleanup failed, to try again with the next ones.
-    pub fn keep_stale(&mut self, flows: Vec<Flow>) {
-        self.stale.extend(flows);
-    }
-
-    /// Forget what was pending: the next write is the whole table.
-    pub fn written_whole(&mut self) {
-        self.pending.clear();
-        self.patching = true;
-        self.hairpin_before = self.table.hairpin.clone();
-        self.pickers_before = self.table.pickers.clone();
-        self.affinity_before = self.table.affinity_slots;
-    }
-
-    /// Whether the kept table equals one computed afresh from every
-    /// Service ([`ServiceIndex::recomputed`]), found without a second
-    /// copy of the table: each Service's part is recomputed alone and
-    /// must be in the table; when no two parts
-    /// claim one frontend or node port, the table must hold exactly as
-    /// many entries as the parts together (so nothing else). Where two
-    /// Services do claim one (the same external IP and port, say), the
-    /// whole table is recomputed and compared, since which of them wins
-    /// is decided there.
-    pub fn consistent(&self) -> bool {
-        let mut sum = [0usize; 13];
-        let mut pickers: BTreeMap<Picker, usize> = BTreeMap::new();
-        let mut frontends = HashSet::new();
-        let mut node_ports = HashSet::new();
-        let mut cluster_ips = HashSet::new();
-        let mut shared = false;
-        for key in self.services.keys() {
-            let part = self.part_of(key);
-            let (fe, np, ips) = part.claims();
-            for f in fe {
-                shared |= !frontends.insert(f);
-            }
-            for p in np {
-                shared |= !node_ports.insert(p);
-            }
-            for ip in ips {
-                shared |= !cluster_ips.insert(ip);
-            }
-            shared |= !self.table.holds(&part);
-            for (s, n) in sum.iter_mut().zip(part.entries()) {
-                *s += n;
-            }
-            for p in &part.pickers {
-                *pickers.entry(*p).or_default() += 1;
-            }
-        }
-        if shared {
-            // Which claimant wins is decided by the whole computation; the
-            // loser's slots may stay behind, unreachable and harmless.
-            return self.recomputed().reachable() == self.table.reachable();
-        }
-        pickers == self.picker_uses
-            && self.table.pickers == pickers.keys().copied().collect::<BTreeSet<_>>()
-            && sum == self.table.entries()
-            && self.table.affinity_slots
-                == pickers
-                    .keys()
-                    .filter(|p| p.affinity.is_some())
-                    .map(|p| p.count)
-                    .max()
-                    .unwrap_or(0)
-    }
-
-    /// The whole table computed afresh from every Service: what the kept
-    /// table must equal (checked now and then, to catch a Service that
-    /// lost a frontend to another one and never got it back).
-    pub fn recomputed(&self) -> SvcNft {
-        let mut t = ServiceTable::default();
-        for (key, svc) in &self.services {
-            desired_for(key, svc, &self.slices_for(key), &self.zone, &mut t);
-        }
-        t.local_pods = self.table.hairpin.clone();
-        SvcNft::from_table(&t)
-    }
-
-    /// Start over from `services` and `slices` as they are (after a
-    /// drift or a mismatch): every Service recomputed.
-    pub fn rebuild(&mut self) {
-        self.picker_uses.clear();
-        let hairpin = std::mem::take(&mut self.table.hairpin);
-        self.table = SvcNft {
-            hairpin,
-            ..SvcNft::default()
-        };
-        // Against the empty table every part is new.
-        self.dirty = self
-            .services
-            .keys()
-            .map(|k| (k.clone(), SvcNft::default()))
-            .collect();
-        self.update();
-        self.written_whole();
+    pub fn keep_stale(&mut self, flows: StaleFlows) {
+        self.v4.keep_stale(flows.v4);
+        self.v6.keep_stale(flows.v6);
     }
 }

@@ -1,6 +1,17 @@
 //! The service proxy: Services and EndpointSlices become NAT in the
-//! nftables table `ip tartan-svc` ([`render`]). Which addresses a node
-//! answers for a Service and where each goes is computed here, purely.
+//! nftables tables `ip tartan-svc` and `ip6 tartan-svc` ([`render`]).
+//! Which addresses a node answers for a Service and where each goes is
+//! computed here, purely.
+//!
+//! - Dual stack ([`family`]): a Service is served per address family as
+//!   kube-proxy serves it, as two single-stack halves ([`ServiceHalves`]):
+//!   the half of a family exists when the Service has a ClusterIP of that
+//!   family, and holds that family's ClusterIP, external IPs and
+//!   LoadBalancer IPs, fed by the EndpointSlices of that `addressType`
+//!   (FQDN slices are ignored). Its NodePorts are served on the node's
+//!   addresses of that family. Each family has its own table, rendered by
+//!   the same code; the IPv6 one is written only once an IPv6 Service
+//!   was seen (an IPv4-only cluster has none).
 //!
 //! - Frontends: the ClusterIP, `externalIPs` and LoadBalancer ingress IPs
 //!   (not those with `ipMode: Proxy`), each with every service port (TCP,
@@ -29,19 +40,25 @@
 //!   ([`healthcheck`]).
 //! - `loadBalancerSourceRanges`: a LoadBalancer ingress IP drops clients
 //!   outside those networks, the node itself included (NodePorts and
-//!   external IPs are not limited).
+//!   external IPs are not limited), per family: the IPv6 networks limit
+//!   the IPv6 ingress IPs; a list naming networks of one family only
+//!   admits no client of the other (never open what the operator
+//!   limited).
 //!   A list with an entry that does not parse makes the Service
 //!   unreadable (its last readable version stays), never open.
 //! - Headless Services (`clusterIP: None`) and ExternalName ones are left
 //!   alone, and so, as kube-proxy does, is a Service labelled
 //!   `service.kubernetes.io/service-proxy-name` (any value: another proxy
-//!   serves it) or `service.kubernetes.io/headless`. IPv4 only for now: IPv6 frontends are skipped with a log line.
+//!   serves it) or `service.kubernetes.io/headless`.
 
 /// The longest session affinity the Kubernetes API allows.
 pub const MAX_AFFINITY_SECONDS: u32 = 86_400;
 
 pub mod decode;
+#[cfg(test)]
+mod dual_tests;
 pub mod elements;
+pub mod family;
 pub mod healthcheck;
 pub mod index;
 pub mod render;
@@ -51,11 +68,13 @@ mod tests;
 pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{Ipv4Addr, Ipv6Addr};
 
-use ipnet::{IpNet, Ipv4Net};
+use ipnet::IpNet;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+
+pub use family::{Fam, Family};
 
 /// `kubernetes.io/service-name`: the label tying a slice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -73,19 +92,19 @@ pub const SCTP: u8 = 132;
 
 /// An endpoint address and port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Backend {
-    pub addr: Ipv4Addr,
+pub struct Backend<A = Ipv4Addr> {
+    pub addr: A,
     pub port: u16,
 }
 
 /// Where new connections to a frontend go.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dispatch {
+pub enum Dispatch<A = Ipv4Addr> {
     /// To one of these at random (the index is the slot); with `affinity`
     /// (seconds), a client keeps its endpoint while it comes back within
     /// that time.
     Backends {
-        backends: Vec<Backend>,
+        backends: Vec<Backend<A>>,
         affinity: Option<u32>,
     },
     /// The Service has no endpoint: refuse at once.
@@ -94,49 +113,67 @@ pub enum Dispatch {
     Drop,
 }
 
-/// Everything the node's service table holds.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ServiceTable {
+/// Everything one family's service table of the node holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceTable<A: Family = Ipv4Addr> {
     /// (address, protocol, port) → dispatch: ClusterIPs, external IPs,
     /// LoadBalancer ingress IPs.
-    pub frontends: BTreeMap<(Ipv4Addr, u8, u16), Dispatch>,
+    pub frontends: BTreeMap<(A, u8, u16), Dispatch<A>>,
     /// (protocol, node port) → dispatch, on the node's own addresses.
-    pub node_ports: BTreeMap<(u8, u16), Dispatch>,
+    pub node_ports: BTreeMap<(u8, u16), Dispatch<A>>,
     /// For clients inside the cluster (this node's pods, the node
     /// itself): the external frontends and node ports of Services with
     /// `externalTrafficPolicy: Local`, to the cluster-wide endpoints.
     /// Only frontends with endpoints are here; the others are refused as
     /// for any client.
-    pub frontends_in: BTreeMap<(Ipv4Addr, u8, u16), Dispatch>,
-    pub node_ports_in: BTreeMap<(u8, u16), Dispatch>,
+    pub frontends_in: BTreeMap<(A, u8, u16), Dispatch<A>>,
+    pub node_ports_in: BTreeMap<(u8, u16), Dispatch<A>>,
     /// Addresses of this node's pods: a pod reaching itself through a
     /// Service is masqueraded (hairpin).
-    pub local_pods: BTreeSet<Ipv4Addr>,
+    pub local_pods: BTreeSet<A>,
     /// LoadBalancer frontends with `loadBalancerSourceRanges`: only
     /// clients in these networks may use them.
-    pub source_ranges: BTreeMap<(Ipv4Addr, u8, u16), Vec<Ipv4Net>>,
+    pub source_ranges: BTreeMap<(A, u8, u16), Vec<A::Net>>,
     /// The ClusterIPs served: a new connection still addressed to one
     /// after DNAT is to a port its Service does not declare, and is
     /// refused (kube-proxy's `cluster-ips-check`).
-    pub cluster_ips: BTreeSet<Ipv4Addr>,
+    pub cluster_ips: BTreeSet<A>,
     /// The external frontends and node ports of Services with
     /// `externalTrafficPolicy: Cluster`: every connection through them is
     /// masqueraded, whoever the client and wherever the endpoint, as
     /// kube-proxy does.
-    pub masq_frontends: BTreeSet<(Ipv4Addr, u8, u16)>,
+    pub masq_frontends: BTreeSet<(A, u8, u16)>,
     pub masq_node_ports: BTreeSet<(u8, u16)>,
 }
 
-/// A watched Service, reduced to what the proxy needs.
+impl<A: Family> Default for ServiceTable<A> {
+    fn default() -> Self {
+        ServiceTable {
+            frontends: BTreeMap::new(),
+            node_ports: BTreeMap::new(),
+            frontends_in: BTreeMap::new(),
+            node_ports_in: BTreeMap::new(),
+            local_pods: BTreeSet::new(),
+            source_ranges: BTreeMap::new(),
+            cluster_ips: BTreeSet::new(),
+            masq_frontends: BTreeSet::new(),
+            masq_node_ports: BTreeSet::new(),
+        }
+    }
+}
+
+/// A watched Service, reduced to what the proxy of one address family
+/// needs: its half of a dual-stack Service ([`ServiceHalves`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServiceInfo {
-    pub cluster_ips: Vec<Ipv4Addr>,
-    pub external: Vec<Ipv4Addr>,
-    /// `loadBalancerSourceRanges` (IPv4), applied to the LoadBalancer
-    /// ingress IPs in `lb_ips`: `None`, no limit; `Some` of no network,
-    /// no IPv4 client (the list named IPv6 networks only).
-    pub source_ranges: Option<Vec<Ipv4Net>>,
-    pub lb_ips: Vec<Ipv4Addr>,
+pub struct ServiceInfo<A: Family = Ipv4Addr> {
+    pub cluster_ips: Vec<A>,
+    pub external: Vec<A>,
+    /// `loadBalancerSourceRanges` of this family, applied to the
+    /// LoadBalancer ingress IPs in `lb_ips`: `None`, no limit; `Some` of
+    /// no network, no client of this family (the list named networks of
+    /// the other family only).
+    pub source_ranges: Option<Vec<A::Net>>,
+    pub lb_ips: Vec<A>,
     pub ports: Vec<PortInfo>,
     pub affinity: Option<u32>,
     pub external_local: bool,
@@ -155,25 +192,102 @@ pub struct PortInfo {
     pub node_port: Option<u16>,
 }
 
-/// A watched EndpointSlice: its service and, per port name, the
-/// endpoints.
+/// A Service as the proxy keeps it: its IPv4 half and its IPv6 half,
+/// each served by that family's table as a single-stack Service (as
+/// kube-proxy runs a proxier per family). A half is there when the
+/// Service has a ClusterIP of its family (kube-proxy's rule), and the
+/// IPv4 one also for a Service that has no ClusterIP yet.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SliceInfo {
+pub struct ServiceHalves {
+    pub v4: Option<ServiceInfo<Ipv4Addr>>,
+    pub v6: Option<ServiceInfo<Ipv6Addr>>,
+}
+
+impl From<ServiceInfo<Ipv4Addr>> for ServiceHalves {
+    fn from(v4: ServiceInfo<Ipv4Addr>) -> Self {
+        ServiceHalves {
+            v4: Some(v4),
+            v6: None,
+        }
+    }
+}
+
+impl From<ServiceInfo<Ipv6Addr>> for ServiceHalves {
+    fn from(v6: ServiceInfo<Ipv6Addr>) -> Self {
+        ServiceHalves {
+            v4: None,
+            v6: Some(v6),
+        }
+    }
+}
+
+impl ServiceHalves {
+    /// Both halves of `s` ([`ServiceInfo::from_service`]); `Ok(None)` when
+    /// neither family serves it.
+    pub fn from_service(s: &Service) -> Result<Option<ServiceHalves>, String> {
+        let h = ServiceHalves {
+            v4: ServiceInfo::from_service(s)?,
+            v6: ServiceInfo::from_service(s)?,
+        };
+        Ok((h.v4.is_some() || h.v6.is_some()).then_some(h))
+    }
+}
+
+/// A watched EndpointSlice of one address family: its service and, per
+/// port name, the endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SliceInfo<A = Ipv4Addr> {
     /// `namespace/service`.
     pub service: String,
     /// Port name → (protocol, port).
     pub ports: BTreeMap<String, (u8, u16)>,
-    pub endpoints: Vec<EndpointInfo>,
+    pub endpoints: Vec<EndpointInfo<A>>,
+}
+
+/// An EndpointSlice of either family (its `addressType`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Slice {
+    V4(SliceInfo<Ipv4Addr>),
+    V6(SliceInfo<Ipv6Addr>),
+}
+
+impl From<SliceInfo<Ipv4Addr>> for Slice {
+    fn from(s: SliceInfo<Ipv4Addr>) -> Self {
+        Slice::V4(s)
+    }
+}
+
+impl From<SliceInfo<Ipv6Addr>> for Slice {
+    fn from(s: SliceInfo<Ipv6Addr>) -> Self {
+        Slice::V6(s)
+    }
+}
+
+impl Slice {
+    /// `None` for slices of no Service and of FQDNs ([`SliceInfo::from_slice`]).
+    pub fn from_slice(s: &EndpointSlice, node: &str) -> Option<Slice> {
+        match s.address_type.as_str() {
+            "IPv6" => SliceInfo::from_slice(s, node).map(Slice::V6),
+            _ => SliceInfo::from_slice(s, node).map(Slice::V4),
+        }
+    }
+
+    pub fn service(&self) -> &str {
+        match self {
+            Slice::V4(s) => &s.service,
+            Slice::V6(s) => &s.service,
+        }
+    }
 }
 
 /// One endpoint of a slice, as the proxy of one node keeps it: a slice
 /// holds 100 of them and a cluster 100,000, so it is small (not the
 /// node's name, only whether it is this node).
 #[derive(Debug, Clone, PartialEq)]
-pub struct EndpointInfo {
+pub struct EndpointInfo<A = Ipv4Addr> {
     /// Its first address: the API calls an endpoint's addresses
     /// fungible, and kube-proxy uses the first alone.
-    pub addr: Ipv4Addr,
+    pub addr: A,
     /// Its `nodeName` is the node this record was read for.
     pub local: bool,
     pub ready: bool,
@@ -207,11 +321,8 @@ pub fn protocol(p: Option<&str>) -> Option<u8> {
     }
 }
 
-fn v4(s: &str) -> Option<Ipv4Addr> {
-    match s.parse::<IpAddr>().ok()? {
-        IpAddr::V4(a) => Some(a),
-        IpAddr::V6(_) => None,
-    }
+fn addr<A: Family>(s: &str) -> Option<A> {
+    A::of(s.parse().ok()?)
 }
 
 fn port_info(p: &ServicePort) -> Option<PortInfo> {
@@ -226,14 +337,16 @@ fn port_info(p: &ServicePort) -> Option<PortInfo> {
     })
 }
 
-impl ServiceInfo {
-    /// `Ok(None)` for what the proxy leaves alone: ExternalName and
-    /// headless Services, those labelled for another proxy or as
-    /// headless, and objects without a spec. `Err` for a LoadBalancer
+impl<A: Family> ServiceInfo<A> {
+    /// The half of family `A` ([`ServiceHalves`]). `Ok(None)` for what
+    /// the proxy of `A` leaves alone: a Service without a ClusterIP of
+    /// `A` (but one with no ClusterIP at all is the IPv4 proxy's),
+    /// ExternalName and headless Services, those labelled for another
+    /// proxy or as headless, and objects without a spec. `Err` for a LoadBalancer
     /// whose `loadBalancerSourceRanges` felix cannot read: it is
     /// unreadable (its last readable version stays served), never served
     /// as open to every client.
-    pub fn from_service(s: &Service) -> Result<Option<ServiceInfo>, String> {
+    pub fn from_service(s: &Service) -> Result<Option<Self>, String> {
         if let Some(labels) = &s.metadata.labels
             && (labels.contains_key(SERVICE_PROXY_NAME_LABEL)
                 || labels.contains_key(HEADLESS_LABEL))
@@ -249,7 +362,7 @@ impl ServiceInfo {
         // Only a LoadBalancer's are applied (the API allows them on no
         // other type).
         let source_ranges = if spec.type_.as_deref() == Some("LoadBalancer") {
-            source_ranges(
+            source_ranges::<A>(
                 spec.load_balancer_source_ranges
                     .as_deref()
                     .unwrap_or_default(),
@@ -266,13 +379,21 @@ impl ServiceInfo {
         if ips.iter().any(|ip| ip == "None") {
             return Ok(None);
         }
-        let mut external: Vec<Ipv4Addr> = spec
+        let cluster_ips: Vec<A> = ips.iter().filter_map(|a| addr(a)).collect();
+        // As kube-proxy: a family's proxier serves a Service only through
+        // a ClusterIP of its family; the external addresses of the other
+        // family are that one's.
+        let unallocated = A::FAM == Fam::V4 && ips.iter().all(|a| a.is_empty());
+        if cluster_ips.is_empty() && !unallocated {
+            return Ok(None);
+        }
+        let mut external: Vec<A> = spec
             .external_ips
             .iter()
             .flatten()
-            .filter_map(|a| v4(a))
+            .filter_map(|a| addr(a))
             .collect();
-        let mut lb_ips: Vec<Ipv4Addr> = Vec::new();
+        let mut lb_ips: Vec<A> = Vec::new();
         if spec.type_.as_deref() == Some("LoadBalancer") {
             let ingress = s
                 .status
@@ -287,7 +408,7 @@ impl ServiceInfo {
                     .into_iter()
                     .flatten()
                     .filter(|i| i.ip_mode.as_deref().is_none_or(|m| m == "VIP"))
-                    .filter_map(|i| i.ip.as_deref().and_then(v4)),
+                    .filter_map(|i| i.ip.as_deref().and_then(addr::<A>)),
             );
             external.extend(lb_ips.iter().copied());
         }
@@ -295,7 +416,7 @@ impl ServiceInfo {
         external.dedup();
         let node_ports = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
         Ok(Some(ServiceInfo {
-            cluster_ips: ips.iter().filter_map(|a| v4(a)).collect(),
+            cluster_ips,
             external,
             ports: spec
                 .ports
@@ -334,21 +455,22 @@ impl ServiceInfo {
     }
 }
 
-/// `loadBalancerSourceRanges` as the proxy applies them: the IPv4
-/// networks (IPv6 ones are valid but limit IPv6 clients, which felix does
-/// not serve). A list is a limit even when no IPv4 network is left in it
-/// (IPv6 networks only: no IPv4 client may connect); an empty or absent
-/// one is none. One entry that is no network at all makes the whole list
-/// unreadable: skipping it could leave no network, and so no limit.
-fn source_ranges(ranges: &[String]) -> Result<Option<Vec<Ipv4Net>>, String> {
+/// `loadBalancerSourceRanges` as the proxy of family `A` applies them:
+/// the networks of `A` (those of the other family limit that family's
+/// clients, in its table). A list is a limit even when no network of `A`
+/// is left in it (networks of the other family only: no client of `A`
+/// may connect; kube-proxy leaves that family open then, Tartan does not
+/// open what the operator limited); an empty or absent one is none. One
+/// entry that is no network at all makes the whole list unreadable:
+/// skipping it could leave no network, and so no limit.
+fn source_ranges<A: Family>(ranges: &[String]) -> Result<Option<Vec<A::Net>>, String> {
     if ranges.is_empty() {
         return Ok(None);
     }
     let mut out = Vec::new();
     for (i, r) in ranges.iter().enumerate() {
         match r.trim().parse::<IpNet>() {
-            Ok(IpNet::V4(n)) => out.push(n.trunc()),
-            Ok(IpNet::V6(_)) => {}
+            Ok(n) => out.extend(A::net_of(n)),
             Err(_) => {
                 return Err(format!(
                     "spec.loadBalancerSourceRanges[{i}]: {r:?} is not a network (CIDR)"
@@ -359,11 +481,13 @@ fn source_ranges(ranges: &[String]) -> Result<Option<Vec<Ipv4Net>>, String> {
     Ok(Some(out))
 }
 
-impl SliceInfo {
-    /// `None` for slices of no Service or of IPv6 addresses. `node`: the
-    /// node whose proxy reads it (which endpoints are local).
-    pub fn from_slice(s: &EndpointSlice, node: &str) -> Option<SliceInfo> {
-        if s.address_type != "IPv4" {
+impl<A: Family> SliceInfo<A> {
+    /// `None` for slices of no Service or of another `addressType` than
+    /// `A`'s (the other family's, or FQDN). `node`: the node whose proxy
+    /// reads it (which endpoints are local). An endpoint whose first
+    /// address is not of `A` is passed over.
+    pub fn from_slice(s: &EndpointSlice, node: &str) -> Option<SliceInfo<A>> {
+        if s.address_type != A::FAM.address_type() {
             return None;
         }
         let ns = s.metadata.namespace.as_deref().unwrap_or("default");
@@ -393,7 +517,7 @@ impl SliceInfo {
                         .and_then(|h| h.for_nodes.as_deref())
                         .unwrap_or_default();
                     Some(EndpointInfo {
-                        addr: v4(e.addresses.first()?)?,
+                        addr: addr(e.addresses.first()?)?,
                         local: e.node_name.as_deref() == Some(node),
                         ready: c.and_then(|c| c.ready).unwrap_or(true),
                         serving: c.and_then(|c| c.serving).unwrap_or(true),
@@ -428,20 +552,20 @@ struct Place {
 
 /// The usable endpoints of one service port, each with its place: the
 /// ready ones, and those serving while terminating.
-#[derive(Debug, Default)]
-struct PortEndpoints {
-    ready: BTreeMap<Backend, Place>,
-    terminating: BTreeMap<Backend, Place>,
+#[derive(Debug)]
+struct PortEndpoints<A> {
+    ready: BTreeMap<Backend<A>, Place>,
+    terminating: BTreeMap<Backend<A>, Place>,
 }
 
-impl PortEndpoints {
+impl<A: Family> PortEndpoints<A> {
     /// Where traffic goes, as KEP-1669 (and kube-proxy) decide it: filter
     /// by node first when `local_only`, else by the topology hints; then
     /// the ready endpoints, or when none is ready, those serving while
     /// terminating (hints do not apply to those). So a node whose only
     /// local endpoint is terminating uses it.
-    fn usable(&self, local_only: bool) -> Vec<Backend> {
-        let pick = |m: &BTreeMap<Backend, Place>| -> Vec<Backend> {
+    fn usable(&self, local_only: bool) -> Vec<Backend<A>> {
+        let pick = |m: &BTreeMap<Backend<A>, Place>| -> Vec<Backend<A>> {
             m.iter()
                 .filter(|(_, p)| if local_only { p.local } else { p.near })
                 .map(|(b, _)| *b)
@@ -460,12 +584,12 @@ impl PortEndpoints {
     }
 }
 
-fn endpoints_of(
+fn endpoints_of<A: Family>(
     service: &str,
     port: &PortInfo,
-    slices: &[&SliceInfo],
+    slices: &[&SliceInfo<A>],
     zone: &str,
-) -> PortEndpoints {
+) -> PortEndpoints<A> {
     // This port's endpoints, each with the port number it serves it on.
     let serving = slices
         .iter()
@@ -478,8 +602,11 @@ fn endpoints_of(
     // The ready ones, each once (an endpoint in two slices, mid-update,
     // counts once, by its last copy): the topology mode and the filter
     // must read the same set, or no endpoint could be left near.
-    let mut ready: BTreeMap<Backend, &EndpointInfo> = BTreeMap::new();
-    let mut out = PortEndpoints::default();
+    let mut ready: BTreeMap<Backend<A>, &EndpointInfo<A>> = BTreeMap::new();
+    let mut out = PortEndpoints {
+        ready: BTreeMap::new(),
+        terminating: BTreeMap::new(),
+    };
     for (e, target) in serving {
         let b = Backend {
             addr: e.addr,
@@ -514,7 +641,11 @@ fn endpoints_of(
 
 /// No usable endpoint anywhere: refuse; none the traffic policy allows
 /// here: drop.
-fn dispatch(eps: &PortEndpoints, local_only: bool, affinity: Option<u32>) -> Dispatch {
+fn dispatch<A: Family>(
+    eps: &PortEndpoints<A>,
+    local_only: bool,
+    affinity: Option<u32>,
+) -> Dispatch<A> {
     if eps.is_empty() {
         return Dispatch::Reject;
     }
@@ -535,14 +666,15 @@ fn flag<K: Ord>(set: &mut BTreeSet<K>, key: K, on: bool) {
     }
 }
 
-/// Add one Service's frontends and node ports (its slices given) to `t`,
-/// for a node in `zone` (its `topology.kubernetes.io/zone`, `""` without).
-pub fn desired_for(
+/// Add one Service's half of family `A` (its slices of that family
+/// given) to `t`, for a node in `zone` (its `topology.kubernetes.io/zone`,
+/// `""` without).
+pub fn desired_for<A: Family>(
     key: &str,
-    svc: &ServiceInfo,
-    slices: &[&SliceInfo],
+    svc: &ServiceInfo<A>,
+    slices: &[&SliceInfo<A>],
     zone: &str,
-    t: &mut ServiceTable,
+    t: &mut ServiceTable<A>,
 ) {
     for port in &svc.ports {
         let eps = endpoints_of(key, port, slices, zone);
@@ -594,13 +726,13 @@ pub fn desired_for(
 
 /// The table of the node the slices were read for ([`SliceInfo::from_slice`]),
 /// in `zone`. `services` by `namespace/name`.
-pub fn desired(
-    services: &BTreeMap<String, ServiceInfo>,
-    slices: &BTreeMap<String, SliceInfo>,
+pub fn desired<A: Family>(
+    services: &BTreeMap<String, ServiceInfo<A>>,
+    slices: &BTreeMap<String, SliceInfo<A>>,
     zone: &str,
-    local_pods: BTreeSet<Ipv4Addr>,
-) -> ServiceTable {
-    let mut by_service: BTreeMap<&str, Vec<&SliceInfo>> = BTreeMap::new();
+    local_pods: BTreeSet<A>,
+) -> ServiceTable<A> {
+    let mut by_service: BTreeMap<&str, Vec<&SliceInfo<A>>> = BTreeMap::new();
     for s in slices.values() {
         by_service.entry(s.service.as_str()).or_default().push(s);
     }

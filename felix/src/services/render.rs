@@ -1,5 +1,9 @@
-//! The service table `ip tartan-svc` as transactions of the typed
-//! nftables model (tartan-nft).
+//! The service tables `ip tartan-svc` and `ip6 tartan-svc` as
+//! transactions of the typed nftables model (tartan-nft). Both are
+//! rendered by this code from one family's [`SvcNft`]: they differ only
+//! in the address type of their sets, `ip`/`ip6` in their rules, the
+//! loopback network and the ICMP type of a reject ([`crate::services::Fam`]).
+//! The sketch below is the IPv4 table.
 //!
 //! The chain count does not grow with Services or endpoints: the map
 //! `frontends` keyed by `address . protocol . port` gives a new
@@ -68,11 +72,11 @@ mod table;
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
 
 use nftables::schema::{Chain, FlushObject, NfCmd, NfListObject, Set, SetFlag};
-use nftables::types::NfFamily;
 use tartan_nft::{Command, Transaction};
+
+use crate::services::Family;
 // The expression helpers the policy compiler already has.
 
 use chains::*;
@@ -87,14 +91,14 @@ pub use picker::{
 pub use table::SvcNft;
 
 /// The whole table, replaced in one transaction.
-pub fn full(t: &SvcNft) -> Transaction {
+pub fn full<A: Family>(t: &SvcNft<A>) -> Transaction {
     whole(t, t, None)
 }
 
 /// What `nft` writes of a table the kernel does not have yet: [`full`]
 /// without the elements [`super::elements::write`] sends over netlink
 /// (it keeps the small sets of LoadBalancer source ranges).
-pub fn skeleton(t: &SvcNft) -> Transaction {
+pub fn skeleton<A: Family>(t: &SvcNft<A>) -> Transaction {
     whole(t, &limits(t), None)
 }
 
@@ -110,11 +114,11 @@ pub fn skeleton(t: &SvcNft) -> Transaction {
 /// (an affinity set there is not declared again: the kernel keeps it
 /// with the `dynamic` flag its rules gave it, which nft's JSON cannot
 /// say, and refuses a declaration without it).
-pub fn in_place(t: &SvcNft, has: &dyn Fn(&str) -> bool) -> Transaction {
+pub fn in_place<A: Family>(t: &SvcNft<A>, has: &dyn Fn(&str) -> bool) -> Transaction {
     whole(t, &limits(t), Some(has))
 }
 
-fn limits(t: &SvcNft) -> SvcNft {
+fn limits<A: Family>(t: &SvcNft<A>) -> SvcNft<A> {
     SvcNft {
         lb_limited: t.lb_limited.clone(),
         lb_allowed: t.lb_allowed.clone(),
@@ -125,49 +129,54 @@ fn limits(t: &SvcNft) -> SvcNft {
 /// The whole table `t`, with the elements of `elements`; with
 /// `in_place`, over the kernel's table (see [`in_place`]), else
 /// replacing it.
-fn whole(t: &SvcNft, elements: &SvcNft, in_place: Option<&dyn Fn(&str) -> bool>) -> Transaction {
+fn whole<A: Family>(
+    t: &SvcNft<A>,
+    elements: &SvcNft<A>,
+    in_place: Option<&dyn Fn(&str) -> bool>,
+) -> Transaction {
+    let f = A::FAM;
     let has = in_place.unwrap_or(&|_| false);
     let in_place = in_place.is_some();
     let mut out = if in_place {
-        tx(vec![add(NfListObject::Table(table()))])
+        tx(vec![add(NfListObject::Table(table(f)))])
     } else {
         tx(vec![
-            add(NfListObject::Table(table())),
-            del(NfListObject::Table(table())),
-            add(NfListObject::Table(table())),
+            add(NfListObject::Table(table(f))),
+            del(NfListObject::Table(table(f))),
+            add(NfListObject::Table(table(f))),
         ])
     };
-    for (name, key, value) in declarations() {
-        out.push(declare(name, key, value));
+    for (name, key, value) in declarations(f) {
+        out.push(declare(f, name, &key, value));
     }
     let mut objs = vec![add(NfListObject::Set(Box::new(Set {
-        family: NfFamily::IP,
+        family: f.nf(),
         table: Cow::Borrowed(TABLE),
         name: Cow::Borrowed("lb_allowed"),
-        set_type: types(FE_CLIENT_NET),
+        set_type: types(&fe_client_net_type(f)),
         flags: Some([SetFlag::Interval].into()),
         ..Set::default()
     })))];
     for i in (0..t.affinity_slots).filter(|i| !has(&format!("aff_{i}"))) {
-        objs.push(add(affinity_set(i)));
+        objs.push(add(affinity_set(f, i)));
     }
-    let fixed = fixed();
+    let fixed = fixed(f);
     let pickers = written_pickers(&t.pickers);
     let mut chains: Vec<Chain<'static>> = fixed.iter().map(|(c, _)| c.clone()).collect();
-    chains.extend(pickers.iter().map(|p| chain(&p.chain())));
+    chains.extend(pickers.iter().map(|p| chain(f, &p.chain())));
     for c in &chains {
         objs.push(add(NfListObject::Chain(c.clone())));
     }
     if in_place {
         for c in &chains {
             objs.push(Command::Nft(NfCmd::Flush(FlushObject::Chain(chain(
-                &c.name,
+                f, &c.name,
             )))));
         }
         for set in ["lb_limited", "lb_allowed"] {
             objs.push(Command::Nft(NfCmd::Flush(FlushObject::Set(Box::new(
                 Set {
-                    family: NfFamily::IP,
+                    family: f.nf(),
                     table: Cow::Borrowed(TABLE),
                     name: Cow::Borrowed(set),
                     ..Set::default()
@@ -176,19 +185,23 @@ fn whole(t: &SvcNft, elements: &SvcNft, in_place: Option<&dyn Fn(&str) -> bool>)
         }
     }
     for (c, rules) in fixed {
-        objs.extend(rules.into_iter().map(|r| rule(&c.name, r)));
+        objs.extend(rules.into_iter().map(|r| rule(f, &c.name, r)));
     }
     for p in &pickers {
-        objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
+        objs.extend(
+            picker_rules(f, p)
+                .into_iter()
+                .map(|r| rule(f, &p.chain(), r)),
+        );
     }
     if !in_place {
         for p in &pickers {
-            objs.push(add(picker_entry(p)));
+            objs.push(add(picker_entry(f, p)));
         }
     }
     for (name, _, elems) in element_changes(&SvcNft::default(), elements) {
         if !elems.is_empty() {
-            objs.push(add(element_cmd(name, elems)));
+            objs.push(add(element_cmd(f, name, elems)));
         }
     }
     out.extend(objs);
@@ -196,7 +209,7 @@ fn whole(t: &SvcNft, elements: &SvcNft, in_place: Option<&dyn Fn(&str) -> bool>)
 }
 
 /// The commands from `old` (applied) to `new`; `None` when equal.
-pub fn diff(old: &SvcNft, new: &SvcNft) -> Option<Transaction> {
+pub fn diff<A: Family>(old: &SvcNft<A>, new: &SvcNft<A>) -> Option<Transaction> {
     let mut bare_old = old.clone();
     bare_old.hairpin.clear();
     let mut bare_new = new.clone();
@@ -215,27 +228,32 @@ type Before<T> = (T, T);
 /// elements, and for the whole table the hairpin set, the picking chains
 /// and the affinity sets (each as before, after). Deletions come before
 /// additions, so a frontend moving between parts is never doubled.
-pub fn patch(
-    parts: &[(SvcNft, SvcNft)],
-    hairpin: &Before<BTreeSet<Ipv4Addr>>,
+pub fn patch<A: Family>(
+    parts: &[(SvcNft<A>, SvcNft<A>)],
+    hairpin: &Before<BTreeSet<A>>,
     pickers: &Before<BTreeSet<Picker>>,
     affinity: Before<u32>,
 ) -> Option<Transaction> {
+    let f = A::FAM;
     let mut objs = Vec::new();
     for i in affinity.0..affinity.1 {
-        objs.push(add(affinity_set(i)));
+        objs.push(add(affinity_set(f, i)));
     }
     let pickers = &(written_pickers(&pickers.0), written_pickers(&pickers.1));
     for p in pickers.1.difference(&pickers.0) {
-        objs.push(add(NfListObject::Chain(chain(&p.chain()))));
-        objs.extend(picker_rules(p).into_iter().map(|r| rule(&p.chain(), r)));
-        objs.push(add(picker_entry(p)));
+        objs.push(add(NfListObject::Chain(chain(f, &p.chain()))));
+        objs.extend(
+            picker_rules(f, p)
+                .into_iter()
+                .map(|r| rule(f, &p.chain(), r)),
+        );
+        objs.push(add(picker_entry(f, p)));
     }
     let mut changes: Vec<_> = parts
         .iter()
         .flat_map(|(o, n)| element_changes(o, n))
         .collect();
-    let hp = |a: &Ipv4Addr| key_of(hairpin_elem(a));
+    let hp = |a: &A| key_of(hairpin_elem(a));
     changes.push((
         "hairpin",
         hairpin.0.difference(&hairpin.1).map(hp).collect(),
@@ -243,23 +261,24 @@ pub fn patch(
     ));
     for (name, gone, _) in &changes {
         if !gone.is_empty() {
-            objs.push(del(element_cmd(name, gone.clone())));
+            objs.push(del(element_cmd(f, name, gone.clone())));
         }
     }
     for (name, _, came) in changes {
         if !came.is_empty() {
-            objs.push(add(element_cmd(name, came)));
+            objs.push(add(element_cmd(f, name, came)));
         }
     }
     for p in pickers.0.difference(&pickers.1) {
-        objs.push(del(picker_entry(p)));
+        objs.push(del(picker_entry(f, p)));
         objs.push(Command::Nft(NfCmd::Flush(FlushObject::Chain(chain(
+            f,
             &p.chain(),
         )))));
-        objs.push(del(NfListObject::Chain(chain(&p.chain()))));
+        objs.push(del(NfListObject::Chain(chain(f, &p.chain()))));
     }
     for i in affinity.1..affinity.0 {
-        objs.push(del(affinity_set(i)));
+        objs.push(del(affinity_set(f, i)));
     }
     if objs.is_empty() {
         return None;
@@ -270,14 +289,15 @@ pub fn patch(
 /// Chains with rule counts and sets and maps (`@name`) with element
 /// counts, as the kernel shows them; the affinity sets (filled by the
 /// packet path) are left out.
-pub fn summary(t: &SvcNft) -> BTreeMap<String, usize> {
+pub fn summary<A: Family>(t: &SvcNft<A>) -> BTreeMap<String, usize> {
+    let f = A::FAM;
     let mut m = BTreeMap::new();
-    for (c, rules) in fixed() {
+    for (c, rules) in fixed(f) {
         m.insert(c.name.to_string(), rules.len());
     }
     let pickers = written_pickers(&t.pickers);
     for p in &pickers {
-        m.insert(p.chain(), picker_rules(p).len());
+        m.insert(p.chain(), picker_rules(f, p).len());
     }
     for (map, kind) in [
         ("@fe_pickers", Kind::Frontend),

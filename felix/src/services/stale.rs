@@ -15,16 +15,16 @@
 //! Pure.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::render::SvcNft;
-use super::{Backend, SCTP, UDP};
+use super::{Backend, Family, SCTP, UDP};
 
-/// One direction of a conntrack entry.
+/// One direction of a conntrack entry (of the IPv4 or the IPv6 table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Tuple {
-    pub src: Ipv4Addr,
-    pub dst: Ipv4Addr,
+pub struct Tuple<A = Ipv4Addr> {
+    pub src: A,
+    pub dst: A,
     pub proto: u8,
     pub src_port: u16,
     pub dst_port: u16,
@@ -32,14 +32,14 @@ pub struct Tuple {
 
 /// A conntrack entry as the kernel lists it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub orig: Tuple,
-    pub reply: Tuple,
+pub struct Entry<A = Ipv4Addr> {
+    pub orig: Tuple<A>,
+    pub reply: Tuple<A>,
     pub zone: Option<u16>,
     pub id: Option<u32>,
 }
 
-impl Entry {
+impl<A: Family> Entry<A> {
     /// Whether the original destination was rewritten.
     pub fn dnat(&self) -> bool {
         self.reply.src != self.orig.dst || self.reply.src_port != self.orig.dst_port
@@ -50,15 +50,15 @@ impl Entry {
 /// destination address (`None`: a NodePort, any address of the node),
 /// and when `endpoint` is set, only those answered by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Flow {
+pub struct Flow<A = Ipv4Addr> {
     pub proto: u8,
-    pub addr: Option<Ipv4Addr>,
+    pub addr: Option<A>,
     pub port: u16,
-    pub endpoint: Option<Backend>,
+    pub endpoint: Option<Backend<A>>,
 }
 
-impl Flow {
-    pub fn matches(&self, e: &Entry) -> bool {
+impl<A: Family> Flow<A> {
+    pub fn matches(&self, e: &Entry<A>) -> bool {
         if e.orig.proto != self.proto || e.orig.dst_port != self.port {
             return false;
         }
@@ -80,13 +80,30 @@ pub fn connectionless(proto: u8) -> bool {
     proto == UDP || proto == SCTP
 }
 
+/// The stale flows of both families, as one cleanup takes them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StaleFlows {
+    pub v4: Vec<Flow<Ipv4Addr>>,
+    pub v6: Vec<Flow<Ipv6Addr>>,
+}
+
+impl StaleFlows {
+    pub fn len(&self) -> usize {
+        self.v4.len() + self.v6.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_empty() && self.v6.is_empty()
+    }
+}
+
 /// Per frontend key: whether it exists and the endpoints it uses.
-fn by_frontend<K: Ord + Copy>(
+fn by_frontend<K: Ord + Copy, A: Ord + Copy>(
     dispatched: impl Iterator<Item = K>,
-    slots: impl Iterator<Item = (K, Backend)>,
+    slots: impl Iterator<Item = (K, Backend<A>)>,
     other: impl Iterator<Item = K>,
-) -> BTreeMap<K, BTreeSet<Backend>> {
-    let mut m: BTreeMap<K, BTreeSet<Backend>> = BTreeMap::new();
+) -> BTreeMap<K, BTreeSet<Backend<A>>> {
+    let mut m: BTreeMap<K, BTreeSet<Backend<A>>> = BTreeMap::new();
     for k in dispatched.chain(other) {
         m.entry(k).or_default();
     }
@@ -96,12 +113,12 @@ fn by_frontend<K: Ord + Copy>(
     m
 }
 
-fn gone<K: Ord + Copy>(
-    old: &BTreeMap<K, BTreeSet<Backend>>,
-    new: &BTreeMap<K, BTreeSet<Backend>>,
+fn gone<K: Ord + Copy, A: Ord + Copy>(
+    old: &BTreeMap<K, BTreeSet<Backend<A>>>,
+    new: &BTreeMap<K, BTreeSet<Backend<A>>>,
     proto: impl Fn(&K) -> u8,
-    flow: impl Fn(&K, Option<Backend>) -> Flow,
-    out: &mut Vec<Flow>,
+    flow: impl Fn(&K, Option<Backend<A>>) -> Flow<A>,
+    out: &mut Vec<Flow<A>>,
 ) {
     for (k, was) in old {
         if !connectionless(proto(k)) {
@@ -116,15 +133,15 @@ fn gone<K: Ord + Copy>(
 
 /// The entries to delete when a Service's part of the table goes from
 /// `old` to `new`.
-pub fn stale(old: &SvcNft, new: &SvcNft) -> Vec<Flow> {
-    let fe = |t: &SvcNft| {
+pub fn stale<A: Family>(old: &SvcNft<A>, new: &SvcNft<A>) -> Vec<Flow<A>> {
+    let fe = |t: &SvcNft<A>| {
         by_frontend(
             t.frontends.keys().copied(),
             t.fe_slots.iter().map(|((k, _), b)| (*k, *b)),
             t.reject_fe.iter().chain(&t.drop_fe).copied(),
         )
     };
-    let np = |t: &SvcNft| {
+    let np = |t: &SvcNft<A>| {
         by_frontend(
             t.node_ports.keys().copied(),
             t.np_slots.iter().map(|((k, _), b)| (*k, *b)),
@@ -162,7 +179,7 @@ pub fn stale(old: &SvcNft, new: &SvcNft) -> Vec<Flow> {
 /// Whether the whole `table` still sends `flow`'s traffic where its
 /// entries point (another Service took the frontend over): then they are
 /// not stale.
-pub fn still_served(table: &SvcNft, flow: &Flow) -> bool {
+pub fn still_served<A: Family>(table: &SvcNft<A>, flow: &Flow<A>) -> bool {
     match (flow.addr, flow.endpoint) {
         (Some(a), Some(b)) => table
             .fe_slots

@@ -12,7 +12,7 @@ fn service(spec: serde_json::Value, status: serde_json::Value) -> ServiceInfo {
         "metadata": {"name": "web", "namespace": "x"}, "spec": spec, "status": status
     }))
     .unwrap();
-    ServiceInfo::from_service(&s).unwrap().unwrap()
+    ServiceInfo::<Ipv4Addr>::from_service(&s).unwrap().unwrap()
 }
 
 fn slice(endpoints: serde_json::Value) -> SliceInfo {
@@ -241,7 +241,7 @@ fn labelled_for_another_proxy_or_headless_is_not_proxied() {
         json!({"app": "web", HEADLESS_LABEL: "true"}),
     ] {
         assert!(
-            ServiceInfo::from_service(&labelled(labels.clone()))
+            ServiceInfo::<Ipv4Addr>::from_service(&labelled(labels.clone()))
                 .unwrap()
                 .is_none(),
             "{labels} is proxied"
@@ -249,7 +249,7 @@ fn labelled_for_another_proxy_or_headless_is_not_proxied() {
     }
     // Other labels leave it proxied.
     assert!(
-        ServiceInfo::from_service(&labelled(json!({"app": "web"})))
+        ServiceInfo::<Ipv4Addr>::from_service(&labelled(json!({"app": "web"})))
             .unwrap()
             .is_some()
     );
@@ -261,12 +261,12 @@ fn headless_external_name_and_cluster_ip_only() {
         "metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": [{"port": 80}]}
     }))
     .unwrap();
-    assert!(ServiceInfo::from_service(&s).unwrap().is_none());
+    assert!(ServiceInfo::<Ipv4Addr>::from_service(&s).unwrap().is_none());
     let s: Service = serde_json::from_value(json!({
         "metadata": {"name": "e"}, "spec": {"type": "ExternalName", "externalName": "example.org"}
     }))
     .unwrap();
-    assert!(ServiceInfo::from_service(&s).unwrap().is_none());
+    assert!(ServiceInfo::<Ipv4Addr>::from_service(&s).unwrap().is_none());
     // A ClusterIP Service's nodePort (left over from a type change) is not
     // opened.
     let svc = service(web(json!({"type": "ClusterIP"})), json!({}));
@@ -407,7 +407,7 @@ fn written_index(
         ix.set_slice(k, Some(v.clone()));
     }
     ix.update();
-    ix.written_whole();
+    ix.family_mut::<Ipv4Addr>().written_whole();
     ix
 }
 
@@ -429,7 +429,11 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
         "the same again changes nothing"
     );
     ix.update();
-    let patch = ix.take_patch().unwrap().to_string();
+    let patch = ix
+        .family_mut::<Ipv4Addr>()
+        .take_patch()
+        .unwrap()
+        .to_string();
     assert!(patch.contains("10.250.0.1"), "{patch}");
     assert!(patch.contains("10.96.0.10"), "{patch}");
     assert!(
@@ -440,16 +444,16 @@ fn the_index_changes_only_the_changed_service_and_equals_a_fresh_computation() {
     assert_eq!(*ix.table(), fresh);
     assert_eq!(ix.recomputed(), fresh);
     // A Service gone: its elements leave, and chains only nobody uses.
-    ix.set_service("ns/s10", None);
+    ix.set_service("ns/s10", None::<ServiceInfo>);
     ix.update();
-    let patch = ix.take_patch().unwrap();
+    let patch = ix.family_mut::<Ipv4Addr>().take_patch().unwrap();
     let text = patch.to_string();
     assert!(text.contains("\"delete\""), "{text}");
     let mut services = services;
     services.remove("ns/s10");
     let fresh = SvcNft::from_table(&desired(&services, &slices, "", BTreeSet::new()));
     assert_eq!(*ix.table(), fresh);
-    assert!(ix.take_patch().is_none());
+    assert!(ix.family_mut::<Ipv4Addr>().take_patch().is_none());
     assert!(ix.consistent());
     // Two Services claiming one frontend: decided by the whole table.
     let mut twin = services["ns/s11"].clone();
@@ -527,20 +531,27 @@ fn the_index_follows_a_slice_moving_between_services_and_several_changes_in_one_
     s4.ports[0].port = 8443;
     assert!(ix.set_service("ns/s4", Some(s4.clone())));
     let s5 = services["ns/s5"].clone();
-    assert!(ix.set_service("ns/s5", None));
+    assert!(ix.set_service("ns/s5", None::<ServiceInfo>));
     assert!(ix.set_service("ns/s5", Some(s5)));
     check(&mut ix, &services, &slices);
-    let patch = ix.take_patch().unwrap().to_string();
+    let patch = ix
+        .family_mut::<Ipv4Addr>()
+        .take_patch()
+        .unwrap()
+        .to_string();
     assert!(patch.contains("8443"), "{patch}");
     // s5 came back as it was: the patch does not touch its address.
     assert!(!patch.contains("10.96.0.5\""), "{patch}");
     // The moved slice's Service gone, then the slice itself.
     services.remove("ns/s4");
-    assert!(ix.set_service("ns/s4", None));
+    assert!(ix.set_service("ns/s4", None::<ServiceInfo>));
     check(&mut ix, &services, &slices);
     slices.remove("ns/s3-1");
-    assert!(ix.set_slice("ns/s3-1", None));
-    assert!(!ix.set_slice("ns/s3-1", None), "gone twice changes nothing");
+    assert!(ix.set_slice("ns/s3-1", None::<SliceInfo>));
+    assert!(
+        !ix.set_slice("ns/s3-1", None::<SliceInfo>),
+        "gone twice changes nothing"
+    );
     check(&mut ix, &services, &slices);
     // Started over: the same table.
     let before = ix.table().clone();
@@ -737,14 +748,17 @@ fn a_cluster_ip_refuses_new_connections_to_the_ports_it_does_not_declare() {
 fn patched(ix: &mut super::index::ServiceIndex) -> String {
     ix.update();
     assert!(ix.consistent());
-    ix.take_patch().unwrap().to_string()
+    ix.family_mut::<Ipv4Addr>()
+        .take_patch()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
 fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
     let mut ix = super::index::ServiceIndex::new("n1");
     ix.update();
-    ix.written_whole();
+    ix.family_mut::<Ipv4Addr>().written_whole();
     let svc = service(web(json!({})), json!({}));
     assert!(ix.set_service("x/web", Some(svc)));
     let p = patched(&mut ix);
@@ -766,10 +780,14 @@ fn the_index_keeps_the_cluster_ips_set_in_its_patches() {
     let p = patched(&mut ix);
     assert!(!p.contains("cluster_ips"), "{p}");
     // Gone: out of the set.
-    assert!(ix.set_service("x/web", None));
+    assert!(ix.set_service("x/web", None::<ServiceInfo>));
     assert!(ix.update().cluster_ips.is_empty());
     assert!(ix.consistent());
-    let p = ix.take_patch().unwrap().to_string();
+    let p = ix
+        .family_mut::<Ipv4Addr>()
+        .take_patch()
+        .unwrap()
+        .to_string();
     assert!(
         p.contains(
             r#"{"delete":{"element":{"elem":["10.96.0.10"],"family":"ip","name":"cluster_ips""#
@@ -788,9 +806,9 @@ fn a_load_balancer_with_a_source_range_that_does_not_parse_is_unreadable() {
             "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.10"}]}}
         }))
         .unwrap();
-        ServiceInfo::from_service(&s).map(|i| i.unwrap().source_ranges)
+        ServiceInfo::<Ipv4Addr>::from_service(&s).map(|i| i.unwrap().source_ranges)
     };
-    let net = |s: &str| s.parse::<Ipv4Net>().unwrap();
+    let net = |s: &str| s.parse::<ipnet::Ipv4Net>().unwrap();
     // Skipping what does not parse left no range, and so no limit: the
     // LoadBalancer was open to every client.
     for bad in [
@@ -822,7 +840,7 @@ fn a_load_balancer_with_a_source_range_that_does_not_parse_is_unreadable() {
                  "ports": [{"port": 80}], "loadBalancerSourceRanges": ["oops"]}
     }))
     .unwrap();
-    assert!(ServiceInfo::from_service(&s).unwrap().is_some());
+    assert!(ServiceInfo::<Ipv4Addr>::from_service(&s).unwrap().is_some());
 }
 
 #[test]
@@ -956,7 +974,7 @@ fn the_index_computes_every_service_again_when_the_nodes_zone_changes() {
     ]);
     assert!(ix.set_slice("x/web-1", Some(slice(eps.clone()))));
     ix.update();
-    ix.written_whole();
+    ix.family_mut::<Ipv4Addr>().written_whole();
     let fresh = |zone: &str| SvcNft::from_table(&table_in(zone, svc.clone(), slice(eps.clone())));
     assert_eq!(ix.table(), &fresh(""));
     assert!(ix.set_zone("a"));
@@ -967,7 +985,7 @@ fn the_index_computes_every_service_again_when_the_nodes_zone_changes() {
     // The same zone again changes nothing.
     assert!(!ix.set_zone("a"));
     ix.update();
-    assert!(ix.take_patch().is_none());
+    assert!(ix.family_mut::<Ipv4Addr>().take_patch().is_none());
     assert!(ix.set_zone("b"));
     patched(&mut ix);
     assert_eq!(ix.table(), &fresh("b"));
@@ -990,7 +1008,7 @@ fn two_services_sharing_an_external_frontend_with_other_policies_stay_consistent
         s.external_local = local;
         s
     };
-    let slice_of = |svc: &str, ips: &[&str]| SliceInfo {
+    let slice_of = |svc: &str, ips: &[&str]| SliceInfo::<Ipv4Addr> {
         service: format!("x/{svc}"),
         ports: [("http".to_string(), (TCP, 8080))].into(),
         endpoints: ips
@@ -1012,7 +1030,7 @@ fn two_services_sharing_an_external_frontend_with_other_policies_stay_consistent
     ix.set_slice("x/a-1", Some(slice_of("a", &["10.244.0.1", "10.244.0.2"])));
     ix.set_slice("x/b-1", Some(slice_of("b", &["10.244.0.3"])));
     ix.update();
-    ix.written_whole();
+    ix.family_mut::<Ipv4Addr>().written_whole();
     let fe = ("192.0.2.50".parse().unwrap(), TCP, 80);
     assert!(!ix.table().frontends[&fe].masq, "x/b (Local) wins");
     assert!(

@@ -24,7 +24,7 @@ pub enum Mode {
 /// The mode for the `ready` endpoints of one service port, on a node in
 /// `zone` (`""` when its Node has no `topology.kubernetes.io/zone`).
 /// Node hints win over zone hints when both apply.
-pub fn mode<'a>(ready: impl IntoIterator<Item = &'a EndpointInfo>, zone: &str) -> Mode {
+pub fn mode<'a, A: 'a>(ready: impl IntoIterator<Item = &'a EndpointInfo<A>>, zone: &str) -> Mode {
     let mut any = false;
     let (mut all_node, mut for_node) = (true, false);
     let (mut all_zone, mut for_zone) = (true, false);
@@ -53,7 +53,7 @@ pub fn mode<'a>(ready: impl IntoIterator<Item = &'a EndpointInfo>, zone: &str) -
 }
 
 /// Whether this node's cluster-wide traffic may go to `e` under `mode`.
-pub fn near(e: &EndpointInfo, mode: Mode, zone: &str) -> bool {
+pub fn near<A>(e: &EndpointInfo<A>, mode: Mode, zone: &str) -> bool {
     match mode {
         Mode::All => true,
         Mode::SameNode => e.node_hint == NodeHint::Here,
@@ -93,7 +93,7 @@ mod tests {
         assert_eq!(mode([&a, &b], ""), Mode::All);
         // One endpoint without a hint: the hints are not followed.
         assert_eq!(mode([&a, &b, &none], "a"), Mode::All);
-        assert_eq!(mode([], "a"), Mode::All);
+        assert_eq!(mode::<std::net::Ipv4Addr>([], "a"), Mode::All);
         // An endpoint hinted for several zones serves each of them.
         let ab = ep(&["a", "b"], NodeHint::None);
         assert_eq!(mode([&ab, &b], "a"), Mode::SameZone);

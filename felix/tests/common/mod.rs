@@ -3,6 +3,7 @@
 /// Run `f` on a thread in a new, unnamed network namespace (gone when
 /// the thread ends; `nft` children and netlink sockets opened there
 /// belong to it).
+#[allow(dead_code)]
 pub fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
         nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET).expect("unshare (root?)");
@@ -10,6 +11,26 @@ pub fn in_new_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -
     })
     .join()
     .unwrap()
+}
+
+/// Run a program (`args[0]`) to its end.
+#[allow(dead_code)]
+pub fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Run a program, which must succeed.
+#[allow(dead_code)]
+pub fn ok(args: &[&str]) {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// `nft -j list table FAMILY TABLE`, parsed.

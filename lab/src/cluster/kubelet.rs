@@ -42,12 +42,15 @@ pub async fn edit_pod(
 }
 
 /// The Pod's status as a kubelet reports it once the pod is wired: its
-/// address, its node's address, Running and Ready.
-pub fn running_status(v: &mut Value, pod_ip: &str, host_ip: &str) {
+/// addresses (a dual-stack pod's IPv6 one second in `podIPs`), its
+/// node's, Running and Ready.
+pub fn running_status(v: &mut Value, pod_ip: &str, pod_ip6: Option<&str>, host_ip: &str) {
+    let mut ips = vec![json!({"ip": pod_ip})];
+    ips.extend(pod_ip6.map(|a| json!({"ip": a})));
     v["status"] = json!({
         "phase": "Running",
         "podIP": pod_ip,
-        "podIPs": [{"ip": pod_ip}],
+        "podIPs": ips,
         "hostIP": host_ip,
         "conditions": [{"type": "Ready", "status": "True"}],
     });
@@ -101,7 +104,7 @@ mod tests {
     #[test]
     fn pod_status_edits() {
         let mut v = json!({"metadata": {"name": "a"}});
-        running_status(&mut v, "10.0.0.1", "10.213.1.2");
+        running_status(&mut v, "10.0.0.1", None, "10.213.1.2");
         set_ready(&mut v, false);
         set_terminating(&mut v, UNIX_EPOCH);
         let p: Pod = serde_json::from_value(v.clone()).unwrap();
@@ -111,5 +114,18 @@ mod tests {
         set_ready(&mut v, true);
         let p: Pod = serde_json::from_value(v).unwrap();
         assert!(PodView::from_pod(&p).ready);
+    }
+
+    #[test]
+    fn a_dual_stack_pod_reports_both_addresses() {
+        let mut v = json!({"metadata": {"name": "a"}});
+        running_status(&mut v, "10.0.0.1", Some("fd00:10:244::1"), "10.213.1.2");
+        assert_eq!(
+            v["status"]["podIPs"],
+            json!([{"ip": "10.0.0.1"}, {"ip": "fd00:10:244::1"}])
+        );
+        let p: Pod = serde_json::from_value(v).unwrap();
+        let view = PodView::from_pod(&p);
+        assert_eq!(view.address_of("IPv6"), Some("fd00:10:244::1"));
     }
 }

@@ -19,6 +19,7 @@ pub mod hostnets;
 pub mod kubelet;
 pub mod pod;
 pub mod pools;
+pub mod ranges6;
 pub mod runtime;
 pub mod services;
 pub mod state;

@@ -246,9 +246,10 @@ pub fn add_named(
     std::fs::create_dir_all(p.parent().unwrap_or(&p))?;
     std::fs::write(&p, serde_json::to_string_pretty(&rec)?)?;
     let pod_ip = rec.address().unwrap_or_default();
+    let pod_ip6 = rec.address6();
     let host_ip = st.node(node)?.address.to_string();
     edit_then_sync(&st, &ns, &name, true, |v| {
-        kubelet::running_status(v, &pod_ip, &host_ip)
+        kubelet::running_status(v, &pod_ip, pod_ip6.as_deref(), &host_ip)
     })
     .with_context(|| format!("pod {ns}/{name} is wired, but its status was not written"))?;
     Ok(rec)

@@ -87,11 +87,18 @@ pub async fn write_pools(store: &dyn Datastore, o: &UpOptions) -> Result<()> {
 /// The LoadBalancerIPPool `up` makes of the lab's LoadBalancer range.
 pub const LB_POOL: &str = "lab-lb";
 
-/// The LoadBalancerIPPool [`LB_POOL`] of `lb_cidr` (kept when it exists):
-/// tartan-controllers give LoadBalancer Services their addresses from it,
-/// the lab's `ctl` gives none.
-pub async fn write_lb_pool(store: &dyn Datastore, lb_cidr: &str) -> Result<()> {
-    let pool = LoadBalancerIpPool::new(LB_POOL, LoadBalancerIpPoolSpec::new(&[lb_cidr]));
+/// The LoadBalancerIPPool [`LB_POOL`] of `lb_cidr`, and of `lb_cidr6` in
+/// a dual-stack lab (kept when it exists): tartan-controllers give
+/// LoadBalancer Services their addresses from it, one per family of
+/// their `ipFamilies`; the lab's `ctl` gives none.
+pub async fn write_lb_pool(
+    store: &dyn Datastore,
+    lb_cidr: &str,
+    lb_cidr6: Option<&str>,
+) -> Result<()> {
+    let mut cidrs = vec![lb_cidr];
+    cidrs.extend(lb_cidr6);
+    let pool = LoadBalancerIpPool::new(LB_POOL, LoadBalancerIpPoolSpec::new(&cidrs));
     create_or_keep(store, &pool).await
 }
 
@@ -168,6 +175,7 @@ mod tests {
             ipip_mode: ipip,
             dual_stack: dual,
             service_cidr: None,
+            service_cidr6: None,
             lb_cidr: None,
             datastore: Default::default(),
         }

@@ -39,11 +39,20 @@ use tartan_controllers::services::{
 use super::runtime::runtime;
 use super::state::{self, LabState};
 
-/// The lab's ranges.
+/// The lab's ranges: a dual-stack lab's IPv6 service range second.
 pub fn ranges(st: &LabState) -> Result<Ranges> {
-    Ok(Ranges::new(st.service_cidr.parse().with_context(|| {
-        format!("service range {:?}", st.service_cidr)
-    })?))
+    let v4 = st
+        .service_cidr
+        .parse()
+        .with_context(|| format!("service range {:?}", st.service_cidr))?;
+    Ok(match &st.service_cidr6 {
+        None => Ranges::new(v4),
+        Some(s) => Ranges::dual_stack(
+            v4,
+            s.parse()
+                .with_context(|| format!("IPv6 service range {s:?}"))?,
+        ),
+    })
 }
 
 /// An exclusive lock on the lab's control plane, released on drop.

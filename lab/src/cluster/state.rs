@@ -1,7 +1,7 @@
 //! What a lab is made of, saved as JSON so that later commands (and
 //! `down` after a crash) find it.
 
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -48,6 +48,9 @@ pub struct NodeState {
     pub name: String,
     pub netns: String,
     pub address: Ipv4Addr,
+    /// A dual-stack lab's: the node's IPv6 underlay address.
+    #[serde(default)]
+    pub address6: Option<Ipv6Addr>,
     pub bgpd: Option<Proc>,
     pub felix: Option<Proc>,
     pub bgp_socket: PathBuf,
@@ -74,10 +77,17 @@ pub struct LabState {
     /// ClusterIPs are allocated from here.
     #[serde(default = "default_service_cidr")]
     pub service_cidr: String,
+    /// A dual-stack lab's IPv6 service range (the second family's):
+    /// IPv6 ClusterIPs are allocated from here ([`super::ranges6`]).
+    #[serde(default)]
+    pub service_cidr6: Option<String>,
     /// LoadBalancer ingress IPs come from here: the LoadBalancerIPPool
     /// `lab-lb` of it, which tartan-controllers give from.
     #[serde(default = "default_lb_cidr")]
     pub lb_cidr: String,
+    /// A dual-stack lab's IPv6 network of the LoadBalancerIPPool `lab-lb`.
+    #[serde(default)]
+    pub lb_cidr6: Option<String>,
     /// tartan-dns, in node-1's namespace ([`super::dns`]).
     #[serde(default)]
     pub dns: Option<Proc>,
@@ -194,5 +204,28 @@ mod tests {
         }
         assert!(bridge_name("abcdefghij").len() <= 15);
         assert!(node_netns("t", "node-1") == "t-node-1");
+    }
+
+    #[test]
+    fn a_state_written_before_dual_stack_still_loads() {
+        // As a single-stack lab saved it: no service_cidr6, lb_cidr6 or
+        // address6.
+        let old = r#"{
+            "name": "t", "subnet": "172.30.0.0/24", "gateway": "172.30.0.1",
+            "bridge": "t-br", "etcd": null, "datastore": "etcd",
+            "nodes": [{"name": "node-1", "netns": "t-node-1", "address": "172.30.0.11",
+                       "bgpd": null, "felix": null, "bgp_socket": "/tmp/t/bgp.sock",
+                       "conflist": "/tmp/t/10-tartan.conflist"}],
+            "topology": "flat", "service_cidr": "10.96.0.0/16", "lb_cidr": "192.0.2.0/24"
+        }"#;
+        let s: LabState = serde_json::from_str(old).unwrap();
+        assert_eq!(s.service_cidr6, None);
+        assert_eq!(s.lb_cidr6, None);
+        assert_eq!(s.nodes[0].address6, None);
+        assert_eq!(s.service_cidr, DEFAULT_SERVICE_CIDR);
+        // And it is saved back without inventing them.
+        let again: LabState = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(again.service_cidr6, None);
+        assert_eq!(again.nodes[0].address6, None);
     }
 }

@@ -7,7 +7,7 @@
 //! thread and namespace goes with its guard.
 
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -51,30 +51,66 @@ fn in_netns<T: Send + 'static>(
     .map_err(|_| anyhow!("a thread in {netns} panicked"))?
 }
 
+/// A socket bound to `any` (IPv6 ones for IPv6 alone, so that an IPv4
+/// socket on the same port stays apart).
+fn bound(any: IpAddr, port: u16, ty: Type) -> Result<Socket> {
+    let domain = if any.is_ipv6() {
+        Domain::IPV6
+    } else {
+        Domain::IPV4
+    };
+    let s = Socket::new(domain, ty, None)?;
+    if any.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    if ty == Type::STREAM {
+        s.set_reuse_address(true)?;
+    }
+    let what = if ty == Type::STREAM { "TCP" } else { "UDP" };
+    s.bind(&SocketAddr::from((any, port)).into())
+        .with_context(|| format!("bind {what} {any} {port}"))?;
+    Ok(s)
+}
+
 impl NameServers {
     /// Listens on `0.0.0.0` in `netns`: TCP `tcp` ports answer each
     /// connection with `"<name> <client address>\n"` and then echo what
     /// they get until the client closes; UDP `udp` ports answer each
     /// datagram with `"<name> <client address>"`.
     pub fn start(netns: &str, name: &str, tcp: &[u16], udp: &[u16]) -> Result<NameServers> {
-        let (tcp_ports, udp_ports) = (tcp.to_vec(), udp.to_vec());
+        NameServers::start_on(netns, name, tcp, udp, &[Ipv4Addr::UNSPECIFIED.into()])
+    }
+
+    /// [`NameServers::start`] on `0.0.0.0` and `::` alike (a dual-stack
+    /// pod's servers).
+    pub fn start_dual(netns: &str, name: &str, tcp: &[u16], udp: &[u16]) -> Result<NameServers> {
+        let any = [Ipv4Addr::UNSPECIFIED.into(), Ipv6Addr::UNSPECIFIED.into()];
+        NameServers::start_on(netns, name, tcp, udp, &any)
+    }
+
+    fn start_on(
+        netns: &str,
+        name: &str,
+        tcp: &[u16],
+        udp: &[u16],
+        any: &[IpAddr],
+    ) -> Result<NameServers> {
+        let (tcp_ports, udp_ports, any) = (tcp.to_vec(), udp.to_vec(), any.to_vec());
         let (listeners, sockets) = in_netns(netns, move || {
             let mut ls = vec![];
-            for p in tcp_ports {
-                let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                s.set_reuse_address(true)?;
-                s.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, p)).into())
-                    .with_context(|| format!("bind TCP {p}"))?;
-                s.listen(128)?;
-                s.set_read_timeout(Some(TICK))?;
-                ls.push(s);
-            }
             let mut us = vec![];
-            for p in udp_ports {
-                let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, p))
-                    .with_context(|| format!("bind UDP {p}"))?;
-                s.set_read_timeout(Some(TICK))?;
-                us.push(s);
+            for a in any {
+                for p in &tcp_ports {
+                    let s = bound(a, *p, Type::STREAM)?;
+                    s.listen(128)?;
+                    s.set_read_timeout(Some(TICK))?;
+                    ls.push(s);
+                }
+                for p in &udp_ports {
+                    let s: UdpSocket = bound(a, *p, Type::DGRAM)?.into();
+                    s.set_read_timeout(Some(TICK))?;
+                    us.push(s);
+                }
             }
             Ok((ls, us))
         })
@@ -95,7 +131,7 @@ impl NameServers {
                         continue;
                     };
                     let (stop, name) = (stop.clone(), name.clone());
-                    let client = peer.as_socket_ipv4().map(|a| *a.ip());
+                    let client = peer.as_socket().map(|a| a.ip());
                     let h =
                         std::thread::spawn(move || serve_stream(conn.into(), client, &name, &stop));
                     if let Ok(mut v) = threads.lock() {
@@ -127,7 +163,7 @@ impl NameServers {
     }
 }
 
-fn serve_stream(mut conn: TcpStream, client: Option<Ipv4Addr>, name: &str, stop: &AtomicBool) {
+fn serve_stream(mut conn: TcpStream, client: Option<IpAddr>, name: &str, stop: &AtomicBool) {
     let _ = conn.set_read_timeout(Some(TICK));
     let _ = conn.set_write_timeout(Some(Duration::from_secs(2)));
     let client = client.map(|c| c.to_string()).unwrap_or_default();
@@ -219,9 +255,10 @@ fn io_outcome(e: &std::io::Error) -> Outcome {
     }
 }
 
-/// One request from the calling thread's namespace.
-pub fn attempt(to: Ipv4Addr, port: u16, proto: Proto, timeout: Duration) -> Outcome {
-    let addr = SocketAddr::V4(SocketAddrV4::new(to, port));
+/// One request from the calling thread's namespace, to an IPv4 or IPv6
+/// address.
+pub fn attempt(to: impl Into<IpAddr>, port: u16, proto: Proto, timeout: Duration) -> Outcome {
+    let addr = SocketAddr::from((to.into(), port));
     match proto {
         Proto::Tcp => {
             let mut s = match TcpStream::connect_timeout(&addr, timeout) {
@@ -242,7 +279,12 @@ pub fn attempt(to: Ipv4Addr, port: u16, proto: Proto, timeout: Duration) -> Outc
             answer(&String::from_utf8_lossy(&line))
         }
         Proto::Udp => {
-            let s = match UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)) {
+            let any: IpAddr = if addr.is_ipv6() {
+                Ipv6Addr::UNSPECIFIED.into()
+            } else {
+                Ipv4Addr::UNSPECIFIED.into()
+            };
+            let s = match UdpSocket::bind((any, 0)) {
                 Ok(s) => s,
                 Err(e) => return Outcome::Failed(e.to_string()),
             };
@@ -262,12 +304,13 @@ pub fn attempt(to: Ipv4Addr, port: u16, proto: Proto, timeout: Duration) -> Outc
 /// One request from `netns`, and how long it took.
 pub fn ask(
     netns: &str,
-    to: Ipv4Addr,
+    to: impl Into<IpAddr>,
     port: u16,
     proto: Proto,
     timeout: Duration,
 ) -> (Outcome, Duration) {
     let name = netns.to_string();
+    let to: IpAddr = to.into();
     std::thread::spawn(move || {
         if let Err(e) = enter_netns(&name) {
             return (Outcome::Failed(format!("{e:#}")), Duration::ZERO);
@@ -285,11 +328,12 @@ pub fn ask(
 pub fn ask_many(
     from: &[String],
     count: usize,
-    to: Ipv4Addr,
+    to: impl Into<IpAddr>,
     port: u16,
     proto: Proto,
     timeout: Duration,
 ) -> Vec<Vec<Outcome>> {
+    let to: IpAddr = to.into();
     std::thread::scope(|s| {
         let handles: Vec<Vec<_>> = from
             .iter()
@@ -328,10 +372,11 @@ pub struct Stream {
 }
 
 impl Stream {
-    pub fn open(netns: &str, to: Ipv4Addr, port: u16) -> Result<Stream> {
+    pub fn open(netns: &str, to: impl Into<IpAddr>, port: u16) -> Result<Stream> {
+        let to: IpAddr = to.into();
         let sock = in_netns(netns, move || {
             Ok(TcpStream::connect_timeout(
-                &SocketAddr::V4(SocketAddrV4::new(to, port)),
+                &SocketAddr::from((to, port)),
                 Duration::from_secs(2),
             )?)
         })
@@ -407,6 +452,12 @@ impl OutsideHost {
 
 /// `nft list table ip tartan-svc` in a node's namespace.
 pub fn svc_table(st: &LabState, node: &str) -> Result<String> {
+    svc_table_of(st, node, "ip")
+}
+
+/// `nft list table <family> tartan-svc` in a node's namespace (`ip`, or
+/// `ip6` for the IPv6 Services).
+pub fn svc_table_of(st: &LabState, node: &str, family: &str) -> Result<String> {
     let n = st.node(node)?;
     let out = std::process::Command::new("ip")
         .args([
@@ -416,13 +467,13 @@ pub fn svc_table(st: &LabState, node: &str) -> Result<String> {
             "nft",
             "list",
             "table",
-            "ip",
+            family,
             "tartan-svc",
         ])
         .output()?;
     if !out.status.success() {
         bail!(
-            "nft list table ip tartan-svc in {node}: {}",
+            "nft list table {family} tartan-svc in {node}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
     }

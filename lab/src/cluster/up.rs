@@ -59,6 +59,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
         o.lb_cidr.as_deref(),
         &hostnets::read()?,
     )?;
+    let service_cidr6 = super::ranges6::service_range6(o.service_cidr6.as_deref(), o.dual_stack)?;
     if LabState::path(&o.name).exists() {
         bail!(
             "lab {} exists; `tartan-lab down --name {}` removes it",
@@ -66,7 +67,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
             o.name
         );
     }
-    let r = build(o, service_cidr, lb_cidr, say);
+    let r = build(o, (service_cidr, service_cidr6), lb_cidr, say);
     if r.is_err() {
         say("failed; removing what was made");
         let _ = super::down::down(&o.name, &mut |_| {});
@@ -76,7 +77,7 @@ pub fn up(o: &UpOptions, say: &mut dyn FnMut(&str)) -> Result<LabState> {
 
 fn build(
     o: &UpOptions,
-    service_cidr: String,
+    (service_cidr, service_cidr6): (String, Option<String>),
     lb_cidr: String,
     say: &mut dyn FnMut(&str),
 ) -> Result<LabState> {
@@ -109,6 +110,10 @@ fn build(
         apiserver: None,
         service_cidr,
         lb_cidr,
+        lb_cidr6: service_cidr6
+            .as_ref()
+            .map(|_| super::ranges6::DEFAULT_LB_CIDR6.to_string()),
+        service_cidr6,
     };
     st.save()?;
 
@@ -234,6 +239,7 @@ fn build(
             name: node.clone(),
             netns: netns.clone(),
             address,
+            address6: None,
             bgpd: None,
             felix: None,
             bgp_socket: dir.join(format!("bgpd-{node}.sock")),
@@ -287,6 +293,8 @@ fn build(
                 "eth0",
                 "nodad",
             ])?;
+            st.nodes[i - 1].address6 = Some(v6.parse()?);
+            st.save()?;
             addresses.push(json!({"type": "InternalIP", "address": v6}));
         }
         addresses.push(json!({"type": "Hostname", "address": node}));
@@ -374,11 +382,19 @@ fn build(
         rt.block_on(super::pools::write_pools(&*store, o))?;
         ""
     };
-    rt.block_on(super::pools::write_lb_pool(&*store, &st.lb_cidr))?;
+    rt.block_on(super::pools::write_lb_pool(
+        &*store,
+        &st.lb_cidr,
+        st.lb_cidr6.as_deref(),
+    ))?;
     say(&format!(
-        "LoadBalancerIPPool {} {}: tartan-controllers give LoadBalancer Services their addresses",
+        "LoadBalancerIPPool {} {}{}: tartan-controllers give LoadBalancer Services their addresses",
         super::pools::LB_POOL,
-        st.lb_cidr
+        st.lb_cidr,
+        st.lb_cidr6
+            .as_ref()
+            .map(|n| format!(" and {n}"))
+            .unwrap_or_default()
     ));
     if o.dual_stack {
         say(&format!("IPPool default-ipv6 {DEFAULT_POOL6}{origin}"));
@@ -464,10 +480,13 @@ fn build(
             st.datastore
         )),
     }
+    let and6 = |n: &Option<String>| n.as_ref().map(|n| format!(" and {n}")).unwrap_or_default();
     say(&format!(
-        "Services: ClusterIPs from {}, NodePorts from 30000-32767, LoadBalancer IPs from {} (LoadBalancerIPPool {})",
+        "Services: ClusterIPs from {}{}, NodePorts from 30000-32767, LoadBalancer IPs from {}{} (LoadBalancerIPPool {})",
         st.service_cidr,
+        and6(&st.service_cidr6),
         st.lb_cidr,
+        and6(&st.lb_cidr6),
         super::pools::LB_POOL
     ));
     Ok(st)

@@ -21,6 +21,9 @@ pub struct UpOptions {
     /// Where ClusterIPs come from; None: the first of
     /// [`hostnets::SERVICE_CANDIDATES`] the host does not use.
     pub service_cidr: Option<String>,
+    /// Where a dual-stack lab's IPv6 ClusterIPs come from; None:
+    /// [`super::ranges6::DEFAULT_SERVICE_CIDR6`].
+    pub service_cidr6: Option<String>,
     /// Where LoadBalancer ingress IPs come from; None: the first of
     /// [`hostnets::LB_CANDIDATES`] the host does not use.
     pub lb_cidr: Option<String>,

@@ -10,6 +10,7 @@ mod bgp_services;
 mod dns;
 mod services_bgp;
 mod services_cluster;
+mod services_dual_stack;
 mod services_external;
 mod services_kube_e2e;
 mod services_lab_safety;

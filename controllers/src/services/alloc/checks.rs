@@ -4,18 +4,19 @@
 //! LoadBalancer status).
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::fields::{
-    given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, key, type_of,
-    wants_health_port, wants_node_ports,
+    cluster_ip_list, given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, key,
+    type_of, wants_health_port, wants_node_ports,
 };
 
-/// Checks of the Service's own fields that the lab relies on.
-pub(super) fn own_problems(s: &Service, out: &mut Vec<String>) {
+/// Checks of the Service's own fields that the lab relies on; IPv6
+/// ClusterIPs only on a `dual`-stack cluster.
+pub(super) fn own_problems(s: &Service, dual: bool, out: &mut Vec<String>) {
     let k = key(s);
     let mut bad = |field: String, why: String| out.push(format!("Service {k}: {field}: {why}"));
     let Some(sp) = &s.spec else {
@@ -83,12 +84,18 @@ pub(super) fn own_problems(s: &Service, out: &mut Vec<String>) {
     }
     if let Some(ip) = given_cluster_ip(s)
         && ip != "None"
-        && ip.parse::<Ipv4Addr>().is_err()
     {
-        bad(
-            "spec.clusterIP".into(),
-            format!("{ip:?} is not an IPv4 address"),
-        );
+        if dual && ip.parse::<IpAddr>().is_err() {
+            bad(
+                "spec.clusterIP".into(),
+                format!("{ip:?} is not an IP address"),
+            );
+        } else if !dual && ip.parse::<Ipv4Addr>().is_err() {
+            bad(
+                "spec.clusterIP".into(),
+                format!("{ip:?} is not an IPv4 address"),
+            );
+        }
     }
     if t == "ExternalName" && sp.external_name.as_deref().unwrap_or("").is_empty() {
         bad(
@@ -99,25 +106,55 @@ pub(super) fn own_problems(s: &Service, out: &mut Vec<String>) {
 }
 
 /// Carries what `stored` (the same Service, as stored) holds into
-/// `s`, where `s` does not give it; a changed ClusterIP is a problem.
+/// `s`, where `s` does not give it, as the API server patches an update
+/// (its ClusterIPs, when it gives none or only the same `clusterIP`) and
+/// as `kubectl apply` merges one (its families); a changed ClusterIP is
+/// a problem.
 pub(super) fn carry_over(s: &mut Service, stored: &Service, out: &mut Vec<String>) {
     let k = key(s);
     let old_ip = given_cluster_ip(stored);
+    let old_ips = stored
+        .spec
+        .as_ref()
+        .and_then(|o| o.cluster_ips.clone())
+        .filter(|l| !l.is_empty())
+        .or_else(|| old_ip.clone().map(|ip| vec![ip]));
     let node_ports = wants_node_ports(s);
     let is_lb = type_of(s) == "LoadBalancer";
     let health = wants_health_port(s) && health_port(s).is_none();
     let old_health = health_port(stored);
     let external_name = type_of(s) == "ExternalName";
     let Some(sp) = s.spec.as_mut() else { return };
+    let no_list = sp.cluster_ips.as_ref().is_none_or(Vec::is_empty);
     match (given_cluster_ip_spec(sp), old_ip) {
         (None, Some(old)) if !external_name => {
-            sp.cluster_ip = Some(old.clone());
-            sp.cluster_ips = Some(vec![old]);
+            sp.cluster_ip = Some(old);
+            sp.cluster_ips = old_ips;
         }
         (Some(new), Some(old)) if new != old => out.push(format!(
             "Service {k}: spec.clusterIP: may not change ({old} -> {new}); delete the Service and create it again"
         )),
+        (Some(_), Some(_)) if no_list && !external_name => sp.cluster_ips = old_ips,
+        (Some(_), Some(_)) if !external_name => {
+            // The second ClusterIP is as immutable as the first, while
+            // the Service has two.
+            let new = cluster_ip_list(sp);
+            let old = old_ips.unwrap_or_default();
+            if new.len() == 2 && old.len() == 2 && new[1] != old[1] {
+                out.push(format!(
+                    "Service {k}: spec.clusterIPs[1]: may not change once set ({} -> {})",
+                    old[1], new[1]
+                ));
+            }
+        }
         _ => {}
+    }
+    // As `kubectl apply` keeps the stored families the file never named
+    // (so that an unchanged PreferDualStack Service is not upgraded, and
+    // a downgrade to SingleStack sees both as stored).
+    let old_families = stored.spec.as_ref().and_then(|o| o.ip_families.clone());
+    if !external_name && sp.ip_families.as_ref().is_none_or(Vec::is_empty) {
+        sp.ip_families = old_families.filter(|f| !f.is_empty());
     }
     if node_ports {
         let old_ports = stored

@@ -7,31 +7,41 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::ops::Range;
 
 use super::bitmap::Bitmap;
 
-/// A member of a range: an address or a port, as a number.
+/// A member of a range: an address or a port, as a number (wide enough
+/// for an IPv6 address).
 pub trait Member: Copy + Ord {
-    fn number(self) -> u64;
-    fn from_number(n: u64) -> Option<Self>;
+    fn number(self) -> u128;
+    fn from_number(n: u128) -> Option<Self>;
 }
 
 impl Member for Ipv4Addr {
-    fn number(self) -> u64 {
-        u64::from(u32::from(self))
+    fn number(self) -> u128 {
+        u128::from(u32::from(self))
     }
-    fn from_number(n: u64) -> Option<Self> {
+    fn from_number(n: u128) -> Option<Self> {
         u32::try_from(n).ok().map(Ipv4Addr::from)
     }
 }
 
-impl Member for u16 {
-    fn number(self) -> u64 {
-        u64::from(self)
+impl Member for Ipv6Addr {
+    fn number(self) -> u128 {
+        u128::from(self)
     }
-    fn from_number(n: u64) -> Option<Self> {
+    fn from_number(n: u128) -> Option<Self> {
+        Some(Ipv6Addr::from(n))
+    }
+}
+
+impl Member for u16 {
+    fn number(self) -> u128 {
+        u128::from(self)
+    }
+    fn from_number(n: u128) -> Option<Self> {
         u16::try_from(n).ok()
     }
 }
@@ -65,7 +75,7 @@ impl fmt::Display for Holder {
 /// What is taken of one range.
 #[derive(Clone, Debug)]
 pub struct Claims<A> {
-    first: u64,
+    first: u128,
     /// The offsets handed out when nothing is asked for.
     usable: Range<u64>,
     bits: Bitmap,
@@ -94,7 +104,7 @@ impl<A: Member> Claims<A> {
     }
 
     fn offset(&self, a: A) -> Option<u64> {
-        let n = a.number().checked_sub(self.first)?;
+        let n = u64::try_from(a.number().checked_sub(self.first)?).ok()?;
         (n < self.bits.len()).then_some(n)
     }
 
@@ -138,7 +148,7 @@ impl<A: Member> Claims<A> {
         let mut from = self.usable.start;
         loop {
             let i = self.bits.first_free(from, self.usable.end)?;
-            let a = A::from_number(self.first + i)?;
+            let a = A::from_number(self.first.checked_add(u128::from(i))?)?;
             if self.insert(a, key).is_none() {
                 return Some(a);
             }

@@ -65,6 +65,18 @@ pub(super) fn given_cluster_ip_spec(sp: &ServiceSpec) -> Option<String> {
         .filter(|ip| !ip.is_empty())
 }
 
+/// Every ClusterIP a Service's spec gives (`clusterIPs`, else
+/// `clusterIP`), without "None" and "".
+pub(super) fn cluster_ip_list(sp: &ServiceSpec) -> Vec<String> {
+    let list: Vec<String> = match sp.cluster_ips.as_deref() {
+        Some(l) if !l.is_empty() => l.to_vec(),
+        _ => sp.cluster_ip.clone().into_iter().collect(),
+    };
+    list.into_iter()
+        .filter(|ip| !ip.is_empty() && ip != "None")
+        .collect()
+}
+
 pub(super) fn ingress_ips(s: &Service) -> Vec<String> {
     s.status
         .as_ref()

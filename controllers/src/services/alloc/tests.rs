@@ -5,7 +5,7 @@ use super::fields::ingress_ips;
 use super::*;
 use serde_json::{Value, json};
 
-fn svc(name: &str, spec: Value) -> Service {
+pub(super) fn svc(name: &str, spec: Value) -> Service {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "default"},
         "spec": spec,
@@ -21,7 +21,7 @@ fn ip(s: &Service) -> &str {
     s.spec.as_ref().unwrap().cluster_ip.as_deref().unwrap()
 }
 
-fn node_ports(s: &Service) -> Vec<i32> {
+pub(super) fn node_ports(s: &Service) -> Vec<i32> {
     s.spec
         .as_ref()
         .unwrap()

@@ -2,8 +2,12 @@
 //! selector and the pods of its namespace, the slices that should exist;
 //! and the writes that turn the stored slices into those.
 //!
-//! - A pod is an endpoint when its labels match the selector and it has an
-//!   address and a node (phase neither Succeeded nor Failed).
+//! - One set of slices per family of the Service's `ipFamilies` (IPv4
+//!   when none), of that `addressType`; slices of a family it no longer
+//!   has are deleted.
+//! - A pod is an endpoint of a family when its labels match the selector
+//!   and it has an address of that family (in `status.podIPs`) and a
+//!   node (phase neither Succeeded nor Failed).
 //! - Conditions as upstream: `serving` is the pod's Ready condition,
 //!   `terminating` whether it has a deletionTimestamp, and `ready` is
 //!   serving and not terminating (always true with
@@ -78,12 +82,30 @@ fn fnv(text: &str) -> u32 {
     h
 }
 
-fn slice_name(svc: &str, ports: &[SlicePort]) -> String {
+fn slice_name(svc: &str, family: &str, ports: &[SlicePort]) -> String {
     let sig: Vec<String> = ports
         .iter()
         .map(|(n, p, pr)| format!("{n}:{p}/{pr}"))
         .collect();
-    format!("{svc}-{:08x}", fnv(&sig.join(",")))
+    // IPv4 slices keep the names they had before there were others.
+    let sig = match family {
+        "IPv4" => sig.join(","),
+        other => format!("{other}|{}", sig.join(",")),
+    };
+    format!("{svc}-{:08x}", fnv(&sig))
+}
+
+/// The families a Service's slices are of: its `ipFamilies`, else IPv4.
+fn families(svc: &Service) -> Vec<String> {
+    let f: Vec<String> = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.ip_families.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|f| f == "IPv4" || f == "IPv6")
+        .collect();
+    if f.is_empty() { vec!["IPv4".into()] } else { f }
 }
 
 /// The hints of a ready endpoint on `node` in `zone` for a Service's
@@ -122,11 +144,20 @@ pub fn managed(svc: &Service) -> bool {
         && spec.selector.as_ref().is_some_and(|s| !s.is_empty())
 }
 
-/// The slices `svc` should have, given every pod of the lab.
+/// The slices `svc` should have, given every pod of the lab: those of
+/// each of its families.
 pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
     if !managed(svc) {
         return vec![];
     }
+    families(svc)
+        .iter()
+        .flat_map(|f| desired_of(svc, f, pods))
+        .collect()
+}
+
+/// The slices of `svc` of `family` (`IPv4` or `IPv6`).
+fn desired_of(svc: &Service, family: &str, pods: &[PodView]) -> Vec<EndpointSlice> {
     let spec = svc.spec.as_ref().expect("managed() checked the spec");
     let selector = spec.selector.clone().unwrap_or_default();
     let ns = svc
@@ -139,7 +170,9 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
     let mut groups: BTreeMap<Vec<SlicePort>, Vec<Endpoint>> = BTreeMap::new();
     let mut selected: Vec<&PodView> = pods
         .iter()
-        .filter(|p| p.namespace == ns && !p.finished && p.ip.is_some() && p.node.is_some())
+        .filter(|p| {
+            p.namespace == ns && !p.finished && p.address_of(family).is_some() && p.node.is_some()
+        })
         .filter(|p| selector.iter().all(|(k, v)| p.labels.get(k) == Some(v)))
         .collect();
     selected.sort_by(|a, b| a.name.cmp(&b.name));
@@ -148,7 +181,7 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
         let ports = resolve(svc, p);
         let ready = publish || (p.ready && !p.terminating);
         groups.entry(ports).or_default().push(Endpoint {
-            addresses: vec![p.ip.clone().unwrap_or_default()],
+            addresses: vec![p.address_of(family).unwrap_or_default().to_string()],
             conditions: Some(EndpointConditions {
                 ready: Some(ready),
                 serving: Some(publish || p.ready),
@@ -180,7 +213,7 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
         .into_iter()
         .map(|(ports, endpoints)| EndpointSlice {
             metadata: ObjectMeta {
-                name: Some(slice_name(&name, &ports)),
+                name: Some(slice_name(&name, family, &ports)),
                 namespace: Some(ns.clone()),
                 labels: Some(
                     [
@@ -201,7 +234,7 @@ pub fn desired(svc: &Service, pods: &[PodView]) -> Vec<EndpointSlice> {
                 }),
                 ..Default::default()
             },
-            address_type: "IPv4".into(),
+            address_type: family.into(),
             endpoints,
             ports: Some(
                 ports
@@ -289,5 +322,7 @@ pub fn plan(services: &[Service], pods: &[PodView], stored: &[EndpointSlice]) ->
     p
 }
 
+#[cfg(test)]
+mod family_tests;
 #[cfg(test)]
 mod tests;

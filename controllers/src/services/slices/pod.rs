@@ -1,4 +1,4 @@
-//! What the EndpointSlice controller reads of a Pod: its address, node,
+//! What the EndpointSlice controller reads of a Pod: its addresses, node,
 //! labels, container ports, conditions, and hostname and subdomain.
 
 use std::collections::BTreeMap;
@@ -12,7 +12,11 @@ pub struct PodView {
     pub name: String,
     pub uid: Option<String>,
     pub labels: BTreeMap<String, String>,
+    /// The primary address (`status.podIP`).
     pub ip: Option<String>,
+    /// Every address (`status.podIPs`; the primary alone when absent):
+    /// a dual-stack pod has one per family.
+    pub ips: Vec<String>,
     pub node: Option<String>,
     pub ready: bool,
     pub terminating: bool,
@@ -42,6 +46,16 @@ impl PodView {
                 .clone()
                 .or_else(|| s.pod_ips.as_ref()?.first().map(|i| i.ip.clone()))
         });
+        let mut ips: Vec<String> = status
+            .and_then(|s| s.pod_ips.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|i| i.ip.clone())
+            .filter(|i| !i.is_empty())
+            .collect();
+        if ips.is_empty() {
+            ips.extend(ip.clone().filter(|i| !i.is_empty()));
+        }
         let phase = status.and_then(|s| s.phase.as_deref());
         let spec = p.spec.as_ref();
         PodView {
@@ -54,6 +68,7 @@ impl PodView {
             uid: p.metadata.uid.clone(),
             labels: p.metadata.labels.clone().unwrap_or_default(),
             ip: ip.filter(|i| !i.is_empty()),
+            ips,
             node: spec.and_then(|s| s.node_name.clone()),
             ready,
             terminating: p.metadata.deletion_timestamp.is_some(),
@@ -79,5 +94,20 @@ impl PodView {
                 .filter(|h| !h.is_empty()),
             zone: None,
         }
+    }
+}
+
+impl PodView {
+    /// The pod's address of a family (`IPv4` or `IPv6`, as an
+    /// EndpointSlice's `addressType`).
+    pub fn address_of(&self, family: &str) -> Option<&str> {
+        let v6 = family == "IPv6";
+        self.ips
+            .iter()
+            .find(|a| {
+                a.parse::<std::net::IpAddr>()
+                    .is_ok_and(|a| a.is_ipv6() == v6)
+            })
+            .map(String::as_str)
     }
 }

@@ -4,7 +4,7 @@ use super::*;
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
 
-fn svc(name: &str, spec: Value) -> Service {
+pub(super) fn svc(name: &str, spec: Value) -> Service {
     serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "default", "uid": "svc-uid"},
         "spec": spec,
@@ -12,13 +12,14 @@ fn svc(name: &str, spec: Value) -> Service {
     .unwrap()
 }
 
-fn pod(name: &str, ip: &str, node: &str, app: &str) -> PodView {
+pub(super) fn pod(name: &str, ip: &str, node: &str, app: &str) -> PodView {
     PodView {
         namespace: "default".into(),
         name: name.into(),
         uid: Some(format!("uid-{name}")),
         labels: [("app".to_string(), app.to_string())].into(),
         ip: Some(ip.into()),
+        ips: vec![ip.into()],
         node: Some(node.into()),
         ready: true,
         terminating: false,
@@ -54,6 +55,7 @@ fn selected_pods_with_numbered_ports() {
     other_ns.namespace = "other".into();
     let mut no_ip = pod("y", "", "node-1", "web");
     no_ip.ip = None;
+    no_ip.ips.clear();
     let pods = [
         pod("b", "10.0.0.2", "node-2", "web"),
         pod("a", "10.0.0.1", "node-1", "web"),
@@ -90,7 +92,8 @@ fn selected_pods_with_numbered_ports() {
     );
     assert_eq!(cond(sl, 0), (true, true, false));
     // It reads back as felix reads it.
-    let info = tartan_felix::services::SliceInfo::from_slice(sl, "node-1").unwrap();
+    let info: tartan_felix::services::SliceInfo =
+        tartan_felix::services::SliceInfo::from_slice(sl, "node-1").unwrap();
     assert_eq!(info.service, "default/web");
     assert_eq!(info.ports["http"], (tartan_felix::services::TCP, 8080));
 }

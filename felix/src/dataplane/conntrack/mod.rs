@@ -1,7 +1,8 @@
-//! Deleting stale conntrack entries over ctnetlink: the IPv4 table is
-//! listed once, the entries the given [`Flow`]s match are picked in
-//! memory, and their deletes are sent in batches of many messages per
-//! datagram. Nothing runs the `conntrack` program.
+//! Deleting stale conntrack entries over ctnetlink: each family's table
+//! (IPv4, IPv6) that has stale flows is listed once, the entries the
+//! given [`Flow`]s match are picked in memory, and their deletes are sent
+//! in batches of many messages per datagram. Nothing runs the `conntrack`
+//! program.
 
 #[cfg(test)]
 mod tests;
@@ -13,13 +14,25 @@ use std::time::{Duration, Instant};
 
 use netlink_sys::{Socket, protocols::NETLINK_NETFILTER};
 
-use crate::services::stale::{Entry, Flow};
+use std::net::Ipv4Addr;
+
+use crate::services::Family;
+use crate::services::stale::{Entry, Flow, StaleFlows};
 
 /// Messages per datagram (a delete is 80 bytes). Each ack the kernel
 /// queues costs about 1 KiB of the receive buffer (its allocation, not its
 /// 36 bytes): more in flight than the buffer holds and the kernel drops
 /// acks (ENOBUFS).
 const BATCH: usize = 128;
+
+/// What [`Conntrack::clean_each`] came to.
+#[derive(Debug)]
+pub struct Cleanup {
+    /// The families that were cleaned, together.
+    pub done: Cleaned,
+    /// The first error, with the flows of every family that failed.
+    pub failed: Option<(io::Error, StaleFlows)>,
+}
 
 /// What one cleanup did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +54,8 @@ pub struct Conntrack {
 
 /// The flows by (protocol, original destination port), for a lookup per
 /// listed entry.
-fn index(flows: &[Flow]) -> HashMap<(u8, u16), Vec<Flow>> {
-    let mut m: HashMap<(u8, u16), Vec<Flow>> = HashMap::new();
+fn index<A: Family>(flows: &[Flow<A>]) -> HashMap<(u8, u16), Vec<Flow<A>>> {
+    let mut m: HashMap<(u8, u16), Vec<Flow<A>>> = HashMap::new();
     for f in flows {
         m.entry((f.proto, f.port)).or_default().push(*f);
     }
@@ -50,7 +63,7 @@ fn index(flows: &[Flow]) -> HashMap<(u8, u16), Vec<Flow>> {
 }
 
 /// The entries of `listed` that some flow matches.
-pub fn matching(listed: &[Entry], flows: &[Flow]) -> Vec<Entry> {
+pub fn matching<A: Family>(listed: &[Entry<A>], flows: &[Flow<A>]) -> Vec<Entry<A>> {
     let idx = index(flows);
     listed
         .iter()
@@ -78,7 +91,7 @@ impl Conntrack {
         self.seq
     }
 
-    fn recv(&self) -> io::Result<wire::Read> {
+    fn recv<A: Family>(&self) -> io::Result<wire::Read<A>> {
         let mut buf = Vec::with_capacity(64 * 1024);
         self.sock.recv(&mut buf, 0)?;
         Ok(wire::read(&buf))
@@ -96,13 +109,18 @@ impl Conntrack {
     }
 
     /// Every IPv4 entry.
-    pub fn list(&mut self) -> io::Result<Vec<Entry>> {
+    pub fn list(&mut self) -> io::Result<Vec<Entry<Ipv4Addr>>> {
+        self.list_family()
+    }
+
+    /// Every entry of family `A`.
+    pub fn list_family<A: Family>(&mut self) -> io::Result<Vec<Entry<A>>> {
         self.drain();
         let seq = self.next_seq();
-        self.sock.send(&wire::dump(seq), 0)?;
+        self.sock.send(&wire::dump::<A>(seq), 0)?;
         let mut out = Vec::new();
         loop {
-            let r = self.recv()?;
+            let r = self.recv::<A>()?;
             out.extend(r.entries);
             if let Some(e) = r.errors.iter().find(|e| **e != 0) {
                 return Err(io::Error::from_raw_os_error(*e));
@@ -115,13 +133,17 @@ impl Conntrack {
 
     /// Delete `entries`; how many the kernel deleted and how many were
     /// already gone.
-    pub fn delete(&mut self, entries: &[Entry]) -> io::Result<(usize, usize)> {
+    pub fn delete<A: Family>(&mut self, entries: &[Entry<A>]) -> io::Result<(usize, usize)> {
         self.send_acked(entries, wire::delete, libc::ENOENT)
     }
 
     /// Create `entries` (for benchmarks and tests); how many were made and
     /// how many existed already.
-    pub fn create(&mut self, entries: &[Entry], timeout: u32) -> io::Result<(usize, usize)> {
+    pub fn create<A: Family>(
+        &mut self,
+        entries: &[Entry<A>],
+        timeout: u32,
+    ) -> io::Result<(usize, usize)> {
         self.send_acked(
             entries,
             |e, seq| wire::create(e, timeout, seq),
@@ -131,10 +153,10 @@ impl Conntrack {
 
     /// One message per entry, [`BATCH`] to a datagram, each acked: how
     /// many succeeded and how many were refused with `benign`.
-    fn send_acked(
+    fn send_acked<A: Family>(
         &mut self,
-        entries: &[Entry],
-        encode: impl Fn(&Entry, u32) -> Vec<u8>,
+        entries: &[Entry<A>],
+        encode: impl Fn(&Entry<A>, u32) -> Vec<u8>,
         benign: i32,
     ) -> io::Result<(usize, usize)> {
         self.drain();
@@ -151,7 +173,7 @@ impl Conntrack {
             // left for the next exchange.
             let mut answered = 0;
             while answered < chunk.len() {
-                let r = self.recv()?;
+                let r = self.recv::<A>()?;
                 for e in r.errors {
                     answered += 1;
                     match e {
@@ -170,13 +192,57 @@ impl Conntrack {
         }
     }
 
-    /// List the table, delete what `flows` match.
-    pub fn clean(&mut self, flows: &[Flow]) -> io::Result<Cleaned> {
+    /// List each family's table that has flows, delete what they match
+    /// ([`Conntrack::clean_each`]); the first error when a family failed.
+    pub fn clean(&mut self, flows: &StaleFlows) -> io::Result<Cleaned> {
+        let c = self.clean_each(flows);
+        match c.failed {
+            Some((e, _)) => Err(e),
+            None => Ok(c.done),
+        }
+    }
+
+    /// List each family's table that has flows, delete what they match.
+    /// Both families are tried, also when the first fails; the flows of
+    /// a family that failed come back in [`Cleanup::failed`] (to try
+    /// again), the other's are done with.
+    pub fn clean_each(&mut self, flows: &StaleFlows) -> Cleanup {
+        let started = Instant::now();
+        let mut done = Cleaned::default();
+        let mut failed: Option<(io::Error, StaleFlows)> = None;
+        let mut add = |c: Cleaned| {
+            done.listed += c.listed;
+            done.deleted += c.deleted;
+            done.vanished += c.vanished;
+        };
+        match self.clean_family(&flows.v4) {
+            Ok(c) => add(c),
+            Err(e) => {
+                let keep = StaleFlows {
+                    v4: flows.v4.clone(),
+                    ..StaleFlows::default()
+                };
+                failed = Some((e, keep));
+            }
+        }
+        match self.clean_family(&flows.v6) {
+            Ok(c) => add(c),
+            Err(e) => {
+                let (_, keep) = failed.get_or_insert_with(|| (e, StaleFlows::default()));
+                keep.v6 = flows.v6.clone();
+            }
+        }
+        done.took = started.elapsed();
+        Cleanup { done, failed }
+    }
+
+    /// List the table of family `A`, delete what `flows` match.
+    pub fn clean_family<A: Family>(&mut self, flows: &[Flow<A>]) -> io::Result<Cleaned> {
         let started = Instant::now();
         if flows.is_empty() {
             return Ok(Cleaned::default());
         }
-        let listed = self.list()?;
+        let listed = self.list_family::<A>()?;
         let stale = matching(&listed, flows);
         let (deleted, vanished) = self.delete(&stale)?;
         Ok(Cleaned {

@@ -69,7 +69,7 @@ fn a_delete_is_encoded_as_the_kernel_reads_it() {
 
 #[test]
 fn a_dump_request_asks_for_ipv4() {
-    let got = wire::dump(3);
+    let got = wire::dump::<Ipv4Addr>(3);
     assert_eq!(got.len(), 20);
     assert_eq!(&got[4..6], &0x0101u16.to_ne_bytes());
     assert_eq!(&got[6..8], &0x0301u16.to_ne_bytes());
@@ -140,7 +140,7 @@ proptest! {
 
     #[test]
     fn reading_any_bytes_never_panics(buf in proptest::collection::vec(any::<u8>(), 0..400)) {
-        let _ = wire::read(&buf);
+        let _ = wire::read::<Ipv4Addr>(&buf);
     }
 
     #[test]
@@ -150,7 +150,7 @@ proptest! {
         let i = flip % buf.len();
         buf[i] ^= bits;
         buf.truncate(buf.len().saturating_sub(cut));
-        let _ = wire::read(&buf);
+        let _ = wire::read::<Ipv4Addr>(&buf);
     }
 
     #[test]
@@ -169,4 +169,50 @@ fn a_create_carries_both_tuples_and_asks_for_an_ack() {
     let mut e = sample();
     e.id = None;
     assert_eq!(wire::read(&msg).entries, vec![e]);
+}
+
+fn sample6() -> Entry<std::net::Ipv6Addr> {
+    let a = |s: &str| s.parse::<std::net::Ipv6Addr>().unwrap();
+    Entry {
+        orig: Tuple {
+            src: a("fd00:1::9"),
+            dst: a("fd96::10"),
+            proto: UDP,
+            src_port: 40000,
+            dst_port: 53,
+        },
+        reply: Tuple {
+            src: a("fd00::5"),
+            dst: a("fd00:1::9"),
+            proto: UDP,
+            src_port: 5353,
+            dst_port: 40000,
+        },
+        zone: Some(3),
+        id: Some(9),
+    }
+}
+
+#[test]
+fn an_ipv6_entry_is_written_and_read_as_af_inet6_with_the_v6_attributes() {
+    let msg = wire::delete(&sample6(), 7);
+    // nfgenmsg: AF_INET6; the tuple's addresses as CTA_IP_V6_SRC (3) and
+    // CTA_IP_V6_DST (4), 16 bytes each.
+    assert_eq!(msg[16], 10);
+    let src = [&20u16.to_ne_bytes()[..], &3u16.to_ne_bytes()[..]].concat();
+    let at = msg.windows(4).position(|w| w == src.as_slice()).unwrap();
+    assert_eq!(
+        &msg[at + 4..at + 20],
+        &"fd00:1::9".parse::<std::net::Ipv6Addr>().unwrap().octets()
+    );
+    // A listed IPv6 entry reads back whole in the IPv6 reader, and is no
+    // entry to the IPv4 one (the kernel dumps one family per request).
+    let listed = wire::listed(&sample6(), 1);
+    assert_eq!(
+        wire::read::<std::net::Ipv6Addr>(&listed).entries,
+        [sample6()]
+    );
+    assert!(wire::read::<Ipv4Addr>(&listed).entries.is_empty());
+    assert_eq!(wire::dump::<std::net::Ipv6Addr>(5)[16], 10);
+    assert_eq!(wire::dump::<Ipv4Addr>(5)[16], 2);
 }

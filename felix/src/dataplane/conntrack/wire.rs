@@ -1,10 +1,12 @@
-//! ctnetlink messages (NFNL_SUBSYS_CTNETLINK): the IPv4 table dump
-//! request, an entry's delete, and the decoding of the entries the kernel
-//! lists. Only what the service proxy needs. The decoder reads what the
-//! kernel sends and never panics on any input.
+//! ctnetlink messages (NFNL_SUBSYS_CTNETLINK): the dump request of one
+//! family's table (IPv4 or IPv6: AF_INET or AF_INET6 in the nfgenmsg, as
+//! the kernel filters dumps by it), an entry's delete, and the decoding
+//! of the entries the kernel lists. Only what the service proxy needs.
+//! The decoder reads what the kernel sends and never panics on any input.
 
 use std::net::Ipv4Addr;
 
+use crate::services::Family;
 use crate::services::stale::{Entry, Tuple};
 
 const NFNL_SUBSYS_CTNETLINK: u16 = 1;
@@ -19,7 +21,6 @@ const NLM_F_ACK: u16 = 0x4;
 const NLM_F_DUMP: u16 = 0x300;
 const NLA_F_NESTED: u16 = 0x8000;
 const NLA_TYPE_MASK: u16 = 0x3fff;
-const AF_INET: u8 = 2;
 
 const CTA_TUPLE_ORIG: u16 = 1;
 const CTA_TUPLE_REPLY: u16 = 2;
@@ -29,6 +30,8 @@ const CTA_TUPLE_IP: u16 = 1;
 const CTA_TUPLE_PROTO: u16 = 2;
 const CTA_IP_V4_SRC: u16 = 1;
 const CTA_IP_V4_DST: u16 = 2;
+const CTA_IP_V6_SRC: u16 = 3;
+const CTA_IP_V6_DST: u16 = 4;
 const CTA_PROTO_NUM: u16 = 1;
 const CTA_PROTO_SRC_PORT: u16 = 2;
 const CTA_PROTO_DST_PORT: u16 = 3;
@@ -41,7 +44,8 @@ fn align(n: usize) -> usize {
 struct Msg(Vec<u8>);
 
 impl Msg {
-    fn new(kind: u16, flags: u16, seq: u32) -> Msg {
+    /// `af`: the address family (AF_INET, AF_INET6) of the entries.
+    fn new(kind: u16, flags: u16, seq: u32, af: u8) -> Msg {
         let mut b = Vec::with_capacity(96);
         b.extend_from_slice(&0u32.to_ne_bytes());
         b.extend_from_slice(&((NFNL_SUBSYS_CTNETLINK << 8) | kind).to_ne_bytes());
@@ -49,7 +53,7 @@ impl Msg {
         b.extend_from_slice(&seq.to_ne_bytes());
         b.extend_from_slice(&0u32.to_ne_bytes());
         // nfgenmsg: family, version 0, resource id 0 (big-endian).
-        b.extend_from_slice(&[AF_INET, 0, 0, 0]);
+        b.extend_from_slice(&[af, 0, 0, 0]);
         Msg(b)
     }
 
@@ -63,10 +67,11 @@ impl Msg {
 
     /// A nested attribute whose content `f` writes.
     /// A tuple's addresses and ports, as the kernel nests them.
-    fn tuple(&mut self, t: &Tuple) {
+    fn tuple<A: Family>(&mut self, t: &Tuple<A>) {
+        let (src, dst) = ip_attrs::<A>();
         self.nest(CTA_TUPLE_IP, |m| {
-            m.attr(CTA_IP_V4_SRC, &t.src.octets());
-            m.attr(CTA_IP_V4_DST, &t.dst.octets());
+            m.attr(src, &t.src.bytes());
+            m.attr(dst, &t.dst.bytes());
         });
         self.nest(CTA_TUPLE_PROTO, |m| {
             m.attr(CTA_PROTO_NUM, &[t.proto]);
@@ -91,16 +96,35 @@ impl Msg {
     }
 }
 
-/// Ask for every IPv4 entry.
-pub fn dump(seq: u32) -> Vec<u8> {
-    Msg::new(IPCTNL_MSG_CT_GET, NLM_F_REQUEST | NLM_F_DUMP, seq).done()
+/// The attribute types of a tuple's source and destination in family `A`.
+fn ip_attrs<A: Family>() -> (u16, u16) {
+    match A::FAM {
+        crate::services::Fam::V4 => (CTA_IP_V4_SRC, CTA_IP_V4_DST),
+        crate::services::Fam::V6 => (CTA_IP_V6_SRC, CTA_IP_V6_DST),
+    }
+}
+
+/// Ask for every entry of family `A`.
+pub fn dump<A: Family>(seq: u32) -> Vec<u8> {
+    Msg::new(
+        IPCTNL_MSG_CT_GET,
+        NLM_F_REQUEST | NLM_F_DUMP,
+        seq,
+        A::FAM.af(),
+    )
+    .done()
 }
 
 /// Delete entry `e` (found by its original tuple, its zone and its id, so
 /// that an entry re-created since the dump is left alone), asking for an
 /// ack.
-pub fn delete(e: &Entry, seq: u32) -> Vec<u8> {
-    let mut m = Msg::new(IPCTNL_MSG_CT_DELETE, NLM_F_REQUEST | NLM_F_ACK, seq);
+pub fn delete<A: Family>(e: &Entry<A>, seq: u32) -> Vec<u8> {
+    let mut m = Msg::new(
+        IPCTNL_MSG_CT_DELETE,
+        NLM_F_REQUEST | NLM_F_ACK,
+        seq,
+        A::FAM.af(),
+    );
     let t = e.orig;
     m.nest(CTA_TUPLE_ORIG, |m| {
         m.tuple(&t);
@@ -117,7 +141,7 @@ pub fn delete(e: &Entry, seq: u32) -> Vec<u8> {
 /// Create entry `e` with `timeout` seconds to live: not used by felix,
 /// but by benchmarks and tests that need a table of entries without the
 /// traffic that would make them.
-pub fn create(e: &Entry, timeout: u32, seq: u32) -> Vec<u8> {
+pub fn create<A: Family>(e: &Entry<A>, timeout: u32, seq: u32) -> Vec<u8> {
     const NLM_F_CREATE: u16 = 0x400;
     const NLM_F_EXCL: u16 = 0x200;
     const CTA_TIMEOUT: u16 = 7;
@@ -125,6 +149,7 @@ pub fn create(e: &Entry, timeout: u32, seq: u32) -> Vec<u8> {
         IPCTNL_MSG_CT_NEW,
         NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
         seq,
+        A::FAM.af(),
     );
     for (kind, t) in [(CTA_TUPLE_ORIG, e.orig), (CTA_TUPLE_REPLY, e.reply)] {
         m.nest(kind, |m| {
@@ -151,25 +176,22 @@ fn attrs(mut b: &[u8]) -> impl Iterator<Item = (u16, &[u8])> {
     })
 }
 
-fn v4(d: &[u8]) -> Option<Ipv4Addr> {
-    let a: [u8; 4] = d.get(..4)?.try_into().ok()?;
-    Some(Ipv4Addr::from(a))
-}
-
 fn be16(d: &[u8]) -> Option<u16> {
     Some(u16::from_be_bytes(d.get(..2)?.try_into().ok()?))
 }
 
-fn tuple(b: &[u8]) -> Option<Tuple> {
+fn tuple<A: Family>(b: &[u8]) -> Option<Tuple<A>> {
+    let (src_attr, dst_attr) = ip_attrs::<A>();
     let (mut src, mut dst, mut proto, mut sport, mut dport) = (None, None, None, None, None);
     for (k, d) in attrs(b) {
         match k {
             CTA_TUPLE_IP => {
                 for (k, d) in attrs(d) {
-                    match k {
-                        CTA_IP_V4_SRC => src = v4(d),
-                        CTA_IP_V4_DST => dst = v4(d),
-                        _ => {}
+                    // An entry of the other family has neither.
+                    if k == src_attr {
+                        src = A::from_bytes(d);
+                    } else if k == dst_attr {
+                        dst = A::from_bytes(d);
                     }
                 }
             }
@@ -197,7 +219,7 @@ fn tuple(b: &[u8]) -> Option<Tuple> {
 }
 
 /// The entry in one ctnetlink message's payload (after nfgenmsg).
-fn entry(b: &[u8]) -> Option<Entry> {
+fn entry<A: Family>(b: &[u8]) -> Option<Entry<A>> {
     let (mut orig, mut reply, mut zone, mut id) = (None, None, None, None);
     for (k, d) in attrs(b) {
         match k {
@@ -221,18 +243,22 @@ fn entry(b: &[u8]) -> Option<Entry> {
 }
 
 /// What one datagram of a dump holds.
-#[derive(Debug, Default, PartialEq)]
-pub struct Read {
-    pub entries: Vec<Entry>,
+#[derive(Debug, PartialEq)]
+pub struct Read<A = Ipv4Addr> {
+    pub entries: Vec<Entry<A>>,
     /// The dump ended (NLMSG_DONE).
     pub done: bool,
     /// Error codes (0: an ack) of NLMSG_ERROR messages.
     pub errors: Vec<i32>,
 }
 
-/// Decode the netlink messages in `buf`.
-pub fn read(buf: &[u8]) -> Read {
-    let mut out = Read::default();
+/// Decode the netlink messages in `buf`, entries of family `A`.
+pub fn read<A: Family>(buf: &[u8]) -> Read<A> {
+    let mut out = Read {
+        entries: Vec::new(),
+        done: false,
+        errors: Vec::new(),
+    };
     let mut at = 0;
     while let Some(head) = buf.get(at..at + 16) {
         let len = u32::from_ne_bytes([head[0], head[1], head[2], head[3]]) as usize;
@@ -263,8 +289,8 @@ pub fn read(buf: &[u8]) -> Read {
 
 /// A listed entry as the kernel writes it (for tests of the decoder).
 #[cfg(test)]
-pub fn listed(e: &Entry, seq: u32) -> Vec<u8> {
-    let mut m = Msg::new(IPCTNL_MSG_CT_NEW, 0, seq);
+pub fn listed<A: Family>(e: &Entry<A>, seq: u32) -> Vec<u8> {
+    let mut m = Msg::new(IPCTNL_MSG_CT_NEW, 0, seq, A::FAM.af());
     for (kind, t) in [(CTA_TUPLE_ORIG, e.orig), (CTA_TUPLE_REPLY, e.reply)] {
         m.nest(kind, |m| {
             m.tuple(&t);

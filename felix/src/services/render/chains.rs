@@ -5,8 +5,8 @@ use std::borrow::Cow;
 
 use nftables::expr::{BinaryOperation, CT, Expression, MetaKey, NamedExpression};
 use nftables::schema::{Chain, Map, NfListObject, Set, SetType, SetTypeValue};
-use nftables::stmt::{NAT, NATFamily, Operator, Reject, RejectType, Statement};
-use nftables::types::{NfChainType, NfFamily, NfHook, RejectCode};
+use nftables::stmt::{NAT, Operator, Reject, RejectType, Statement};
+use nftables::types::{NfChainType, NfHook, RejectCode};
 use tartan_nft::Command;
 use tartan_nft::model::VerdictMap;
 // The expression helpers the policy compiler already has.
@@ -14,7 +14,7 @@ use tartan_policy::compile::stmt::{concat, goto, meta, payload, s};
 
 use super::objects::*;
 use super::picker::*;
-use crate::services::TCP;
+use crate::services::{Fam, TCP};
 
 /// The named sets and maps: name, key type, value type (`None`: a set;
 /// `Some(None)`: a verdict map, declared in plain JSON since the crate
@@ -23,32 +23,38 @@ use crate::services::TCP;
 /// map, `Some(Some(t))` a map to `t`.
 pub(super) type MapValue = Option<Option<SetType>>;
 
-pub(super) fn declarations() -> Vec<(&'static str, &'static [SetType], MapValue)> {
+pub(super) fn declarations(f: Fam) -> Vec<(&'static str, Vec<SetType>, MapValue)> {
+    let fe = fe_type(f);
+    let addr = f.addr_type();
     vec![
-        ("frontends", FE, Some(Some(SetType::Mark))),
-        ("node_ports", NP, Some(Some(SetType::Mark))),
-        ("frontends_in", FE, Some(Some(SetType::Mark))),
-        ("node_ports_in", NP, Some(Some(SetType::Mark))),
-        ("fe_pickers", &[SetType::Mark], Some(None)),
-        ("np_pickers", &[SetType::Mark], Some(None)),
-        ("fe_addr", FE_SLOT, Some(Some(SetType::Ipv4Addr))),
-        ("fe_port", FE_SLOT, Some(Some(SetType::InetService))),
-        ("np_addr", NP_SLOT, Some(Some(SetType::Ipv4Addr))),
-        ("np_port", NP_SLOT, Some(Some(SetType::InetService))),
-        ("reject_fe", FE, None),
-        ("drop_fe", FE, None),
-        ("reject_np", NP, None),
-        ("drop_np", NP, None),
-        ("hairpin", &[SetType::Ipv4Addr, SetType::Ipv4Addr], None),
-        ("lb_limited", FE, None),
-        ("cluster_ips", &[SetType::Ipv4Addr], None),
+        ("frontends", fe.clone(), Some(Some(SetType::Mark))),
+        ("node_ports", NP.to_vec(), Some(Some(SetType::Mark))),
+        ("frontends_in", fe.clone(), Some(Some(SetType::Mark))),
+        ("node_ports_in", NP.to_vec(), Some(Some(SetType::Mark))),
+        ("fe_pickers", vec![SetType::Mark], Some(None)),
+        ("np_pickers", vec![SetType::Mark], Some(None)),
+        ("fe_addr", fe_slot_type(f), Some(Some(addr))),
+        ("fe_port", fe_slot_type(f), Some(Some(SetType::InetService))),
+        ("np_addr", NP_SLOT.to_vec(), Some(Some(addr))),
+        (
+            "np_port",
+            NP_SLOT.to_vec(),
+            Some(Some(SetType::InetService)),
+        ),
+        ("reject_fe", fe.clone(), None),
+        ("drop_fe", fe.clone(), None),
+        ("reject_np", NP.to_vec(), None),
+        ("drop_np", NP.to_vec(), None),
+        ("hairpin", vec![addr, addr], None),
+        ("lb_limited", fe, None),
+        ("cluster_ips", vec![addr], None),
     ]
 }
 
-pub(super) fn declare(name: &str, key: &[SetType], value: MapValue) -> Command {
+pub(super) fn declare(f: Fam, name: &str, key: &[SetType], value: MapValue) -> Command {
     let o = match value {
         None => NfListObject::Set(Box::new(Set {
-            family: NfFamily::IP,
+            family: f.nf(),
             table: Cow::Borrowed(TABLE),
             name: Cow::Owned(name.to_string()),
             set_type: types(key),
@@ -56,14 +62,14 @@ pub(super) fn declare(name: &str, key: &[SetType], value: MapValue) -> Command {
         })),
         Some(None) => {
             return Command::AddVerdictMap(VerdictMap {
-                family: NfFamily::IP,
+                family: f.nf(),
                 table: TABLE.to_string(),
                 name: name.to_string(),
                 key: key.to_vec(),
             });
         }
         Some(Some(v)) => NfListObject::Map(Box::new(Map {
-            family: NfFamily::IP,
+            family: f.nf(),
             table: Cow::Borrowed(TABLE),
             name: Cow::Owned(name.to_string()),
             set_type: types(key),
@@ -74,11 +80,11 @@ pub(super) fn declare(name: &str, key: &[SetType], value: MapValue) -> Command {
     add(o)
 }
 
-pub(super) fn dnat_rules(kind: Kind) -> Vec<Statement<'static>> {
+pub(super) fn dnat_rules(f: Fam, kind: Kind) -> Vec<Statement<'static>> {
     let (key, addr, port) = match kind {
         Kind::Frontend => (
             vec![
-                payload("ip", "daddr"),
+                payload(f.payload(), "daddr"),
                 meta(MetaKey::L4proto),
                 payload("th", "dport"),
                 meta(MetaKey::Mark),
@@ -98,16 +104,17 @@ pub(super) fn dnat_rules(kind: Kind) -> Vec<Statement<'static>> {
     };
     vec![Statement::DNAT(Some(NAT {
         addr: Some(lookup(concat(key.clone()), addr)),
-        family: Some(NATFamily::IP),
+        family: Some(f.nat()),
         port: Some(lookup(concat(key), port)),
         flags: None,
     }))]
 }
 
 /// The rules refusing new connections whose `key` is in `set`: dropped
-/// for a `drop_*` set, else rejected (TCP reset, ICMP port unreachable);
-/// with `local`, only those to the node's own addresses.
+/// for a `drop_*` set, else rejected (TCP reset, ICMP or ICMPv6 port
+/// unreachable); with `local`, only those to the node's own addresses.
 pub(super) fn reject_rules(
+    f: Fam,
     set: &str,
     key: Expression<'static>,
     local: bool,
@@ -117,7 +124,7 @@ pub(super) fn reject_rules(
     // a frontend's address and port) must pass.
     let mut m = vec![ct_is("state", "new")];
     if local {
-        m.extend(local_destination());
+        m.extend(local_destination(f));
     }
     m.push(is(key, s(format!("@{set}")), Operator::EQ));
     let tcp = is(meta(MetaKey::L4proto), n(u32::from(TCP)), Operator::EQ);
@@ -136,10 +143,7 @@ pub(super) fn reject_rules(
         let mut a = m.clone();
         a.extend([tcp, reject(RejectType::TCPReset, None)]);
         let mut b = m;
-        b.extend([
-            not_tcp,
-            reject(RejectType::ICMP, Some(RejectCode::PortUnreach)),
-        ]);
+        b.extend([not_tcp, reject(f.icmp(), Some(RejectCode::PortUnreach))]);
         vec![a, b]
     }
 }
@@ -163,16 +167,16 @@ const SLOT_GROUP: u32 = 0xff00_0000;
 
 /// A new connection to a LoadBalancer frontend limited by
 /// `loadBalancerSourceRanges` from a client outside them is dropped.
-fn source_ranges_rule() -> Vec<Statement<'static>> {
+fn source_ranges_rule(f: Fam) -> Vec<Statement<'static>> {
     vec![
         ct_is("state", "new"),
-        is(frontend_key(), s("@lb_limited"), Operator::EQ),
+        is(frontend_key(f), s("@lb_limited"), Operator::EQ),
         is(
             concat(vec![
-                payload("ip", "daddr"),
+                payload(f.payload(), "daddr"),
                 meta(MetaKey::L4proto),
                 payload("th", "dport"),
-                payload("ip", "saddr"),
+                payload(f.payload(), "saddr"),
             ]),
             s("@lb_allowed"),
             Operator::NEQ,
@@ -181,8 +185,8 @@ fn source_ranges_rule() -> Vec<Statement<'static>> {
     ]
 }
 
-/// The fixed chains and their rules.
-pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
+/// The fixed chains and their rules, for the table of family `f`.
+pub(super) fn fixed(f: Fam) -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     // The frontend's picker id goes into the mark, then the id to its
     // picking chain: a count change rewrites a data element, not a
     // verdict (the kernel checks every chain a verdict map reaches at
@@ -209,15 +213,15 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     };
     let dispatch = |inside: Vec<Statement<'static>>| {
         let mut fe_in = inside.clone();
-        fe_in.extend(pick(frontend_key(), "frontends_in", "fe_pickers"));
+        fe_in.extend(pick(frontend_key(f), "frontends_in", "fe_pickers"));
         let mut np_in = inside;
-        np_in.extend(local_destination());
+        np_in.extend(local_destination(f));
         np_in.extend(pick(node_port_key(), "node_ports_in", "np_pickers"));
-        let mut np = local_destination();
+        let mut np = local_destination(f);
         np.extend(pick(node_port_key(), "node_ports", "np_pickers"));
         vec![
             fe_in,
-            pick(frontend_key(), "frontends", "fe_pickers"),
+            pick(frontend_key(f), "frontends", "fe_pickers"),
             np_in,
             np,
         ]
@@ -225,11 +229,11 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
     let dnat_status = || ct_is("status", "dnat");
     let filter = |name: &str, hook| {
         let mut rules = Vec::new();
-        rules.extend(reject_rules("reject_fe", frontend_key(), false));
-        rules.extend(reject_rules("drop_fe", frontend_key(), false));
+        rules.extend(reject_rules(f, "reject_fe", frontend_key(f), false));
+        rules.extend(reject_rules(f, "drop_fe", frontend_key(f), false));
         if hook != NfHook::Forward {
-            rules.extend(reject_rules("reject_np", node_port_key(), true));
-            rules.extend(reject_rules("drop_np", node_port_key(), true));
+            rules.extend(reject_rules(f, "reject_np", node_port_key(), true));
+            rules.extend(reject_rules(f, "drop_np", node_port_key(), true));
         }
         // These chains run after DNAT (priority -10 against -100): a new
         // connection still addressed to a ClusterIP is to a port its
@@ -237,26 +241,34 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
         // default route, where it would hang (kube-proxy's
         // `cluster-ips-check`). A ClusterIP is not local, so not in input.
         if hook != NfHook::Input {
-            rules.extend(reject_rules("cluster_ips", payload("ip", "daddr"), false));
+            rules.extend(reject_rules(
+                f,
+                "cluster_ips",
+                payload(f.payload(), "daddr"),
+                false,
+            ));
         }
-        (base(name, NfChainType::Filter, hook, -10), rules)
+        (base(f, name, NfChainType::Filter, hook, -10), rules)
     };
     vec![
         (
-            base("prerouting", NfChainType::NAT, NfHook::Prerouting, -100),
+            base(f, "prerouting", NfChainType::NAT, NfHook::Prerouting, -100),
             dispatch(from_pod()),
         ),
         (
-            base("output", NfChainType::NAT, NfHook::Output, -100),
+            base(f, "output", NfChainType::NAT, NfHook::Output, -100),
             dispatch(vec![]),
         ),
         (
-            base("postrouting", NfChainType::NAT, NfHook::Postrouting, 100),
+            base(f, "postrouting", NfChainType::NAT, NfHook::Postrouting, 100),
             vec![
                 vec![
                     dnat_status(),
                     is(
-                        concat(vec![payload("ip", "saddr"), payload("ip", "daddr")]),
+                        concat(vec![
+                            payload(f.payload(), "saddr"),
+                            payload(f.payload(), "daddr"),
+                        ]),
                         s("@hairpin"),
                         Operator::EQ,
                     ),
@@ -283,7 +295,7 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
         // From outside and on to another node: masquerade, so the reply
         // comes back this way.
         (
-            chain("masq_external"),
+            chain(f, "masq_external"),
             vec![
                 vec![
                     is(meta(MetaKey::Iifname), pods(), Operator::EQ),
@@ -304,24 +316,26 @@ pub(super) fn fixed() -> Vec<(Chain<'static>, Vec<Vec<Statement<'static>>>)> {
         // sends from), as kube-proxy checks them in its output chain.
         (
             base(
+                f,
                 "filter_prerouting",
                 NfChainType::Filter,
                 NfHook::Prerouting,
                 -110,
             ),
-            vec![source_ranges_rule()],
+            vec![source_ranges_rule(f)],
         ),
         (
             base(
+                f,
                 "filter_output_ranges",
                 NfChainType::Filter,
                 NfHook::Output,
                 -110,
             ),
-            vec![source_ranges_rule()],
+            vec![source_ranges_rule(f)],
         ),
-        (chain("fe_dnat"), vec![dnat_rules(Kind::Frontend)]),
-        (chain("np_dnat"), vec![dnat_rules(Kind::NodePort)]),
+        (chain(f, "fe_dnat"), vec![dnat_rules(f, Kind::Frontend)]),
+        (chain(f, "np_dnat"), vec![dnat_rules(f, Kind::NodePort)]),
         filter("filter_input", NfHook::Input),
         filter("filter_forward", NfHook::Forward),
         filter("filter_output", NfHook::Output),

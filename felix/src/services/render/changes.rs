@@ -9,7 +9,7 @@ use tartan_policy::compile::stmt::s;
 use super::objects::*;
 use super::picker::*;
 use super::table::*;
-use crate::services::Backend;
+use crate::services::{Backend, Family};
 
 /// Entries of `new` that `old` lacks or holds with another value, and
 /// entries of `old` that `new` lacks or holds with another value.
@@ -32,9 +32,9 @@ pub(super) fn changed<'a, K: Ord, V: PartialEq>(
 
 /// Per named set or map: the elements to delete and to add to go from
 /// `old` to `new` (with `old` empty: every element of `new`).
-pub(super) fn element_changes(
-    old: &SvcNft,
-    new: &SvcNft,
+pub(super) fn element_changes<A: Family>(
+    old: &SvcNft<A>,
+    new: &SvcNft<A>,
 ) -> Vec<(
     &'static str,
     Vec<Expression<'static>>,
@@ -42,8 +42,8 @@ pub(super) fn element_changes(
 )> {
     let mut out = Vec::new();
     let id = |p: &Picker| n(p.id());
-    let addr = |b: &Backend| s(b.addr.to_string());
-    let port = |b: &Backend| n(u32::from(b.port));
+    let addr = |b: &Backend<A>| s(b.addr.to_string());
+    let port = |b: &Backend<A>| n(u32::from(b.port));
     let (g, c) = changed(&old.frontends, &new.frontends);
     out.push((
         "frontends",
@@ -143,6 +143,7 @@ pub(super) fn element_changes(
         &old.lb_allowed,
         &new.lb_allowed,
         |(fe, net)| {
+            let net: ipnet::IpNet = (*net).into();
             let mut k = fe_elem(fe);
             k.push(Expression::Named(NamedExpression::Prefix(Prefix {
                 addr: Box::new(s(net.network().to_string())),

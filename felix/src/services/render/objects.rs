@@ -3,21 +3,22 @@
 //! elements) and the expressions its rules and elements are made of.
 
 use std::borrow::Cow;
-use std::net::Ipv4Addr;
 
 use nftables::expr::{
     Expression, Fib, FibFlag, FibResult, MetaKey, NamedExpression, Prefix, Verdict,
 };
 use nftables::schema::{Chain, Element, NfCmd, NfListObject, Rule, SetType, SetTypeValue, Table};
 use nftables::stmt::{JumpTarget, Mangle, Match, Operator, Statement};
-use nftables::types::{NfChainPolicy, NfChainType, NfFamily, NfHook};
+use nftables::types::{NfChainPolicy, NfChainType, NfHook};
 use tartan_nft::{Command, Transaction};
 // The expression helpers the policy compiler already has.
 use tartan_policy::compile::stmt::{concat, meta, payload, s};
 
+use crate::services::{Fam, Family};
+
 pub const TABLE: &str = "tartan-svc";
 
-pub(super) type Frontend = (Ipv4Addr, u8, u16);
+pub(super) type Frontend<A> = (A, u8, u16);
 pub(super) type NodePort = (u8, u16);
 
 pub(super) fn n(v: u32) -> Expression<'static> {
@@ -39,10 +40,10 @@ pub(super) fn is(
     Statement::Match(Match { left, right, op })
 }
 
-/// `ip daddr . meta l4proto . th dport`.
-pub(super) fn frontend_key() -> Expression<'static> {
+/// `ip daddr . meta l4proto . th dport` (`ip6 daddr` in IPv6).
+pub(super) fn frontend_key(f: Fam) -> Expression<'static> {
     concat(vec![
-        payload("ip", "daddr"),
+        payload(f.payload(), "daddr"),
         meta(MetaKey::L4proto),
         payload("th", "dport"),
     ])
@@ -52,8 +53,21 @@ pub(super) fn node_port_key() -> Expression<'static> {
     concat(vec![meta(MetaKey::L4proto), payload("th", "dport")])
 }
 
-pub(super) fn local_destination() -> Vec<Statement<'static>> {
-    vec![
+/// To one of the node's own addresses, not loopback; in IPv6 not
+/// link-local either (`fe80::/10`: kube-proxy's default NodePort
+/// addresses, the node's primary IPs, never include one).
+pub(super) fn local_destination(f: Fam) -> Vec<Statement<'static>> {
+    let not_in = |(net, len): (&'static str, u32)| {
+        is(
+            payload(f.payload(), "daddr"),
+            Expression::Named(NamedExpression::Prefix(Prefix {
+                addr: Box::new(s(net)),
+                len,
+            })),
+            Operator::NEQ,
+        )
+    };
+    let mut v = vec![
         is(
             Expression::Named(NamedExpression::Fib(Fib {
                 result: FibResult::Type,
@@ -62,18 +76,15 @@ pub(super) fn local_destination() -> Vec<Statement<'static>> {
             s("local"),
             Operator::EQ,
         ),
-        is(
-            payload("ip", "daddr"),
-            Expression::Named(NamedExpression::Prefix(Prefix {
-                addr: Box::new(s("127.0.0.0")),
-                len: 8,
-            })),
-            Operator::NEQ,
-        ),
-    ]
+        not_in(f.loopback()),
+    ];
+    if f == Fam::V6 {
+        v.push(not_in(("fe80::", 10)));
+    }
+    v
 }
 
-pub(super) fn fe_elem(fe: &Frontend) -> Vec<Expression<'static>> {
+pub(super) fn fe_elem<A: Family>(fe: &Frontend<A>) -> Vec<Expression<'static>> {
     vec![s(fe.0.to_string()), n(u32::from(fe.1)), n(u32::from(fe.2))]
 }
 
@@ -124,7 +135,7 @@ pub(super) fn slot_key<K>(
     }
 }
 
-pub(super) fn hairpin_elem(a: &Ipv4Addr) -> Vec<Expression<'static>> {
+pub(super) fn hairpin_elem<A: Family>(a: &A) -> Vec<Expression<'static>> {
     vec![s(a.to_string()), s(a.to_string())]
 }
 
@@ -136,59 +147,65 @@ pub(super) fn types(parts: &[SetType]) -> SetTypeValue<'static> {
     }
 }
 
-pub(super) const FE: &[SetType] = &[SetType::Ipv4Addr, SetType::InetProto, SetType::InetService];
-pub(super) const FE_SLOT: &[SetType] = &[
-    SetType::Ipv4Addr,
-    SetType::InetProto,
-    SetType::InetService,
-    SetType::Mark,
-];
+/// `address . protocol . port`.
+pub(super) fn fe_type(f: Fam) -> Vec<SetType> {
+    vec![f.addr_type(), SetType::InetProto, SetType::InetService]
+}
+
+/// A frontend and a slot.
+pub(super) fn fe_slot_type(f: Fam) -> Vec<SetType> {
+    let mut t = fe_type(f);
+    t.push(SetType::Mark);
+    t
+}
+
 pub(super) const NP: &[SetType] = &[SetType::InetProto, SetType::InetService];
 pub(super) const NP_SLOT: &[SetType] = &[SetType::InetProto, SetType::InetService, SetType::Mark];
-/// A LoadBalancer frontend and a client network.
-pub(super) const FE_CLIENT_NET: &[SetType] = &[
-    SetType::Ipv4Addr,
-    SetType::InetProto,
-    SetType::InetService,
-    SetType::Ipv4Addr,
-];
-pub(super) const CLIENT_FE: &[SetType] = &[
-    SetType::Ipv4Addr,
-    SetType::Ipv4Addr,
-    SetType::InetProto,
-    SetType::InetService,
-];
 
-pub(super) fn table() -> Table<'static> {
+/// A LoadBalancer frontend and a client network.
+pub(super) fn fe_client_net_type(f: Fam) -> Vec<SetType> {
+    let mut t = fe_type(f);
+    t.push(f.addr_type());
+    t
+}
+
+/// A client and a frontend (the affinity sets).
+pub(super) fn client_fe_type(f: Fam) -> Vec<SetType> {
+    let mut t = vec![f.addr_type()];
+    t.extend(fe_type(f));
+    t
+}
+
+pub(super) fn table(f: Fam) -> Table<'static> {
     Table {
-        family: NfFamily::IP,
+        family: f.nf(),
         name: Cow::Borrowed(TABLE),
         handle: None,
     }
 }
 
-pub(super) fn chain(name: &str) -> Chain<'static> {
+pub(super) fn chain(f: Fam, name: &str) -> Chain<'static> {
     Chain {
-        family: NfFamily::IP,
+        family: f.nf(),
         table: Cow::Borrowed(TABLE),
         name: Cow::Owned(name.to_string()),
         ..Chain::default()
     }
 }
 
-pub(super) fn base(name: &str, t: NfChainType, hook: NfHook, prio: i32) -> Chain<'static> {
+pub(super) fn base(f: Fam, name: &str, t: NfChainType, hook: NfHook, prio: i32) -> Chain<'static> {
     Chain {
         _type: Some(t),
         hook: Some(hook),
         prio: Some(prio),
         policy: Some(NfChainPolicy::Accept),
-        ..chain(name)
+        ..chain(f, name)
     }
 }
 
-pub(super) fn rule(chain: &str, expr: Vec<Statement<'static>>) -> Command {
+pub(super) fn rule(f: Fam, chain: &str, expr: Vec<Statement<'static>>) -> Command {
     add(NfListObject::Rule(Rule {
-        family: NfFamily::IP,
+        family: f.nf(),
         table: Cow::Borrowed(TABLE),
         chain: Cow::Owned(chain.to_string()),
         expr: Cow::Owned(expr),
@@ -204,9 +221,13 @@ pub(super) fn del(o: NfListObject<'static>) -> Command {
     Command::Nft(NfCmd::Delete(o))
 }
 
-pub(super) fn element_cmd(name: &str, elem: Vec<Expression<'static>>) -> NfListObject<'static> {
+pub(super) fn element_cmd(
+    f: Fam,
+    name: &str,
+    elem: Vec<Expression<'static>>,
+) -> NfListObject<'static> {
     NfListObject::Element(Element {
-        family: NfFamily::IP,
+        family: f.nf(),
         table: Cow::Borrowed(TABLE),
         name: Cow::Owned(name.to_string()),
         elem: Cow::Owned(elem),
@@ -221,10 +242,10 @@ pub(super) fn set_mark(v: Expression<'static>) -> Statement<'static> {
 }
 
 /// The client and frontend of a packet, the key of the affinity sets.
-pub(super) fn client_key() -> Expression<'static> {
+pub(super) fn client_key(f: Fam) -> Expression<'static> {
     concat(vec![
-        payload("ip", "saddr"),
-        payload("ip", "daddr"),
+        payload(f.payload(), "saddr"),
+        payload(f.payload(), "daddr"),
         meta(MetaKey::L4proto),
         payload("th", "dport"),
     ])

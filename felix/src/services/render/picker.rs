@@ -8,11 +8,11 @@ use std::collections::BTreeSet;
 use nftables::expr::{Elem, Expression, MetaKey, NamedExpression, NgMode, Numgen};
 use nftables::schema::{NfListObject, Set, SetFlag};
 use nftables::stmt::{Operator, SetOp, Statement};
-use nftables::types::NfFamily;
 // The expression helpers the policy compiler already has.
 use tartan_policy::compile::stmt::{goto, meta, s};
 
 use super::objects::*;
+use crate::services::Fam;
 
 /// Where the slots of inside pickers start ([`Picker::inside`]): above
 /// any endpoint count, below the picker id's flag bits.
@@ -127,30 +127,34 @@ pub fn written_pickers(used: &BTreeSet<Picker>) -> BTreeSet<Picker> {
 }
 
 /// A picking chain's entry in `fe_pickers` / `np_pickers`.
-pub(super) fn picker_entry(p: &Picker) -> NfListObject<'static> {
+pub(super) fn picker_entry(f: Fam, p: &Picker) -> NfListObject<'static> {
     let map = match p.kind {
         Kind::Frontend => "fe_pickers",
         Kind::NodePort => "np_pickers",
     };
-    element_cmd(map, vec![mapping(vec![n(p.id())], goto_value(&p.chain()))])
+    element_cmd(
+        f,
+        map,
+        vec![mapping(vec![n(p.id())], goto_value(&p.chain()))],
+    )
 }
 
-pub(super) fn affinity_set(i: u32) -> NfListObject<'static> {
+pub(super) fn affinity_set(f: Fam, i: u32) -> NfListObject<'static> {
     NfListObject::Set(Box::new(Set {
-        family: NfFamily::IP,
+        family: f.nf(),
         table: Cow::Borrowed(TABLE),
         name: Cow::Owned(format!("aff_{i}")),
-        set_type: types(CLIENT_FE),
+        set_type: types(&client_fe_type(f)),
         flags: Some([SetFlag::Timeout].into()),
         ..Set::default()
     }))
 }
 
-pub(super) fn remember(slot: u32, timeout: u32) -> Statement<'static> {
+pub(super) fn remember(f: Fam, slot: u32, timeout: u32) -> Statement<'static> {
     Statement::Set(nftables::stmt::Set {
         op: SetOp::Update,
         elem: Expression::Named(NamedExpression::Elem(Elem {
-            val: Box::new(client_key()),
+            val: Box::new(client_key(f)),
             timeout: Some(timeout),
             ..Elem::default()
         })),
@@ -165,7 +169,7 @@ pub(super) fn dnat_chain(kind: Kind) -> &'static str {
     }
 }
 
-pub(super) fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
+pub(super) fn picker_rules(f: Fam, p: &Picker) -> Vec<Vec<Statement<'static>>> {
     let first = p.first_slot();
     let random = set_mark(Expression::Named(NamedExpression::Numgen(Numgen {
         mode: NgMode::Random,
@@ -179,9 +183,9 @@ pub(super) fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
     let mut out = Vec::new();
     for i in 0..p.count {
         out.push(vec![
-            is(client_key(), s(format!("@aff_{i}")), Operator::EQ),
+            is(client_key(f), s(format!("@aff_{i}")), Operator::EQ),
             set_mark(n(first + i)),
-            remember(i, t),
+            remember(f, i, t),
             dnat.clone(),
         ]);
     }
@@ -189,7 +193,7 @@ pub(super) fn picker_rules(p: &Picker) -> Vec<Vec<Statement<'static>>> {
     for i in 0..p.count {
         out.push(vec![
             is(meta(MetaKey::Mark), n(first + i), Operator::EQ),
-            remember(i, t),
+            remember(f, i, t),
         ]);
     }
     out.push(vec![dnat]);

@@ -4,54 +4,76 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
-use ipnet::Ipv4Net;
-
 // The expression helpers the policy compiler already has.
 
 use super::objects::*;
 use super::picker::*;
-use crate::services::{Backend, Dispatch, ServiceTable};
+use crate::services::{Backend, Dispatch, Family, ServiceTable};
 
 /// The endpoints a frontend picks from: all of them, or with session
 /// affinity the first [`MAX_AFFINITY_ENDPOINTS`] (the picker id has room
 /// for no more).
-pub(super) fn capped(backends: &[Backend], affinity: Option<u32>) -> &[Backend] {
+pub(super) fn capped<A>(backends: &[Backend<A>], affinity: Option<u32>) -> &[Backend<A>] {
     match affinity {
         Some(_) => &backends[..backends.len().min(MAX_AFFINITY_ENDPOINTS)],
         None => backends,
     }
 }
 
-/// The table as flat maps, sets and chains, for writing and diffing.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SvcNft {
+/// One family's table as flat maps, sets and chains, for writing and
+/// diffing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SvcNft<A: Family = Ipv4Addr> {
     /// Frontend → its picking chain (written as the chain's id).
-    pub frontends: BTreeMap<Frontend, Picker>,
+    pub frontends: BTreeMap<Frontend<A>, Picker>,
     pub node_ports: BTreeMap<NodePort, Picker>,
     /// Inside clients' pickers of `Local` external frontends (their slots
     /// from [`INSIDE_SLOTS`] in `fe_slots` / `np_slots`).
-    pub frontends_in: BTreeMap<Frontend, Picker>,
+    pub frontends_in: BTreeMap<Frontend<A>, Picker>,
     pub node_ports_in: BTreeMap<NodePort, Picker>,
-    pub fe_slots: BTreeMap<(Frontend, u32), Backend>,
-    pub np_slots: BTreeMap<(NodePort, u32), Backend>,
-    pub reject_fe: BTreeSet<Frontend>,
-    pub drop_fe: BTreeSet<Frontend>,
+    pub fe_slots: BTreeMap<(Frontend<A>, u32), Backend<A>>,
+    pub np_slots: BTreeMap<(NodePort, u32), Backend<A>>,
+    pub reject_fe: BTreeSet<Frontend<A>>,
+    pub drop_fe: BTreeSet<Frontend<A>>,
     pub reject_np: BTreeSet<NodePort>,
     pub drop_np: BTreeSet<NodePort>,
-    pub hairpin: BTreeSet<Ipv4Addr>,
+    pub hairpin: BTreeSet<A>,
     /// Frontends limited to some client networks, and each allowed
     /// (frontend, network).
-    pub lb_limited: BTreeSet<Frontend>,
-    pub lb_allowed: BTreeSet<(Frontend, Ipv4Net)>,
+    pub lb_limited: BTreeSet<Frontend<A>>,
+    pub lb_allowed: BTreeSet<(Frontend<A>, A::Net)>,
     /// The ClusterIPs served, whatever their ports.
-    pub cluster_ips: BTreeSet<Ipv4Addr>,
+    pub cluster_ips: BTreeSet<A>,
     pub pickers: BTreeSet<Picker>,
     /// How many `aff_<slot>` sets (the largest count with affinity).
     pub affinity_slots: u32,
 }
 
-impl SvcNft {
-    pub fn from_table(t: &ServiceTable) -> SvcNft {
+impl<A: Family> Default for SvcNft<A> {
+    fn default() -> Self {
+        SvcNft {
+            frontends: BTreeMap::new(),
+            node_ports: BTreeMap::new(),
+            frontends_in: BTreeMap::new(),
+            node_ports_in: BTreeMap::new(),
+            fe_slots: BTreeMap::new(),
+            np_slots: BTreeMap::new(),
+            reject_fe: BTreeSet::new(),
+            drop_fe: BTreeSet::new(),
+            reject_np: BTreeSet::new(),
+            drop_np: BTreeSet::new(),
+            hairpin: BTreeSet::new(),
+            lb_limited: BTreeSet::new(),
+            lb_allowed: BTreeSet::new(),
+            cluster_ips: BTreeSet::new(),
+            pickers: BTreeSet::new(),
+            affinity_slots: 0,
+        }
+    }
+}
+
+impl<A: Family> SvcNft<A> {
+    pub fn from_table(t: &ServiceTable<A>) -> SvcNft<A> {
         let mut n = SvcNft {
             hairpin: t.local_pods.clone(),
             cluster_ips: t.cluster_ips.clone(),
@@ -123,7 +145,7 @@ impl SvcNft {
     }
 
     /// Take `part`'s entries out (those it holds with the same value).
-    pub fn remove(&mut self, part: &SvcNft) {
+    pub fn remove(&mut self, part: &SvcNft<A>) {
         fn out<K: Ord, V: PartialEq>(m: &mut BTreeMap<K, V>, part: &BTreeMap<K, V>) {
             for (k, v) in part {
                 if m.get(k) == Some(v) {
@@ -178,8 +200,8 @@ impl SvcNft {
     /// The frontends, node ports and ClusterIPs any entry of this part
     /// is keyed by: two parts with none in common cannot hold the same
     /// entry.
-    pub fn claims(&self) -> (BTreeSet<Frontend>, BTreeSet<NodePort>, BTreeSet<Ipv4Addr>) {
-        let mut fe: BTreeSet<Frontend> = self.frontends.keys().copied().collect();
+    pub fn claims(&self) -> (BTreeSet<Frontend<A>>, BTreeSet<NodePort>, BTreeSet<A>) {
+        let mut fe: BTreeSet<Frontend<A>> = self.frontends.keys().copied().collect();
         fe.extend(self.frontends_in.keys());
         fe.extend(self.fe_slots.keys().map(|(f, _)| *f));
         fe.extend(&self.reject_fe);
@@ -195,7 +217,7 @@ impl SvcNft {
     }
 
     /// Whether every entry of `part` is here with the same value.
-    pub fn holds(&self, part: &SvcNft) -> bool {
+    pub fn holds(&self, part: &SvcNft<A>) -> bool {
         fn map<K: Ord, V: PartialEq>(m: &BTreeMap<K, V>, p: &BTreeMap<K, V>) -> bool {
             p.iter().all(|(k, v)| m.get(k) == Some(v))
         }
@@ -222,7 +244,7 @@ impl SvcNft {
     /// shared with another, whose picker numbers its slots otherwise),
     /// and without the picking chains and affinity sets, which the
     /// entries imply.
-    pub fn reachable(&self) -> SvcNft {
+    pub fn reachable(&self) -> SvcNft<A> {
         let picks = |p: Option<&Picker>, slot: u32| {
             p.is_some_and(|p| (p.first_slot()..p.first_slot() + p.count).contains(&slot))
         };
@@ -239,7 +261,7 @@ impl SvcNft {
     }
 
     /// Put `part`'s entries in (its pickers are counted by the caller).
-    pub fn add(&mut self, part: &SvcNft) {
+    pub fn add(&mut self, part: &SvcNft<A>) {
         self.frontends.extend(part.frontends.clone());
         self.node_ports.extend(part.node_ports.clone());
         self.frontends_in.extend(part.frontends_in.clone());

@@ -92,6 +92,11 @@ pub(super) struct UpArgs {
     /// Refused when it overlaps an address or route of the host.
     #[arg(long)]
     pub(super) service_cidr: Option<String>,
+    /// With --dual-stack: where IPv6 ClusterIPs are allocated from, the
+    /// cluster's second service range [default: fd00:10:96::/112]; /108
+    /// to /124, apart from the lab's other IPv6 networks.
+    #[arg(long)]
+    pub(super) service_cidr6: Option<String>,
     /// Where LoadBalancer ingress IPs come from (the LoadBalancerIPPool
     /// `lab-lb`, which tartan-controllers give from) [default:
     /// 192.0.2.0/24, or the next free one of 198.51.100.0/24,

@@ -66,6 +66,7 @@ fn run(cli: Cli) -> Result<u8> {
                     ipip_mode,
                     dual_stack: a.dual_stack,
                     service_cidr: a.service_cidr,
+                    service_cidr6: a.service_cidr6,
                     lb_cidr: a.lb_cidr,
                     datastore: a.datastore.parse()?,
                 },
