@@ -4,11 +4,12 @@
 //! LoadBalancer status).
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv6Addr};
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::families::{family_mismatch, unsupported_family};
 use super::fields::{
     cluster_ip_list, given_cluster_ip, given_cluster_ip_spec, health_port, ingress_ips, key,
     type_of, wants_health_port, wants_node_ports,
@@ -82,20 +83,18 @@ pub(super) fn own_problems(s: &Service, dual: bool, out: &mut Vec<String>) {
             format!("{np}: only for LoadBalancer Services with externalTrafficPolicy: Local"),
         );
     }
-    if let Some(ip) = given_cluster_ip(s)
-        && ip != "None"
+    for (field, why) in cluster_ip_fields(sp, t == "ExternalName") {
+        bad(field, why);
+    }
+    // A single-stack cluster has no IPv6 service range.
+    if !dual
+        && let Some(ip) = given_cluster_ip(s)
+        && ip.parse::<Ipv6Addr>().is_ok()
     {
-        if dual && ip.parse::<IpAddr>().is_err() {
-            bad(
-                "spec.clusterIP".into(),
-                format!("{ip:?} is not an IP address"),
-            );
-        } else if !dual && ip.parse::<Ipv4Addr>().is_err() {
-            bad(
-                "spec.clusterIP".into(),
-                format!("{ip:?} is not an IPv4 address"),
-            );
-        }
+        bad(
+            "spec.clusterIP".into(),
+            format!("{ip:?} is not an IPv4 address"),
+        );
     }
     if t == "ExternalName" && sp.external_name.as_deref().unwrap_or("").is_empty() {
         bad(
@@ -103,6 +102,104 @@ pub(super) fn own_problems(s: &Service, dual: bool, out: &mut Vec<String>) {
             "required for type ExternalName".into(),
         );
     }
+}
+
+/// The values `ipFamilyPolicy` may take.
+const POLICIES: [&str; 3] = ["PreferDualStack", "RequireDualStack", "SingleStack"];
+
+/// `clusterIP`, `clusterIPs`, `ipFamilies` and `ipFamilyPolicy` as the API
+/// server's `ValidateServiceClusterIPsRelatedFields` checks them, as
+/// `(field, why)` in its words: `clusterIPs[0]` is `clusterIP` when both
+/// are given (either left out is filled from the other); every address
+/// (`clusterIPs`, else `clusterIP`) a valid IP, "None" only as the one
+/// value (headless); at most two, one of each family, each of the family
+/// `ipFamilies` names at its index; the families and the policy from
+/// their fixed sets. An ExternalName Service's addresses only (its type
+/// forbids the other fields).
+fn cluster_ip_fields(sp: &ServiceSpec, external_name: bool) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let single = sp.cluster_ip.as_deref().filter(|ip| !ip.is_empty());
+    let given = sp.cluster_ips.as_deref().filter(|l| !l.is_empty());
+    let list: Vec<&str> = match given {
+        Some(l) => l.iter().map(String::as_str).collect(),
+        None => single.into_iter().collect(),
+    };
+    // The list as the API server shows it (Go's `%#v`).
+    let quoted = |v: &[&str]| {
+        let v: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+        v.join(", ")
+    };
+    let shown = format!("[]string{{{}}}", quoted(&list));
+    let invalid = |why: &str| {
+        (
+            "spec.clusterIPs".to_string(),
+            format!("Invalid value: {shown}: {why}"),
+        )
+    };
+    if let (Some(ip), Some(first)) = (single, given.and_then(<[String]>::first))
+        && ip != first
+    {
+        out.push(invalid("first value must match `clusterIP`"));
+    }
+    let families = sp.ip_families.as_deref().unwrap_or_default();
+    if !external_name {
+        let unsupported = families.iter().enumerate();
+        out.extend(unsupported.filter_map(|(i, f)| unsupported_family(i, f)));
+        if let Some(p) = sp.ip_family_policy.as_deref()
+            && !POLICIES.contains(&p)
+        {
+            out.push((
+                "spec.ipFamilyPolicy".into(),
+                format!(
+                    "Unsupported value: {p:?}: supported values: {}",
+                    quoted(&POLICIES)
+                ),
+            ));
+        }
+    }
+    let mut addrs: Vec<IpAddr> = Vec::new();
+    let mut bad_ip = false;
+    for (i, ip) in list.iter().enumerate() {
+        if i == 0 && *ip == "None" {
+            if list.len() > 1 {
+                bad_ip = true;
+                out.push(invalid("'None' must be the first and only value"));
+            }
+            continue;
+        }
+        match ip.parse() {
+            Ok(a) => addrs.push(a),
+            Err(_) => {
+                bad_ip = true;
+                out.push((
+                    format!("spec.clusterIPs[{i}]"),
+                    format!(
+                        "Invalid value: {ip:?}: must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+                    ),
+                ));
+            }
+        }
+    }
+    if list.len() > 2 {
+        out.push(invalid("may only hold up to 2 values"));
+    }
+    // As the API server: families are not compared with addresses that
+    // are no addresses.
+    if bad_ip {
+        return out;
+    }
+    let both = addrs.iter().any(IpAddr::is_ipv4) && addrs.iter().any(IpAddr::is_ipv6);
+    if addrs.len() > 1 && !both {
+        out.push(invalid(
+            "may specify no more than one IP for each IP family",
+        ));
+    }
+    if !external_name {
+        for (i, (ip, named)) in list.iter().zip(families).enumerate() {
+            out.extend(family_mismatch(i, ip, named));
+        }
+    }
+    out
 }
 
 /// Carries what `stored` (the same Service, as stored) holds into

@@ -325,6 +325,7 @@ fn an_address_of_another_family_than_named_is_refused_after_carry_over() {
     assert_eq!(
         e,
         vec![
+            "Service default/b: spec.clusterIPs: Invalid value: []string{\"10.96.0.9\", \"10.96.0.10\"}: may specify no more than one IP for each IP family",
             "Service default/b: spec.clusterIPs[1]: 10.96.0.10: expected an IPv6 value as indicated by `ipFamilies[1]`"
         ]
     );
@@ -339,4 +340,74 @@ fn a_family_named_twice_is_refused_before_anything_is_claimed() {
         vec!["Service default/a: spec.ipFamilies[1]: IPv4: duplicate value"]
     );
     nothing_claimed(&held);
+}
+
+#[test]
+fn every_given_cluster_ip_is_checked_before_anything_is_claimed() {
+    const NOT_AN_IP: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+    let cases = [
+        // The second address too, not only the first.
+        (
+            json!(["10.96.0.5", "bogus"]),
+            json!(["IPv4", "IPv6"]),
+            format!("spec.clusterIPs[1]: Invalid value: \"bogus\": {NOT_AN_IP}"),
+        ),
+        // "None" only as the one value (headless).
+        (
+            json!(["None", "fd00:10:96::5"]),
+            Value::Null,
+            "spec.clusterIPs: Invalid value: []string{\"None\", \"fd00:10:96::5\"}: 'None' must be the first and only value".into(),
+        ),
+        (
+            json!(["10.96.0.5", "None"]),
+            Value::Null,
+            format!("spec.clusterIPs[1]: Invalid value: \"None\": {NOT_AN_IP}"),
+        ),
+        // At most two, one of each family.
+        (
+            json!(["10.96.0.5", "fd00:10:96::5", "10.96.0.6"]),
+            Value::Null,
+            "spec.clusterIPs: Invalid value: []string{\"10.96.0.5\", \"fd00:10:96::5\", \"10.96.0.6\"}: may only hold up to 2 values".into(),
+        ),
+        (
+            json!(["10.96.0.5", "10.96.0.6"]),
+            Value::Null,
+            "spec.clusterIPs: Invalid value: []string{\"10.96.0.5\", \"10.96.0.6\"}: may specify no more than one IP for each IP family".into(),
+        ),
+    ];
+    for (list, families, why) in cases {
+        let s = json!({"ipFamilyPolicy": "RequireDualStack", "ipFamilies": families,
+            "clusterIP": list[0], "clusterIPs": list});
+        let (r, held) = allocate_held(&dual(), &[], &[svc("a", with(s))]);
+        nothing_claimed(&held);
+        assert_eq!(
+            r.unwrap_err().problems,
+            vec![format!("Service default/a: {why}")]
+        );
+    }
+}
+
+#[test]
+fn a_service_stored_without_a_policy_turned_prefer_dual_stack_is_upgraded() {
+    // Stored before its family fields were filled in: no policy, no
+    // families. The API server reads it as SingleStack (`defaultOnRead`),
+    // so PreferDualStack is a change of policy, not a Service left as it is.
+    let stored = svc(
+        "a",
+        with(json!({"clusterIP": "10.96.0.2", "clusterIPs": ["10.96.0.2"]})),
+    );
+    let up = allocate(
+        &dual(),
+        &[stored],
+        &[svc("a", with(json!({"ipFamilyPolicy": "PreferDualStack"})))],
+    )
+    .unwrap();
+    assert_eq!(
+        ips(&up[0]),
+        (
+            "10.96.0.2".into(),
+            strings(&["10.96.0.2", "fd00:10:96::1"]),
+            strings(&["IPv4", "IPv6"])
+        )
+    );
 }

@@ -12,6 +12,7 @@
 //! - `SingleStack` with two ClusterIPs or families given is refused;
 //! - the families left out are those of the ClusterIPs; a ClusterIP of
 //!   a family the cluster has no range for is refused;
+//! - a family named must be `IPv4` or `IPv6`, whatever the Service;
 //! - a headless Service without a selector may name both families (it has
 //!   no address of its own): unless it is `SingleStack`, the other is
 //!   added, on any cluster;
@@ -21,8 +22,9 @@
 //!   cluster the other is added (an update of a single-stack Service to
 //!   `PreferDualStack` or `RequireDualStack` gets a second ClusterIP);
 //! - a `PreferDualStack` Service updated with its ClusterIPs and
-//!   families as stored is left as it is (never upgraded or downgraded
-//!   because the cluster's families changed).
+//!   families as stored (and stored `PreferDualStack`) is left as it is
+//!   (never upgraded or downgraded because the cluster's families
+//!   changed).
 //!
 //! ExternalName Services have neither field (the caller skips them).
 
@@ -39,6 +41,29 @@ fn family_of(ip: &str) -> Option<&'static str> {
     }
 }
 
+/// `ipFamilies[i]` when it is neither IPv4 nor IPv6, as the API server
+/// refuses it (with any policy, headless or not), as `(field, why)`.
+pub(super) fn unsupported_family(i: usize, f: &str) -> Option<(String, String)> {
+    (f != V4 && f != V6).then(|| {
+        (
+            format!("spec.ipFamilies[{i}]"),
+            format!("Unsupported value: {f:?}: supported values: \"{V4}\", \"{V6}\""),
+        )
+    })
+}
+
+/// `clusterIPs[i]`, `ip`, when it is not of the family `named` (IPv4 or
+/// IPv6) at the same index of `ipFamilies`, as `(field, why)`.
+pub(super) fn family_mismatch(i: usize, ip: &str, named: &str) -> Option<(String, String)> {
+    let f = family_of(ip)?;
+    (f != named && (named == V4 || named == V6)).then(|| {
+        (
+            format!("spec.clusterIPs[{i}]"),
+            format!("{ip}: expected an {named} value as indicated by `ipFamilies[{i}]`"),
+        )
+    })
+}
+
 fn ips(sp: &ServiceSpec) -> &[String] {
     sp.cluster_ips.as_deref().unwrap_or_default()
 }
@@ -48,16 +73,15 @@ fn families(sp: &ServiceSpec) -> &[String] {
 }
 
 /// An update of a `PreferDualStack` Service that keeps its type, policy,
-/// ClusterIPs and families: nothing to fill in or check.
+/// ClusterIPs and families: nothing to fill in or check. The stored one
+/// must say `PreferDualStack`: one stored without a policy is read by the
+/// API server as `SingleStack` (`defaultOnRead`) before it compares them.
 fn unchanged_prefer_dual_stack(sp: &ServiceSpec, old: Option<&ServiceSpec>) -> bool {
     let Some(old) = old else { return false };
     let prefer = |p: Option<&str>| p == Some("PreferDualStack");
     let type_ = |s: &ServiceSpec| s.type_.clone().unwrap_or_else(|| "ClusterIP".into());
     prefer(sp.ip_family_policy.as_deref())
-        && old
-            .ip_family_policy
-            .as_deref()
-            .is_none_or(|p| p == "PreferDualStack")
+        && prefer(old.ip_family_policy.as_deref())
         && type_(sp) == type_(old)
         && ips(sp) == ips(old)
         && families(sp) == families(old)
@@ -153,12 +177,7 @@ pub(super) fn fill(
             break;
         }
         if let Some(named) = fams.get(i) {
-            if family_of(ip).is_some_and(|f| f != named) {
-                problems.push((
-                    format!("spec.clusterIPs[{i}]"),
-                    format!("{ip}: expected an {named} value as indicated by `ipFamilies[{i}]`"),
-                ));
-            }
+            problems.extend(family_mismatch(i, ip, named));
             continue;
         }
         match family_of(ip) {
@@ -173,6 +192,7 @@ pub(super) fn fill(
         }
     }
     for (i, f) in fams.iter().enumerate() {
+        problems.extend(unsupported_family(i, f));
         if fams[..i].contains(f) {
             problems.push((
                 format!("spec.ipFamilies[{i}]"),
@@ -284,6 +304,28 @@ mod tests {
             None,
         );
         assert_eq!(fields(&sp), (Some("SingleStack"), vec!["IPv4"]));
+    }
+
+    #[test]
+    fn a_family_other_than_ipv4_or_ipv6_is_refused_in_every_case() {
+        let unsupported = |f: &str| {
+            vec![(
+                "spec.ipFamilies[0]".to_string(),
+                format!("Unsupported value: \"{f}\": supported values: \"IPv4\", \"IPv6\""),
+            )]
+        };
+        // Headless without a selector (no address of its own), given or
+        // carried over from the stored Service.
+        let (_, p) = filled(
+            json!({"clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv5"]}),
+            None,
+        );
+        assert_eq!(p, unsupported("IPv5"));
+        // With an address, on either cluster.
+        let (_, p) = filled(json!({"ipFamilies": ["ipv4"]}), None);
+        assert_eq!(p, unsupported("ipv4"));
+        let (_, p) = dual(json!({"ipFamilies": ["IPv5"]}), None);
+        assert_eq!(p, unsupported("IPv5"));
     }
 
     #[test]

@@ -328,3 +328,53 @@ fn services_get_the_ip_family_fields_of_a_single_stack_cluster() {
         ]
     );
 }
+
+#[test]
+fn cluster_ip_and_the_first_of_cluster_ips_must_agree() {
+    let mismatched = || {
+        let mut s = web();
+        s["clusterIP"] = json!("10.96.0.2");
+        s["clusterIPs"] = json!(["10.96.0.7"]);
+        s
+    };
+    let want = vec![
+        "Service default/a: spec.clusterIPs: Invalid value: []string{\"10.96.0.7\"}: first value must match `clusterIP`",
+    ];
+    // Created: refused, not rewritten.
+    assert_eq!(
+        allocate(&ranges(), &[], &[svc("a", mismatched())]).unwrap_err(),
+        want
+    );
+    // Updated with `clusterIP` as stored: the primary may not change
+    // through `clusterIPs[0]`.
+    let stored = allocate(&ranges(), &[], &[svc("a", web())]).unwrap();
+    assert_eq!(ip(&stored[0]), "10.96.0.2");
+    assert_eq!(
+        allocate(&ranges(), &stored, &[svc("a", mismatched())]).unwrap_err(),
+        want
+    );
+    // Nor through `clusterIPs` alone.
+    let mut moved = web();
+    moved["clusterIPs"] = json!(["10.96.0.7"]);
+    let e = allocate(&ranges(), &stored, &[svc("a", moved)]).unwrap_err();
+    assert!(e[0].contains("may not change"), "{e:?}");
+}
+
+#[test]
+fn an_ip_family_is_ipv4_or_ipv6_even_for_a_headless_service_without_a_selector() {
+    let headless = json!({"clusterIP": "None", "ipFamilies": ["IPv5"]});
+    assert_eq!(
+        allocate(&ranges(), &[], &[svc("h", headless)]).unwrap_err(),
+        vec![
+            "Service default/h: spec.ipFamilies[0]: Unsupported value: \"IPv5\": supported values: \"IPv4\", \"IPv6\""
+        ]
+    );
+    let mut policy = web();
+    policy["ipFamilyPolicy"] = json!("DualStack");
+    assert_eq!(
+        allocate(&ranges(), &[], &[svc("p", policy)]).unwrap_err(),
+        vec![
+            "Service default/p: spec.ipFamilyPolicy: Unsupported value: \"DualStack\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\""
+        ]
+    );
+}
