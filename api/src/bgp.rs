@@ -294,7 +294,7 @@ pub struct RestartStatus {
     /// Seconds until the Selection_Deferral_Timer ends the wait anyway.
     pub seconds_left: u64,
     /// The kernel routes of the previous run not learned again are still
-    /// there (absent from an older bgpd: false).
+    /// there (a document without the field reads as false).
     #[serde(default)]
     pub kernel_routes_kept: bool,
     /// Per family name (`"ipv4-unicast"`).

@@ -501,6 +501,17 @@ fn kernel_routes_of_the_previous_run_wait_for_the_selection_deferral_time() -> R
         waited >= std::time::Duration::from_secs(6),
         "{gone} left the kernel {waited:?} after the restart, before the deferral time"
     );
+    // Whatever the machine's pace: the routes went because the deferral
+    // time was over, not on BIRD's End-of-RIB.
+    let log = t.log();
+    let flushed: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("restart over: removing kernel routes of the previous run"))
+        .collect();
+    assert!(
+        matches!(flushed[..], [l] if l.contains("selection deferral time over")),
+        "the kernel routes of the previous run did not go with the selection deferral time:\n{log}"
+    );
     assert!(
         tartan_proto_routes(&l.tartan, Family::V4)
             .iter()

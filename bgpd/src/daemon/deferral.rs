@@ -57,11 +57,14 @@ use std::net::IpAddr;
 use std::time::Instant;
 use tracing::info;
 
+/// Why the deferral of a family is over: every End-of-RIB waited for
+/// has come, or nobody was waited for.
+const ALL_RESENT: &str = "every neighbor waited for has sent End-of-RIB";
+const NOBODY_WAITED_FOR: &str = "no neighbor to wait for";
+
 /// The deferral under way.
 #[derive(Debug)]
 pub(super) struct Deferral {
-    /// The Selection_Deferral_Timer: when selection is done anyway.
-    pub until: Instant,
     /// The families whose selection still waits for End-of-RIBs.
     pub pending: Vec<Family>,
     /// A drain let the pending families' output go.
@@ -72,9 +75,9 @@ pub(super) struct Deferral {
 }
 
 impl Deferral {
-    pub(super) fn new(until: Instant) -> Deferral {
+    /// Its timer is `Daemon::restart_until`, which outlasts it.
+    pub(super) fn new() -> Deferral {
         Deferral {
-            until,
             pending: Family::ALL.to_vec(),
             output_released: false,
             eor: HashMap::new(),
@@ -103,8 +106,10 @@ pub(super) fn waits_for(n: &Neighbor, up: Option<&Negotiated>, family: Family) -
 impl Daemon {
     /// Logs the start and sets the gauges; at start, restarting or not.
     pub(super) fn deferral_started(&self) {
-        if let Some(d) = &self.deferral {
-            let seconds = d.until.saturating_duration_since(Instant::now()).as_secs();
+        if self.deferral.is_some()
+            && let Some(until) = self.restart_until
+        {
+            let seconds = until.saturating_duration_since(Instant::now()).as_secs();
             info!(
                 seconds,
                 "restarted with our routes of the previous run in the kernel: route selection deferred, nothing sent to peers until every graceful-restart neighbor has sent End-of-RIB or the selection deferral time is over (RFC 4724 4.1)"
@@ -191,19 +196,29 @@ impl Daemon {
         } else {
             "; sending our routes"
         };
-        let mut why = "no neighbor to wait for";
-        for f in &done {
-            // Nobody to wait for at all: nothing to defer.
-            let waited = (self.peers.values())
-                .any(|p| waits_for(&p.neighbor, p.up.as_ref().map(|u| &u.negotiated), *f));
-            let reason = if waited {
-                why = "every neighbor waited for has sent End-of-RIB";
-                why
-            } else {
-                "no neighbor to wait for"
-            };
+        // Per family: nobody to wait for at all, nothing to defer; or
+        // every End-of-RIB waited for has come.
+        let reasons: Vec<(Family, &str)> = (done.iter().copied())
+            .map(|f| {
+                let waited = (self.peers.values())
+                    .any(|p| waits_for(&p.neighbor, p.up.as_ref().map(|u| &u.negotiated), f));
+                let reason = if waited {
+                    ALL_RESENT
+                } else {
+                    NOBODY_WAITED_FOR
+                };
+                (f, reason)
+            })
+            .collect();
+        for (f, reason) in &reasons {
             info!(family = %f, "route selection deferral over: {reason}{sending} (RFC 4724 4.1)");
         }
+        // The End-of-RIBs, if any family waited for one.
+        let why = if reasons.iter().any(|(_, r)| *r == ALL_RESENT) {
+            ALL_RESENT
+        } else {
+            NOBODY_WAITED_FOR
+        };
         if let Some(d) = self.deferral.as_mut() {
             d.pending.retain(|f| !done.contains(f));
         }
@@ -215,7 +230,10 @@ impl Daemon {
 
     /// The Selection_Deferral_Timer: selection is done for every family.
     pub(super) fn deferral_timer(&mut self, now: Instant) {
-        let Some(d) = self.deferral.as_ref().filter(|d| d.until <= now) else {
+        if self.restart_until.is_none_or(|t| t > now) {
+            return;
+        }
+        let Some(d) = self.deferral.as_ref() else {
             return;
         };
         let sending = if d.output_released {
@@ -234,9 +252,9 @@ impl Daemon {
         self.end_if_selected("selection deferral time over");
     }
 
-    /// The same time for the kernel's leftovers.
+    /// The same time for the kernel's leftovers, after `deferral_timer`.
     pub(super) fn kernel_stale_timer(&mut self, now: Instant) {
-        if self.kernel_stale_until.is_some_and(|t| t <= now) {
+        if self.restart_until.is_some_and(|t| t <= now) {
             self.flush_kernel_stale("selection deferral time over");
         }
     }
@@ -273,9 +291,12 @@ impl Daemon {
     /// once every configured neighbor is up and has sent End-of-RIB for
     /// every family of its current session (at least one neighbor: a
     /// node without any waits for the timer, as its neighbors may come
-    /// with the next configuration).
+    /// with the next configuration). Called after `check_deferral`: each
+    /// End-of-RIB of a current session counts for the deferral too, so
+    /// selection is done by then, and the deferral, whose timer is
+    /// `restart_until`, never outlives it.
     pub(super) fn check_kernel_stale(&mut self) {
-        if self.kernel_stale_until.is_none() || self.peers.is_empty() {
+        if self.restart_until.is_none() || self.peers.is_empty() {
             return;
         }
         let resent = self.peers.values().all(|p| {
@@ -289,9 +310,13 @@ impl Daemon {
     /// The kernel routes of the previous run not learned again go: our
     /// restart is over.
     fn flush_kernel_stale(&mut self, why: &str) {
-        if self.kernel_stale_until.take().is_none() {
+        if self.restart_until.take().is_none() {
             return;
         }
+        debug_assert!(
+            self.deferral.is_none(),
+            "the kernel routes of the previous run went before route selection was done"
+        );
         info!(
             reason = why,
             "restart over: removing kernel routes of the previous run not learned again"
@@ -382,7 +407,7 @@ mod tests {
 
     #[test]
     fn a_new_deferral_holds_every_family() {
-        let d = Deferral::new(Instant::now() + Duration::from_secs(1));
+        let d = Deferral::new();
         assert_eq!(d.pending, Family::ALL.to_vec());
         assert!(!d.output_released);
         assert!(d.eor.is_empty());

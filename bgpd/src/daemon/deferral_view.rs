@@ -17,12 +17,13 @@ impl Daemon {
         for f in Family::ALL {
             m.set_selection_deferred(f, self.deferred(f));
         }
-        m.set_restarting(self.kernel_stale_until.is_some());
+        m.set_restarting(self.restart_until.is_some());
     }
 
     /// The control API's view; None when not restarting.
     pub(super) fn deferral_status(&self) -> Option<RestartStatus> {
-        let until = (self.deferral.as_ref().map(|d| d.until)).or(self.kernel_stale_until)?;
+        // The deferral never outlives the kernel routes' hold.
+        let until = self.restart_until?;
         let families = Family::ALL
             .into_iter()
             .map(|f| {
@@ -39,7 +40,7 @@ impl Daemon {
             .collect::<BTreeMap<_, _>>();
         Some(RestartStatus {
             seconds_left: until.saturating_duration_since(Instant::now()).as_secs(),
-            kernel_routes_kept: self.kernel_stale_until.is_some(),
+            kernel_routes_kept: true,
             families,
         })
     }

@@ -82,14 +82,15 @@ pub struct Daemon {
     /// 4.1, `deferral.rs`); `deferral.is_some()` says the same.
     pub(super) restart_flag: RestartFlag,
     /// Restarting: route selection deferred, and what goes out held, for
-    /// the families still pending (RFC 4724 4.1, `deferral.rs`).
+    /// the families still pending (RFC 4724 4.1, `deferral.rs`), until
+    /// `restart_until` at the latest.
     pub(super) deferral: Option<Deferral>,
-    /// Restarting: the kernel routes of the previous run not learned again
-    /// stay until every neighbor is up and has sent End-of-RIB on its
-    /// session, or until this time (the Selection_Deferral_Timer's), so
-    /// that no route goes before its replacement could come
-    /// (`deferral.rs`).
-    pub(super) kernel_stale_until: Option<Instant>,
+    /// Restarting, while the kernel routes of the previous run not learned
+    /// again are kept: until every neighbor is up and has sent End-of-RIB
+    /// on its session, or until this time, the Selection_Deferral_Timer's,
+    /// so that no route goes before its replacement could come
+    /// (`deferral.rs`). Set while `deferral` is: selection is done first.
+    pub(super) restart_until: Option<Instant>,
     pub(super) started: Instant,
     pub(super) drain: DrainState,
     /// The BFD runtime, started with the first neighbor that uses BFD.
@@ -158,9 +159,9 @@ impl Daemon {
         // Route selection deferral (RFC 4724 4.1); the kernel's leftovers
         // go once every neighbor has resent its routes, at its end at the
         // latest.
-        let until = Instant::now() + config.graceful_restart.selection_deferral;
-        let deferral = restarting.then(|| Deferral::new(until));
-        let kernel_stale_until = restarting.then_some(until);
+        let deferral = restarting.then(Deferral::new);
+        let restart_until =
+            restarting.then(|| Instant::now() + config.graceful_restart.selection_deferral);
         let mut d = Daemon {
             config: config.clone(),
             options,
@@ -177,7 +178,7 @@ impl Daemon {
             next_id: 1,
             restart_flag: RestartFlag::new(restarting),
             deferral,
-            kernel_stale_until,
+            restart_until,
             started: Instant::now(),
             drain: DrainState::default(),
             bfd: None,
@@ -396,8 +397,7 @@ impl Daemon {
         self.peers
             .values()
             .filter_map(|p| p.stale_until)
-            .chain(self.deferral.as_ref().map(|d| d.until))
-            .chain(self.kernel_stale_until)
+            .chain(self.restart_until)
             .chain(self.drain.close_at)
             .min()
     }

@@ -11,11 +11,13 @@ use super::restart_end_tests::hang_up;
 use super::test_instance::{free_port, run_updating};
 use crate::config::Config;
 use crate::control::{ControlSource, Metrics};
+use crate::model::Family;
 use crate::session::test_lab::{Got, Raw, WAIT};
 use crate::wire::Message;
 use std::net::IpAddr;
 use std::sync::Arc;
 use tartan_api::bgp::RestartStatus;
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 
 struct Instance {
@@ -251,4 +253,78 @@ async fn a_family_nobody_waits_for_is_not_shown_held_at_start() {
         "{}",
         i.metrics.encode()
     );
+}
+
+/// A up with IPv4 and IPv6 unicast, both in its graceful restart
+/// capability with the F bit.
+async fn a_up_dual_stack(port: u16) -> Raw {
+    let mut a = connect(port, A, true).await;
+    a.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
+    let mut open = a.open_message(90);
+    open.caps.families = Family::ALL.to_vec();
+    if let Some(g) = open.caps.graceful_restart.as_mut() {
+        g.families = Family::ALL.into_iter().map(|f| (f, true)).collect();
+    }
+    a.stream.write_all(&open.encode()).await.unwrap();
+    a.expect("KEEPALIVE", |m| *m == Message::Keepalive).await;
+    a.send_keepalive().await;
+    a
+}
+
+async fn end_of_rib(peer: &mut Raw, family: Family) {
+    let mut out = Vec::new();
+    crate::wire::encode_end_of_rib(family, &mut out);
+    peer.stream.write_all(&out).await.unwrap();
+}
+
+fn waiting_in(s: &Option<RestartStatus>, family: &str) -> Vec<IpAddr> {
+    s.as_ref()
+        .map_or(vec![], |r| r.families[family].waiting_for.clone())
+}
+
+/// The stale-routes time runs from a session's start, so it ends after
+/// the deferral, shorter (`config/file.rs`), unless a new configuration
+/// shortens it meanwhile, as here.
+#[tokio::test]
+async fn the_stale_routes_timeout_keeps_the_end_of_ribs_of_the_current_session() {
+    let both = "families = [\"ipv4-unicast\", \"ipv6-unicast\"]\n";
+    let i = instance(
+        "[graceful_restart]\nstale_routes_time = 600\nselection_deferral_time = 300\n",
+        both,
+    )
+    .await;
+    let short = "[graceful_restart]\nstale_routes_time = 1\nselection_deferral_time = 0\n";
+    let new = crate::config::parse("t", &text(i.port, short, both)).unwrap();
+    i.updates.send(new).await.unwrap();
+    // Taken over (the instance times each configuration it applies).
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !gauge(&i, "tartan_bgp_config_apply_duration_seconds_count 1") {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "new configuration not applied: {}",
+            i.metrics.encode()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // A sends End-of-RIB in both families, and its session is reset: its
+    // routes stay, stale, and its End-of-RIBs count.
+    let mut a = a_up_dual_stack(i.port).await;
+    a.send_route(P).await;
+    end_of_rib(&mut a, Family::Ipv4Unicast).await;
+    end_of_rib(&mut a, Family::Ipv6Unicast).await;
+    let b = vec![IpAddr::from(B)];
+    restart_when(&i, |s| {
+        waiting_in(s, "ipv4-unicast") == b && waiting_in(s, "ipv6-unicast") == b
+    })
+    .await;
+    hang_up(a).await;
+    // Back, A resends its IPv4 routes only: after the stale-routes time
+    // its IPv6 routes go, and its IPv6 End-of-RIB with them; its IPv4
+    // routes are current, and their End-of-RIB still counts.
+    let mut a = a_up_dual_stack(i.port).await;
+    a.send_route(P).await;
+    end_of_rib(&mut a, Family::Ipv4Unicast).await;
+    let a_b = vec![IpAddr::from(A), IpAddr::from(B)];
+    let s = restart_when(&i, |s| waiting_in(s, "ipv6-unicast") == a_b).await;
+    assert_eq!(waiting_in(&s, "ipv4-unicast"), b, "{s:?}");
 }

@@ -30,7 +30,9 @@ impl Daemon {
                 p.stale_until = None;
                 info!(peer = %p.neighbor.address, "graceful restart time over; removing the peer's stale routes");
                 let address = p.neighbor.address;
-                self.deferral_forget(address, None);
+                // Only the End-of-RIBs of the routes that go count no more.
+                let gone = families_swept(p.up.as_ref().map(|u| &u.eor_received));
+                self.deferral_forget(address, Some(&gone));
             }
             let c = self.rib.sweep_stale(id, None);
             self.apply(c);
@@ -149,6 +151,17 @@ pub(super) fn families_not_preserved(peer: Option<&GracefulRestartCap>) -> Vec<F
         .collect()
 }
 
+/// The families whose routes a peer's stale-routes timeout removes:
+/// every one while it is down (`eor_received` None: all its routes are
+/// stale), else those without End-of-RIB on its current session (one that
+/// came swept that family's stale routes already: its routes are current).
+pub(super) fn families_swept(eor_received: Option<&HashSet<Family>>) -> Vec<Family> {
+    Family::ALL
+        .into_iter()
+        .filter(|f| eor_received.is_none_or(|e| !e.contains(f)))
+        .collect()
+}
+
 /// Whether End-of-RIB has come for every one of `families`.
 pub(super) fn all_resent(families: &[Family], eor_received: &HashSet<Family>) -> bool {
     families.iter().all(|f| eor_received.contains(f))
@@ -238,6 +251,17 @@ mod tests {
         );
         assert_eq!(families_not_preserved(Some(&c)), vec![Family::Ipv6Unicast]);
         assert_eq!(families_not_preserved(None), Family::ALL.to_vec());
+    }
+
+    #[test]
+    fn the_stale_routes_timeout_removes_only_the_families_not_resent() {
+        assert_eq!(families_swept(None), Family::ALL.to_vec());
+        let mut eor = HashSet::new();
+        assert_eq!(families_swept(Some(&eor)), Family::ALL.to_vec());
+        eor.insert(Family::Ipv4Unicast);
+        assert_eq!(families_swept(Some(&eor)), vec![Family::Ipv6Unicast]);
+        eor.insert(Family::Ipv6Unicast);
+        assert_eq!(families_swept(Some(&eor)), vec![]);
     }
 
     #[test]
