@@ -16,7 +16,7 @@ use super::render::{Picker, SvcNft, TABLE, written_pickers};
 use super::{Backend, Family};
 use tartan_nft::backend::netlink::message::{Data, Elem};
 use tartan_nft::backend::netlink::stream::Stream;
-use tartan_nft::backend::netlink::types::{Verdict, concat};
+use tartan_nft::backend::netlink::types::Verdict;
 
 /// The sets and maps [`write`] empties and fills, in its order.
 pub const WRITTEN: &[&str] = &[
@@ -38,21 +38,56 @@ pub const WRITTEN: &[&str] = &[
     "cluster_ips",
 ];
 
+/// A key or value of up to 40 bytes, made on the stack (a whole table
+/// is hundreds of thousands of them). The longest is a hairpin key of
+/// two IPv6 addresses, 32 bytes.
+#[derive(Clone, Copy)]
+struct Bytes {
+    b: [u8; 40],
+    n: usize,
+}
+
+impl Bytes {
+    /// The bytes of `v` as they are.
+    fn raw(v: &[u8]) -> Bytes {
+        let mut k = Bytes { b: [0; 40], n: 0 };
+        k.b[..v.len()].copy_from_slice(v);
+        k.n = v.len();
+        k
+    }
+
+    /// A concatenation: each part padded to a multiple of four bytes
+    /// (with zeros), as [`tartan_nft::backend::netlink::types::concat`]
+    /// makes it.
+    fn concat(parts: &[&[u8]]) -> Bytes {
+        let mut k = Bytes { b: [0; 40], n: 0 };
+        for p in parts {
+            k.b[k.n..k.n + p.len()].copy_from_slice(p);
+            k.n += p.len().div_ceil(4) * 4;
+        }
+        k
+    }
+
+    /// With the slot (`meta mark`, host byte order) appended.
+    fn slotted(self, slot: u32) -> Bytes {
+        Bytes::concat(&[self.as_ref(), &slot.to_ne_bytes()])
+    }
+}
+
+impl AsRef<[u8]> for Bytes {
+    fn as_ref(&self) -> &[u8] {
+        &self.b[..self.n]
+    }
+}
+
 /// An address is 4 or 16 bytes, so its part of a concatenation needs
 /// no padding in either family.
-fn frontend<A: Family>(fe: &(A, u8, u16)) -> Vec<u8> {
-    concat(&[&fe.0.bytes(), &[fe.1], &fe.2.to_be_bytes()])
+fn frontend<A: Family>(fe: &(A, u8, u16)) -> Bytes {
+    Bytes::concat(&[fe.0.bytes().as_ref(), &[fe.1], &fe.2.to_be_bytes()])
 }
 
-fn node_port(np: &(u8, u16)) -> Vec<u8> {
-    concat(&[&[np.0], &np.1.to_be_bytes()])
-}
-
-/// A key with the slot (`meta mark`, host byte order) appended.
-fn slotted(key: Vec<u8>, slot: u32) -> Vec<u8> {
-    let mut k = key;
-    k.extend(slot.to_ne_bytes());
-    k
+fn node_port(np: &(u8, u16)) -> Bytes {
+    Bytes::concat(&[&[np.0], &np.1.to_be_bytes()])
 }
 
 /// One family's table being written: the stream and the table's
@@ -62,25 +97,21 @@ struct Out<'a> {
     family: u8,
 }
 
-fn add(o: &mut Out, set: &str, key: Vec<u8>, data: Option<Data>) {
-    o.s.add(o.family, TABLE, set, Elem { key, data });
+fn add(o: &mut Out, set: &str, key: Bytes, value: Option<Bytes>) {
+    let value = value.as_ref().map(Bytes::as_ref);
+    o.s.add_bytes(o.family, TABLE, set, key.as_ref(), value);
 }
 
-fn set<K>(o: &mut Out, name: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Vec<u8>) {
+fn set<K>(o: &mut Out, name: &str, keys: &BTreeSet<K>, key: impl Fn(&K) -> Bytes) {
     for k in keys {
         add(o, name, key(k), None);
     }
 }
 
 /// A frontend's picker id: a mark, host byte order.
-fn pickers<K>(o: &mut Out, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(&K) -> Vec<u8>) {
+fn pickers<K>(o: &mut Out, name: &str, m: &BTreeMap<K, Picker>, key: impl Fn(&K) -> Bytes) {
     for (k, p) in m {
-        add(
-            o,
-            name,
-            key(k),
-            Some(Data::Bytes(p.id().to_ne_bytes().to_vec())),
-        );
+        add(o, name, key(k), Some(Bytes::raw(&p.id().to_ne_bytes())));
     }
 }
 
@@ -88,11 +119,11 @@ fn slots<K, A>(
     o: &mut Out,
     name: &str,
     m: &BTreeMap<(K, u32), Backend<A>>,
-    key: impl Fn(&K) -> Vec<u8>,
-    value: impl Fn(&Backend<A>) -> Vec<u8>,
+    key: impl Fn(&K) -> Bytes,
+    value: impl Fn(&Backend<A>) -> Bytes,
 ) {
     for ((k, slot), b) in m {
-        add(o, name, slotted(key(k), *slot), Some(Data::Bytes(value(b))));
+        add(o, name, key(k).slotted(*slot), Some(value(b)));
     }
 }
 
@@ -113,10 +144,14 @@ pub fn write<A: Family>(t: &SvcNft<A>, s: &mut Stream) {
             super::render::Kind::NodePort => "np_pickers",
         };
         let goto = Data::Verdict(Verdict::Goto(p.chain()));
-        add(s, map, p.id().to_ne_bytes().to_vec(), Some(goto));
+        let e = Elem {
+            key: p.id().to_ne_bytes().to_vec(),
+            data: Some(goto),
+        };
+        s.s.add(s.family, TABLE, map, e);
     }
-    let addr = |b: &Backend<A>| b.addr.bytes();
-    let port = |b: &Backend<A>| b.port.to_be_bytes().to_vec();
+    let addr = |b: &Backend<A>| Bytes::raw(b.addr.bytes().as_ref());
+    let port = |b: &Backend<A>| Bytes::raw(&b.port.to_be_bytes());
     slots(s, "fe_addr", &t.fe_slots, frontend, addr);
     slots(s, "fe_port", &t.fe_slots, frontend, port);
     slots(s, "np_addr", &t.np_slots, node_port, addr);
@@ -130,7 +165,9 @@ pub fn write<A: Family>(t: &SvcNft<A>, s: &mut Stream) {
     set(s, "reject_np", &t.reject_np, node_port);
     set(s, "drop_np", &t.drop_np, node_port);
     set(s, "hairpin", &t.hairpin, |a| {
-        concat(&[&a.bytes(), &a.bytes()])
+        Bytes::concat(&[a.bytes().as_ref(), a.bytes().as_ref()])
     });
-    set(s, "cluster_ips", &t.cluster_ips, |a| a.bytes());
+    set(s, "cluster_ips", &t.cluster_ips, |a| {
+        Bytes::raw(a.bytes().as_ref())
+    });
 }

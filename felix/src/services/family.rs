@@ -105,14 +105,17 @@ pub trait Family: Copy + Ord + Eq + Hash + Debug + Display + Send + Sync + 'stat
     fn of(a: IpAddr) -> Option<Self>;
     /// The network (its host bits cleared), when it is of this family.
     fn net_of(n: IpNet) -> Option<Self::Net>;
+    /// An address's bytes: `[u8; 4]` or `[u8; 16]`.
+    type Octets: AsRef<[u8]> + Copy;
     /// The address in network byte order.
-    fn bytes(&self) -> Vec<u8>;
+    fn bytes(&self) -> Self::Octets;
     /// The address from network byte order (the first 4 or 16 bytes).
     fn from_bytes(b: &[u8]) -> Option<Self>;
 }
 
 impl Family for Ipv4Addr {
     type Net = Ipv4Net;
+    type Octets = [u8; 4];
     const FAM: Fam = Fam::V4;
 
     fn of(a: IpAddr) -> Option<Self> {
@@ -129,8 +132,8 @@ impl Family for Ipv4Addr {
         }
     }
 
-    fn bytes(&self) -> Vec<u8> {
-        self.octets().to_vec()
+    fn bytes(&self) -> Self::Octets {
+        self.octets()
     }
 
     fn from_bytes(b: &[u8]) -> Option<Self> {
@@ -141,6 +144,7 @@ impl Family for Ipv4Addr {
 
 impl Family for Ipv6Addr {
     type Net = Ipv6Net;
+    type Octets = [u8; 16];
     const FAM: Fam = Fam::V6;
 
     fn of(a: IpAddr) -> Option<Self> {
@@ -157,8 +161,8 @@ impl Family for Ipv6Addr {
         }
     }
 
-    fn bytes(&self) -> Vec<u8> {
-        self.octets().to_vec()
+    fn bytes(&self) -> Self::Octets {
+        self.octets()
     }
 
     fn from_bytes(b: &[u8]) -> Option<Self> {

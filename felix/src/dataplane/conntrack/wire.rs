@@ -70,8 +70,8 @@ impl Msg {
     fn tuple<A: Family>(&mut self, t: &Tuple<A>) {
         let (src, dst) = ip_attrs::<A>();
         self.nest(CTA_TUPLE_IP, |m| {
-            m.attr(src, &t.src.bytes());
-            m.attr(dst, &t.dst.bytes());
+            m.attr(src, t.src.bytes().as_ref());
+            m.attr(dst, t.dst.bytes().as_ref());
         });
         self.nest(CTA_TUPLE_PROTO, |m| {
             m.attr(CTA_PROTO_NUM, &[t.proto]);

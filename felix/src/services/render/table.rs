@@ -159,21 +159,20 @@ impl<A: Family> SvcNft<A> {
         out(&mut self.node_ports_in, &part.node_ports_in);
         out(&mut self.fe_slots, &part.fe_slots);
         out(&mut self.np_slots, &part.np_slots);
-        for (set, p) in [
-            (&mut self.reject_fe, &part.reject_fe),
-            (&mut self.drop_fe, &part.drop_fe),
-        ] {
-            set.retain(|k| !p.contains(k));
+        // One lookup per entry of the part, not a pass over the whole
+        // table: a full sync takes out one (often empty) part per Service.
+        fn without<K: Ord>(set: &mut BTreeSet<K>, part: &BTreeSet<K>) {
+            for k in part {
+                set.remove(k);
+            }
         }
-        for (set, p) in [
-            (&mut self.reject_np, &part.reject_np),
-            (&mut self.drop_np, &part.drop_np),
-        ] {
-            set.retain(|k| !p.contains(k));
-        }
-        self.lb_limited.retain(|k| !part.lb_limited.contains(k));
-        self.lb_allowed.retain(|k| !part.lb_allowed.contains(k));
-        self.cluster_ips.retain(|k| !part.cluster_ips.contains(k));
+        without(&mut self.reject_fe, &part.reject_fe);
+        without(&mut self.drop_fe, &part.drop_fe);
+        without(&mut self.reject_np, &part.reject_np);
+        without(&mut self.drop_np, &part.drop_np);
+        without(&mut self.lb_limited, &part.lb_limited);
+        without(&mut self.lb_allowed, &part.lb_allowed);
+        without(&mut self.cluster_ips, &part.cluster_ips);
     }
 
     /// How many entries each element map and set holds (not the hairpin

@@ -19,11 +19,7 @@ impl Attrs {
     }
 
     pub(crate) fn bytes(&mut self, kind: u16, payload: &[u8]) -> &mut Self {
-        let len = 4 + payload.len();
-        self.0.extend((len as u16).to_ne_bytes());
-        self.0.extend(kind.to_ne_bytes());
-        self.0.extend(payload);
-        self.pad();
+        put(&mut self.0, kind, payload);
         self
     }
 
@@ -36,11 +32,31 @@ impl Attrs {
     pub(crate) fn nested(&mut self, kind: u16, inner: Attrs) -> &mut Self {
         self.bytes(kind | NLA_F_NESTED, &inner.0)
     }
+}
 
-    pub(crate) fn pad(&mut self) {
-        let n = self.0.len().div_ceil(4) * 4;
-        self.0.resize(n, 0);
-    }
+/// Append one attribute to `out`, padded to four bytes.
+pub(crate) fn put(out: &mut Vec<u8>, kind: u16, payload: &[u8]) {
+    let len = 4 + payload.len();
+    out.extend((len as u16).to_ne_bytes());
+    out.extend(kind.to_ne_bytes());
+    out.extend(payload);
+    out.resize(out.len().div_ceil(4) * 4, 0);
+}
+
+/// Begin a nested attribute in `out`, written in place (no buffer of
+/// its own); [`close_nest`] with the returned offset sets its length.
+pub(crate) fn open_nest(out: &mut Vec<u8>, kind: u16) -> usize {
+    let at = out.len();
+    out.extend(0u16.to_ne_bytes());
+    out.extend((kind | NLA_F_NESTED).to_ne_bytes());
+    at
+}
+
+/// End the nested attribute begun at `at`: everything since is its
+/// payload (already padded, as every attribute is).
+pub(crate) fn close_nest(out: &mut [u8], at: usize) {
+    let len = (out.len() - at) as u16;
+    out[at..at + 2].copy_from_slice(&len.to_ne_bytes());
 }
 
 pub(crate) fn data_attrs(d: &Data) -> Attrs {

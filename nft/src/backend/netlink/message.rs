@@ -2,7 +2,7 @@
 //! the messages of each change (set elements many to a message; sets,
 //! chains, rules), batch-end.
 
-use super::attrs::{Attrs, NFTA_DATA_VALUE, data_attrs, value};
+use super::attrs::{Attrs, NFTA_DATA_VALUE, close_nest, data_attrs, open_nest, put, value};
 use super::expr_attrs::expr_attrs;
 pub use super::ops::{
     Bound, BoundOp, ChainRef, Data, Elem, ElementOp, Op, RangeElem, RangeElementOp, SetDecl, SetRef,
@@ -51,6 +51,37 @@ const NFTA_SET_ELEM_FLAGS: u16 = 3;
 const NFTA_SET_ELEM_USERDATA: u16 = 6;
 const NFT_SET_ELEM_INTERVAL_END: u32 = 1;
 pub(super) const PER_MESSAGE: usize = 256;
+
+/// An element's value as [`elem_into`] writes it.
+pub(super) enum ElemValue<'a> {
+    None,
+    Bytes(&'a [u8]),
+    Data(&'a Data),
+}
+
+/// One element of a list (`NFTA_LIST_ELEM`), written straight into
+/// `out`: the bytes `list.nested(NFTA_LIST_ELEM, elem_attrs(e))` makes,
+/// without a buffer per attribute.
+pub(super) fn elem_into(out: &mut Vec<u8>, key: &[u8], value: ElemValue) {
+    let elem = open_nest(out, NFTA_LIST_ELEM);
+    let k = open_nest(out, NFTA_SET_ELEM_KEY);
+    put(out, NFTA_DATA_VALUE, key);
+    close_nest(out, k);
+    match value {
+        ElemValue::None => {}
+        ElemValue::Bytes(b) => {
+            let d = open_nest(out, NFTA_SET_ELEM_DATA);
+            put(out, NFTA_DATA_VALUE, b);
+            close_nest(out, d);
+        }
+        ElemValue::Data(data) => {
+            let d = open_nest(out, NFTA_SET_ELEM_DATA);
+            out.extend(data_attrs(data).0);
+            close_nest(out, d);
+        }
+    }
+    close_nest(out, elem);
+}
 
 pub(super) fn elem_attrs(e: &Elem) -> Attrs {
     let mut a = Attrs::new();

@@ -1,14 +1,26 @@
-//! A batch written as it is made: element messages appended one chunk
-//! at a time, so that a table of hundreds of thousands of elements is
-//! held once, as the bytes the kernel reads, and not also as a list of
-//! elements first. The whole batch is still one transaction (the kernel
-//! takes a batch from one send), so its bytes are the floor.
+//! A batch written as it is made: each element encoded straight into
+//! the batch's bytes as it comes, so that a table of hundreds of
+//! thousands of elements is held once, as the bytes the kernel reads,
+//! and not also as a list of elements or a buffer per attribute. The
+//! whole batch is still one transaction (the kernel takes a batch from
+//! one send), so its bytes are the floor.
 
-use super::attrs::Attrs;
+use super::attrs::{close_nest, open_nest};
 use super::message::*;
 use super::ops::Elem;
 
 const NLM_F_ACK_BYTE: u16 = NLM_F_ACK;
+
+/// The element message being filled: where it goes, where it and its
+/// element list begin in the batch, and how many elements it holds.
+struct Open {
+    family: u8,
+    table: String,
+    set: String,
+    message: usize,
+    list: usize,
+    count: usize,
+}
 
 /// A batch being written: begun at [`Stream::new`], ended by
 /// [`Stream::finish`].
@@ -17,9 +29,7 @@ pub struct Stream {
     seq: u32,
     /// Where the last message of the batch (not batch-begin) starts.
     last: Option<usize>,
-    /// The elements of the message being filled and where it goes.
-    pending: Vec<Elem>,
-    target: Option<(u8, String, String)>,
+    open: Option<Open>,
 }
 
 impl Stream {
@@ -31,8 +41,7 @@ impl Stream {
             out,
             seq,
             last: None,
-            pending: Vec::with_capacity(PER_MESSAGE),
-            target: None,
+            open: None,
         }
     }
 
@@ -50,51 +59,93 @@ impl Stream {
         );
     }
 
-    fn list_body(table: &str, set: &str) -> Attrs {
-        let mut body = Attrs::new();
+    fn list_body(table: &str, set: &str) -> Vec<u8> {
+        let mut body = super::attrs::Attrs::new();
         body.string(NFTA_SET_ELEM_LIST_TABLE, table)
             .string(NFTA_SET_ELEM_LIST_SET, set);
-        body
+        body.0
     }
 
     /// Remove every element of set `set` (a delete naming no element).
     pub fn flush_set(&mut self, family: u8, table: &str, set: &str) {
-        self.send_pending();
+        self.close();
         let body = Self::list_body(table, set);
-        self.push(NFT_MSG_DELSETELEM, 0, family, &body.0);
+        self.push(NFT_MSG_DELSETELEM, 0, family, &body);
     }
 
-    /// Add `e` to set `set`; elements are sent [`PER_MESSAGE`] to a
-    /// message.
+    /// Add `e` to set `set`; elements go [`PER_MESSAGE`] to a message.
     pub fn add(&mut self, family: u8, table: &str, set: &str, e: Elem) {
-        let same = self
-            .target
-            .as_ref()
-            .is_some_and(|(f, t, s)| *f == family && t == table && s == set);
-        if !same {
-            self.send_pending();
-            self.target = Some((family, table.to_string(), set.to_string()));
-        }
-        self.pending.push(e);
-        if self.pending.len() == PER_MESSAGE {
-            self.send_pending();
-        }
+        let value = match &e.data {
+            None => ElemValue::None,
+            Some(Data::Bytes(b)) => ElemValue::Bytes(b),
+            Some(d) => ElemValue::Data(d),
+        };
+        self.element(family, table, set, &e.key, value);
     }
 
-    fn send_pending(&mut self) {
-        if self.pending.is_empty() {
-            return;
+    /// Add the element `key` (with `value`, in a map of bytes) to set
+    /// `set`: [`Stream::add`] for keys and values the caller holds as
+    /// bytes already.
+    pub fn add_bytes(
+        &mut self,
+        family: u8,
+        table: &str,
+        set: &str,
+        key: &[u8],
+        value: Option<&[u8]>,
+    ) {
+        let value = value.map_or(ElemValue::None, ElemValue::Bytes);
+        self.element(family, table, set, key, value);
+    }
+
+    fn element(&mut self, family: u8, table: &str, set: &str, key: &[u8], value: ElemValue) {
+        let same = self
+            .open
+            .as_ref()
+            .is_some_and(|o| o.family == family && o.table == table && o.set == set);
+        if !same {
+            self.close();
+            self.begin(family, table, set);
         }
-        let Some((family, table, set)) = self.target.clone() else {
+        let Some(open) = self.open.as_mut() else {
             return;
         };
-        let mut list = Attrs::new();
-        for e in self.pending.drain(..) {
-            list.nested(NFTA_LIST_ELEM, elem_attrs(&e));
+        elem_into(&mut self.out, key, value);
+        open.count += 1;
+        if open.count == PER_MESSAGE {
+            self.close();
         }
-        let mut body = Self::list_body(&table, &set);
-        body.nested(NFTA_SET_ELEM_LIST_ELEMENTS, list);
-        self.push(NFT_MSG_NEWSETELEM, NLM_F_CREATE, family, &body.0);
+    }
+
+    /// Begin an element message: its header (the length set at
+    /// [`Stream::close`]), the set it names, and its element list.
+    fn begin(&mut self, family: u8, table: &str, set: &str) {
+        let message = self.out.len();
+        self.push(
+            NFT_MSG_NEWSETELEM,
+            NLM_F_CREATE,
+            family,
+            &Self::list_body(table, set),
+        );
+        let list = open_nest(&mut self.out, NFTA_SET_ELEM_LIST_ELEMENTS);
+        self.open = Some(Open {
+            family,
+            table: table.to_string(),
+            set: set.to_string(),
+            message,
+            list,
+            count: 0,
+        });
+    }
+
+    /// End the element message being filled, if any.
+    fn close(&mut self) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        close_nest(&mut self.out, open.list);
+        let len = (self.out.len() - open.message) as u32;
+        self.out[open.message..open.message + 4].copy_from_slice(&len.to_ne_bytes());
     }
 
     /// Bytes written so far.
@@ -103,13 +154,13 @@ impl Stream {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.last.is_none() && self.pending.is_empty()
+        self.last.is_none()
     }
 
     /// The batch's bytes and how many messages ask for an ack (the last
     /// one does, as in [`batch`]).
     pub fn finish(mut self) -> (Vec<u8>, usize) {
-        self.send_pending();
+        self.close();
         let acked = match self.last {
             Some(at) => {
                 // nlmsg_flags sit after the length and the type.
@@ -153,6 +204,62 @@ mod tests {
         for e in elems {
             s.add(2, "t", "s", e);
         }
+        assert_eq!(s.finish(), whole);
+    }
+
+    /// Maps of bytes and of verdicts, messages filled and begun anew, a
+    /// set changing mid-message, elements given whole or as bytes: the
+    /// bytes written in place are those of the batch made whole from the
+    /// same operations.
+    #[test]
+    fn elements_written_in_place_make_the_bytes_of_the_batch_made_whole() {
+        use crate::backend::netlink::types::Verdict;
+        let bytes: Vec<Elem> = (0..300u32)
+            .map(|i| Elem {
+                key: [i.to_be_bytes().as_slice(), &[6, 0, 0, 0]].concat(),
+                data: Some(Data::Bytes((i * 7).to_ne_bytes().to_vec())),
+            })
+            .collect();
+        let verdicts: Vec<Elem> = (0..3u32)
+            .map(|i| Elem {
+                key: i.to_ne_bytes().to_vec(),
+                data: Some(Data::Verdict(match i {
+                    0 => Verdict::Drop,
+                    _ => Verdict::Goto(format!("pick-{i}")),
+                })),
+            })
+            .collect();
+        let op = |add: bool, set: &str, elems: &[Elem]| {
+            Op::Elements(ElementOp {
+                add,
+                family: 10,
+                table: "t".into(),
+                set: set.into(),
+                elems: elems.to_vec(),
+            })
+        };
+        let whole = batch(
+            &[
+                op(true, "m", &bytes),
+                op(true, "v", &verdicts),
+                op(true, "s", &[elem(9)]),
+            ],
+            3,
+        );
+        let mut s = Stream::new(3);
+        for e in &bytes[..100] {
+            s.add(10, "t", "m", e.clone());
+        }
+        for e in &bytes[100..] {
+            let Some(Data::Bytes(v)) = &e.data else {
+                unreachable!()
+            };
+            s.add_bytes(10, "t", "m", &e.key, Some(v));
+        }
+        for e in &verdicts {
+            s.add(10, "t", "v", e.clone());
+        }
+        s.add_bytes(10, "t", "s", &9u32.to_be_bytes(), None);
         assert_eq!(s.finish(), whole);
     }
 
