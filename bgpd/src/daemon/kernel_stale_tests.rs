@@ -12,8 +12,9 @@ use super::test_instance::{free_port, run_updating};
 use crate::config::Config;
 use crate::control::{ControlSource, Metrics};
 use crate::model::Family;
+use crate::model::{AsPath, AsSegment, NextHop, Origin, PathAttrs};
 use crate::session::test_lab::{Got, Raw, WAIT};
-use crate::wire::Message;
+use crate::wire::{EncodeOptions, Message};
 use std::net::IpAddr;
 use std::sync::Arc;
 use tartan_api::bgp::RestartStatus;
@@ -258,12 +259,18 @@ async fn a_family_nobody_waits_for_is_not_shown_held_at_start() {
 /// A up with IPv4 and IPv6 unicast, both in its graceful restart
 /// capability with the F bit.
 async fn a_up_dual_stack(port: u16) -> Raw {
+    a_up_keeping(port, &Family::ALL).await
+}
+
+/// A up with IPv4 and IPv6 unicast, only `kept` in its graceful restart
+/// capability (with the F bit).
+async fn a_up_keeping(port: u16, kept: &[Family]) -> Raw {
     let mut a = connect(port, A, true).await;
     a.expect("OPEN", |m| matches!(m, Message::Open(_))).await;
     let mut open = a.open_message(90);
     open.caps.families = Family::ALL.to_vec();
     if let Some(g) = open.caps.graceful_restart.as_mut() {
-        g.families = Family::ALL.into_iter().map(|f| (f, true)).collect();
+        g.families = kept.iter().map(|f| (*f, true)).collect();
     }
     a.stream.write_all(&open.encode()).await.unwrap();
     a.expect("KEEPALIVE", |m| *m == Message::Keepalive).await;
@@ -327,4 +334,93 @@ async fn the_stale_routes_timeout_keeps_the_end_of_ribs_of_the_current_session()
     let a_b = vec![IpAddr::from(A), IpAddr::from(B)];
     let s = restart_when(&i, |s| waiting_in(s, "ipv6-unicast") == a_b).await;
     assert_eq!(waiting_in(&s, "ipv4-unicast"), b, "{s:?}");
+}
+
+const R: &str = "2001:db8:8:1::/64";
+
+/// An UPDATE announcing the IPv6 prefix `prefix` from `peer`.
+async fn send_route_v6(peer: &mut Raw, prefix: &str) {
+    let attrs = PathAttrs {
+        origin: Origin::Igp,
+        as_path: AsPath {
+            segments: vec![AsSegment::Sequence(vec![peer.asn])],
+        },
+        next_hop: NextHop::V6 {
+            global: "2001:db8::fe".parse().unwrap(),
+            link_local: None,
+        },
+        ..PathAttrs::default()
+    };
+    let mut out = Vec::new();
+    let prefixes = [prefix.parse().unwrap()];
+    let opts = EncodeOptions::default();
+    crate::wire::encode_announce(&attrs, Family::Ipv6Unicast, &prefixes, &opts, &mut out).unwrap();
+    peer.stream.write_all(&out).await.unwrap();
+}
+
+/// Waits until the prefixes of `family` in the RIB are `want`.
+async fn rib_when(i: &Instance, family: Family, want: &[&str]) {
+    let mut want: Vec<String> = want.iter().map(|p| p.to_string()).collect();
+    want.sort();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let routes = i.control.routes(Some(family), None).await.unwrap();
+        let mut got: Vec<String> = routes.iter().map(|e| e.prefix.to_string()).collect();
+        got.sort();
+        if got == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{family} RIB: expected {want:?}, got {got:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// RFC 4724 4.2: at a graceful end, only the families of the peer's
+/// capability are kept; the routes of the others go at once, and so does
+/// the End-of-RIB that completed them.
+#[tokio::test]
+async fn an_end_of_rib_counts_no_more_once_its_family_is_not_kept_over_a_restart() {
+    let both = "families = [\"ipv4-unicast\", \"ipv6-unicast\"]\n";
+    let i = instance("", both).await;
+    // A keeps only IPv4 over a restart; it sends End-of-RIB in both.
+    let mut a = a_up_keeping(i.port, &[Family::Ipv4Unicast]).await;
+    a.send_route(P).await;
+    send_route_v6(&mut a, R).await;
+    end_of_rib(&mut a, Family::Ipv4Unicast).await;
+    end_of_rib(&mut a, Family::Ipv6Unicast).await;
+    let b = vec![IpAddr::from(B)];
+    restart_when(&i, |s| {
+        waiting_in(s, "ipv4-unicast") == b && waiting_in(s, "ipv6-unicast") == b
+    })
+    .await;
+    rib_when(&i, Family::Ipv6Unicast, &[R]).await;
+    // Its session ends without NOTIFICATION: P stays, stale, and its
+    // End-of-RIB counts; R goes, and A is waited for again in IPv6.
+    hang_up(a).await;
+    rib_when(&i, Family::Ipv6Unicast, &[]).await;
+    let a_b = vec![IpAddr::from(A), IpAddr::from(B)];
+    let s = restart_when(&i, |s| waiting_in(s, "ipv6-unicast") == a_b).await;
+    assert_eq!(waiting_in(&s, "ipv4-unicast"), b, "{s:?}");
+    rib_when(&i, Family::Ipv4Unicast, &[P, X]).await;
+}
+
+/// A second graceful end before End-of-RIB: the routes still stale from
+/// the first go (`Rib::mark_stale`), and so does the End-of-RIB, of the
+/// session before, that completed them.
+#[tokio::test]
+async fn an_end_of_rib_counts_no_more_once_its_stale_routes_go_at_a_second_restart() {
+    let i = instance("", "").await;
+    hang_up(a_resent(i.port).await).await;
+    // P stale, A's End-of-RIB counts while A is down and once it is back.
+    let b = vec![IpAddr::from(B)];
+    let a = up(i.port, A, true).await;
+    restart_when(&i, |s| waiting(s) == b).await;
+    rib_when(&i, Family::Ipv4Unicast, &[P, X]).await;
+    // A's new session ends before A resends anything: P goes.
+    hang_up(a).await;
+    rib_when(&i, Family::Ipv4Unicast, &[X]).await;
+    restart_when(&i, |s| waiting(s) == vec![IpAddr::from(A), IpAddr::from(B)]).await;
 }

@@ -64,10 +64,9 @@ impl Daemon {
         let Some(slot) = self.peers.get_mut(&id) else {
             return;
         };
-        let peer_gr = slot
-            .up
-            .take()
-            .and_then(|u| u.negotiated.peer_graceful_restart);
+        let (peer_gr, eor_received) = slot.up.take().map_or((None, HashSet::new()), |u| {
+            (u.negotiated.peer_graceful_restart, u.eor_received)
+        });
         let now = Instant::now();
         let c = match keep_stale_until(
             graceful,
@@ -80,6 +79,12 @@ impl Daemon {
                 let families = peer_gr.as_ref().map(families_kept).unwrap_or_default();
                 info!(peer = %slot.neighbor.address, restart_time, ?families, "peer may be restarting; keeping its routes as stale (RFC 4724)");
                 slot.stale_until = Some(until);
+                // The routes of the other families go now, and so do
+                // those still stale from an earlier restart: the
+                // End-of-RIBs that completed them count no more.
+                let address = slot.neighbor.address;
+                let gone = families_removed_at_restart(&families, &eor_received);
+                self.deferral_forget(address, Some(&gone));
                 self.rib.mark_stale(id, &families)
             }
             None => {
@@ -129,6 +134,25 @@ pub(super) fn families_kept(peer: &GracefulRestartCap) -> Vec<Family> {
     Family::ALL
         .into_iter()
         .filter(|f| peer.families.iter().any(|(g, _)| g == f))
+        .collect()
+}
+
+/// When a session ends with the peer's routes kept (`kept`, of
+/// `families_kept`): the families whose routes, or some of them, go at
+/// once, so that an End-of-RIB that completed them counts no more
+/// (`deferral.rs`). RFC 4724 4.2: the routes of a family not in the
+/// capability are not retained; in a family kept, the routes still stale
+/// from an earlier restart are deleted (`Rib::mark_stale`), which is where
+/// the session that ends sent no End-of-RIB (one sweeps them): an
+/// End-of-RIB recorded for such a family came on an earlier session, and
+/// its routes are those stale ones.
+pub(super) fn families_removed_at_restart(
+    kept: &[Family],
+    eor_received: &HashSet<Family>,
+) -> Vec<Family> {
+    Family::ALL
+        .into_iter()
+        .filter(|f| !kept.contains(f) || !eor_received.contains(f))
         .collect()
 }
 
@@ -240,6 +264,30 @@ mod tests {
         assert_eq!(
             families_kept(&c),
             vec![Family::Ipv4Unicast, Family::Ipv6Unicast]
+        );
+    }
+
+    #[test]
+    fn at_a_graceful_end_the_families_not_kept_or_not_resent_lose_routes() {
+        let mut eor = HashSet::new();
+        eor.insert(Family::Ipv4Unicast);
+        eor.insert(Family::Ipv6Unicast);
+        // IPv6 is not in the capability: its routes go.
+        assert_eq!(
+            families_removed_at_restart(&[Family::Ipv4Unicast], &eor),
+            vec![Family::Ipv6Unicast]
+        );
+        assert_eq!(families_removed_at_restart(&Family::ALL, &eor), vec![]);
+        // IPv4 kept, but not resent on this session: its routes still
+        // stale from an earlier restart go.
+        eor.remove(&Family::Ipv4Unicast);
+        assert_eq!(
+            families_removed_at_restart(&Family::ALL, &eor),
+            vec![Family::Ipv4Unicast]
+        );
+        assert_eq!(
+            families_removed_at_restart(&[], &HashSet::new()),
+            Family::ALL.to_vec()
         );
     }
 
