@@ -31,6 +31,11 @@ pub fn example(kind: Kind, name: &str) -> DynamicObject {
         Kind::NetworkSet | Kind::GlobalNetworkSet => {
             json!({"spec": {"nets": ["198.51.100.0/28", "203.0.113.7"]}})
         }
+        Kind::HostEndpoint => json!({
+            "metadata": {"labels": {"role": "worker"}},
+            "spec": {"node": "node-a", "interfaceName": "eth0", "expectedIPs": ["192.0.2.10"],
+                "ports": [{"name": "ssh", "protocol": "TCP", "port": 22}]}
+        }),
         Kind::IpamBlock => json!({"spec": {
             "cidr": "10.244.0.0/30", "affinity": "host:node-a",
             "allocations": [null, 0, null, null], "unallocated": [0, 2, 3],

@@ -23,6 +23,8 @@ pub enum Kind {
     NetworkSet,
     /// Labelled networks that policy rules of any namespace select.
     GlobalNetworkSet,
+    /// A node's interface that GlobalNetworkPolicies protect.
+    HostEndpoint,
     IpamBlock,
     IpamHandle,
     BlockAffinity,
@@ -87,7 +89,7 @@ macro_rules! tartan_kind {
     };
 }
 
-static KINDS: [KindInfo; 26] = [
+static KINDS: [KindInfo; 27] = [
     tartan_kind!(
         IpPool,
         "IPPool",
@@ -152,6 +154,14 @@ static KINDS: [KindInfo; 26] = [
         false,
         "globalnetworksets",
         ["gns"]
+    ),
+    tartan_kind!(
+        HostEndpoint,
+        "HostEndpoint",
+        "hostendpoints",
+        false,
+        "hostendpoints",
+        ["hep", "heps"]
     ),
     tartan_kind!(
         IpamBlock,

@@ -23,9 +23,9 @@ use crate::kind::Kind;
 use crate::resources::common::{Problem, Problems, dns_label, dns_subdomain};
 use crate::resources::{
     BgpConfigurationSpec, BgpFilterSpec, BgpNodeStatusSpec, BgpPeerSpec, BlockAffinitySpec,
-    GlobalNetworkPolicySpec, GlobalNetworkSetSpec, IpPoolSpec, IpReservationSpec, IpamBlockSpec,
-    IpamHandleSpec, LoadBalancerIpPoolSpec, NetworkPolicySpec, NetworkSetSpec, NodeBgp,
-    RangeAllocationSpec, WorkloadEndpointSpec,
+    GlobalNetworkPolicySpec, GlobalNetworkSetSpec, HostEndpointSpec, IpPoolSpec, IpReservationSpec,
+    IpamBlockSpec, IpamHandleSpec, LoadBalancerIpPoolSpec, NetworkPolicySpec, NetworkSetSpec,
+    NodeBgp, RangeAllocationSpec, WorkloadEndpointSpec,
 };
 
 /// One or more problems with one object.
@@ -275,6 +275,7 @@ fn body_problems(kind: Kind, data: &Value) -> Vec<Problem> {
         Kind::GlobalNetworkPolicy => spec_problems(spec, GlobalNetworkPolicySpec::check),
         Kind::NetworkSet => spec_problems(spec, NetworkSetSpec::check),
         Kind::GlobalNetworkSet => spec_problems(spec, GlobalNetworkSetSpec::check),
+        Kind::HostEndpoint => spec_problems(spec, HostEndpointSpec::check),
         Kind::IpamBlock => spec_problems(spec, IpamBlockSpec::check),
         Kind::IpamHandle => spec_problems(spec, IpamHandleSpec::check),
         Kind::BlockAffinity => spec_problems(spec, BlockAffinitySpec::check),

@@ -270,6 +270,7 @@ fn round_trip_kind(kind: Kind, obj: &DynamicObject, written: &Value) -> Result<(
         Kind::GlobalNetworkPolicy => round_trip::<GlobalNetworkPolicy>(obj, written),
         Kind::NetworkSet => round_trip::<NetworkSet>(obj, written),
         Kind::GlobalNetworkSet => round_trip::<GlobalNetworkSet>(obj, written),
+        Kind::HostEndpoint => round_trip::<HostEndpoint>(obj, written),
         Kind::IpamBlock => round_trip::<IpamBlock>(obj, written),
         Kind::IpamHandle => round_trip::<IpamHandle>(obj, written),
         Kind::BlockAffinity => round_trip::<BlockAffinity>(obj, written),

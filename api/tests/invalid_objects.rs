@@ -577,6 +577,97 @@ fn bad_objects() -> Vec<(String, &'static str)> {
             "spec.nets[0]: expected",
         ),
         (too_many_nets(), "spec.nets: has 10001 entries; at most 10000 are allowed"),
+        // HostEndpoint
+        (
+            cluster("HostEndpoint", "h", "{node: node-a}"),
+            "spec: either interfaceName or expectedIPs must be given",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: 'eth 0'}"),
+            "spec.interfaceName: \"eth 0\" is not an interface name",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: 'eth0:1'}"),
+            "spec.interfaceName: \"eth0:1\" is not an interface name",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: averylonginterface}"),
+            "spec.interfaceName: \"averylonginterface\" is not 1 to 15 characters long",
+        ),
+        // 9 characters, 18 bytes: the kernel (and Tartan) count bytes;
+        // interface names are printable ASCII, so the CRD agrees.
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: ééééééééé}"),
+            "spec.interfaceName: \"ééééééééé\" is not an interface name",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: 'eth/0'}"),
+            "spec.interfaceName: \"eth/0\" is not an interface name",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: '', protocol: TCP, port: 22}]}",
+            ),
+            "spec.ports[0].name: \"\" is not a port name",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: 'a b', protocol: TCP, port: 22}]}",
+            ),
+            "spec.ports[0].name: \"a b\" is not a port name",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: \"a\\u00a0b\", protocol: TCP, port: 22}]}",
+            ),
+            "spec.ports[0].name: \"a\\u{a0}b\" is not a port name",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: \"a\\tb\", protocol: TCP, port: 22}]}",
+            ),
+            "spec.ports[0].name: \"a\\tb\" is not a port name",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, protocol: TCP, port: 22}]}",
+            ),
+            "spec.ports[0].name: \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" is not a port name",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, expectedIPs: [192.0.2.1, 10.0.0.0/8]}"),
+            "spec.expectedIPs[1]: \"10.0.0.0/8\" is not an IPv4 or IPv6 address",
+        ),
+        (
+            cluster(
+                "HostEndpoint",
+                "h",
+                "{node: node-a, interfaceName: eth0, ports: [{name: ssh, protocol: TCP, port: 22}, {name: ssh, protocol: UDP, port: 2222}]}",
+            ),
+            "spec.ports[1].name: \"ssh\" is used by an earlier port",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: eth0, profiles: [kns.default]}"),
+            "spec.profiles: profiles: Tartan has no Profile kind",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: Node_A, interfaceName: eth0}"),
+            "spec.node:",
+        ),
+        (
+            cluster("HostEndpoint", "h", "{node: node-a, interfaceName: eth0, selector: all()}"),
+            "spec.selector: unknown field",
+        ),
         // IPAMBlock
         (
             block("{cidr: 10.0.0.0/30, allocations: [null, null], unallocated: [0, 1]}"),
@@ -908,6 +999,28 @@ fn good_objects() -> Vec<String> {
             "service-node-ports",
             "{range: 30000-32767, data: ff03}",
         ),
+        cluster(
+            "HostEndpoint",
+            "node-a-eth0",
+            "{node: node-a, interfaceName: eth0, expectedIPs: [10.0.0.5, 'fd00::5'], ports: [{name: ssh, protocol: TCP, port: 22}, {name: dns, protocol: UDP, port: 53}]}",
+        ),
+        cluster(
+            "HostEndpoint",
+            "node-a-all",
+            "{node: node-a, interfaceName: '*'}",
+        ),
+        // 128 characters, 256 bytes: the CRD counts characters, and so
+        // does Tartan.
+        cluster(
+            "HostEndpoint",
+            "node-a-long-port",
+            "{node: node-a, interfaceName: eth0.100, ports: [{name: éééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé, protocol: TCP, port: 22}]}",
+        ),
+        cluster(
+            "HostEndpoint",
+            "node-a-by-ip",
+            "{node: node-a, expectedIPs: [10.0.0.5]}",
+        ),
         node(
             "    tartan.dev/bgp-ipv4-address: 10.0.0.5/24\n    tartan.dev/bgp-ipv6-address: fd00::5/64\n    tartan.dev/bgp-as-number: '65010'\n    tartan.dev/route-reflector-cluster-id: 244.0.0.1",
         ),
@@ -965,6 +1078,7 @@ fn good_objects_pass_and_round_trip() {
             Kind::GlobalNetworkPolicy => round_trip::<GlobalNetworkPolicy>(&obj),
             Kind::NetworkSet => round_trip::<NetworkSet>(&obj),
             Kind::GlobalNetworkSet => round_trip::<GlobalNetworkSet>(&obj),
+            Kind::HostEndpoint => round_trip::<HostEndpoint>(&obj),
             Kind::IpamBlock => round_trip::<IpamBlock>(&obj),
             Kind::IpamHandle => round_trip::<IpamHandle>(&obj),
             Kind::BlockAffinity => round_trip::<BlockAffinity>(&obj),

@@ -425,6 +425,75 @@ fn network_sets_apply_get_and_delete() {
     assert!(ctl.names("netsets").is_empty());
 }
 
+const HOST_ENDPOINT: &str = "\
+apiVersion: tartan.dev/v1
+kind: HostEndpoint
+metadata:
+  name: node-a-eth0
+  labels: {role: worker}
+spec:
+  node: node-a
+  interfaceName: eth0
+  expectedIPs: [192.0.2.10]
+  ports:
+  - {name: admin, protocol: TCP, port: 8443}
+";
+
+#[test]
+fn host_endpoints_apply_get_check_and_delete() {
+    let etcd = EtcdCluster::single().expect("etcd");
+    let ctl = Ctl::etcd(&etcd);
+    let f = ctl.file("hep.yaml", HOST_ENDPOINT);
+    let r = ctl.run(&["apply", "-f", &f]);
+    assert_eq!(r.out(), "hostendpoint.tartan.dev/node-a-eth0 created\n");
+    for kind in ["hostendpoints", "hep", "heps", "HostEndpoint"] {
+        let t = ctl.run(&["get", kind, "-o", "wide"]).out().to_string();
+        assert_eq!(
+            header(&t),
+            [
+                "NAME",
+                "NODE",
+                "INTERFACE",
+                "EXPECTEDIPS",
+                "PORTS",
+                "AGE",
+                "LABELS"
+            ],
+            "{kind}"
+        );
+        assert_eq!(
+            rows(&t)[1][..5],
+            ["node-a-eth0", "node-a", "eth0", "192.0.2.10", "1"],
+            "{kind}"
+        );
+    }
+    assert_eq!(
+        ctl.yaml(&["get", "hep", "node-a-eth0"])["spec"]["ports"][0]["port"],
+        8443
+    );
+    let r = ctl.run(&["check"]);
+    assert!(!r.out().contains("HostEndpoint"), "{}", r.out());
+    let bad = ctl.file(
+        "bad.yaml",
+        &HOST_ENDPOINT
+            .replace("interfaceName: eth0", "interfaceName: 'eth0:1'")
+            .replace("  ports:", "  profiles: [kns.default]\n  ports:"),
+    );
+    let e = ctl.run(&["apply", "-f", &bad]).err().to_string();
+    assert!(
+        e.contains("spec.interfaceName: \"eth0:1\" is not an interface name"),
+        "{e}"
+    );
+    assert!(
+        e.contains("spec.profiles: profiles: Tartan has no Profile kind"),
+        "{e}"
+    );
+    assert!(e.contains("nothing was written"), "{e}");
+    let r = ctl.run(&["delete", "hep", "node-a-eth0"]);
+    assert_eq!(r.out(), "hostendpoint.tartan.dev/node-a-eth0 deleted\n");
+    assert!(ctl.names("hostendpoints").is_empty());
+}
+
 #[test]
 fn bad_input_writes_nothing() {
     let etcd = EtcdCluster::single().expect("etcd");

@@ -13,7 +13,9 @@
 mod apply;
 mod config;
 mod fold;
+mod fold_hosts;
 mod host;
+mod host_addrs;
 mod network_up;
 mod pending;
 mod servers;
@@ -88,6 +90,8 @@ pub async fn run(
         )))
     });
     let mut state = State::for_node(&cfg.node);
+    state.failsafe_in = cfg.failsafe_in.clone();
+    state.failsafe_out = cfg.failsafe_out.clone();
     let mut synced = Synced::default();
     // Endpoints and Pods: what a relisting no longer has.
     let mut sweeps: [Sweep; 2] = Default::default();
@@ -170,6 +174,14 @@ pub async fn run(
                 synced.policy[6] |= f.synced;
                 pending.folded(f);
             }
+            ev = w.host_endpoints.next() => {
+                let f = fold_hosts::fold_host_endpoint(&mut state.host_endpoints, ev, &mut bad);
+                synced.policy[8] |= f.synced;
+                pending.folded(f);
+                if f.changed && host_addrs::refresh(&cfg.node, &mut state).await {
+                    pending.folded(Folded { synced: false, changed: true });
+                }
+            }
             ev = w.blocks.next() => {
                 let f = fold(&mut state.blocks, ev, &mut bad, |b: IpamBlock| BlockInfo::from_spec(&b.spec));
                 synced.blocks |= f.synced;
@@ -205,6 +217,11 @@ pub async fn run(
             _ = tick.tick() => {
                 health.pass();
                 pending.tick();
+                // An address that came (or went) since: a host endpoint
+                // found by its addresses follows it.
+                if host_addrs::refresh(&cfg.node, &mut state).await {
+                    pending.folded(Folded { synced: false, changed: true });
+                }
             }
             () = &mut shutdown => {
                 info!("felix stopping; the dataplane stays as it is");

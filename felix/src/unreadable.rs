@@ -12,7 +12,7 @@ use tartan_api::store::readable::UnreadableLog;
 use crate::health::Health;
 
 /// The kinds felix watches, whose gauges read 0 from the start.
-pub const WATCHED: [Kind; 14] = [
+pub const WATCHED: [Kind; 15] = [
     Kind::WorkloadEndpoint,
     Kind::IpPool,
     Kind::IpamBlock,
@@ -25,6 +25,7 @@ pub const WATCHED: [Kind; 14] = [
     Kind::GlobalNetworkPolicy,
     Kind::NetworkSet,
     Kind::GlobalNetworkSet,
+    Kind::HostEndpoint,
     Kind::Service,
     Kind::EndpointSlice,
 ];

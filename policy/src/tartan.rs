@@ -460,9 +460,19 @@ pub fn from_global_network_policy(g: &GlobalNetworkPolicy) -> Result<Policy, Pol
     let pods = p
         .selector("spec.selector", &s.selector)
         .map(|pods| and_sa(pods, sa));
+    // Calico reads a non-empty namespaceSelector as one over the
+    // endpoint's namespace: even `all()` means "has a namespace", so such
+    // a policy never selects a host endpoint. Only an absent (or empty)
+    // one stays `Selector::All`, the mark `compile::host::selects_host`
+    // looks for; a given `all()` is recorded as "has the namespace name
+    // label", which every namespace has (and which selects the same pods).
     let namespaces = match s.namespace_selector.as_deref() {
         None => Some(Selector::All),
-        Some(t) => p.selector("spec.namespaceSelector", t),
+        Some("") => Some(Selector::All),
+        Some(t) => p.selector("spec.namespaceSelector", t).map(|ns| match ns {
+            Selector::All => Selector::Has(crate::compile::NAMESPACE_NAME_LABEL.to_string()),
+            ns => ns,
+        }),
     };
     let applies_to = match (pods, namespaces) {
         (Some(pods), Some(ns)) => Some(EndpointSel {

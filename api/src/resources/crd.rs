@@ -18,6 +18,7 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         GlobalNetworkPolicy::crd(),
         NetworkSet::crd(),
         GlobalNetworkSet::crd(),
+        HostEndpoint::crd(),
         IpamBlock::crd(),
         IpamHandle::crd(),
         BlockAffinity::crd(),

@@ -13,6 +13,7 @@ pub mod bgppeer;
 pub mod common;
 pub mod community;
 pub mod crd;
+pub mod hostendpoint;
 pub mod ipam;
 pub mod ippool;
 pub mod ipreservation;
@@ -34,6 +35,7 @@ pub use bgpfilter::{BgpFilter, BgpFilterSpec};
 pub use bgppeer::{BgpPeer, BgpPeerSpec};
 pub use common::{SecretKeyRef, SecretSource, TARTAN_NAMESPACE};
 pub use crd::crds;
+pub use hostendpoint::{HostEndpoint, HostEndpointSpec};
 pub use ipam::{
     AffinityState, AllocationAttributes, BlockAffinity, BlockAffinitySpec, IpamBlock,
     IpamBlockSpec, IpamHandle, IpamHandleSpec, ReleasedAddress, block_name,
@@ -69,6 +71,7 @@ tartan_resource!(
     GlobalNetworkPolicy => GlobalNetworkPolicy,
     NetworkSet => NetworkSet,
     GlobalNetworkSet => GlobalNetworkSet,
+    HostEndpoint => HostEndpoint,
     IpamBlock => IpamBlock,
     IpamHandle => IpamHandle,
     BlockAffinity => BlockAffinity,

@@ -122,23 +122,30 @@ impl WorkloadEndpointSpec {
             }
         }
         for (i, port) in self.ports.iter().enumerate() {
-            if !matches!(port.protocol.as_str(), "TCP" | "UDP" | "SCTP") {
-                p.add(
-                    format!("spec.ports[{i}].protocol"),
-                    format!(
-                        "{:?} is not a protocol; allowed TCP, UDP, SCTP",
-                        port.protocol
-                    ),
-                );
-            }
-            if port.port == 0 {
-                p.add(
-                    format!("spec.ports[{i}].port"),
-                    "0 is not a port; allowed 1 to 65535",
-                );
-            }
+            port.check(i, &mut p);
         }
         p.0
+    }
+}
+
+impl EndpointPort {
+    /// The problems of `spec.ports[i]`'s protocol and number.
+    pub(super) fn check(&self, i: usize, p: &mut Problems) {
+        if !matches!(self.protocol.as_str(), "TCP" | "UDP" | "SCTP") {
+            p.add(
+                format!("spec.ports[{i}].protocol"),
+                format!(
+                    "{:?} is not a protocol; allowed TCP, UDP, SCTP",
+                    self.protocol
+                ),
+            );
+        }
+        if self.port == 0 {
+            p.add(
+                format!("spec.ports[{i}].port"),
+                "0 is not a port; allowed 1 to 65535",
+            );
+        }
     }
 }
 

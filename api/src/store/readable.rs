@@ -21,8 +21,8 @@ use super::typed::{self, Resource};
 use crate::kind::Kind;
 use crate::resources::{
     BgpConfiguration, BgpFilter, BgpNodeStatus, BgpPeer, BlockAffinity, GlobalNetworkPolicy,
-    GlobalNetworkSet, IpPool, IpReservation, IpamBlock, IpamHandle, LoadBalancerIpPool,
-    NetworkPolicy, NetworkSet, RangeAllocation, WorkloadEndpoint,
+    GlobalNetworkSet, HostEndpoint, IpPool, IpReservation, IpamBlock, IpamHandle,
+    LoadBalancerIpPool, NetworkPolicy, NetworkSet, RangeAllocation, WorkloadEndpoint,
 };
 
 pub use super::placeholder::{UNREADABLE_ANNOTATION, placeholder, placeholder_reason};
@@ -46,6 +46,7 @@ pub fn check(kind: Kind, o: &DynamicObject) -> Result<(), String> {
         Kind::GlobalNetworkPolicy => decodes::<GlobalNetworkPolicy>(o),
         Kind::NetworkSet => decodes::<NetworkSet>(o),
         Kind::GlobalNetworkSet => decodes::<GlobalNetworkSet>(o),
+        Kind::HostEndpoint => decodes::<HostEndpoint>(o),
         Kind::IpamBlock => decodes::<IpamBlock>(o),
         Kind::IpamHandle => decodes::<IpamHandle>(o),
         Kind::BlockAffinity => decodes::<BlockAffinity>(o),

@@ -76,6 +76,7 @@ fn read_checked(kind: Kind) -> bool {
             | Kind::GlobalNetworkPolicy
             | Kind::NetworkSet
             | Kind::GlobalNetworkSet
+            | Kind::HostEndpoint
             | Kind::KubeNetworkPolicy
     )
 }

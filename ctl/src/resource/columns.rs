@@ -157,6 +157,12 @@ fn columns(kind: Kind) -> Vec<Column> {
             col("NETS", |o| truncate(&cell(spec(o, "nets")), NETS_WIDTH)),
             wide("COUNT", |o| count(o, "nets")),
         ],
+        Kind::HostEndpoint => vec![
+            col("NODE", |o| cell(spec(o, "node"))),
+            col("INTERFACE", |o| cell(spec(o, "interfaceName"))),
+            col("EXPECTEDIPS", |o| cell(spec(o, "expectedIPs"))),
+            wide("PORTS", |o| count(o, "ports")),
+        ],
         Kind::IpamBlock => vec![
             col("CIDR", |o| cell(spec(o, "cidr"))),
             col("AFFINITY", |o| cell(spec(o, "affinity"))),

@@ -72,10 +72,26 @@ struct Cli {
     pod_name: Option<String>,
     #[arg(long, env = "POD_UID")]
     pod_uid: Option<String>,
+    /// Ports always let into this node's host endpoints, ahead of policy:
+    /// `none`, or a comma-separated list of PROTOCOL:PORT (tcp, udp,
+    /// sctp) or PORT (TCP). Calico's default.
+    #[arg(long, env = "TARTAN_FELIX_FAILSAFE_INBOUND_HOST_PORTS",
+          default_value = tartan_felix::calc::hosts::FAILSAFE_IN_DEFAULT,
+          value_parser = tartan_felix::calc::hosts::parse_failsafe)]
+    failsafe_inbound_host_ports: FailsafeList,
+    /// Destination ports always let out of this node's host endpoints,
+    /// ahead of policy (as --failsafe-inbound-host-ports).
+    #[arg(long, env = "TARTAN_FELIX_FAILSAFE_OUTBOUND_HOST_PORTS",
+          default_value = tartan_felix::calc::hosts::FAILSAFE_OUT_DEFAULT,
+          value_parser = tartan_felix::calc::hosts::parse_failsafe)]
+    failsafe_outbound_host_ports: FailsafeList,
     /// Log format (the filter is TARTAN_LOG, default info).
     #[arg(long, value_enum, default_value_t = LogFormat::Text, env = "TARTAN_LOG_FORMAT")]
     log_format: LogFormat,
 }
+
+/// A parsed failsafe list (clap takes a `Vec` field as repeated values).
+type FailsafeList = std::vec::Vec<tartan_policy::compile::host::FailsafePort>;
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum OnOff {
@@ -160,6 +176,8 @@ fn main() -> Result<()> {
                 proxy_health,
                 services: cli.services == OnOff::On,
                 cni_token,
+                failsafe_in: cli.failsafe_inbound_host_ports,
+                failsafe_out: cli.failsafe_outbound_host_ports,
             },
             store,
             shutdown,

@@ -4,6 +4,7 @@
 pub mod desired;
 pub mod encap;
 pub mod endpoints;
+pub mod hosts;
 pub mod intern;
 pub mod labels;
 pub mod nat;

@@ -45,12 +45,17 @@ fn reaching_unreadable_sets(
     state: &State,
     namespaces: &compile::NamespaceLabels,
 ) -> BTreeSet<Source> {
-    let unreadable: Vec<Option<&str>> = state
+    let mut unreadable: Vec<Option<&str>> = state
         .net_sets
         .iter()
         .filter(|(_, s)| s.is_err())
         .map(|(k, _)| split_key(k).0)
         .collect();
+    // An unreadable HostEndpoint's labels and addresses are unknown: a
+    // rule that could pick a GlobalNetworkSet could pick it.
+    if state.host_endpoints.values().any(|h| h.is_err()) {
+        unreadable.push(None);
+    }
     isolate::reaching_unreadable_sets(readable(state), &unreadable, namespaces)
 }
 
@@ -88,12 +93,14 @@ fn readable(state: &State) -> impl Iterator<Item = &Policy> {
         .filter_map(|p| p.as_ref().ok())
 }
 
-/// The network sets felix could read (shared, not copied).
+/// The network sets felix could read (shared, not copied), and every
+/// readable host endpoint's addresses as a GlobalNetworkSet.
 fn net_sets(state: &State) -> Vec<NetSet> {
     state
         .net_sets
         .values()
         .filter_map(|s| s.as_ref().ok().cloned())
+        .chain(super::hosts::as_net_sets(state))
         .collect()
 }
 
@@ -104,7 +111,7 @@ pub fn desired(node: &str, state: &State) -> Ruleset {
 }
 
 /// [`desired`], reusing unchanged policy chains from `cache`.
-pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
+pub fn desired_cached(node: &str, state: &State, cache: &mut compile::CompileCache) -> Ruleset {
     let namespaces = namespace_labels(state);
     let mut reaching = reaching_unreadable_sets(state, &namespaces);
     let (by_sa, sa_isolations, accounts) = unreadable_service_accounts(state, &namespaces);
@@ -126,7 +133,16 @@ pub fn desired_cached(_node: &str, state: &State, cache: &mut compile::CompileCa
     let endpoints = state.endpoints.for_compile();
     let families = state.endpoints.families();
     let sets = net_sets(state);
-    compile::compile_cached_with(cache, policies, &endpoints, &sets, families, &namespaces)
+    let hosts = super::hosts::for_node(node, state);
+    compile::compile_with_hosts(
+        cache,
+        policies,
+        &endpoints,
+        &sets,
+        families,
+        &namespaces,
+        &hosts,
+    )
 }
 
 /// The namespaces' labels as policies see them: each carries

@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::Node;
 use tartan_api::resources::node::{BGP_IPV4_ADDRESS, VXLAN_TUNNEL_MAC, parse_mac};
 use tartan_api::resources::{IpPoolSpec, IpamBlockSpec};
 use tartan_policy::compile::NetSet;
+use tartan_policy::compile::host::FailsafePort;
 use tartan_policy::ir::Policy;
 
 use super::endpoints::Endpoints;
@@ -123,6 +124,14 @@ pub struct State {
     /// ServiceAccounts by `namespace/name`: their labels, which their
     /// pods' endpoints carry as `pcsa.` labels.
     pub service_accounts: BTreeMap<String, WatchedServiceAccount>,
+    /// Every node's HostEndpoints by `/name`.
+    pub host_endpoints: BTreeMap<String, super::hosts::WatchedHostEndpoint>,
+    /// This host's addresses → the interface holding each (read only
+    /// while a host endpoint of this node is found by its addresses).
+    pub host_addrs: BTreeMap<std::net::IpAddr, String>,
+    /// The failsafe ports (felix's flags), into and out of the host.
+    pub failsafe_in: Vec<FailsafePort>,
+    pub failsafe_out: Vec<FailsafePort>,
 }
 
 pub type Labels = BTreeMap<String, String>;

@@ -26,4 +26,8 @@ pub struct Config {
     /// Keep the CNI plugins' kubeconfig and token fresh
     /// ([`crate::cnitoken`]); `None`: something else writes it.
     pub cni_token: Option<crate::cnitoken::CniToken>,
+    /// Ports always let into and out of this node's host endpoints
+    /// (`--failsafe-inbound-host-ports`, `--failsafe-outbound-host-ports`).
+    pub failsafe_in: Vec<tartan_policy::compile::host::FailsafePort>,
+    pub failsafe_out: Vec<tartan_policy::compile::host::FailsafePort>,
 }

@@ -22,6 +22,7 @@ pub(super) struct Watches {
     pub(super) global_policies: Watch,
     pub(super) net_sets: Watch,
     pub(super) global_net_sets: Watch,
+    pub(super) host_endpoints: Watch,
     /// `None` when felix is not the Service proxy.
     pub(super) services: Option<Watch>,
     pub(super) slices: Option<Watch>,
@@ -57,6 +58,7 @@ impl Watches {
             global_policies: all(Kind::GlobalNetworkPolicy),
             net_sets: all(Kind::NetworkSet),
             global_net_sets: all(Kind::GlobalNetworkSet),
+            host_endpoints: all(Kind::HostEndpoint),
             services: services.then(|| all(Kind::Service)),
             slices: services.then(|| all(Kind::EndpointSlice)),
         }
@@ -79,8 +81,8 @@ pub(super) struct Synced {
     pub(super) pools: bool,
     pub(super) nodes: bool,
     /// Pods, namespaces, the three policy kinds, the two network set
-    /// kinds and ServiceAccounts.
-    pub(super) policy: [bool; 8],
+    /// kinds, ServiceAccounts and HostEndpoints.
+    pub(super) policy: [bool; 9],
     /// Services and EndpointSlices.
     pub(super) services: [bool; 2],
 }

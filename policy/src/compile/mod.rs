@@ -55,9 +55,11 @@
 //! no policy selects in a direction is open in that direction.
 
 pub mod boxes;
+mod building;
 mod cache;
 #[cfg(test)]
 mod eval_tests;
+pub mod host;
 pub mod merge;
 mod prepared;
 mod profile;
@@ -76,9 +78,10 @@ use ipnet::IpNet;
 
 use crate::ir::{EndpointSel, Policy};
 use crate::model::Namespaces;
-use cache::{CachedProfile, CachedRunSets, cached_policy};
+use building::Building;
+use cache::{CachedProfile, CachedRunSets};
 use prepared::CachedPolicy;
-use profile::{Built, RunSets, Runs, build_profile, run_shapes};
+use profile::{RunSets, Runs, run_shapes};
 use rules::Needs;
 use stmt::Stmts;
 
@@ -212,6 +215,14 @@ pub struct Ruleset {
     pub to_endpoint: BTreeMap<String, String>,
     /// Interface → chain for traffic from the endpoint (egress).
     pub from_endpoint: BTreeMap<String, String>,
+    /// Host interface → chain for traffic into the host through it (a
+    /// host endpoint's ingress, see [`host`]).
+    pub host_in: BTreeMap<String, String>,
+    /// Host interface → chain for traffic out of the host through it.
+    pub host_out: BTreeMap<String, String>,
+    /// The chains (ingress, egress) of every other host interface, when
+    /// a `*` host endpoint governs them.
+    pub host_all: Option<(String, String)>,
 }
 
 /// The chain of an endpoint no policy selects in a direction: empty, so
@@ -327,6 +338,46 @@ pub fn compile<'a, E: Borrow<Endpoint>>(
     )
 }
 
+/// The host endpoints' chains, maps and sets into `b.rs`.
+fn compile_hosts(hosts: &host::Hosts, sorted: &[&Policy], b: &mut Building<'_, '_>) {
+    let (named, all) = host::governing(hosts);
+    if named.is_empty() && all.is_none() {
+        return;
+    }
+    let mut chain_of = |e: &host::HostEndpoint, ingress: bool| -> String {
+        let list: Vec<usize> = (0..sorted.len())
+            .filter(|&i| {
+                let p = sorted[i];
+                !e.locked
+                    && (if ingress { &p.ingress } else { &p.egress }).is_some()
+                    && host::selects_host(p, &e.labels)
+            })
+            .collect();
+        let tail = if list.is_empty() {
+            stmt::drop()
+        } else {
+            stmt::goto(&b.profile(&list, ingress, &e.ports, "h", false))
+        };
+        let (name, rules) = host::endpoint_chain(hosts, ingress, tail);
+        b.rs.chains.insert(name.clone(), Arc::new(rules));
+        name
+    };
+    let mut host_in = BTreeMap::new();
+    let mut host_out = BTreeMap::new();
+    for (iface, e) in &named {
+        host_in.insert(iface.to_string(), chain_of(e, true));
+        host_out.insert(iface.to_string(), chain_of(e, false));
+    }
+    let host_all = all.map(|e| (chain_of(e, true), chain_of(e, false)));
+    b.rs.host_in = host_in;
+    b.rs.host_out = host_out;
+    b.rs.host_all = host_all;
+    if !hosts.tunnel_peers.is_empty() {
+        b.rs.sets
+            .insert(host::TUNNEL_PEERS_SET.to_string(), host::peers_set(hosts));
+    }
+}
+
 /// The IP families some endpoint has an address of: the families rules
 /// and sets are written for (a pod without an IPv6 address sends and
 /// receives no IPv6 packet, so rules for it would be dead weight).
@@ -376,6 +427,33 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     families: Families,
     namespaces: &NamespaceLabels,
 ) -> Ruleset {
+    compile_with_hosts(
+        cache,
+        policies,
+        endpoints,
+        net_sets,
+        families,
+        namespaces,
+        &host::Hosts::default(),
+    )
+}
+
+/// [`compile_cached_with`], and this node's host endpoints (see
+/// [`host`]). Rule selectors pick other nodes' host endpoints through
+/// `net_sets` (as GlobalNetworkSets of their addresses).
+pub fn compile_with_hosts<'a, E: Borrow<Endpoint>>(
+    cache: &mut CompileCache,
+    policies: impl IntoIterator<Item = &'a Policy>,
+    endpoints: &[E],
+    net_sets: &[NetSet],
+    mut families: Families,
+    namespaces: &NamespaceLabels,
+    hosts: &host::Hosts,
+) -> Ruleset {
+    if !hosts.endpoints.is_empty() {
+        // The host speaks both families whatever its pods do.
+        families = Families { v4: true, v6: true };
+    }
     let mut sorted: Vec<&Policy> = policies.into_iter().collect();
     // The key formats the policy's name: once per policy, not per
     // comparison.
@@ -399,6 +477,16 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
     let mut prepared: BTreeMap<(usize, bool), Arc<CachedPolicy>> = BTreeMap::new();
     let mut runs: Runs = BTreeMap::new();
     let mut profiles: HashMap<String, CachedProfile> = HashMap::new();
+    let mut b = Building {
+        cache: &mut *cache,
+        sorted: &sorted,
+        ids: &mut ids,
+        needs: &mut needs,
+        prepared: &mut prepared,
+        rs: &mut rs,
+        runs: &mut runs,
+        profiles: &mut profiles,
+    };
     for ep in endpoints.iter().map(Borrow::borrow) {
         let Some(iface) = &ep.interface else { continue };
         let own = in_namespace
@@ -418,88 +506,17 @@ pub fn compile_cached_with<'a, E: Borrow<Endpoint>>(
             let chain = if list.is_empty() {
                 OPEN_CHAIN.to_string()
             } else {
-                let mut local_names = BTreeSet::new();
-                for &i in &list {
-                    let cp = prepared
-                        .entry((i, ingress))
-                        .or_insert_with(|| cached_policy(cache, sorted[i], ingress, &mut needs));
-                    local_names.extend(cp.local_names.iter().cloned());
-                }
-                // The endpoint's numbers for the named ports its merged
-                // runs use: part of the profile, as they are in its sets.
-                let mut local_ports: Vec<NamedPort> = ep
-                    .ports
-                    .iter()
-                    .filter(|p| local_names.contains(&p.name))
-                    .cloned()
-                    .collect();
-                local_ports.sort();
-                local_ports.dedup();
-                let mut key: Vec<String> = list
-                    .iter()
-                    .map(|&i| {
-                        ids[i]
-                            .get_or_insert_with(|| hash(&sorted[i].source.to_string()))
-                            .clone()
-                    })
-                    .collect();
-                key.extend(
-                    local_ports
-                        .iter()
-                        .map(|p| format!("{}={}/{}", p.name, p.protocol, p.port)),
-                );
-                let name = format!(
-                    "q{}{}",
-                    if ingress { "i" } else { "e" },
-                    hash(&key.join(","))
-                );
-                if !rs.chains.contains_key(&name) {
-                    let policies: Vec<Arc<CachedPolicy>> = list
-                        .iter()
-                        .map(|&i| prepared[&(i, ingress)].clone())
-                        .collect();
-                    let built = match cache.profiles.get(&name) {
-                        Some(c) if c.same_input(&policies, &needs.families) => c.built.clone(),
-                        _ => {
-                            let mut built = Built::default();
-                            build_profile(
-                                &name,
-                                &list,
-                                &sorted,
-                                &prepared,
-                                ingress,
-                                &local_ports,
-                                &needs.families,
-                                &mut built,
-                            );
-                            Arc::new(built)
-                        }
-                    };
-                    for (n, c) in &built.chains {
-                        rs.chains.entry(n.clone()).or_insert_with(|| c.clone());
-                    }
-                    for (n, r) in &built.runs {
-                        runs.entry(n.clone()).or_insert_with(|| r.clone());
-                    }
-                    profiles.insert(
-                        name.clone(),
-                        CachedProfile {
-                            policies,
-                            families: needs.families.clone(),
-                            built,
-                        },
-                    );
-                }
-                name
+                b.profile(&list, ingress, &ep.ports, "", true)
             };
             let map = if ingress {
-                &mut rs.to_endpoint
+                &mut b.rs.to_endpoint
             } else {
-                &mut rs.from_endpoint
+                &mut b.rs.from_endpoint
             };
             map.insert(iface.clone(), chain);
         }
     }
+    compile_hosts(hosts, &sorted, &mut b);
     // Keep only what this compile used.
     let kept: BTreeSet<(String, bool)> = prepared
         .keys()

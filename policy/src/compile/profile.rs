@@ -320,6 +320,7 @@ pub(super) fn build_profile(
     ingress: bool,
     local_ports: &[NamedPort],
     families: &[bool],
+    pass_allows: bool,
     built: &mut Built,
 ) {
     let ctx = ProfileCtx {
@@ -410,8 +411,10 @@ pub(super) fn build_profile(
     let items = guard_stretches(items, &ctx, built);
     let pass = if seen_kubernetes {
         goto(&pass_chain(name))
-    } else {
+    } else if pass_allows {
         accept()
+    } else {
+        drop()
     };
     let mut chain = render_items(items.iter().map(|(_, it)| it), ingress, &pass);
     chain.push(vec![drop()]);

@@ -21,7 +21,24 @@
 //! chain from_endpoint { iifname vmap @from_endpoint; drop }  # unknown: fail closed
 //! chain to_endpoint { oifname vmap @to_endpoint; drop }
 //! chain open { }
+//! chain input { type filter hook input priority filter; policy accept;
+//!     ct state established,related accept
+//!     iifname "lo" accept
+//!     iifname vmap @host_in                      # a named host endpoint's ingress
+//!     iifname != "tar*" jump host_all_in         # a `*` host endpoint's (goto hi…)
+//! }
+//! chain output { type filter hook output priority filter; policy accept;
+//!     ct state established,related accept
+//!     oifname "lo" accept
+//!     oifname vmap @host_out
+//!     oifname != "tar*" jump host_all_out
+//! }
 //! ```
+//!
+//! With no host endpoint (and in the table felix writes before it has
+//! read the datastore) the host's maps are empty and `host_all_*` hold
+//! nothing: the host's own traffic is not governed (see
+//! [`super::host`]).
 //!
 //! A pod's packets must come from an address routed back through its own
 //! interface (the CNI plugin's host route): policy knows peers by
@@ -65,6 +82,15 @@ pub const FORWARD_IN: &str = "forward_in";
 /// lookup in no other hook, and refuse the whole table otherwise.
 pub const PREROUTING: &str = "prerouting";
 pub const FROM_ENDPOINT: &str = "from_endpoint";
+/// Base chains of the host's own traffic (host endpoints).
+pub const INPUT: &str = "input";
+pub const OUTPUT: &str = "output";
+/// Maps: host interface → its host endpoint's chain, per direction.
+pub const HOST_IN: &str = "host_in";
+pub const HOST_OUT: &str = "host_out";
+/// Chains holding the `goto` to a `*` host endpoint's chains, if any.
+pub const HOST_ALL_IN: &str = "host_all_in";
+pub const HOST_ALL_OUT: &str = "host_all_out";
 pub const TO_ENDPOINT: &str = "to_endpoint";
 /// Interfaces of pods start with this (the CNI plugin names them).
 pub const INTERFACE_PREFIX: &str = "tar";
@@ -298,13 +324,62 @@ fn fixed_rules() -> Vec<Command> {
             })],
         ),
         rule(TO_ENDPOINT, vec![drop()]),
+        rule(INPUT, established()),
+        rule(
+            INPUT,
+            vec![matches(ifname(Iifname), s("lo"), true), accept()],
+        ),
+        rule(
+            INPUT,
+            vec![Statement::VerdictMap(VmapStatement {
+                key: meta(Iifname),
+                data: s(format!("@{HOST_IN}")),
+            })],
+        ),
+        rule(
+            INPUT,
+            vec![
+                matches(ifname(Iifname), wildcard(), false),
+                jump(HOST_ALL_IN),
+            ],
+        ),
+        rule(OUTPUT, established()),
+        rule(
+            OUTPUT,
+            vec![matches(ifname(Oifname), s("lo"), true), accept()],
+        ),
+        rule(
+            OUTPUT,
+            vec![Statement::VerdictMap(VmapStatement {
+                key: meta(Oifname),
+                data: s(format!("@{HOST_OUT}")),
+            })],
+        ),
+        rule(
+            OUTPUT,
+            vec![
+                matches(ifname(Oifname), wildcard(), false),
+                jump(HOST_ALL_OUT),
+            ],
+        ),
     ]
+}
+
+/// The rules of `host_all_in` and `host_all_out`.
+fn host_all_rules(rs: &Ruleset) -> Vec<Command> {
+    match &rs.host_all {
+        Some((i, e)) => vec![
+            rule(HOST_ALL_IN, vec![goto(i)]),
+            rule(HOST_ALL_OUT, vec![goto(e)]),
+        ],
+        None => vec![],
+    }
 }
 
 /// The kinds of compiled chain by their first letter, each before the
 /// kinds that may go to it: stretches (`x`), their guards (`g`), Pass
-/// chains (`k`), profiles (`q`).
-const CHAIN_ORDER: [&str; 4] = ["x", "g", "k", "q"];
+/// chains (`k`), profiles (`q`), host endpoints' chains (`h`).
+const CHAIN_ORDER: [&str; 5] = ["x", "g", "k", "q", "h"];
 
 /// Replace the whole table with `rs` in one transaction (valid whether
 /// or not the table exists).
@@ -340,8 +415,28 @@ pub fn full(rs: &Ruleset) -> Transaction {
             policy: Some(NfChainPolicy::Accept),
             ..chain(PREROUTING)
         })),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Input),
+            prio: Some(0),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(INPUT)
+        })),
+        add(NfListObject::Chain(Chain {
+            _type: Some(NfChainType::Filter),
+            hook: Some(NfHook::Output),
+            prio: Some(0),
+            policy: Some(NfChainPolicy::Accept),
+            ..chain(OUTPUT)
+        })),
     ];
-    for c in [FROM_ENDPOINT, TO_ENDPOINT, OPEN_CHAIN] {
+    for c in [
+        FROM_ENDPOINT,
+        TO_ENDPOINT,
+        OPEN_CHAIN,
+        HOST_ALL_IN,
+        HOST_ALL_OUT,
+    ] {
         objs.push(add(NfListObject::Chain(chain(c))));
     }
     for name in rs.chains.keys() {
@@ -361,6 +456,11 @@ pub fn full(rs: &Ruleset) -> Transaction {
     objs.push(declare_vmap(TO_ENDPOINT));
     objs.extend(map_elements(FROM_ENDPOINT, &rs.from_endpoint).map(add));
     objs.extend(map_elements(TO_ENDPOINT, &rs.to_endpoint).map(add));
+    objs.push(declare_vmap(HOST_IN));
+    objs.push(declare_vmap(HOST_OUT));
+    objs.extend(map_elements(HOST_IN, &rs.host_in).map(add));
+    objs.extend(map_elements(HOST_OUT, &rs.host_out).map(add));
+    objs.extend(host_all_rules(rs));
     objs.extend(fixed_rules());
     objs.into_iter().collect()
 }
@@ -405,11 +505,18 @@ pub fn diff(old: &Ruleset, new: &Ruleset) -> Option<Transaction> {
     for (map, o, n) in [
         (FROM_ENDPOINT, &old.from_endpoint, &new.from_endpoint),
         (TO_ENDPOINT, &old.to_endpoint, &new.to_endpoint),
+        (HOST_IN, &old.host_in, &new.host_in),
+        (HOST_OUT, &old.host_out, &new.host_out),
     ] {
         let gone = o.iter().filter(|(k, v)| n.get(*k) != Some(*v));
         objs.extend(map_elements(map, gone).map(del));
         let came = n.iter().filter(|(k, v)| o.get(*k) != Some(*v));
         objs.extend(map_elements(map, came).map(add));
+    }
+    if old.host_all != new.host_all {
+        objs.push(flush(HOST_ALL_IN));
+        objs.push(flush(HOST_ALL_OUT));
+        objs.extend(host_all_rules(new));
     }
     for (name, was) in &old.sets {
         if let Some(def) = new.sets.get(name)
@@ -457,5 +564,10 @@ pub fn summary(rs: &Ruleset) -> BTreeMap<String, usize> {
     }
     m.insert(format!("@{FROM_ENDPOINT}"), rs.from_endpoint.len());
     m.insert(format!("@{TO_ENDPOINT}"), rs.to_endpoint.len());
+    m.insert(format!("@{HOST_IN}"), rs.host_in.len());
+    m.insert(format!("@{HOST_OUT}"), rs.host_out.len());
+    let all = usize::from(rs.host_all.is_some());
+    m.insert(HOST_ALL_IN.to_string(), all);
+    m.insert(HOST_ALL_OUT.to_string(), all);
     m
 }

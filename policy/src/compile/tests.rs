@@ -5,6 +5,7 @@
 mod cache;
 mod changes;
 mod guards;
+mod hosts;
 mod net_sets;
 mod tables;
 
